@@ -1,0 +1,547 @@
+package fanout
+
+import (
+	"context"
+	"errors"
+	"math"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fanout-go/fanout/internal/ring"
+)
+
+var (
+	// ErrStopped is returned by every publish and watch method once
+	// [Broadcaster.Shutdown] has been called, and by a watcher's pull methods
+	// once it has been drained after Shutdown. Its text is the one
+	// k8s.io/apimachinery/pkg/watch uses.
+	ErrStopped = errors.New("broadcaster already stopped")
+
+	// ErrWatcherStopped is returned by a watcher's pull methods, and by
+	// [Watcher.Err], once [Watcher.Stop] has been called and what was queued
+	// has been read.
+	ErrWatcherStopped = errors.New("fanout: watcher stopped")
+
+	// ErrEvicted is returned by a watcher's pull methods, and by
+	// [Watcher.Err], once the watcher has been closed by a
+	// [FullChannelBehavior] returning [VerdictEvict] and what was queued has
+	// been read.
+	ErrEvicted = errors.New("fanout: watcher evicted: queue full")
+)
+
+// minRingSize keeps the shared ring from being tiny for small queue lengths,
+// so that readers take batches of useful size.
+const minRingSize = 64
+
+// Broadcaster distributes every accepted value, in one total order, to every
+// watcher registered before the value was accepted. See the package
+// documentation for the guarantees and the cost of each path.
+//
+// A Broadcaster starts no goroutines. Create one with [New]; the zero value
+// is not usable.
+type Broadcaster[T any] struct {
+	cfg     config
+	ringCap int
+
+	// act serialises Action and ActionContext callers (capacity 1). It is
+	// held while a publisher waits for room, so that waiting publishers keep
+	// their order, but not by ActionOrDrop, which never waits.
+	act chan struct{}
+
+	// mu guards the fields below and makes acceptance of a value, the
+	// registration of a watcher and its removal one total order.
+	mu       sync.Mutex
+	stopped  bool
+	done     chan struct{} // closed by Shutdown
+	ring     *ring.Ring[T] // shared ring, allocated with the first shared watcher
+	limit    uint64        // no shared watcher is full while head < limit
+	shared   []*Watcher[T] // pull-API watchers reading the shared ring
+	chans    []*Watcher[T] // watchers with their own channel
+	nextID   uint64
+	gen      uint64 // publish attempts, to tag pre-made decisions
+	blocking bool   // an Action is delivering to full channel watchers
+	blocked  []blockedSend[T]
+	evicted  []*Watcher[T]
+	accepted uint64
+	refused  uint64
+
+	head atomic.Uint64 // sequence number of the next value; stored under mu
+
+	// roomWait counts publishers waiting for a shared-ring reader to make
+	// room; readers signal room when it is non-zero.
+	roomWait atomic.Int32
+	room     chan struct{} // capacity 1
+
+	// parkMu guards parked and Watcher.inPark: shared-ring readers waiting
+	// for a value. nparked lets a publisher skip the lock when nobody waits.
+	parkMu  sync.Mutex
+	parked  []*Watcher[T]
+	nparked atomic.Int32
+
+	dropped atomic.Uint64
+}
+
+type blockedSend[T any] struct {
+	w       *Watcher[T]
+	timeout time.Duration
+}
+
+// New returns a running broadcaster. The options set the defaults for its
+// watchers: [WithQueueLength] (default [DefaultQueueLength]),
+// [WithFullChannelBehavior] (default [WaitIfChannelFull]) and
+// [WithDropHandler] (default none). Invalid values are reported by Watch.
+func New[T any](opts ...Option) *Broadcaster[T] {
+	cfg := defaultConfig().with(opts)
+	ringCap := minRingSize
+	for ringCap < cfg.queueLen {
+		ringCap <<= 1
+	}
+	return &Broadcaster[T]{
+		cfg:     cfg,
+		ringCap: ringCap,
+		act:     make(chan struct{}, 1),
+		done:    make(chan struct{}),
+		room:    make(chan struct{}, 1),
+		limit:   math.MaxUint64,
+	}
+}
+
+// Watch registers a watcher that receives every value accepted after Watch
+// returns and none accepted before. Options override the broadcaster's
+// defaults for this watcher. It returns [ErrStopped] after Shutdown, or an
+// error describing an invalid option.
+//
+// Unlike k8s, Watch never waits for a blocked publisher.
+func (b *Broadcaster[T]) Watch(opts ...Option) (*Watcher[T], error) {
+	return b.watch(nil, opts)
+}
+
+// WatchWithPrefix is like [Broadcaster.Watch], but the watcher first receives
+// the values of prefix, then every value accepted after registration, with no
+// gap and no duplicate in between. As in k8s, the watcher's queue capacity
+// becomes the larger of its queue length and len(prefix)+1. An empty prefix
+// makes it the same as Watch. The prefix slice is not retained.
+func (b *Broadcaster[T]) WatchWithPrefix(prefix []T, opts ...Option) (*Watcher[T], error) {
+	return b.watch(prefix, opts)
+}
+
+func (b *Broadcaster[T]) watch(prefix []T, opts []Option) (*Watcher[T], error) {
+	cfg := b.cfg.with(opts)
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.stopped {
+		return nil, ErrStopped
+	}
+	b.nextID++
+	w := &Watcher[T]{b: b, id: b.nextID, q: cfg.queueLen, behavior: cfg.behavior, onDrop: cfg.onDrop, end: math.MaxUint64}
+	if len(prefix) == 0 && cfg.queueLen > 0 && cfg.queueLen <= b.ringCap && isWait(cfg.behavior) {
+		if b.ring == nil {
+			b.ring = ring.New[T](b.ringCap)
+		}
+		h := b.head.Load()
+		w.cursor.Store(h)
+		b.shared = append(b.shared, w)
+		b.limit = min(b.limit, h+uint64(w.q))
+		return w, nil
+	}
+	if len(prefix) > 0 {
+		w.q = max(w.q, len(prefix)+1)
+	}
+	w.initChan(w.q)
+	for _, v := range prefix {
+		w.ch <- v // cannot block: capacity exceeds len(prefix)
+	}
+	b.chans = append(b.chans, w)
+	return w, nil
+}
+
+// Action publishes v to every watcher, waiting as long as a watcher's
+// [FullChannelBehavior] says to. It returns nil once v has been accepted:
+// placed in every watcher's queue (or dropped for a watcher as its behaviour
+// decided). After Shutdown it returns [ErrStopped]; a call waiting for room
+// when Shutdown happens returns ErrStopped too (see the package documentation
+// for which watchers may already hold v then).
+func (b *Broadcaster[T]) Action(v T) error {
+	_, err := b.publish(context.Background(), v, false)
+	return err
+}
+
+// ActionContext is [Broadcaster.Action] bounded by ctx: if ctx is done before
+// v is accepted, it returns ctx.Err().
+func (b *Broadcaster[T]) ActionContext(ctx context.Context, v T) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	_, err := b.publish(ctx, v, false)
+	return err
+}
+
+// ActionOrDrop publishes v if that needs no waiting, and never blocks on a
+// consumer. It returns false, and no watcher gets v, when a watcher whose
+// behaviour is to wait has a full queue (or a publisher is already waiting
+// for one). Watchers with lossy behaviours do not make it refuse: they apply
+// their behaviour. A hand-off watcher (queue length 0) whose consumer is not
+// ready at that instant misses v, counted as [DropFull]. After Shutdown it
+// returns (false, [ErrStopped]).
+func (b *Broadcaster[T]) ActionOrDrop(v T) (bool, error) {
+	return b.publish(nil, v, true)
+}
+
+func (b *Broadcaster[T]) publish(ctx context.Context, v T, try bool) (bool, error) {
+	if !try {
+		select {
+		case b.act <- struct{}{}:
+		default:
+			select {
+			case b.act <- struct{}{}:
+			case <-ctx.Done():
+				return false, ctx.Err()
+			case <-b.done:
+				return false, ErrStopped
+			}
+		}
+		defer func() { <-b.act }()
+	}
+
+	b.mu.Lock()
+	for {
+		if b.stopped {
+			b.mu.Unlock()
+			return false, ErrStopped
+		}
+		if try && b.blocking {
+			b.refused++
+			b.mu.Unlock()
+			return false, nil
+		}
+		h := b.head.Load()
+		if h < b.limit {
+			break
+		}
+		if try {
+			if b.refreshLimit(h) {
+				break
+			}
+			b.refused++
+			b.mu.Unlock()
+			return false, nil
+		}
+		// Announce the wait before reading cursors, so that a reader that
+		// advances after our read sees roomWait and signals.
+		b.roomWait.Add(1)
+		if b.refreshLimit(h) {
+			b.roomWait.Add(-1)
+			break
+		}
+		b.mu.Unlock()
+		var err error
+		select {
+		case <-b.room:
+		case <-ctx.Done():
+			err = ctx.Err()
+		case <-b.done:
+			err = ErrStopped
+		}
+		b.roomWait.Add(-1)
+		if err != nil {
+			return false, err
+		}
+		b.mu.Lock()
+	}
+
+	b.gen++
+	if try {
+		// ActionOrDrop must refuse before anything is delivered, so consult
+		// the behaviour of full buffered channel watchers first.
+		for _, w := range b.chans {
+			if c := cap(w.ch); c > 0 && len(w.ch) >= c {
+				d := w.decide()
+				if d.Verdict == VerdictWait {
+					b.refused++
+					b.mu.Unlock()
+					return false, nil
+				}
+				w.pre, w.preGen = d, b.gen
+			}
+		}
+	}
+
+	h := b.head.Load()
+	if len(b.shared) > 0 {
+		b.ring.Put(h, v)
+	}
+	b.head.Store(h + 1)
+	b.accepted++
+
+	blocked := b.blocked[:0]
+	evicted := b.evicted[:0]
+	for _, w := range b.chans {
+		select {
+		case w.ch <- v:
+			if w.consec != 0 {
+				w.consec = 0
+			}
+			continue
+		default:
+		}
+		d := w.pre
+		if w.preGen != b.gen {
+			d = w.decide()
+		}
+		switch d.Verdict {
+		case VerdictWait:
+			if try { // only a hand-off watcher gets here
+				w.drop(DropFull)
+				continue
+			}
+			blocked = append(blocked, blockedSend[T]{w: w, timeout: d.Timeout})
+		case VerdictDropOldest:
+			if cap(w.ch) > 0 {
+				select {
+				case <-w.ch:
+					w.drop(DropOldest)
+				default: // the consumer made room meanwhile
+				}
+				select {
+				case w.ch <- v:
+					w.consec = 0
+				default:
+					w.drop(DropFull)
+				}
+			} else {
+				w.drop(DropFull) // a hand-off has no oldest value
+			}
+		case VerdictEvict:
+			w.drop(DropEvicted)
+			evicted = append(evicted, w)
+		default:
+			w.drop(DropFull)
+		}
+	}
+	for i, w := range evicted {
+		b.closeLocked(w, ErrEvicted)
+		evicted[i] = nil
+	}
+	b.evicted = evicted[:0]
+	b.wakeParked()
+	if len(blocked) == 0 {
+		b.mu.Unlock()
+		return true, nil
+	}
+	b.blocking = true
+	b.mu.Unlock()
+
+	err := b.sendBlocked(ctx, v, blocked)
+
+	b.mu.Lock()
+	b.blocking = false
+	clear(blocked)
+	b.blocked = blocked[:0]
+	b.mu.Unlock()
+	return err == nil, err
+}
+
+// sendBlocked completes an Action whose value met full channel watchers that
+// wait. It runs without b.mu, holding b.act, while b.blocking keeps every
+// other publisher out, so the value order on each channel is kept. Stop,
+// Watch and ResultChan proceed meanwhile.
+func (b *Broadcaster[T]) sendBlocked(ctx context.Context, v T, list []blockedSend[T]) error {
+	var err error
+	for _, bs := range list {
+		w := bs.w
+		w.sendMu.Lock()
+		if w.chClosed {
+			w.sendMu.Unlock()
+			continue
+		}
+		if err != nil {
+			w.drop(DropAborted)
+			w.sendMu.Unlock()
+			continue
+		}
+		var timer *time.Timer
+		var timeout <-chan time.Time
+		if bs.timeout > 0 {
+			timer = time.NewTimer(bs.timeout)
+			timeout = timer.C
+		}
+		select {
+		case w.ch <- v:
+			w.consec = 0
+		case <-w.stopCh:
+		case <-b.done:
+			err = ErrStopped
+			w.drop(DropAborted)
+		case <-ctx.Done():
+			err = ctx.Err()
+			w.drop(DropAborted)
+		case <-timeout:
+			w.drop(DropTimeout)
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+		w.sendMu.Unlock()
+	}
+	return err
+}
+
+// refreshLimit recomputes the shared-ring limit from the readers' cursors and
+// reports whether sequence h may be published. Caller holds b.mu.
+func (b *Broadcaster[T]) refreshLimit(h uint64) bool {
+	limit := uint64(math.MaxUint64)
+	for _, w := range b.shared {
+		limit = min(limit, w.cursor.Load()+uint64(w.q))
+	}
+	b.limit = limit
+	return h < limit
+}
+
+// signalRoom wakes a publisher waiting for a shared reader to make room.
+func (b *Broadcaster[T]) signalRoom() {
+	select {
+	case b.room <- struct{}{}:
+	default:
+	}
+}
+
+// wakeParked wakes every shared-ring reader waiting for a value. Caller holds
+// b.mu.
+func (b *Broadcaster[T]) wakeParked() {
+	if b.nparked.Load() == 0 {
+		return
+	}
+	b.parkMu.Lock()
+	for i, w := range b.parked {
+		w.inPark = false
+		w.signal()
+		b.parked[i] = nil
+	}
+	b.parked = b.parked[:0]
+	b.nparked.Store(0)
+	b.parkMu.Unlock()
+}
+
+// closeLocked closes an open watcher for reason: it stops receiving, and what
+// it had queued stays readable. Caller holds b.mu.
+func (b *Broadcaster[T]) closeLocked(w *Watcher[T], reason error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return
+	}
+	if w.mode == modeShared {
+		b.shared = deleteWatcher(b.shared, w)
+		h := b.head.Load()
+		if w.cursor.Load() < h {
+			// The ring will be reused: keep the pending values in a channel.
+			b.moveToChanLocked(w, int(h-w.cursor.Load()))
+		} else {
+			w.end = h
+		}
+		if b.roomWait.Load() > 0 {
+			b.signalRoom()
+		}
+	} else {
+		b.chans = deleteWatcher(b.chans, w)
+	}
+	w.err = reason
+	if w.mode == modeChan {
+		close(w.stopCh)
+		w.sendMu.Lock()
+		w.chClosed = true
+		close(w.ch)
+		w.sendMu.Unlock()
+	}
+	w.signal()
+}
+
+// moveToChanLocked switches a shared watcher to channel mode, moving its
+// pending values into a new channel of the given capacity. Caller holds b.mu
+// and w.mu.
+func (b *Broadcaster[T]) moveToChanLocked(w *Watcher[T], capacity int) {
+	h := min(b.head.Load(), w.end)
+	c := w.cursor.Load()
+	w.initChan(max(capacity, int(h-c)))
+	var buf [32]T
+	for c < h {
+		n := b.ring.Copy(buf[:], c, h)
+		for _, v := range buf[:n] {
+			w.ch <- v
+		}
+		c += uint64(n)
+	}
+	w.cursor.Store(h)
+	w.mode = modeChan
+}
+
+func deleteWatcher[T any](ws []*Watcher[T], w *Watcher[T]) []*Watcher[T] {
+	if i := slices.Index(ws, w); i >= 0 {
+		return slices.Delete(ws, i, i+1)
+	}
+	return ws
+}
+
+// Shutdown stops the broadcaster. It is idempotent, safe from any goroutine,
+// and never waits on a consumer. It closes intake; releases publishers
+// waiting for room (they return [ErrStopped]); and closes every watcher. Each
+// value accepted before Shutdown stays readable from every watcher that was
+// registered for it, after which the watcher's channel closes and its pull
+// methods return ErrStopped. The broadcaster owns no goroutines, so there is
+// nothing else to wait for. After Shutdown, Action, ActionContext, Watch and
+// WatchWithPrefix return ErrStopped, ActionOrDrop returns (false,
+// ErrStopped), and Stop is a no-op.
+func (b *Broadcaster[T]) Shutdown() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.stopped {
+		return
+	}
+	b.stopped = true
+	close(b.done)
+	for _, w := range slices.Clone(b.chans) {
+		b.closeLocked(w, ErrStopped)
+	}
+	// No value will be published again, so shared readers can drain the ring
+	// where it is.
+	h := b.head.Load()
+	for _, w := range b.shared {
+		w.mu.Lock()
+		w.end = h
+		w.err = ErrStopped
+		w.signal()
+		w.mu.Unlock()
+	}
+	b.shared = nil
+	b.wakeParked()
+}
+
+// Stats is a snapshot of a broadcaster's counters.
+type Stats struct {
+	// Accepted counts values accepted for delivery.
+	Accepted uint64
+	// Refused counts ActionOrDrop calls that returned false.
+	Refused uint64
+	// Dropped counts values missed by watchers, all watchers and reasons
+	// together, including watchers that have since been stopped.
+	Dropped uint64
+	// Watchers is the number of registered watchers.
+	Watchers int
+}
+
+// Stats returns the broadcaster's counters.
+func (b *Broadcaster[T]) Stats() Stats {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return Stats{
+		Accepted: b.accepted,
+		Refused:  b.refused,
+		Dropped:  b.dropped.Load(),
+		Watchers: len(b.shared) + len(b.chans),
+	}
+}

@@ -1,0 +1,738 @@
+package fanout_test
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fanout-go/fanout"
+	"github.com/fanout-go/fanout/fanouttest"
+)
+
+// readers are the two ways of consuming a watcher: the k8s-compatible
+// channel and the pull API. Most semantics must hold for both.
+var readers = []struct {
+	name string
+	// prepare is called right after Watch; collect reads n values.
+	prepare func(w *fanout.Watcher[int])
+	drain   func(w *fanout.Watcher[int]) []int
+}{
+	{
+		name:    "chan",
+		prepare: func(w *fanout.Watcher[int]) { w.ResultChan() },
+		drain: func(w *fanout.Watcher[int]) []int {
+			v, _ := fanouttest.DrainChan(w.ResultChan())
+			return v
+		},
+	},
+	{
+		name:    "pull",
+		prepare: func(*fanout.Watcher[int]) {},
+		drain:   fanouttest.Drain[int],
+	},
+}
+
+func seq(from, to int) []int {
+	var s []int
+	for i := from; i <= to; i++ {
+		s = append(s, i)
+	}
+	return s
+}
+
+func publish(t *testing.T, b *fanout.Broadcaster[int], vals ...int) {
+	t.Helper()
+	for _, v := range vals {
+		require.NoError(t, b.Action(v))
+	}
+}
+
+func TestErrStoppedText(t *testing.T) {
+	assert.Equal(t, "broadcaster already stopped", fanout.ErrStopped.Error())
+}
+
+// Semantics 1 and 2: one total order, and a watcher sees exactly the values
+// accepted after it registered.
+func TestRegistrationIsOrderedWithValues(t *testing.T) {
+	for _, r := range readers {
+		t.Run(r.name, func(t *testing.T) {
+			b := fanouttest.New[int](t)
+			publish(t, b, 1, 2)
+			w1 := fanouttest.Watch(t, b)
+			r.prepare(w1)
+			publish(t, b, 3)
+			w2 := fanouttest.Watch(t, b)
+			r.prepare(w2)
+			publish(t, b, 4, 5)
+			assert.Equal(t, []int{3, 4, 5}, r.drain(w1))
+			assert.Equal(t, []int{4, 5}, r.drain(w2))
+		})
+	}
+}
+
+func TestEveryWatcherGetsEveryValueInOrder(t *testing.T) {
+	b := fanouttest.New[int](t, fanout.WithQueueLength(1000))
+	var ws []*fanout.Watcher[int]
+	for i := range 10 {
+		w := fanouttest.Watch(t, b)
+		readers[i%2].prepare(w)
+		ws = append(ws, w)
+	}
+	publish(t, b, seq(1, 500)...)
+	for i, w := range ws {
+		assert.Equal(t, seq(1, 500), readers[i%2].drain(w), "watcher %d", i)
+	}
+}
+
+// Semantic 3.
+func TestWatchWithPrefix(t *testing.T) {
+	for _, r := range readers {
+		t.Run(r.name, func(t *testing.T) {
+			b := fanouttest.New[int](t, fanout.WithQueueLength(2))
+			publish(t, b, 1)
+			w, err := b.WatchWithPrefix([]int{-3, -2, -1})
+			require.NoError(t, err)
+			r.prepare(w)
+			publish(t, b, 2)
+			assert.Equal(t, []int{-3, -2, -1, 2}, r.drain(w))
+			// k8s: the capacity is max(queue length, len(prefix)+1).
+			assert.Equal(t, 4, w.Stats().QueueLength)
+		})
+	}
+}
+
+func TestWatchWithPrefixUnderConcurrentProducer(t *testing.T) {
+	b := fanouttest.New[int](t, fanout.WithQueueLength(10000))
+	var next atomic.Int64 // last value accepted
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 1; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			require.NoError(t, b.Action(i))
+			next.Store(int64(i))
+			if i == 9000 {
+				<-stop
+				return
+			}
+		}
+	}()
+	// The prefix is "whatever the producer has published so far", as a
+	// list-then-watch caller would build it; the live part must continue it
+	// with no gap and no duplicate. Registration is ordered with values, so we
+	// read the snapshot in the same critical section as the registration by
+	// registering first and then checking the first live value.
+	w, err := b.WatchWithPrefix([]int{0})
+	require.NoError(t, err)
+	close(stop)
+	<-done
+	got := fanouttest.Drain(w)
+	require.NotEmpty(t, got)
+	assert.Equal(t, 0, got[0])
+	live := got[1:]
+	if len(live) > 0 {
+		assert.Equal(t, seq(live[0], int(next.Load())), live, "live values must be contiguous")
+	}
+}
+
+// Semantic 4.
+func TestQueueLengthIsExact(t *testing.T) {
+	for _, r := range readers {
+		t.Run(r.name+"/drop-new", func(t *testing.T) {
+			b := fanouttest.New[int](t, fanout.WithQueueLength(5), fanout.WithFullChannelBehavior(fanout.DropIfChannelFull))
+			w := fanouttest.Watch(t, b)
+			r.prepare(w)
+			publish(t, b, seq(1, 10)...)
+			assert.Equal(t, 5, w.Stats().Queued)
+			assert.Equal(t, seq(1, 5), r.drain(w))
+			assert.Equal(t, uint64(5), w.Stats().DroppedFull)
+		})
+		t.Run(r.name+"/wait", func(t *testing.T) {
+			b := fanouttest.New[int](t, fanout.WithQueueLength(5))
+			w := fanouttest.Watch(t, b)
+			r.prepare(w)
+			for i := 1; i <= 5; i++ {
+				ok, err := b.ActionOrDrop(i)
+				require.NoError(t, err)
+				require.True(t, ok, "value %d fits", i)
+			}
+			ok, err := b.ActionOrDrop(6)
+			require.NoError(t, err)
+			assert.False(t, ok, "the sixth value must not fit")
+			assert.Equal(t, seq(1, 5), r.drain(w))
+			ok, _ = b.ActionOrDrop(7)
+			assert.True(t, ok)
+			assert.Equal(t, []int{7}, r.drain(w))
+		})
+	}
+}
+
+func TestHandOff(t *testing.T) {
+	t.Run("drop without a ready consumer", func(t *testing.T) {
+		b := fanouttest.New[int](t, fanout.WithQueueLength(0), fanout.WithFullChannelBehavior(fanout.DropIfChannelFull))
+		w := fanouttest.Watch(t, b)
+		publish(t, b, 1)
+		assert.Equal(t, uint64(1), w.Stats().DroppedFull)
+		assert.Empty(t, fanouttest.Drain(w))
+	})
+	for _, r := range readers {
+		t.Run("wait/"+r.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b := fanout.New[int](fanout.WithQueueLength(0))
+				defer b.Shutdown()
+				w, err := b.Watch()
+				require.NoError(t, err)
+				r.prepare(w)
+				var returned atomic.Bool
+				go func() {
+					assert.NoError(t, b.Action(42))
+					returned.Store(true)
+				}()
+				synctest.Wait()
+				assert.False(t, returned.Load(), "a hand-off waits for the consumer")
+				v, err := w.Next(context.Background())
+				require.NoError(t, err)
+				assert.Equal(t, 42, v)
+				synctest.Wait()
+				assert.True(t, returned.Load())
+			})
+		})
+	}
+}
+
+// Semantic 5: strategies, per watcher.
+func TestFullChannelBehaviors(t *testing.T) {
+	tests := []struct {
+		name     string
+		behavior fanout.FullChannelBehavior
+		want     []int
+		stats    fanout.WatcherStats
+		err      error
+	}{
+		{"drop-new", fanout.DropIfChannelFull, []int{1, 2, 3}, fanout.WatcherStats{Dropped: 3, DroppedFull: 3}, nil},
+		{"drop-oldest", fanout.DropOldestIfChannelFull, []int{4, 5, 6}, fanout.WatcherStats{Dropped: 3, DroppedOldest: 3}, nil},
+		{"evict", fanout.EvictIfChannelFull, []int{1, 2, 3}, fanout.WatcherStats{Dropped: 1, DroppedEvicted: 1}, fanout.ErrEvicted},
+		{"wait-timeout", fanout.WaitTimeoutIfChannelFull(time.Second), []int{1, 2, 3}, fanout.WatcherStats{Dropped: 3, DroppedTimeout: 3}, nil},
+		{"wait-timeout-zero", fanout.WaitTimeoutIfChannelFull(0), []int{1, 2, 3}, fanout.WatcherStats{Dropped: 3, DroppedFull: 3}, nil},
+	}
+	for _, tc := range tests {
+		for _, r := range readers {
+			t.Run(tc.name+"/"+r.name, func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					b := fanout.New[int](fanout.WithQueueLength(3))
+					defer b.Shutdown()
+					slow, err := b.Watch(fanout.WithFullChannelBehavior(tc.behavior))
+					require.NoError(t, err)
+					r.prepare(slow)
+					fast, err := b.Watch()
+					require.NoError(t, err)
+					start := time.Now()
+					for i := 1; i <= 6; i++ {
+						require.NoError(t, b.Action(i))
+						v, err := fast.Next(context.Background())
+						require.NoError(t, err)
+						require.Equal(t, i, v, "other watchers are unaffected")
+					}
+					if _, ok := tc.behavior.(interface{ String() string }); ok && tc.name == "wait-timeout" {
+						assert.Equal(t, 3*time.Second, time.Since(start), "each of the 3 values waited the full timeout")
+					}
+					b.Shutdown()
+					got := r.drain(slow)
+					assert.Equal(t, tc.want, got)
+					s := slow.Stats()
+					s.Queued, s.QueueLength = 0, 0
+					assert.Equal(t, tc.stats, s)
+					if tc.err != nil {
+						assert.ErrorIs(t, slow.Err(), tc.err)
+					}
+				})
+			})
+		}
+	}
+}
+
+func TestWaitIfChannelFullBlocksProducerUntilRoom(t *testing.T) {
+	for _, r := range readers {
+		t.Run(r.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b := fanout.New[int](fanout.WithQueueLength(2))
+				defer b.Shutdown()
+				w, err := b.Watch()
+				require.NoError(t, err)
+				r.prepare(w)
+				var published atomic.Int32
+				go func() {
+					for i := 1; i <= 4; i++ {
+						assert.NoError(t, b.Action(i))
+						published.Add(1)
+					}
+				}()
+				synctest.Wait()
+				assert.Equal(t, int32(2), published.Load(), "producer waits for the full watcher")
+				// Watch, Stats and ActionOrDrop do not wait for it.
+				other, err := b.Watch()
+				require.NoError(t, err)
+				ok, err := b.ActionOrDrop(99)
+				require.NoError(t, err)
+				assert.False(t, ok)
+				assert.Equal(t, uint64(1), b.Stats().Refused)
+
+				var got []int
+				for len(got) < 4 {
+					v, err := w.Next(context.Background())
+					require.NoError(t, err)
+					got = append(got, v)
+				}
+				synctest.Wait()
+				assert.Equal(t, seq(1, 4), got)
+				assert.Equal(t, int32(4), published.Load())
+				// A channel watcher's full queue is waited on after the value
+				// is accepted (as in k8s); a shared-ring watcher's before.
+				want := map[string][]int{"chan": {4}, "pull": {3, 4}}[r.name]
+				assert.Equal(t, want, fanouttest.Drain(other), "registered while value 3 waited")
+			})
+		})
+	}
+}
+
+// evictAfter is a user-defined strategy: drop new values, but evict the
+// watcher after k consecutive drops.
+type evictAfter struct{ k uint64 }
+
+func (e evictAfter) OnFull(s fanout.FullState) fanout.Decision {
+	if s.ConsecutiveDrops+1 >= e.k {
+		return fanout.Decision{Verdict: fanout.VerdictEvict}
+	}
+	return fanout.Decision{Verdict: fanout.VerdictDropNew}
+}
+
+func TestCustomBehavior(t *testing.T) {
+	b := fanouttest.New[int](t, fanout.WithQueueLength(2))
+	w := fanouttest.Watch(t, b, fanout.WithFullChannelBehavior(evictAfter{k: 3}))
+	publish(t, b, 1, 2, 3, 4) // 3 and 4 dropped
+	v, err := w.Next(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, 1, v)
+	publish(t, b, 5) // room again: consecutive count resets
+	publish(t, b, 6, 7, 8)
+	got, err := fanouttest.CollectAll(t, w)
+	assert.ErrorIs(t, err, fanout.ErrEvicted)
+	assert.Equal(t, []int{2, 5}, got)
+	s := w.Stats()
+	assert.Equal(t, uint64(4), s.DroppedFull, "3, 4, 6 and 7")
+	assert.Equal(t, uint64(1), s.DroppedEvicted, "8")
+}
+
+func TestCustomBehaviorCanWaitWithTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		wait := waitFunc(func(fanout.FullState) fanout.Decision {
+			return fanout.Decision{Verdict: fanout.VerdictWait, Timeout: time.Minute}
+		})
+		b := fanout.New[int](fanout.WithQueueLength(1), fanout.WithFullChannelBehavior(wait))
+		defer b.Shutdown()
+		w, err := b.Watch()
+		require.NoError(t, err)
+		start := time.Now()
+		publish(t, b, 1, 2)
+		assert.Equal(t, time.Minute, time.Since(start))
+		assert.Equal(t, uint64(1), w.Stats().DroppedTimeout)
+	})
+}
+
+type waitFunc func(fanout.FullState) fanout.Decision
+
+func (f waitFunc) OnFull(s fanout.FullState) fanout.Decision { return f(s) }
+
+func TestDropHandler(t *testing.T) {
+	var mu sync.Mutex
+	var drops []fanout.Drop
+	b := fanouttest.New[int](t, fanout.WithQueueLength(1), fanout.WithDropHandler(func(d fanout.Drop) {
+		mu.Lock()
+		defer mu.Unlock()
+		drops = append(drops, d)
+	}))
+	a := fanouttest.Watch(t, b, fanout.WithFullChannelBehavior(fanout.DropIfChannelFull))
+	o := fanouttest.Watch(t, b, fanout.WithFullChannelBehavior(fanout.DropOldestIfChannelFull))
+	publish(t, b, 1, 2)
+	mu.Lock()
+	defer mu.Unlock()
+	assert.ElementsMatch(t, []fanout.Drop{
+		{WatcherID: a.ID(), Reason: fanout.DropFull},
+		{WatcherID: o.ID(), Reason: fanout.DropOldest},
+	}, drops)
+	assert.Equal(t, uint64(2), b.Stats().Dropped)
+}
+
+// Semantic 6.
+func TestActionOrDropNeverBlocksAndIsAllOrNothing(t *testing.T) {
+	for _, r := range readers {
+		t.Run(r.name, func(t *testing.T) {
+			b := fanouttest.New[int](t, fanout.WithQueueLength(1))
+			full := fanouttest.Watch(t, b)
+			r.prepare(full)
+			other := fanouttest.Watch(t, b)
+			r.prepare(other)
+			lossy := fanouttest.Watch(t, b, fanout.WithFullChannelBehavior(fanout.DropIfChannelFull))
+			ok, err := b.ActionOrDrop(1)
+			require.NoError(t, err)
+			require.True(t, ok)
+			assert.Equal(t, []int{1}, r.drain(other))
+			ok, err = b.ActionOrDrop(2)
+			require.NoError(t, err)
+			assert.False(t, ok)
+			assert.Empty(t, r.drain(other), "a refused value reaches no watcher")
+			assert.Equal(t, uint64(0), lossy.Stats().Dropped, "nor counts as a drop")
+			assert.Equal(t, []int{1}, r.drain(full))
+		})
+	}
+}
+
+func TestActionContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := fanout.New[int](fanout.WithQueueLength(1))
+		defer b.Shutdown()
+		full, err := b.Watch()
+		require.NoError(t, err)
+		other, err := b.Watch()
+		require.NoError(t, err)
+		publish(t, b, 1)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		err = b.ActionContext(ctx, 2)
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.Equal(t, []int{1}, fanouttest.Drain(other), "value 2 was not accepted")
+		assert.Equal(t, []int{1}, fanouttest.Drain(full))
+		require.NoError(t, b.ActionContext(context.Background(), 3))
+		assert.Equal(t, []int{3}, fanouttest.Drain(full))
+		assert.Equal(t, []int{3}, fanouttest.Drain(other))
+
+		cctx, ccancel := context.WithCancel(context.Background())
+		ccancel()
+		publish(t, b, 4)
+		assert.ErrorIs(t, b.ActionContext(cctx, 5), context.Canceled)
+	})
+}
+
+// Semantic 7.
+func TestStop(t *testing.T) {
+	for _, r := range readers {
+		t.Run(r.name+"/queued values stay readable", func(t *testing.T) {
+			b := fanouttest.New[int](t)
+			w := fanouttest.Watch(t, b)
+			r.prepare(w)
+			publish(t, b, 1, 2)
+			w.Stop()
+			w.Stop() // idempotent
+			publish(t, b, 3)
+			got, err := fanouttest.CollectAll(t, w)
+			assert.ErrorIs(t, err, fanout.ErrWatcherStopped)
+			assert.Equal(t, []int{1, 2}, got)
+			_, open := <-w.ResultChan()
+			assert.False(t, open)
+			assert.Equal(t, 0, b.Stats().Watchers)
+		})
+		t.Run(r.name+"/frees a waiting producer", func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b := fanout.New[int](fanout.WithQueueLength(1))
+				defer b.Shutdown()
+				w, err := b.Watch()
+				require.NoError(t, err)
+				r.prepare(w)
+				publish(t, b, 1)
+				done := make(chan error)
+				go func() { done <- b.Action(2) }()
+				synctest.Wait()
+				go w.Stop() // from another goroutine, consumer never read
+				assert.NoError(t, <-done)
+			})
+		})
+		t.Run(r.name+"/unblocks a parked reader", func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b := fanout.New[int]()
+				defer b.Shutdown()
+				w, err := b.Watch()
+				require.NoError(t, err)
+				r.prepare(w)
+				errc := make(chan error)
+				go func() {
+					_, err := w.Next(context.Background())
+					errc <- err
+				}()
+				synctest.Wait()
+				w.Stop()
+				assert.ErrorIs(t, <-errc, fanout.ErrWatcherStopped)
+			})
+		})
+	}
+}
+
+// Like k8s's TestBroadcasterWatcherStopDeadlock: a producer blocked on one
+// watcher must not prevent another watcher from stopping.
+func TestStopOtherWatcherWhileProducerBlocked(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := fanout.New[int](fanout.WithQueueLength(0))
+		defer b.Shutdown()
+		blocker, err := b.Watch()
+		require.NoError(t, err)
+		other, err := b.Watch()
+		require.NoError(t, err)
+		go func() { _ = b.Action(1) }()
+		synctest.Wait()
+		other.Stop()
+		_, open := <-other.ResultChan()
+		assert.False(t, open)
+		blocker.Stop()
+	})
+}
+
+// Semantic 8.
+func TestShutdown(t *testing.T) {
+	for _, r := range readers {
+		t.Run(r.name+"/keeps accepted values readable", func(t *testing.T) {
+			b := fanout.New[int]()
+			w, err := b.Watch()
+			require.NoError(t, err)
+			r.prepare(w)
+			publish(t, b, 1, 2, 3)
+			b.Shutdown()
+			b.Shutdown()
+			got, err := fanouttest.CollectAll(t, w)
+			assert.ErrorIs(t, err, fanout.ErrStopped)
+			assert.Equal(t, []int{1, 2, 3}, got)
+		})
+		t.Run(r.name+"/does not wait for an unread consumer", func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b := fanout.New[int](fanout.WithQueueLength(1))
+				w, err := b.Watch()
+				require.NoError(t, err)
+				r.prepare(w)
+				publish(t, b, 1)
+				errc := make(chan error, 2)
+				go func() { errc <- b.Action(2) }()
+				go func() { errc <- b.Action(3) }() // waits behind the first
+				synctest.Wait()
+				b.Shutdown()
+				assert.ErrorIs(t, <-errc, fanout.ErrStopped)
+				assert.ErrorIs(t, <-errc, fanout.ErrStopped)
+				assert.Equal(t, []int{1}, r.drain(w))
+				_, err = w.Next(context.Background())
+				assert.ErrorIs(t, err, fanout.ErrStopped)
+			})
+		})
+	}
+	t.Run("after shutdown", func(t *testing.T) {
+		b := fanout.New[int]()
+		w, err := b.Watch()
+		require.NoError(t, err)
+		b.Shutdown()
+		assert.ErrorIs(t, b.Action(1), fanout.ErrStopped)
+		assert.ErrorIs(t, b.ActionContext(context.Background(), 1), fanout.ErrStopped)
+		ok, err := b.ActionOrDrop(1)
+		assert.False(t, ok)
+		assert.ErrorIs(t, err, fanout.ErrStopped)
+		_, err = b.Watch()
+		assert.ErrorIs(t, err, fanout.ErrStopped)
+		_, err = b.WatchWithPrefix([]int{1})
+		assert.ErrorIs(t, err, fanout.ErrStopped)
+		w.Stop()
+		assert.ErrorIs(t, w.Err(), fanout.ErrStopped, "Stop after Shutdown is a no-op")
+		_, open := <-w.ResultChan()
+		assert.False(t, open)
+	})
+	t.Run("concurrent with everything", func(t *testing.T) {
+		b := fanout.New[int](fanout.WithQueueLength(1))
+		var wg sync.WaitGroup
+		for i := range 8 {
+			wg.Go(func() {
+				for j := 0; j < 200; j++ {
+					switch (i + j) % 4 {
+					case 0:
+						_ = b.Action(j)
+					case 1:
+						_, _ = b.ActionOrDrop(j)
+					case 2:
+						if w, err := b.Watch(); err == nil {
+							w.Stop()
+						}
+					case 3:
+						if j == 100 {
+							b.Shutdown()
+						}
+					}
+				}
+			})
+		}
+		wg.Wait()
+		b.Shutdown()
+		assert.ErrorIs(t, b.Action(0), fanout.ErrStopped)
+	})
+}
+
+// Semantic 9: k8s crashes on an event whose type is its internal marker.
+func TestNoValueIsSpecial(t *testing.T) {
+	type event struct {
+		Type   string
+		Object any
+	}
+	b := fanouttest.New[event](t)
+	w := fanouttest.Watch(t, b)
+	c := fanouttest.Watch(t, b)
+	c.ResultChan()
+	vals := []event{{}, {Type: "internal-do-function"}, {Type: "internal-do-function", Object: func() {}}, {Object: (*int)(nil)}}
+	for _, v := range vals {
+		require.NoError(t, b.Action(v))
+	}
+	got := fanouttest.Collect(t, w, len(vals))
+	gotc := fanouttest.Collect(t, c, len(vals))
+	for i := range vals {
+		assert.Equal(t, vals[i].Type, got[i].Type)
+		assert.Equal(t, vals[i].Type, gotc[i].Type)
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	b := fanouttest.New[int](t, fanout.WithQueueLength(-1))
+	_, err := b.Watch()
+	assert.ErrorContains(t, err, "invalid queue length -1")
+	w, err := b.Watch(fanout.WithQueueLength(3), nil, fanout.WithFullChannelBehavior(nil))
+	require.NoError(t, err, "a nil option and a nil behaviour mean the default")
+	_, err = b.WatchWithPrefix(nil, fanout.WithQueueLength(-5))
+	assert.Error(t, err)
+	n, err := w.Recv(context.Background(), nil)
+	assert.Equal(t, 0, n)
+	assert.NoError(t, err)
+	//lint:ignore SA1012 a nil context is documented to mean no deadline
+	require.NoError(t, b.ActionContext(nil, 7)) //nolint:staticcheck
+	v, err := w.Next(nil)                       //nolint:staticcheck
+	require.NoError(t, err)
+	assert.Equal(t, 7, v)
+}
+
+// Semantic 10: the broadcaster owns no goroutine, so an idle one costs no
+// CPU and nothing can leak.
+func TestNoGoroutines(t *testing.T) {
+	before := runtime.NumGoroutine()
+	b := fanout.New[int]()
+	var ws []*fanout.Watcher[int]
+	for i := range 100 {
+		w, err := b.Watch()
+		require.NoError(t, err)
+		if i%2 == 0 {
+			w.ResultChan()
+		}
+		ws = append(ws, w)
+	}
+	publish(t, b, 1, 2, 3)
+	assert.Equal(t, before, runtime.NumGoroutine())
+	ws[0].Stop()
+	b.Shutdown()
+	assert.Equal(t, before, runtime.NumGoroutine())
+}
+
+// Semantic 11: no heap allocation per published value for pointer-sized T.
+func TestNoAllocationPerValue(t *testing.T) {
+	for _, mode := range []string{"ring", "chan", "drop"} {
+		t.Run(mode, func(t *testing.T) {
+			opts := []fanout.Option{fanout.WithQueueLength(64)}
+			if mode == "drop" {
+				opts = append(opts, fanout.WithFullChannelBehavior(fanout.DropIfChannelFull))
+			}
+			b := fanouttest.New[*int](t, opts...)
+			var ws []*fanout.Watcher[*int]
+			for range 4 {
+				w := fanouttest.Watch(t, b)
+				if mode == "chan" {
+					w.ResultChan()
+				}
+				ws = append(ws, w)
+			}
+			v := new(int)
+			buf := make([]*int, 64)
+			allocs := testing.AllocsPerRun(1000, func() {
+				_ = b.Action(v)
+				for _, w := range ws {
+					_, _ = w.Recv(context.Background(), buf)
+				}
+			})
+			assert.Zero(t, allocs)
+		})
+	}
+}
+
+func TestAllIterator(t *testing.T) {
+	b := fanouttest.New[int](t)
+	w := fanouttest.Watch(t, b)
+	publish(t, b, 1, 2, 3)
+	b.Shutdown()
+	var got []int
+	for v := range w.All(context.Background()) {
+		got = append(got, v)
+	}
+	assert.Equal(t, []int{1, 2, 3}, got)
+	assert.ErrorIs(t, w.Err(), fanout.ErrStopped)
+}
+
+func TestResultChanAfterPullReads(t *testing.T) {
+	b := fanouttest.New[int](t)
+	w := fanouttest.Watch(t, b)
+	publish(t, b, 1, 2, 3)
+	v, err := w.Next(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, 1, v)
+	ch := w.ResultChan() // moves the rest off the shared ring
+	assert.Equal(t, ch, w.ResultChan(), "later calls return the same channel")
+	publish(t, b, 4)
+	got, _ := fanouttest.DrainChan(ch)
+	assert.Equal(t, []int{2, 3, 4}, got)
+}
+
+func TestConcurrentPullReadersShareOneWatcher(t *testing.T) {
+	b := fanouttest.New[int](t, fanout.WithQueueLength(8))
+	w := fanouttest.Watch(t, b)
+	const n = 5000
+	var mu sync.Mutex
+	seen := make(map[int]int)
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(func() {
+			for {
+				v, err := w.Next(context.Background())
+				if err != nil {
+					return
+				}
+				mu.Lock()
+				seen[v]++
+				mu.Unlock()
+			}
+		})
+	}
+	publish(t, b, seq(1, n)...)
+	b.Shutdown()
+	wg.Wait()
+	require.Len(t, seen, n)
+	for v, c := range seen {
+		require.Equal(t, 1, c, "value %d", v)
+	}
+}
+
+func TestErrorsAreDistinct(t *testing.T) {
+	errs := []error{fanout.ErrStopped, fanout.ErrWatcherStopped, fanout.ErrEvicted}
+	for i := range errs {
+		for j := range errs {
+			assert.Equal(t, i == j, errors.Is(errs[i], errs[j]))
+		}
+	}
+}

@@ -1,0 +1,197 @@
+package fanout
+
+import (
+	"fmt"
+	"time"
+)
+
+// FullChannelBehavior decides what happens when a published value reaches a
+// watcher whose queue is full. It generalises the enum of the same name in
+// k8s.io/apimachinery/pkg/watch: the built-in strategies are the package-level
+// values [WaitIfChannelFull], [DropIfChannelFull], [DropOldestIfChannelFull],
+// [EvictIfChannelFull] and the constructor [WaitTimeoutIfChannelFull], and any
+// type with an OnFull method can be used instead.
+//
+// A behaviour is chosen per broadcaster with [WithFullChannelBehavior] passed
+// to [New], and can be overridden per watcher by passing the same option to
+// [Broadcaster.Watch].
+//
+// OnFull is called by the publishing goroutine while the broadcaster's lock is
+// held, once for each value that meets the watcher's full queue (also when
+// [Broadcaster.ActionOrDrop] then refuses the value). It must be fast, must not
+// block and must not call methods of the broadcaster or of its watchers.
+// Calls for one broadcaster never run concurrently, so a behaviour used by a
+// single broadcaster may keep unsynchronised state; one shared between
+// broadcasters must synchronise itself.
+type FullChannelBehavior interface {
+	OnFull(FullState) Decision
+}
+
+// FullState describes the watcher whose queue is full, for
+// [FullChannelBehavior.OnFull].
+type FullState struct {
+	// WatcherID is the watcher's [Watcher.ID].
+	WatcherID uint64
+	// QueueLength is the watcher's queue capacity.
+	QueueLength int
+	// Dropped is the number of values this watcher has missed so far, for
+	// any reason.
+	Dropped uint64
+	// ConsecutiveDrops is the number of values this watcher has missed since
+	// it last received one.
+	ConsecutiveDrops uint64
+}
+
+// Verdict is the outcome kind of a [Decision].
+type Verdict uint8
+
+const (
+	// VerdictWait makes the producer wait until the watcher has room, the
+	// watcher is stopped or evicted, the broadcaster shuts down, or the
+	// Decision's Timeout (if non-zero) expires, in which case the watcher
+	// misses the value. Nothing is dropped while it waits.
+	VerdictWait Verdict = iota
+	// VerdictDropNew makes the watcher miss the new value.
+	VerdictDropNew
+	// VerdictDropOldest discards the watcher's oldest queued value to make
+	// room for the new one.
+	VerdictDropOldest
+	// VerdictEvict closes the watcher: the values already queued stay
+	// readable, the new one is missed, and [Watcher.Err] reports [ErrEvicted].
+	VerdictEvict
+)
+
+// String returns the verdict's lower-case name, as used in drop reasons.
+func (v Verdict) String() string {
+	switch v {
+	case VerdictWait:
+		return "wait"
+	case VerdictDropNew:
+		return "drop-new"
+	case VerdictDropOldest:
+		return "drop-oldest"
+	case VerdictEvict:
+		return "evict"
+	}
+	return fmt.Sprintf("Verdict(%d)", uint8(v))
+}
+
+// Decision is what a [FullChannelBehavior] returns for a full queue.
+type Decision struct {
+	// Verdict says what to do with the value.
+	Verdict Verdict
+	// Timeout bounds a VerdictWait: after this long the watcher misses the
+	// value and the drop is counted with reason [DropTimeout]. Zero means
+	// wait without limit. It is ignored for the other verdicts.
+	Timeout time.Duration
+}
+
+type waitBehavior struct{}
+
+func (waitBehavior) OnFull(FullState) Decision { return Decision{Verdict: VerdictWait} }
+func (waitBehavior) String() string            { return "WaitIfChannelFull" }
+
+type dropNewBehavior struct{}
+
+func (dropNewBehavior) OnFull(FullState) Decision { return Decision{Verdict: VerdictDropNew} }
+func (dropNewBehavior) String() string            { return "DropIfChannelFull" }
+
+type dropOldestBehavior struct{}
+
+func (dropOldestBehavior) OnFull(FullState) Decision { return Decision{Verdict: VerdictDropOldest} }
+func (dropOldestBehavior) String() string            { return "DropOldestIfChannelFull" }
+
+type evictBehavior struct{}
+
+func (evictBehavior) OnFull(FullState) Decision { return Decision{Verdict: VerdictEvict} }
+func (evictBehavior) String() string            { return "EvictIfChannelFull" }
+
+type waitTimeoutBehavior struct{ d time.Duration }
+
+func (w waitTimeoutBehavior) OnFull(FullState) Decision {
+	return Decision{Verdict: VerdictWait, Timeout: w.d}
+}
+func (w waitTimeoutBehavior) String() string { return fmt.Sprintf("WaitTimeoutIfChannelFull(%v)", w.d) }
+
+var (
+	// WaitIfChannelFull is lossless: the producer waits for the full
+	// watcher's room. It is the default. Pull-API watchers with this
+	// behaviour use the broadcaster's shared ring, the fastest path.
+	WaitIfChannelFull FullChannelBehavior = waitBehavior{}
+
+	// DropIfChannelFull makes a full watcher miss the new value; other
+	// watchers are unaffected and the producer never waits for it. Each miss
+	// is counted with reason [DropFull].
+	DropIfChannelFull FullChannelBehavior = dropNewBehavior{}
+
+	// DropOldestIfChannelFull discards a full watcher's oldest queued value
+	// to make room for the new one, so the watcher keeps the most recent
+	// values. Each discard is counted with reason [DropOldest].
+	DropOldestIfChannelFull FullChannelBehavior = dropOldestBehavior{}
+
+	// EvictIfChannelFull closes a watcher the first time a value finds its
+	// queue full. The values already queued stay readable; then its channel
+	// closes and [Watcher.Err] returns [ErrEvicted].
+	EvictIfChannelFull FullChannelBehavior = evictBehavior{}
+)
+
+// WaitTimeoutIfChannelFull returns a behaviour that waits up to d for a full
+// watcher's room and then makes that watcher miss the value (counted with
+// reason [DropTimeout]). A d of zero or less behaves like [DropIfChannelFull]
+// without ever waiting.
+func WaitTimeoutIfChannelFull(d time.Duration) FullChannelBehavior {
+	if d <= 0 {
+		return DropIfChannelFull
+	}
+	return waitTimeoutBehavior{d: d}
+}
+
+// DropReason says why a watcher missed a value.
+type DropReason uint8
+
+const (
+	// DropFull: the queue was full and the behaviour chose [VerdictDropNew].
+	DropFull DropReason = iota
+	// DropOldest: the oldest queued value was discarded for a newer one.
+	DropOldest
+	// DropTimeout: a bounded wait for room expired.
+	DropTimeout
+	// DropEvicted: the value met a full queue and the watcher was evicted.
+	DropEvicted
+	// DropAborted: the producer's wait for this watcher was cut short by
+	// Shutdown or by the publish context, so the watcher never got the value
+	// (and the publish reported an error).
+	DropAborted
+	numDropReasons
+)
+
+// String returns the reason's lower-case name.
+func (r DropReason) String() string {
+	switch r {
+	case DropFull:
+		return "full"
+	case DropOldest:
+		return "oldest"
+	case DropTimeout:
+		return "timeout"
+	case DropEvicted:
+		return "evicted"
+	case DropAborted:
+		return "aborted"
+	}
+	return fmt.Sprintf("DropReason(%d)", uint8(r))
+}
+
+// Drop reports values that a watcher missed, to the handler set with
+// [WithDropHandler].
+type Drop struct {
+	// WatcherID identifies the watcher ([Watcher.ID]).
+	WatcherID uint64
+	// Reason says why.
+	Reason DropReason
+}
+
+func isWait(b FullChannelBehavior) bool {
+	_, ok := b.(waitBehavior)
+	return ok
+}
