@@ -1,0 +1,172 @@
+package fanout_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fanout-go/fanout"
+	"github.com/fanout-go/fanout/fanouttest"
+)
+
+type msg struct{ producer, n int }
+
+// TestStress runs several producers while watchers join and leave at random
+// on both read paths. A reference watcher registered first defines the total
+// order: every other lossless watcher must have received a contiguous run of
+// it (no gap, no duplicate, no reordering, identical order across watchers),
+// and every lossy watcher an in-order subsequence whose misses are all
+// counted.
+func TestStress(t *testing.T) {
+	const (
+		producers = 4
+		perProd   = 3000
+		churners  = 4
+	)
+	b := fanout.New[msg](fanout.WithQueueLength(4))
+	defer b.Shutdown()
+
+	collect := func(w *fanout.Watcher[msg], useChan bool, stopAfter int) []msg {
+		var got []msg
+		if useChan {
+			for v := range w.ResultChan() {
+				got = append(got, v)
+				if len(got) == stopAfter {
+					go w.Stop() // from another goroutine, while we keep reading
+				}
+			}
+			return got
+		}
+		buf := make([]msg, 1+rand.IntN(8))
+		for {
+			n, err := w.Recv(context.Background(), buf)
+			got = append(got, buf[:n]...)
+			if err != nil {
+				return got
+			}
+			if stopAfter >= 0 && len(got) >= stopAfter {
+				w.Stop()
+				stopAfter = -1
+			}
+		}
+	}
+
+	ref, err := b.Watch()
+	require.NoError(t, err)
+	var lossy []*fanout.Watcher[msg]
+	for _, beh := range []fanout.FullChannelBehavior{fanout.DropIfChannelFull, fanout.DropOldestIfChannelFull} {
+		w, err := b.Watch(fanout.WithFullChannelBehavior(beh), fanout.WithQueueLength(2))
+		require.NoError(t, err)
+		lossy = append(lossy, w)
+	}
+
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		runs     [][]msg
+		refList  []msg
+		lossyGot = make([][]msg, len(lossy))
+	)
+	var consumers sync.WaitGroup
+	consumers.Go(func() { refList = collect(ref, false, -1) })
+	for i, w := range lossy {
+		consumers.Go(func() { lossyGot[i] = collect(w, i%2 == 0, -1) })
+	}
+
+	done := make(chan struct{})
+	for p := range producers {
+		wg.Go(func() {
+			for n := range perProd {
+				if p%2 == 0 {
+					require.NoError(t, b.Action(msg{p, n}))
+					continue
+				}
+				for {
+					ok, err := b.ActionOrDrop(msg{p, n})
+					require.NoError(t, err)
+					if ok {
+						break
+					}
+				}
+			}
+		})
+	}
+	for range churners {
+		consumers.Go(func() {
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				w, err := b.Watch()
+				if err != nil {
+					return
+				}
+				got := collect(w, rand.IntN(2) == 0, rand.IntN(200))
+				mu.Lock()
+				runs = append(runs, got)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	close(done)
+	b.Shutdown()
+	consumers.Wait()
+
+	require.Len(t, refList, producers*perProd)
+	pos := make(map[msg]int, len(refList))
+	next := make([]int, producers)
+	for i, m := range refList {
+		require.Equal(t, next[m.producer], m.n, "producer %d out of order at %d", m.producer, i)
+		next[m.producer]++
+		pos[m] = i
+	}
+	nonEmpty := 0
+	for _, run := range runs {
+		if len(run) == 0 {
+			continue
+		}
+		nonEmpty++
+		start, ok := pos[run[0]]
+		require.True(t, ok)
+		require.LessOrEqual(t, start+len(run), len(refList))
+		require.Equal(t, refList[start:start+len(run)], run, "a watcher's values must be a contiguous run of the total order")
+	}
+	assert.Greater(t, nonEmpty, 10, "churning watchers saw values")
+
+	for i, got := range lossyGot {
+		last := -1
+		for _, m := range got {
+			p, ok := pos[m]
+			require.True(t, ok)
+			require.Greater(t, p, last, "lossy watcher %d reordered", i)
+			last = p
+		}
+		assert.Equal(t, uint64(len(refList)), uint64(len(got))+lossy[i].Stats().Dropped,
+			"lossy watcher %d: every value is either received or counted as dropped", i)
+	}
+}
+
+func TestStressFanouttestHelpers(t *testing.T) {
+	b := fanouttest.New[int](t, fanout.WithQueueLength(16))
+	ws := make([]*fanout.Watcher[int], 8)
+	for i := range ws {
+		ws[i] = fanouttest.Watch(t, b)
+	}
+	var wg sync.WaitGroup
+	results := make([][]int, len(ws))
+	for i, w := range ws {
+		wg.Go(func() { results[i] = fanouttest.Collect(t, w, 1000) })
+	}
+	publish(t, b, seq(1, 1000)...)
+	wg.Wait()
+	for _, r := range results {
+		assert.Equal(t, seq(1, 1000), r)
+	}
+}
