@@ -736,3 +736,26 @@ func TestErrorsAreDistinct(t *testing.T) {
 		}
 	}
 }
+
+// An idle watcher on the pull path costs a few hundred bytes, not a queue
+// buffer (k8s: about 3.8 KB at queue length 100).
+func TestIdleWatcherMemory(t *testing.T) {
+	const n = 10000
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	b := fanout.New[*int]()
+	ws := make([]*fanout.Watcher[*int], 0, n)
+	for range n {
+		w, err := b.Watch()
+		require.NoError(t, err)
+		ws = append(ws, w)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	perWatcher := (int64(after.HeapAlloc) - int64(before.HeapAlloc)) / n
+	t.Logf("%d bytes per idle watcher", perWatcher)
+	assert.LessOrEqual(t, perWatcher, int64(512))
+	runtime.KeepAlive(ws)
+	b.Shutdown()
+}

@@ -64,9 +64,10 @@ func WithFullChannelBehavior(b FullChannelBehavior) Option {
 }
 
 // WithDropHandler sets a function called for every value a watcher misses
-// (each call reports one value). It runs on the publishing goroutine with the
-// broadcaster's lock held, so it must be fast and must not call the
-// broadcaster or its watchers; hand the Drop to a channel or a counter.
+// (each call reports one value). It runs on the publishing goroutine while it
+// has the broadcaster to itself, so it must be fast and must not call the
+// broadcaster or its watchers; hand the Drop to a buffered channel or a
+// counter. Calls never overlap.
 // Counters are kept whether or not a handler is set; see [Watcher.Stats].
 // The default is no handler; nil removes one.
 func WithDropHandler(f func(Drop)) Option {

@@ -16,8 +16,8 @@ import (
 // to [New], and can be overridden per watcher by passing the same option to
 // [Broadcaster.Watch].
 //
-// OnFull is called by the publishing goroutine while the broadcaster's lock is
-// held, once for each value that meets the watcher's full queue (also when
+// OnFull is called by the publishing goroutine while it has the broadcaster
+// to itself, once for each value that meets the watcher's full queue (also when
 // [Broadcaster.ActionOrDrop] then refuses the value). It must be fast, must not
 // block and must not call methods of the broadcaster or of its watchers.
 // Calls for one broadcaster never run concurrently, so a behaviour used by a

@@ -1,0 +1,148 @@
+package fanout_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/fanout-go/fanout"
+)
+
+// The workload of the benchmark harness: one producer, N watchers each
+// drained by its own goroutine doing no work, queue length 100. The time of
+// an iteration includes draining, so deliveries/s is end to end.
+
+var benchWatchers = []int{1, 10, 100, 1000}
+
+const benchQueue = 100
+
+type benchEvent struct{ n int }
+
+var benchStrategies = []struct {
+	name string
+	beh  fanout.FullChannelBehavior
+}{
+	{"wait", fanout.WaitIfChannelFull},
+	{"drop", fanout.DropIfChannelFull},
+	{"drop-oldest", fanout.DropOldestIfChannelFull},
+}
+
+func BenchmarkBroadcast(b *testing.B) {
+	for _, st := range benchStrategies {
+		for _, api := range []string{"pull", "chan"} {
+			for _, n := range benchWatchers {
+				b.Run(fmt.Sprintf("%s/%s/watchers=%d", st.name, api, n), func(b *testing.B) {
+					benchBroadcast(b, st.beh, api, n)
+				})
+			}
+		}
+	}
+}
+
+func benchBroadcast(b *testing.B, beh fanout.FullChannelBehavior, api string, watchers int) {
+	bc := fanout.New[*benchEvent](fanout.WithQueueLength(benchQueue), fanout.WithFullChannelBehavior(beh))
+	var wg sync.WaitGroup
+	received := make([]int, watchers)
+	for i := range watchers {
+		w, err := bc.Watch()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if api == "chan" {
+			ch := w.ResultChan()
+			wg.Go(func() {
+				for range ch {
+					received[i]++
+				}
+			})
+			continue
+		}
+		wg.Go(func() {
+			buf := make([]*benchEvent, benchQueue)
+			for {
+				n, err := w.Recv(context.Background(), buf)
+				received[i] += n
+				if err != nil {
+					return
+				}
+			}
+		})
+	}
+	ev := &benchEvent{}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if err := bc.Action(ev); err != nil {
+			b.Fatal(err)
+		}
+	}
+	bc.Shutdown()
+	wg.Wait()
+	b.StopTimer()
+	reportDeliveries(b, received, watchers)
+}
+
+// BenchmarkRawChannels is the baseline: the producer sends straight into N
+// buffered channels (lossless), each drained by its own goroutine.
+func BenchmarkRawChannels(b *testing.B) {
+	for _, n := range benchWatchers {
+		b.Run(fmt.Sprintf("watchers=%d", n), func(b *testing.B) {
+			chans := make([]chan *benchEvent, n)
+			received := make([]int, n)
+			var wg sync.WaitGroup
+			for i := range chans {
+				chans[i] = make(chan *benchEvent, benchQueue)
+				wg.Go(func() {
+					for range chans[i] {
+						received[i]++
+					}
+				})
+			}
+			ev := &benchEvent{}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				for _, ch := range chans {
+					ch <- ev
+				}
+			}
+			for _, ch := range chans {
+				close(ch)
+			}
+			wg.Wait()
+			b.StopTimer()
+			reportDeliveries(b, received, n)
+		})
+	}
+}
+
+func reportDeliveries(b *testing.B, received []int, watchers int) {
+	total := 0
+	for _, r := range received {
+		total += r
+	}
+	if s := b.Elapsed().Seconds(); s > 0 {
+		b.ReportMetric(float64(total)/s, "deliveries/s")
+	}
+	if want := b.N * watchers; total < want {
+		b.ReportMetric(100*float64(want-total)/float64(want), "drop%")
+	}
+}
+
+// BenchmarkActionOrDrop measures the never-blocking publish with 100 idle
+// lossy watchers that are never read (every value is dropped for them).
+func BenchmarkActionOrDropStalledWatchers(b *testing.B) {
+	bc := fanout.New[*benchEvent](fanout.WithQueueLength(benchQueue), fanout.WithFullChannelBehavior(fanout.DropIfChannelFull))
+	defer bc.Shutdown()
+	for range 100 {
+		if _, err := bc.Watch(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	ev := &benchEvent{}
+	b.ReportAllocs()
+	for b.Loop() {
+		_, _ = bc.ActionOrDrop(ev)
+	}
+}

@@ -1,0 +1,131 @@
+// Package fanout is a typed, in-process publish/subscribe fan-out: a
+// [Broadcaster] hands every published value, in one total order, to every
+// registered [Watcher].
+//
+// It keeps the contracts of k8s.io/apimachinery/pkg/watch.Broadcaster (the
+// names Watch, WatchWithPrefix, Action, ActionOrDrop, Shutdown, ResultChan,
+// Stop, FullChannelBehavior and the "broadcaster already stopped" error are
+// the same) and fixes its defects: it is generic, it never hangs in Shutdown,
+// no value is special, drops are counted, and the full-queue strategy is a
+// pluggable, per-watcher [FullChannelBehavior].
+//
+//	b := fanout.New[Event]()                 // queue 100, WaitIfChannelFull
+//	w, _ := b.Watch()
+//	go func() {
+//		for ev := range w.ResultChan() {  // or w.Recv / w.Next / w.All
+//			handle(ev)
+//		}
+//	}()
+//	_ = b.Action(Event{...})
+//	b.Shutdown()
+//
+// # Ordering guarantees
+//
+//   - There is one total order of accepted values, and every watcher
+//     receives the values it gets in that order.
+//   - Registration is ordered with values: a watcher returned by Watch
+//     receives exactly the values accepted after Watch took effect, even with
+//     concurrent publishers. Within that order, a value is "accepted" when the
+//     publisher takes its place in it; see "Waiting" below for when that
+//     happens relative to waiting.
+//   - WatchWithPrefix delivers the prefix first, then the live values, with
+//     no gap and no duplicate.
+//   - Across watchers, the moment at which each one receives a given value
+//     is unspecified.
+//   - Concurrent publishers are ordered by the broadcaster's lock; values of
+//     a single publisher keep their order.
+//
+// # Waiting
+//
+// A watcher that waits when full ([WaitIfChannelFull], or a custom behaviour
+// returning [VerdictWait]) makes the publisher wait. Where it waits depends on
+// the read path:
+//
+//   - For a shared-ring watcher (below) the publisher waits before the value
+//     is accepted: no watcher gets the value until every shared-ring watcher
+//     has room. If Shutdown or the context ends the wait, the value was never
+//     accepted and nobody gets it.
+//   - For a channel watcher the value is accepted first and delivered to
+//     everyone with room; the publisher then waits for the full channels, as
+//     k8s does. If Shutdown or the context ends that wait, the publish returns
+//     the error, the watchers still waiting miss the value, and each such miss
+//     is counted with reason [DropAborted].
+//
+// While a publisher waits, Watch, Stop, ResultChan, Stats and the readers of
+// other watchers proceed; only other publishers queue behind it (ActionOrDrop
+// returns false at once instead).
+//
+// # Read paths and their cost
+//
+// A watcher can be read through [Watcher.ResultChan], a channel as in k8s, or
+// with the pull methods [Watcher.Recv] (a batch), [Watcher.Next] (one value)
+// and [Watcher.All] (an iterator).
+//
+// Recv is the fastest. A watcher that waits when full and has only been read
+// with the pull methods reads the broadcaster's shared ring: the publisher
+// writes each value once, whatever the number of watchers, and a reader
+// copies a batch out under one uncontended lock. On a 2-core machine, one
+// publisher and 100 watchers with queue 100, that moves about 130 million
+// deliveries/s with no allocation, 3.5 times a loop sending into 100
+// buffered channels and over 20 times the k8s broadcaster.
+//
+// The first call of ResultChan gives the watcher its own channel (moving any
+// queued values into it). Channel watchers, and watchers with any other
+// behaviour, a queue length of 0 or a prefix, get one non-blocking channel
+// send per value, the same cost as a hand-written channel fan-out. An idle
+// shared-ring watcher costs about 240 bytes; a channel watcher adds its
+// channel's buffer (queue length times the size of T).
+//
+// # Goroutines
+//
+// A Broadcaster and its Watchers start no goroutines. Values are delivered by
+// the publishing goroutine, inside Action, ActionContext or ActionOrDrop;
+// waiting readers are parked until a publisher wakes them. So an idle
+// broadcaster uses no CPU (no ticker, no polling), nothing needs to be
+// stopped for goroutines to be reclaimed, and Shutdown has no goroutine to
+// wait for: it returns as soon as it has closed intake, released waiting
+// publishers and closed the watchers. It never waits on a consumer.
+//
+// The callbacks a user supplies, [FullChannelBehavior.OnFull] and the
+// [WithDropHandler] function, run on the publishing goroutine while it has
+// the broadcaster to itself: they must be fast and must not call back into
+// the broadcaster or its watchers. Their calls never overlap.
+//
+// # Full-queue policies
+//
+// The broadcaster's [WithFullChannelBehavior] sets the default; Watch can
+// override it per watcher with the same option. Every value a watcher misses
+// is counted per reason in [Watcher.Stats], in total in [Broadcaster.Stats],
+// and reported to the [WithDropHandler] function.
+//
+//	behaviour                        full queue                          lossless  publisher waits  drop reason
+//	-------------------------------  ----------------------------------  --------  ---------------  -----------
+//	WaitIfChannelFull (default)      publisher waits for room            yes       yes              -
+//	DropIfChannelFull                watcher misses the new value        no        no               full
+//	DropOldestIfChannelFull          oldest queued value is discarded    no        no               oldest
+//	WaitTimeoutIfChannelFull(d)      wait up to d, then miss the value   no        up to d          timeout
+//	EvictIfChannelFull               watcher is closed, Err=ErrEvicted   no        no               evicted
+//	your FullChannelBehavior         any of the above, per value         -         -                -
+//
+// Queue length is exact: [WithQueueLength](5) with DropIfChannelFull means an
+// unread watcher holds exactly the first 5 values. Length 0 is a hand-off:
+// nothing is queued, a value reaches the watcher only by being handed to a
+// consumer blocked in a receive, and with WaitIfChannelFull the publisher
+// waits for that consumer.
+//
+// # Stopping
+//
+// [Watcher.Stop] and [Broadcaster.Shutdown] are idempotent, safe from any
+// goroutine, never wait on a consumer and never panic. After either, the
+// values already queued for a watcher stay readable; then its channel closes
+// and the pull methods return the reason ([ErrWatcherStopped], [ErrStopped] or
+// [ErrEvicted], also given by [Watcher.Err]).
+//
+// # Values
+//
+// No value of T is special: the broadcaster never inspects values, so
+// there is no marker value that could be mistaken for an internal one. The
+// shared ring keeps references to the last values published (up to the
+// ring's size, the queue length rounded up to a power of two, at least 64)
+// until they are overwritten.
+package fanout

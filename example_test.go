@@ -1,0 +1,182 @@
+package fanout_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/fanout-go/fanout"
+)
+
+type Event struct {
+	Type string
+	Name string
+}
+
+func Example() {
+	b := fanout.New[Event]() // queue length 100, WaitIfChannelFull
+	w, err := b.Watch()
+	if err != nil {
+		panic(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			fmt.Println(ev.Type, ev.Name)
+		}
+	}()
+	_ = b.Action(Event{"ADDED", "pod-a"})
+	_ = b.Action(Event{"MODIFIED", "pod-a"})
+	b.Shutdown() // what was accepted stays readable, then the channel closes
+	<-done
+	// Output:
+	// ADDED pod-a
+	// MODIFIED pod-a
+}
+
+// The pull API reads in batches from the broadcaster's shared ring: the
+// fastest path.
+func ExampleWatcher_Recv() {
+	b := fanout.New[int]()
+	w, _ := b.Watch()
+	for i := 1; i <= 5; i++ {
+		_ = b.Action(i)
+	}
+	b.Shutdown()
+
+	buf := make([]int, 3)
+	for {
+		n, err := w.Recv(context.Background(), buf)
+		if err != nil {
+			fmt.Println("closed:", errors.Is(err, fanout.ErrStopped))
+			return
+		}
+		fmt.Println(buf[:n])
+	}
+	// Output:
+	// [1 2 3]
+	// [4 5]
+	// closed: true
+}
+
+func ExampleWatcher_All() {
+	b := fanout.New[string]()
+	w, _ := b.Watch()
+	_ = b.Action("a")
+	_ = b.Action("b")
+	b.Shutdown()
+	for v := range w.All(context.Background()) {
+		fmt.Println(v)
+	}
+	// Output:
+	// a
+	// b
+}
+
+// A list-then-watch consumer passes the listed state as the prefix: it is
+// delivered first, then every later value, with no gap.
+func ExampleBroadcaster_WatchWithPrefix() {
+	b := fanout.New[string]()
+	w, _ := b.WatchWithPrefix([]string{"existing-1", "existing-2"})
+	_ = b.Action("new")
+	b.Shutdown()
+	for v := range w.ResultChan() {
+		fmt.Println(v)
+	}
+	// Output:
+	// existing-1
+	// existing-2
+	// new
+}
+
+// Strategies are per watcher: a slow, lossy watcher never holds up the
+// publisher or the other watchers, and what it missed is counted.
+func ExampleDropIfChannelFull() {
+	b := fanout.New[int](fanout.WithQueueLength(3))
+	slow, _ := b.Watch(fanout.WithFullChannelBehavior(fanout.DropIfChannelFull))
+	for i := 1; i <= 5; i++ {
+		_ = b.Action(i) // never waits for slow
+	}
+	b.Shutdown()
+	for v := range slow.ResultChan() {
+		fmt.Print(v, " ")
+	}
+	fmt.Println("dropped:", slow.Stats().DroppedFull)
+	// Output:
+	// 1 2 3 dropped: 2
+}
+
+func ExampleDropOldestIfChannelFull() {
+	b := fanout.New[int](fanout.WithQueueLength(3), fanout.WithFullChannelBehavior(fanout.DropOldestIfChannelFull))
+	w, _ := b.Watch()
+	for i := 1; i <= 5; i++ {
+		_ = b.Action(i)
+	}
+	b.Shutdown()
+	for v := range w.ResultChan() {
+		fmt.Print(v, " ")
+	}
+	fmt.Println("dropped:", w.Stats().DroppedOldest)
+	// Output:
+	// 3 4 5 dropped: 2
+}
+
+// EvictAfter is a user-defined FullChannelBehavior: it drops values for a
+// full watcher, and closes the watcher once it has missed K in a row.
+type EvictAfter struct{ K uint64 }
+
+func (e EvictAfter) OnFull(s fanout.FullState) fanout.Decision {
+	if s.ConsecutiveDrops+1 >= e.K {
+		return fanout.Decision{Verdict: fanout.VerdictEvict}
+	}
+	return fanout.Decision{Verdict: fanout.VerdictDropNew}
+}
+
+func ExampleFullChannelBehavior() {
+	b := fanout.New[int](fanout.WithQueueLength(2))
+	w, _ := b.Watch(fanout.WithFullChannelBehavior(EvictAfter{K: 3}))
+	for i := 1; i <= 10; i++ {
+		_ = b.Action(i) // 3 and 4 are dropped, 5 evicts
+	}
+	for v := range w.ResultChan() {
+		fmt.Println(v)
+	}
+	fmt.Println(w.Err(), w.Stats().Dropped)
+	b.Shutdown()
+	// Output:
+	// 1
+	// 2
+	// fanout: watcher evicted: queue full 3
+}
+
+func ExampleBroadcaster_ActionOrDrop() {
+	b := fanout.New[int](fanout.WithQueueLength(1))
+	w, _ := b.Watch()
+	ok1, _ := b.ActionOrDrop(1)
+	ok2, _ := b.ActionOrDrop(2) // w is full and waits: refused, nobody gets 2
+	fmt.Println(ok1, ok2, b.Stats().Refused)
+	v, _ := w.Next(context.Background())
+	fmt.Println(v)
+	b.Shutdown()
+	// Output:
+	// true false 1
+	// 1
+}
+
+func ExampleWithDropHandler() {
+	drops := make(chan fanout.Drop, 10)
+	b := fanout.New[int](
+		fanout.WithQueueLength(1),
+		fanout.WithFullChannelBehavior(fanout.DropIfChannelFull),
+		fanout.WithDropHandler(func(d fanout.Drop) { drops <- d }), // never block here
+	)
+	w, _ := b.Watch()
+	_ = b.Action(1)
+	_ = b.Action(2)
+	d := <-drops
+	fmt.Println(d.WatcherID == w.ID(), d.Reason)
+	b.Shutdown()
+	// Output:
+	// true full
+}

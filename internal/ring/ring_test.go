@@ -1,0 +1,52 @@
+package ring
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestNewRoundsUpToPowerOfTwo(t *testing.T) {
+	for _, tc := range []struct{ n, want int }{{0, 1}, {1, 1}, {2, 2}, {3, 4}, {64, 64}, {100, 128}, {1000, 1024}} {
+		assert.Equal(t, tc.want, New[int](tc.n).Cap(), "n=%d", tc.n)
+	}
+}
+
+func TestCopyAcrossTheWrap(t *testing.T) {
+	r := New[int](4)
+	for s := uint64(0); s < 7; s++ {
+		r.Put(s, int(s))
+	}
+	// Sequences 3..6 live in slots 3,0,1,2.
+	tests := []struct {
+		name     string
+		from, to uint64
+		dst      int
+		want     []int
+	}{
+		{"whole window", 3, 7, 8, []int{3, 4, 5, 6}},
+		{"bounded by dst", 3, 7, 2, []int{3, 4}},
+		{"starts after wrap", 5, 7, 4, []int{5, 6}},
+		{"empty range", 5, 5, 4, []int{}},
+		{"empty dst", 3, 7, 0, []int{}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dst := make([]int, tc.dst)
+			n := r.Copy(dst, tc.from, tc.to)
+			assert.Equal(t, tc.want, dst[:n])
+		})
+	}
+}
+
+func TestClear(t *testing.T) {
+	r := New[*int](4)
+	v := new(int)
+	for s := uint64(0); s < 4; s++ {
+		r.Put(s, v)
+	}
+	r.Clear(1, 3)
+	dst := make([]*int, 4)
+	r.Copy(dst, 0, 4)
+	assert.Equal(t, []*int{v, nil, nil, v}, dst)
+}
