@@ -12,6 +12,7 @@ import (
 	"github.com/fanout-go/fanout/internal/ring"
 )
 
+// Errors reported by broadcasters and watchers. Compare them with errors.Is.
 var (
 	// ErrStopped is returned by every publish and watch method once
 	// [Broadcaster.Shutdown] has been called, and by a watcher's pull methods
@@ -355,12 +356,17 @@ func (b *Broadcaster[T]) sendBlocked(ctx context.Context, v T, list []blockedSen
 	for _, bs := range list {
 		w := bs.w
 		w.sendMu.Lock()
-		if w.chClosed {
-			w.sendMu.Unlock()
-			continue
+		if err == nil && b.isDone() {
+			// Shutdown may have closed this watcher before we reached it;
+			// that must not look like a plain Stop.
+			err = ErrStopped
 		}
 		if err != nil {
 			w.drop(DropAborted)
+			w.sendMu.Unlock()
+			continue
+		}
+		if w.chClosed { // stopped or evicted: it no longer wants values
 			w.sendMu.Unlock()
 			continue
 		}
@@ -374,6 +380,10 @@ func (b *Broadcaster[T]) sendBlocked(ctx context.Context, v T, list []blockedSen
 		case w.ch <- v:
 			w.consec = 0
 		case <-w.stopCh:
+			if b.isDone() { // Shutdown closes every watcher too
+				err = ErrStopped
+				w.drop(DropAborted)
+			}
 		case <-b.done:
 			err = ErrStopped
 			w.drop(DropAborted)
@@ -389,6 +399,15 @@ func (b *Broadcaster[T]) sendBlocked(ctx context.Context, v T, list []blockedSen
 		w.sendMu.Unlock()
 	}
 	return err
+}
+
+func (b *Broadcaster[T]) isDone() bool {
+	select {
+	case <-b.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // refreshLimit recomputes the shared-ring limit from the readers' cursors and

@@ -759,3 +759,33 @@ func TestIdleWatcherMemory(t *testing.T) {
 	runtime.KeepAlive(ws)
 	b.Shutdown()
 }
+
+// Shutdown while a publisher waits on full channel watchers: the publish
+// reports ErrStopped, and every watcher that missed the value counts it,
+// whichever way the publisher learns of the Shutdown.
+func TestShutdownAbortsBlockedChannelSend(t *testing.T) {
+	for range 20 {
+		synctest.Test(t, func(t *testing.T) {
+			b := fanout.New[int](fanout.WithQueueLength(1))
+			var ws []*fanout.Watcher[int]
+			for range 3 {
+				w, err := b.Watch()
+				require.NoError(t, err)
+				w.ResultChan()
+				ws = append(ws, w)
+			}
+			publish(t, b, 1)
+			errc := make(chan error)
+			go func() { errc <- b.Action(2) }()
+			synctest.Wait()
+			b.Shutdown()
+			assert.ErrorIs(t, <-errc, fanout.ErrStopped)
+			for i, w := range ws {
+				got, closed := fanouttest.DrainChan(w.ResultChan())
+				assert.True(t, closed)
+				assert.Equal(t, []int{1}, got, "watcher %d", i)
+				assert.Equal(t, uint64(1), w.Stats().DroppedAborted, "watcher %d", i)
+			}
+		})
+	}
+}

@@ -45,6 +45,7 @@ type FullState struct {
 // Verdict is the outcome kind of a [Decision].
 type Verdict uint8
 
+// The verdicts a [FullChannelBehavior] can return.
 const (
 	// VerdictWait makes the producer wait until the watcher has room, the
 	// watcher is stopped or evicted, the broadcaster shuts down, or the
@@ -113,6 +114,8 @@ func (w waitTimeoutBehavior) OnFull(FullState) Decision {
 }
 func (w waitTimeoutBehavior) String() string { return fmt.Sprintf("WaitTimeoutIfChannelFull(%v)", w.d) }
 
+// The built-in full-queue behaviours. They are values, as in k8s, and can be
+// compared with ==.
 var (
 	// WaitIfChannelFull is lossless: the producer waits for the full
 	// watcher's room. It is the default. Pull-API watchers with this
@@ -149,6 +152,7 @@ func WaitTimeoutIfChannelFull(d time.Duration) FullChannelBehavior {
 // DropReason says why a watcher missed a value.
 type DropReason uint8
 
+// The reasons a watcher can miss a value.
 const (
 	// DropFull: the queue was full and the behaviour chose [VerdictDropNew].
 	DropFull DropReason = iota
