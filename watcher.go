@@ -15,8 +15,9 @@ const (
 // Watcher receives the values of a [Broadcaster] accepted after it was
 // registered, in the broadcaster's order. Read them with [Watcher.ResultChan]
 // (k8s compatible) or with the pull methods [Watcher.Recv], [Watcher.Next]
-// and [Watcher.All]; do not mix the two styles on one watcher. Every method
-// is safe for concurrent use.
+// and [Watcher.All]. The styles may be mixed: once ResultChan has been
+// called, the pull methods read that channel. Every method is safe for
+// concurrent use.
 type Watcher[T any] struct {
 	b        *Broadcaster[T]
 	id       uint64
@@ -200,10 +201,15 @@ func (w *Watcher[T]) park(ctx context.Context, wake chan struct{}, c uint64) err
 	if b.head.Load() > c {
 		return nil
 	}
+	done := ctx.Done()
+	if done == nil { // no deadline: a plain receive, not a two-channel select
+		<-wake
+		return nil
+	}
 	select {
 	case <-wake:
 		return nil
-	case <-ctx.Done():
+	case <-done:
 		return ctx.Err()
 	}
 }
@@ -227,18 +233,33 @@ func (w *Watcher[T]) recvChan(ctx context.Context, ch chan T, buf []T) (int, err
 		if n > 0 {
 			return n, nil
 		}
-		select {
-		case v, ok := <-ch:
-			if !ok {
-				return 0, w.Err()
-			}
-			buf[0] = v
-			n = 1
-		case <-ctx.Done():
-			return 0, ctx.Err()
+		v, ok, err := recvWait(ctx, ch)
+		if err != nil {
+			return 0, err
 		}
+		if !ok {
+			return 0, w.Err()
+		}
+		buf[0] = v
+		n = 1
 	}
 	return n, nil
+}
+
+// recvWait blocks for one value of ch or the end of ctx. Without a deadline
+// it is a plain receive: two-channel selects are kept off the delivery path.
+func recvWait[T any](ctx context.Context, ch chan T) (v T, ok bool, err error) {
+	done := ctx.Done()
+	if done == nil {
+		v, ok = <-ch
+		return v, ok, nil
+	}
+	select {
+	case v, ok = <-ch:
+		return v, ok, nil
+	case <-done:
+		return v, false, ctx.Err()
+	}
 }
 
 // signal wakes one goroutine parked on this watcher, if any.
