@@ -38,22 +38,25 @@
 // # Waiting
 //
 // A watcher that waits when full ([WaitIfChannelFull], or a custom behaviour
-// returning [VerdictWait]) makes the publisher wait. Where it waits depends on
-// the read path:
+// returning [VerdictWait]) makes the publisher wait, and a value is accepted
+// only once every such watcher has room for it: the publisher waits before
+// the value takes its place in the order, never after. While it waits, the
+// watchers with room may already hold the value (a full channel takes it as
+// soon as its consumer reads), but no watcher registered meanwhile misses it.
 //
-//   - For a shared-ring watcher (below) the publisher waits before the value
-//     is accepted: no watcher gets the value until every shared-ring watcher
-//     has room. If Shutdown or the context ends the wait, the value was never
-//     accepted and nobody gets it.
-//   - For a channel watcher the value is accepted first and delivered to
-//     everyone with room; the publisher then waits for the full channels, as
-//     k8s does. If Shutdown or the context ends that wait, the publish returns
-//     the error, the watchers still waiting miss the value, and each such miss
-//     is counted with reason [DropAborted].
+// Stop of the watcher being waited for releases the publisher from it: that
+// watcher left before the value was accepted. If Shutdown or the publish
+// context ends the wait, the publish returns the error and the value is not
+// accepted: it is not counted in [Stats].Accepted and reaches no further
+// watcher, though a watcher that already held it keeps it. Every value that
+// was accepted stays readable after Shutdown.
+// A bounded wait ([WaitTimeoutIfChannelFull], or a [Decision] with a Timeout)
+// is measured from the start of the publisher's wait, so a publish waits at
+// most the longest timeout, however many watchers are full.
 //
 // While a publisher waits, Watch, Stop, ResultChan, Stats and the readers of
-// other watchers proceed; only other publishers queue behind it (ActionOrDrop
-// returns false at once instead).
+// all watchers proceed; only other publishers queue behind it, and
+// ActionOrDrop returns false at once instead.
 //
 // # Read paths and their cost
 //

@@ -61,9 +61,10 @@ type Broadcaster[T any] struct {
 	shared   []*Watcher[T] // pull-API watchers reading the shared ring
 	chans    []*Watcher[T] // watchers with their own channel
 	nextID   uint64
-	gen      uint64 // publish attempts, to tag pre-made decisions
-	blocking bool   // an Action is delivering to full channel watchers
-	blocked  []blockedSend[T]
+	gen      uint64           // publish attempts, to tag pre-made decisions
+	blocking bool             // an Action is delivering to full channel watchers
+	blocked  []blockedSend[T] // reused buffers of publish
+	pending  []*Watcher[T]
 	evicted  []*Watcher[T]
 	accepted uint64
 	refused  uint64
@@ -163,10 +164,10 @@ func (b *Broadcaster[T]) watch(prefix []T, opts []Option) (*Watcher[T], error) {
 
 // Action publishes v to every watcher, waiting as long as a watcher's
 // [FullChannelBehavior] says to. It returns nil once v has been accepted:
-// placed in every watcher's queue (or dropped for a watcher as its behaviour
-// decided). After Shutdown it returns [ErrStopped]; a call waiting for room
-// when Shutdown happens returns ErrStopped too (see the package documentation
-// for which watchers may already hold v then).
+// placed in every watcher's queue, or missed by a watcher as its behaviour
+// decided. If Shutdown happens before v is accepted, it returns [ErrStopped]
+// and v is not accepted (see "Waiting" in the package documentation for the
+// watchers that may already hold it). After Shutdown it returns ErrStopped.
 func (b *Broadcaster[T]) Action(v T) error {
 	_, err := b.publish(context.Background(), v, false)
 	return err
@@ -184,11 +185,11 @@ func (b *Broadcaster[T]) ActionContext(ctx context.Context, v T) error {
 
 // ActionOrDrop publishes v if that needs no waiting, and never blocks on a
 // consumer. It returns false, and no watcher gets v, when a watcher whose
-// behaviour is to wait has a full queue (or a publisher is already waiting
-// for one). Watchers with lossy behaviours do not make it refuse: they apply
-// their behaviour. A hand-off watcher (queue length 0) whose consumer is not
-// ready at that instant misses v, counted as [DropFull]. After Shutdown it
-// returns (false, [ErrStopped]).
+// behaviour is to wait has a full queue, or when another publisher is waiting
+// for room (ActionOrDrop never overtakes it). Watchers with lossy behaviours
+// do not make it refuse: they apply their behaviour. A hand-off watcher
+// (queue length 0) whose consumer is not ready at that instant misses v,
+// counted as [DropFull]. After Shutdown it returns (false, [ErrStopped]).
 func (b *Broadcaster[T]) ActionOrDrop(v T) (bool, error) {
 	return b.publish(nil, v, true)
 }
@@ -210,76 +211,131 @@ func (b *Broadcaster[T]) publish(ctx context.Context, v T, try bool) (bool, erro
 	}
 
 	b.mu.Lock()
+	b.gen++
+	gen := b.gen
+	var waitStart time.Time // first wait for a full channel, for timeouts
+	pending := b.pending[:0]
 	for {
 		if b.stopped {
 			b.mu.Unlock()
 			return false, ErrStopped
 		}
-		if try && b.blocking {
+		// ActionOrDrop never overtakes a publisher that waits for room.
+		if try && (b.blocking || b.roomWait.Load() > 0) {
 			b.refused++
 			b.mu.Unlock()
 			return false, nil
 		}
+
 		// Fast path: b.limit caches min(cursor+queue length) over the shared
 		// readers, so a publish reads no reader state until head reaches it;
 		// refreshLimit's O(watchers) scan then runs about once per queue
 		// length of values, not once per value.
 		h := b.head.Load()
-		if h < b.limit {
-			break
-		}
-		if try {
-			if b.refreshLimit(h) {
-				break
-			}
-			b.refused++
-			b.mu.Unlock()
-			return false, nil
-		}
-		// Announce the wait before reading cursors, so that a reader that
-		// advances after our read sees roomWait and signals.
-		b.roomWait.Add(1)
-		if b.refreshLimit(h) {
-			b.roomWait.Add(-1)
-			break
-		}
-		b.mu.Unlock()
-		var err error
-		select {
-		case <-b.room:
-		case <-ctx.Done():
-			err = ctx.Err()
-		case <-b.done:
-			err = ErrStopped
-		}
-		b.roomWait.Add(-1)
-		if err != nil {
-			return false, err
-		}
-		b.mu.Lock()
-	}
-
-	b.gen++
-	if try {
-		// ActionOrDrop must refuse before anything is delivered, so consult
-		// the behaviour of full buffered channel watchers first.
-		for _, w := range b.chans {
-			if c := cap(w.ch); c > 0 && len(w.ch) >= c {
-				d := w.decide()
-				if d.Verdict == VerdictWait {
+		if h >= b.limit {
+			if try {
+				if !b.refreshLimit(h) {
 					b.refused++
 					b.mu.Unlock()
 					return false, nil
 				}
-				w.pre, w.preGen = d, b.gen
+			} else {
+				// Announce the wait before reading cursors, so that a reader
+				// that advances after our read sees roomWait and signals.
+				b.roomWait.Add(1)
+				if !b.refreshLimit(h) {
+					b.mu.Unlock()
+					var err error
+					select {
+					case <-b.room:
+					case <-ctx.Done():
+						err = ctx.Err()
+					case <-b.done:
+						err = ErrStopped
+					}
+					b.roomWait.Add(-1)
+					if err != nil {
+						return false, err
+					}
+					b.mu.Lock()
+					continue
+				}
+				b.roomWait.Add(-1)
 			}
+		}
+
+		if try && !b.chansHaveRoom() {
+			b.refused++
+			b.mu.Unlock()
+			return false, nil
+		}
+
+		// Hand v to every channel watcher with room. A non-blocking send is a
+		// single channel operation; the behaviour is consulted only when it
+		// fails. Watchers that wait when full are collected, and v is not
+		// accepted until each of them has taken it (or left, or timed out).
+		blocked := b.blocked[:0]
+		pending = pending[:0]
+		for _, w := range b.chans {
+			if w.handed == gen {
+				continue
+			}
+			select {
+			case w.ch <- v:
+				if w.consec != 0 {
+					w.consec = 0
+				}
+				continue
+			default:
+			}
+			if w.preGen != gen {
+				w.pre, w.preGen = w.decide(), gen
+			}
+			if w.pre.Verdict == VerdictWait && !try && w.skipGen != gen {
+				blocked = append(blocked, blockedSend[T]{w: w, timeout: w.pre.Timeout})
+			} else {
+				pending = append(pending, w)
+			}
+		}
+		if len(blocked) == 0 {
+			break
+		}
+
+		// Wait for the full watchers without the lock, so that Watch, Stop,
+		// ResultChan and readers go on; b.blocking keeps other publishers
+		// out. Watchers that already have v are marked so that the next pass
+		// skips them.
+		for _, w := range b.chans {
+			w.handed = gen
+		}
+		for _, w := range pending {
+			w.handed = 0
+		}
+		for _, bs := range blocked {
+			bs.w.handed = 0
+		}
+		if waitStart.IsZero() {
+			waitStart = time.Now()
+		}
+		b.blocking = true
+		b.mu.Unlock()
+		err := b.sendBlocked(ctx, v, blocked, waitStart, gen)
+		b.mu.Lock()
+		b.blocking = false
+		clear(blocked)
+		b.blocked = blocked[:0]
+		if err != nil {
+			clear(pending)
+			b.pending = pending[:0]
+			b.mu.Unlock()
+			return false, err
 		}
 	}
 
-	// One write serves every shared reader, whatever their number: with 100
-	// readers that path moved about 165M deliveries/s against about 20M/s for
-	// one channel send per watcher (2-core machine, queue 100), which is why
-	// pull watchers that wait when full live on the ring.
+	// Accept v. One write serves every shared reader, whatever their number:
+	// with 100 readers that path moved about 165M deliveries/s against about
+	// 20M/s for one channel send per watcher (2-core machine, queue 100),
+	// which is why pull watchers that wait when full live on the ring.
 	h := b.head.Load()
 	if len(b.shared) > 0 {
 		b.ring.Put(h, v)
@@ -287,30 +343,20 @@ func (b *Broadcaster[T]) publish(ctx context.Context, v T, try bool) (bool, erro
 	b.head.Store(h + 1) // publishes the slot to readers (they load head first)
 	b.accepted++
 
-	blocked := b.blocked[:0]
+	// Apply the behaviour of the channel watchers that had no room.
 	evicted := b.evicted[:0]
-	for _, w := range b.chans {
-		// A non-blocking send is a single channel operation; the behaviour is
-		// consulted, and a multi-channel select built, only when it fails.
+	for _, w := range pending {
+		if w.skipGen == gen { // its bounded wait expired
+			w.drop(DropTimeout)
+			continue
+		}
 		select {
-		case w.ch <- v:
-			if w.consec != 0 {
-				w.consec = 0
-			}
+		case w.ch <- v: // the consumer made room meanwhile
+			w.consec = 0
 			continue
 		default:
 		}
-		d := w.pre
-		if w.preGen != b.gen {
-			d = w.decide()
-		}
-		switch d.Verdict {
-		case VerdictWait:
-			if try { // only a hand-off watcher gets here
-				w.drop(DropFull)
-				continue
-			}
-			blocked = append(blocked, blockedSend[T]{w: w, timeout: d.Timeout})
+		switch w.pre.Verdict {
 		case VerdictDropOldest:
 			if cap(w.ch) > 0 {
 				select {
@@ -330,85 +376,94 @@ func (b *Broadcaster[T]) publish(ctx context.Context, v T, try bool) (bool, erro
 		case VerdictEvict:
 			w.drop(DropEvicted)
 			evicted = append(evicted, w)
-		default:
+		default: // VerdictDropNew, or a hand-off not ready for ActionOrDrop
 			w.drop(DropFull)
 		}
 	}
+	clear(pending)
+	b.pending = pending[:0]
 	for i, w := range evicted {
 		b.closeLocked(w, ErrEvicted)
 		evicted[i] = nil
 	}
 	b.evicted = evicted[:0]
 	b.wakeParked()
-	if len(blocked) == 0 {
-		b.mu.Unlock()
-		return true, nil
-	}
-	b.blocking = true
 	b.mu.Unlock()
-
-	err := b.sendBlocked(ctx, v, blocked)
-
-	b.mu.Lock()
-	b.blocking = false
-	clear(blocked)
-	b.blocked = blocked[:0]
-	b.mu.Unlock()
-	return err == nil, err
+	return true, nil
 }
 
-// sendBlocked completes an Action whose value met full channel watchers that
-// wait. It runs without b.mu, holding b.act, while b.blocking keeps every
-// other publisher out, so the value order on each channel is kept. Stop,
-// Watch and ResultChan proceed meanwhile.
-func (b *Broadcaster[T]) sendBlocked(ctx context.Context, v T, list []blockedSend[T]) error {
-	var err error
+// chansHaveRoom reports whether no buffered channel watcher that waits when
+// full is full, consulting the behaviour of the full ones. ActionOrDrop calls
+// it before delivering anything, so that a refusal reaches nobody. Caller
+// holds b.mu.
+func (b *Broadcaster[T]) chansHaveRoom() bool {
+	for _, w := range b.chans {
+		if c := cap(w.ch); c > 0 && len(w.ch) >= c {
+			if w.preGen != b.gen {
+				w.pre, w.preGen = w.decide(), b.gen
+			}
+			if w.pre.Verdict == VerdictWait {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// sendBlocked hands v to full channel watchers that wait, before v is
+// accepted. It runs without b.mu, holding b.act, while b.blocking keeps every
+// other publisher out, so the value order on each channel is kept. A watcher
+// whose bounded wait expires is marked to miss v; one that is stopped or
+// evicted meanwhile left before v was accepted. It returns ErrStopped or
+// ctx.Err() if the wait is cut short; then v is not accepted.
+func (b *Broadcaster[T]) sendBlocked(ctx context.Context, v T, list []blockedSend[T], start time.Time, gen uint64) error {
 	for _, bs := range list {
 		w := bs.w
 		w.sendMu.Lock()
-		if err == nil && b.isDone() {
-			// Shutdown may have closed this watcher before we reached it;
-			// that must not look like a plain Stop.
-			err = ErrStopped
-		}
-		if err != nil {
-			w.drop(DropAborted)
+		if w.chClosed {
 			w.sendMu.Unlock()
-			continue
-		}
-		if w.chClosed { // stopped or evicted: it no longer wants values
-			w.sendMu.Unlock()
+			if b.isDone() {
+				return ErrStopped
+			}
 			continue
 		}
 		var timer *time.Timer
 		var timeout <-chan time.Time
 		if bs.timeout > 0 {
-			timer = time.NewTimer(bs.timeout)
+			left := bs.timeout - time.Since(start)
+			if left <= 0 {
+				w.skipGen = gen
+				w.sendMu.Unlock()
+				continue
+			}
+			timer = time.NewTimer(left)
 			timeout = timer.C
 		}
+		var err error
 		select {
 		case w.ch <- v:
+			w.handed = gen
 			w.consec = 0
 		case <-w.stopCh:
 			if b.isDone() { // Shutdown closes every watcher too
 				err = ErrStopped
-				w.drop(DropAborted)
 			}
 		case <-b.done:
 			err = ErrStopped
-			w.drop(DropAborted)
 		case <-ctx.Done():
 			err = ctx.Err()
-			w.drop(DropAborted)
 		case <-timeout:
-			w.drop(DropTimeout)
+			w.skipGen = gen
 		}
 		if timer != nil {
 			timer.Stop()
 		}
 		w.sendMu.Unlock()
+		if err != nil {
+			return err
+		}
 	}
-	return err
+	return nil
 }
 
 func (b *Broadcaster[T]) isDone() bool {

@@ -299,10 +299,8 @@ func TestWaitIfChannelFullBlocksProducerUntilRoom(t *testing.T) {
 				synctest.Wait()
 				assert.Equal(t, seq(1, 4), got)
 				assert.Equal(t, int32(4), published.Load())
-				// A channel watcher's full queue is waited on after the value
-				// is accepted (as in k8s); a shared-ring watcher's before.
-				want := map[string][]int{"chan": {4}, "pull": {3, 4}}[r.name]
-				assert.Equal(t, want, fanouttest.Drain(other), "registered while value 3 waited")
+				// Value 3 was not yet accepted while its publisher waited.
+				assert.Equal(t, []int{3, 4}, fanouttest.Drain(other), "registered while value 3 waited")
 			})
 		})
 	}
@@ -761,31 +759,145 @@ func TestIdleWatcherMemory(t *testing.T) {
 }
 
 // Shutdown while a publisher waits on full channel watchers: the publish
-// reports ErrStopped, and every watcher that missed the value counts it,
-// whichever way the publisher learns of the Shutdown.
-func TestShutdownAbortsBlockedChannelSend(t *testing.T) {
+// reports ErrStopped and the value is not accepted; every value accepted
+// before stays readable. A watcher with room may already hold the value.
+func TestShutdownWhileWaitingOnFullChannels(t *testing.T) {
 	for range 20 {
 		synctest.Test(t, func(t *testing.T) {
 			b := fanout.New[int](fanout.WithQueueLength(1))
-			var ws []*fanout.Watcher[int]
+			var full []*fanout.Watcher[int]
 			for range 3 {
 				w, err := b.Watch()
 				require.NoError(t, err)
 				w.ResultChan()
-				ws = append(ws, w)
+				full = append(full, w)
 			}
+			roomy, err := b.Watch(fanout.WithQueueLength(10))
+			require.NoError(t, err)
+			roomy.ResultChan()
 			publish(t, b, 1)
 			errc := make(chan error)
 			go func() { errc <- b.Action(2) }()
 			synctest.Wait()
+			assert.Equal(t, uint64(1), b.Stats().Accepted, "2 is not accepted while its publisher waits")
 			b.Shutdown()
 			assert.ErrorIs(t, <-errc, fanout.ErrStopped)
-			for i, w := range ws {
+			assert.Equal(t, uint64(1), b.Stats().Accepted)
+			for i, w := range full {
 				got, closed := fanouttest.DrainChan(w.ResultChan())
 				assert.True(t, closed)
 				assert.Equal(t, []int{1}, got, "watcher %d", i)
-				assert.Equal(t, uint64(1), w.Stats().DroppedAborted, "watcher %d", i)
+				assert.Zero(t, w.Stats().Dropped, "nothing accepted was missed")
 			}
+			got, _ := fanouttest.DrainChan(roomy.ResultChan())
+			assert.Equal(t, []int{1, 2}, got, "a watcher with room was handed 2 while the publisher waited")
 		})
 	}
+}
+
+// Stop of the watcher a publisher waits for releases the publisher; the
+// watcher left before the value was accepted, so it neither gets nor misses
+// it, and the value is accepted for everyone else.
+func TestStopReleasesPublisherBeforeAcceptance(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := fanout.New[int](fanout.WithQueueLength(1))
+		defer b.Shutdown()
+		w, err := b.Watch()
+		require.NoError(t, err)
+		w.ResultChan()
+		other, err := b.Watch(fanout.WithQueueLength(10))
+		require.NoError(t, err)
+		publish(t, b, 1)
+		errc := make(chan error, 1)
+		go func() { errc <- b.Action(2) }()
+		synctest.Wait()
+		w.Stop()
+		require.NoError(t, <-errc)
+		got, closed := fanouttest.DrainChan(w.ResultChan())
+		assert.True(t, closed)
+		assert.Equal(t, []int{1}, got)
+		assert.Zero(t, w.Stats().Dropped)
+		assert.Equal(t, uint64(2), b.Stats().Accepted)
+		assert.Equal(t, []int{1, 2}, fanouttest.Drain(other))
+	})
+}
+
+// Every method of a watcher is safe for concurrent use: two goroutines
+// parked on one shared-ring watcher are both woken by later values.
+func TestConcurrentPullReadersAreNotStranded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := fanout.New[int]()
+		defer b.Shutdown()
+		w, err := b.Watch()
+		require.NoError(t, err)
+		out := make(chan int, 2)
+		for range 2 {
+			go func() {
+				v, err := w.Next(context.Background())
+				assert.NoError(t, err)
+				out <- v
+			}()
+		}
+		synctest.Wait()
+		publish(t, b, 1)
+		synctest.Wait()
+		require.Equal(t, 1, <-out)
+		publish(t, b, 2)
+		synctest.Wait()
+		select {
+		case v := <-out:
+			assert.Equal(t, 2, v)
+		default:
+			t.Fatalf("second reader still parked with %d value(s) queued", w.Stats().Queued)
+		}
+	})
+}
+
+// ActionOrDrop never overtakes a publisher waiting for room.
+func TestActionOrDropDoesNotOvertakeWaitingAction(t *testing.T) {
+	// One P: the publisher woken by Next does not run before ActionOrDrop.
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	synctest.Test(t, func(t *testing.T) {
+		b := fanout.New[int](fanout.WithQueueLength(1))
+		defer b.Shutdown()
+		w, err := b.Watch()
+		require.NoError(t, err)
+		publish(t, b, 1)
+		errc := make(chan error, 1)
+		go func() { errc <- b.Action(2) }()
+		synctest.Wait() // Action(2) waits for room on the shared ring
+		v, err := w.Next(context.Background())
+		require.NoError(t, err)
+		require.Equal(t, 1, v)
+		ok, err := b.ActionOrDrop(99) // the waiting publisher has not run yet
+		require.NoError(t, err)
+		assert.False(t, ok, "a publisher is already waiting")
+		v, err = w.Next(context.Background())
+		require.NoError(t, err)
+		assert.Equal(t, 2, v, "the waiting Action's value comes first")
+		require.NoError(t, <-errc)
+	})
+}
+
+// WaitTimeoutIfChannelFull(d) bounds the publisher's whole wait by d, not d
+// per full watcher.
+func TestWaitTimeoutBoundsThePublisher(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := fanout.New[int](fanout.WithQueueLength(1), fanout.WithFullChannelBehavior(fanout.WaitTimeoutIfChannelFull(time.Second)))
+		defer b.Shutdown()
+		var ws []*fanout.Watcher[int]
+		for range 3 {
+			w, err := b.Watch()
+			require.NoError(t, err)
+			ws = append(ws, w)
+		}
+		publish(t, b, 1)
+		start := time.Now()
+		require.NoError(t, b.Action(2))
+		assert.Equal(t, time.Second, time.Since(start))
+		for _, w := range ws {
+			assert.Equal(t, uint64(1), w.Stats().DroppedTimeout)
+			assert.Equal(t, []int{1}, fanouttest.Drain(w))
+		}
+	})
 }

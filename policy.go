@@ -162,10 +162,6 @@ const (
 	DropTimeout
 	// DropEvicted: the value met a full queue and the watcher was evicted.
 	DropEvicted
-	// DropAborted: the producer's wait for this watcher was cut short by
-	// Shutdown or by the publish context, so the watcher never got the value
-	// (and the publish reported an error).
-	DropAborted
 	numDropReasons
 )
 
@@ -180,8 +176,6 @@ func (r DropReason) String() string {
 		return "timeout"
 	case DropEvicted:
 		return "evicted"
-	case DropAborted:
-		return "aborted"
 	}
 	return fmt.Sprintf("DropReason(%d)", uint8(r))
 }

@@ -3,6 +3,7 @@ package fanout_test
 import (
 	"context"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"testing"
 
@@ -168,5 +169,117 @@ func TestStressFanouttestHelpers(t *testing.T) {
 	wg.Wait()
 	for _, r := range results {
 		assert.Equal(t, seq(1, 1000), r)
+	}
+}
+
+// Mixed read paths under load: watchers start on the shared ring, switch to
+// their channel with ResultChan at a random point while values keep coming,
+// are read by two goroutines at once, and are stopped from yet another
+// goroutine. Each must still see one contiguous run of the total order.
+func TestStressModeSwitch(t *testing.T) {
+	const total = 20000
+	b := fanout.New[int](fanout.WithQueueLength(4))
+	defer b.Shutdown()
+	ref, err := b.Watch(fanout.WithQueueLength(64))
+	require.NoError(t, err)
+	var refGot []int
+	var consumers sync.WaitGroup
+	consumers.Go(func() {
+		buf := make([]int, 16)
+		for {
+			n, err := ref.Recv(context.Background(), buf)
+			refGot = append(refGot, buf[:n]...)
+			if err != nil {
+				return
+			}
+		}
+	})
+	var mu sync.Mutex
+	var runs [][]int
+	done := make(chan struct{})
+	for range 4 {
+		consumers.Go(func() {
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				w, err := b.Watch()
+				if err != nil {
+					return
+				}
+				switchAt := rand.IntN(50)
+				stopAt := rand.IntN(300)
+				var got []int
+				var gmu sync.Mutex
+				var rd sync.WaitGroup
+				for r := range 2 {
+					rd.Go(func() {
+						last := -1
+						for i := 0; ; i++ {
+							if r == 0 && i == switchAt {
+								w.ResultChan()
+							}
+							v, err := w.Next(context.Background())
+							if err != nil {
+								return
+							}
+							if v <= last {
+								t.Errorf("one reader got %d after %d", v, last)
+							}
+							last = v
+							gmu.Lock()
+							got = append(got, v)
+							n := len(got)
+							gmu.Unlock()
+							if n == stopAt {
+								go w.Stop()
+							}
+						}
+					})
+				}
+				rd.Wait()
+				mu.Lock()
+				runs = append(runs, got)
+				mu.Unlock()
+			}
+		})
+	}
+	for i := range total {
+		switch i % 3 {
+		case 0:
+			require.NoError(t, b.Action(i))
+		case 1:
+			for {
+				ok, err := b.ActionOrDrop(i)
+				require.NoError(t, err)
+				if ok {
+					break
+				}
+				runtime.Gosched()
+			}
+		case 2:
+			require.NoError(t, b.ActionContext(context.Background(), i))
+		}
+	}
+	close(done)
+	b.Shutdown()
+	consumers.Wait()
+	require.Equal(t, seq(0, total-1), refGot)
+	for _, run := range runs {
+		if len(run) == 0 {
+			continue
+		}
+		// Two readers interleave, so sort is not allowed: check as a set that
+		// it is exactly a contiguous range.
+		seen := make(map[int]bool, len(run))
+		lo, hi := run[0], run[0]
+		for _, v := range run {
+			require.False(t, seen[v], "duplicate %d", v)
+			seen[v] = true
+			lo, hi = min(lo, v), max(hi, v)
+		}
+		require.Equal(t, hi-lo+1, len(run), "gap in a watcher's run %d..%d", lo, hi)
 	}
 }

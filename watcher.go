@@ -49,10 +49,13 @@ type Watcher[T any] struct {
 	chClosed bool
 	exposed  atomic.Bool // ResultChan has returned ch
 
-	// Owned by the publisher (b.mu, or b.blocking's exclusive phase).
-	consec uint64
-	pre    Decision
-	preGen uint64
+	// Owned by the publisher (b.mu, or b.blocking's exclusive phase). The
+	// *Gen fields hold the publish generation they refer to.
+	consec  uint64
+	pre     Decision // the behaviour's decision for the value of preGen
+	preGen  uint64
+	handed  uint64 // this watcher already has the value of this generation
+	skipGen uint64 // this watcher's bounded wait for that value expired
 
 	drops [numDropReasons]atomic.Uint64
 }
@@ -145,8 +148,14 @@ func (w *Watcher[T]) Recv(ctx context.Context, buf []T) (int, error) {
 	b := w.b
 	for {
 		w.mu.Lock()
+		// A publisher wakes a watcher once, however many goroutines are
+		// parked on it; each one that wakes passes the wake-up on, so that
+		// the others look again (and re-park, to be woken by the next value).
 		if w.mode == modeChan {
 			ch := w.ch
+			if w.waiters.Load() > 0 {
+				w.signal()
+			}
 			w.mu.Unlock()
 			return w.recvChan(ctx, ch, buf)
 		}
@@ -155,8 +164,8 @@ func (w *Watcher[T]) Recv(ctx context.Context, buf []T) (int, error) {
 		if c < h {
 			n := b.ring.Copy(buf, c, h)
 			w.cursor.Store(c + uint64(n))
-			if c+uint64(n) < h && w.waiters.Load() > 0 {
-				w.signal() // pass the wake-up on to another reader
+			if w.waiters.Load() > 0 {
+				w.signal()
 			}
 			w.mu.Unlock()
 			if b.roomWait.Load() > 0 {
@@ -332,9 +341,9 @@ type WatcherStats struct {
 	QueueLength int
 	// Dropped is the number of values missed, all reasons together.
 	Dropped uint64
-	// DroppedFull, DroppedOldest, DroppedTimeout, DroppedEvicted and
-	// DroppedAborted count the values missed per [DropReason].
-	DroppedFull, DroppedOldest, DroppedTimeout, DroppedEvicted, DroppedAborted uint64
+	// DroppedFull, DroppedOldest, DroppedTimeout and DroppedEvicted count
+	// the values missed per [DropReason].
+	DroppedFull, DroppedOldest, DroppedTimeout, DroppedEvicted uint64
 }
 
 // Stats returns the watcher's counters. They stay readable after the watcher
@@ -346,9 +355,8 @@ func (w *Watcher[T]) Stats() WatcherStats {
 		DroppedOldest:  w.drops[DropOldest].Load(),
 		DroppedTimeout: w.drops[DropTimeout].Load(),
 		DroppedEvicted: w.drops[DropEvicted].Load(),
-		DroppedAborted: w.drops[DropAborted].Load(),
 	}
-	s.Dropped = s.DroppedFull + s.DroppedOldest + s.DroppedTimeout + s.DroppedEvicted + s.DroppedAborted
+	s.Dropped = s.DroppedFull + s.DroppedOldest + s.DroppedTimeout + s.DroppedEvicted
 	w.mu.Lock()
 	if w.mode == modeChan {
 		s.Queued = len(w.ch)
