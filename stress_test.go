@@ -96,25 +96,12 @@ func TestStress(t *testing.T) {
 			}
 		})
 	}
-	for range churners {
-		consumers.Go(func() {
-			for {
-				select {
-				case <-done:
-					return
-				default:
-				}
-				w, err := b.Watch()
-				if err != nil {
-					return
-				}
-				got := collect(w, rand.IntN(2) == 0, rand.IntN(200))
-				mu.Lock()
-				runs = append(runs, got)
-				mu.Unlock()
-			}
-		})
-	}
+	churn(&consumers, churners, b, done, func(w *fanout.Watcher[msg]) {
+		got := collect(w, rand.IntN(2) == 0, rand.IntN(200))
+		mu.Lock()
+		runs = append(runs, got)
+		mu.Unlock()
+	})
 	wg.Wait()
 	close(done)
 	b.Shutdown()
@@ -197,55 +184,42 @@ func TestStressModeSwitch(t *testing.T) {
 	var mu sync.Mutex
 	var runs [][]int
 	done := make(chan struct{})
-	for range 4 {
-		consumers.Go(func() {
-			for {
-				select {
-				case <-done:
-					return
-				default:
+	churn(&consumers, 4, b, done, func(w *fanout.Watcher[int]) {
+		switchAt := rand.IntN(50)
+		stopAt := rand.IntN(300)
+		var got []int
+		var gmu sync.Mutex
+		var rd sync.WaitGroup
+		for r := range 2 {
+			rd.Go(func() {
+				last := -1
+				for i := 0; ; i++ {
+					if r == 0 && i == switchAt {
+						w.ResultChan()
+					}
+					v, err := w.Next(context.Background())
+					if err != nil {
+						return
+					}
+					if v <= last {
+						t.Errorf("one reader got %d after %d", v, last)
+					}
+					last = v
+					gmu.Lock()
+					got = append(got, v)
+					n := len(got)
+					gmu.Unlock()
+					if n == stopAt {
+						go w.Stop()
+					}
 				}
-				w, err := b.Watch()
-				if err != nil {
-					return
-				}
-				switchAt := rand.IntN(50)
-				stopAt := rand.IntN(300)
-				var got []int
-				var gmu sync.Mutex
-				var rd sync.WaitGroup
-				for r := range 2 {
-					rd.Go(func() {
-						last := -1
-						for i := 0; ; i++ {
-							if r == 0 && i == switchAt {
-								w.ResultChan()
-							}
-							v, err := w.Next(context.Background())
-							if err != nil {
-								return
-							}
-							if v <= last {
-								t.Errorf("one reader got %d after %d", v, last)
-							}
-							last = v
-							gmu.Lock()
-							got = append(got, v)
-							n := len(got)
-							gmu.Unlock()
-							if n == stopAt {
-								go w.Stop()
-							}
-						}
-					})
-				}
-				rd.Wait()
-				mu.Lock()
-				runs = append(runs, got)
-				mu.Unlock()
-			}
-		})
-	}
+			})
+		}
+		rd.Wait()
+		mu.Lock()
+		runs = append(runs, got)
+		mu.Unlock()
+	})
 	for i := range total {
 		switch i % 3 {
 		case 0:
@@ -281,5 +255,26 @@ func TestStressModeSwitch(t *testing.T) {
 			lo, hi = min(lo, v), max(hi, v)
 		}
 		require.Equal(t, hi-lo+1, len(run), "gap in a watcher's run %d..%d", lo, hi)
+	}
+}
+
+// churn runs n goroutines that register watchers on b one after another and
+// hand each to fn, until done is closed or b shuts down.
+func churn[T any](wg *sync.WaitGroup, n int, b *fanout.Broadcaster[T], done <-chan struct{}, fn func(*fanout.Watcher[T])) {
+	for range n {
+		wg.Go(func() {
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				w, err := b.Watch()
+				if err != nil {
+					return
+				}
+				fn(w)
+			}
+		})
 	}
 }
