@@ -40,19 +40,22 @@
 // A watcher that waits when full ([WaitIfChannelFull], or a custom behaviour
 // returning [VerdictWait]) makes the publisher wait, and a value is accepted
 // only once every such watcher has room for it: the publisher waits before
-// the value takes its place in the order, never after. While it waits, the
-// watchers with room may already hold the value (a full channel takes it as
-// soon as its consumer reads), but no watcher registered meanwhile misses it.
+// the value takes its place in the order, never after, and no watcher with
+// room receives it before then. A watcher registered while the publisher
+// waits therefore receives the value.
 //
 // Stop of the watcher being waited for releases the publisher from it: that
 // watcher left before the value was accepted. If Shutdown or the publish
 // context ends the wait, the publish returns the error and the value is not
-// accepted: it is not counted in [Stats].Accepted and reaches no further
-// watcher, though a watcher that already held it keeps it. Every value that
-// was accepted stays readable after Shutdown.
+// accepted: it is not counted in [Stats].Accepted and no watcher with room
+// gets it. The one exception is a channel watcher that was itself full and
+// took the value while the publisher went on waiting for another full one:
+// it keeps it. Every value that was accepted stays readable after Shutdown.
+//
 // A bounded wait ([WaitTimeoutIfChannelFull], or a [Decision] with a Timeout)
-// is measured from the start of the publisher's wait, so a publish waits at
-// most the longest timeout, however many watchers are full.
+// is measured from when the publish call first had to wait, including for
+// other publishers ahead of it, so a publish waits at most the longest
+// timeout, however many watchers are full.
 //
 // While a publisher waits, Watch, Stop, ResultChan, Stats and the readers of
 // all watchers proceed; only other publishers queue behind it, and

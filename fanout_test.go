@@ -424,6 +424,31 @@ func TestActionContext(t *testing.T) {
 	})
 }
 
+// On the channel path too, a publish whose context ends while it waits for a
+// full watcher reaches nobody, not even watchers with room, and the
+// broadcaster goes on with one consistent order.
+func TestActionContextChannelWatchersAllOrNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := fanout.New[int](fanout.WithQueueLength(1))
+		defer b.Shutdown()
+		full, err := b.Watch()
+		require.NoError(t, err)
+		full.ResultChan()
+		roomy, err := b.Watch(fanout.WithQueueLength(10))
+		require.NoError(t, err)
+		roomy.ResultChan()
+		publish(t, b, 1)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		assert.ErrorIs(t, b.ActionContext(ctx, 2), context.DeadlineExceeded)
+		assert.Equal(t, []int{1}, fanouttest.Drain(full))
+		publish(t, b, 3)
+		assert.Equal(t, []int{3}, fanouttest.Drain(full))
+		assert.Equal(t, []int{1, 3}, fanouttest.Drain(roomy))
+		assert.Equal(t, uint64(2), b.Stats().Accepted)
+	})
+}
+
 // Semantic 7.
 func TestStop(t *testing.T) {
 	for _, r := range readers {
@@ -759,8 +784,8 @@ func TestIdleWatcherMemory(t *testing.T) {
 }
 
 // Shutdown while a publisher waits on full channel watchers: the publish
-// reports ErrStopped and the value is not accepted; every value accepted
-// before stays readable. A watcher with room may already hold the value.
+// reports ErrStopped and the value is not accepted, so no watcher has it;
+// every value accepted before stays readable.
 func TestShutdownWhileWaitingOnFullChannels(t *testing.T) {
 	for range 20 {
 		synctest.Test(t, func(t *testing.T) {
@@ -790,7 +815,7 @@ func TestShutdownWhileWaitingOnFullChannels(t *testing.T) {
 				assert.Zero(t, w.Stats().Dropped, "nothing accepted was missed")
 			}
 			got, _ := fanouttest.DrainChan(roomy.ResultChan())
-			assert.Equal(t, []int{1, 2}, got, "a watcher with room was handed 2 while the publisher waited")
+			assert.Equal(t, []int{1}, got, "a watcher with room never gets a value that was not accepted")
 		})
 	}
 }
@@ -900,4 +925,87 @@ func TestWaitTimeoutBoundsThePublisher(t *testing.T) {
 			assert.Equal(t, []int{1}, fanouttest.Drain(w))
 		}
 	})
+}
+
+// A bounded wait counts from when the publish call first waits, also when it
+// first waits for another publisher: a publisher queued behind a waiting one
+// must not wait d for its turn and then d more.
+func TestWaitTimeoutBoundsQueuedPublisher(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := fanout.New[int](fanout.WithQueueLength(1), fanout.WithFullChannelBehavior(fanout.WaitTimeoutIfChannelFull(time.Second)))
+		defer b.Shutdown()
+		w, err := b.Watch()
+		require.NoError(t, err)
+		publish(t, b, 1)
+		done := make(chan time.Duration, 2)
+		for _, v := range []int{2, 3} {
+			go func() {
+				start := time.Now()
+				assert.NoError(t, b.Action(v))
+				done <- time.Since(start)
+			}()
+		}
+		d1, d2 := <-done, <-done
+		assert.LessOrEqual(t, d1, time.Second)
+		assert.LessOrEqual(t, d2, time.Second, "second publisher waited %v", d2)
+		assert.Equal(t, uint64(2), w.Stats().DroppedTimeout)
+	})
+}
+
+// While a publisher waits for a full channel: watchers registered (shared,
+// channel, prefix, hand-off), converted by ResultChan or stopped meanwhile,
+// and lossy decisions taken before the wait and applied at acceptance.
+func TestChurnWhilePublisherWaits(t *testing.T) {
+	for range 10 {
+		synctest.Test(t, func(t *testing.T) {
+			b := fanout.New[int](fanout.WithQueueLength(1))
+			defer b.Shutdown()
+			full, _ := b.Watch()
+			fullCh := full.ResultChan()
+			lossyOld, _ := b.Watch(fanout.WithFullChannelBehavior(fanout.DropOldestIfChannelFull))
+			lossyOld.ResultChan()
+			evict, _ := b.Watch(fanout.WithFullChannelBehavior(fanout.EvictIfChannelFull))
+			evict.ResultChan()
+			stopMe, _ := b.Watch(fanout.WithFullChannelBehavior(fanout.DropIfChannelFull))
+			stopMe.ResultChan()
+			shared, _ := b.Watch(fanout.WithQueueLength(4))
+			publish(t, b, 1)
+			errc := make(chan error, 1)
+			go func() { errc <- b.Action(2) }()
+			synctest.Wait()
+			// during the round
+			newShared, _ := b.Watch()
+			newChan, _ := b.Watch(fanout.WithQueueLength(3))
+			newChan.ResultChan()
+			prefix, _ := b.WatchWithPrefix([]int{-1, -2})
+			shared.ResultChan() // convert
+			stopMe.Stop()
+			handoff, _ := b.Watch(fanout.WithQueueLength(0), fanout.WithFullChannelBehavior(fanout.DropIfChannelFull))
+			hand2, _ := b.Watch(fanout.WithQueueLength(0))
+			got2 := make(chan int, 1)
+			go func() { v, _ := hand2.Next(context.Background()); got2 <- v }()
+			synctest.Wait()
+			assert.Equal(t, 1, <-fullCh)
+			require.NoError(t, <-errc)
+			synctest.Wait()
+			assert.Equal(t, 2, <-got2)
+			assert.Equal(t, []int{2}, fanouttest.Drain(full))
+			assert.Equal(t, []int{2}, fanouttest.Drain(lossyOld))
+			assert.Equal(t, uint64(1), lossyOld.Stats().DroppedOldest)
+			v, err := fanouttest.CollectAll(t, evict)
+			assert.Equal(t, []int{1}, v)
+			assert.ErrorIs(t, err, fanout.ErrEvicted)
+			assert.Equal(t, uint64(1), evict.Stats().DroppedEvicted)
+			assert.Equal(t, []int{1}, fanouttest.Drain(stopMe))
+			assert.Zero(t, stopMe.Stats().Dropped)
+			assert.Equal(t, []int{1, 2}, fanouttest.Drain(shared))
+			assert.Equal(t, []int{2}, fanouttest.Drain(newShared))
+			assert.Equal(t, []int{2}, fanouttest.Drain(newChan))
+			assert.Equal(t, []int{-1, -2, 2}, fanouttest.Drain(prefix))
+			assert.Equal(t, uint64(1), handoff.Stats().DroppedFull)
+			s := b.Stats()
+			assert.Equal(t, uint64(2), s.Accepted)
+			assert.Equal(t, uint64(3), s.Dropped)
+		})
+	}
 }

@@ -189,6 +189,17 @@ type Drop struct {
 	Reason DropReason
 }
 
+// mayWait reports whether b can return VerdictWait: false only for the
+// built-in lossy behaviours, whose full watchers the publisher then never
+// needs to look at before accepting a value.
+func mayWait(b FullChannelBehavior) bool {
+	switch b.(type) {
+	case dropNewBehavior, dropOldestBehavior, evictBehavior:
+		return false
+	}
+	return true
+}
+
 func isWait(b FullChannelBehavior) bool {
 	_, ok := b.(waitBehavior)
 	return ok

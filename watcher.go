@@ -23,6 +23,7 @@ type Watcher[T any] struct {
 	id       uint64
 	q        int
 	behavior FullChannelBehavior
+	mayWait  bool // the behaviour may return VerdictWait
 	onDrop   func(Drop)
 
 	// cursor is the sequence of the next shared-ring value to read. The
@@ -56,6 +57,7 @@ type Watcher[T any] struct {
 	preGen  uint64
 	handed  uint64 // this watcher already has the value of this generation
 	skipGen uint64 // this watcher's bounded wait for that value expired
+	inFull  bool   // on b.full
 
 	drops [numDropReasons]atomic.Uint64
 }
@@ -88,7 +90,7 @@ func (w *Watcher[T]) ResultChan() <-chan T {
 		if w.err == nil {
 			b.shared = deleteWatcher(b.shared, w)
 			b.moveToChanLocked(w, w.q)
-			b.chans = append(b.chans, w)
+			b.addChan(w)
 			if b.roomWait.Load() > 0 {
 				b.signalRoom() // a publisher may wait on this watcher's ring room
 			}
