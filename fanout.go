@@ -611,7 +611,9 @@ func (b *Broadcaster[T]) Shutdown() {
 	}
 	b.stopped = true
 	close(b.done)
-	for _, w := range slices.Clone(b.chans) {
+	chans := b.chans
+	b.chans, b.full = nil, nil // detached first: closing stays O(watchers)
+	for _, w := range chans {
 		b.closeLocked(w, ErrStopped)
 	}
 	// No value will be published again, so shared readers can drain the ring

@@ -35,7 +35,22 @@ var modelBehaviors = []fanout.FullChannelBehavior{
 	fanout.DropIfChannelFull,
 	fanout.DropOldestIfChannelFull,
 	fanout.EvictIfChannelFull,
+	verdictBehavior(fanout.VerdictWait), // user-defined: never on a fast path
+	verdictBehavior(fanout.VerdictDropNew),
+	verdictBehavior(fanout.VerdictDropOldest),
+	verdictBehavior(fanout.VerdictEvict),
 }
+
+// verdictBehavior is a user-defined behaviour that always returns one
+// verdict; the model treats it like the built-in with that verdict.
+type verdictBehavior fanout.Verdict
+
+func (v verdictBehavior) OnFull(fanout.FullState) fanout.Decision {
+	return fanout.Decision{Verdict: fanout.Verdict(v)}
+}
+
+// kind maps a behaviour index to the built-in it behaves like.
+func kind(beh int) int { return beh % 4 }
 
 type model struct {
 	t        *testing.T
@@ -67,7 +82,7 @@ func joinLines(l []string) string {
 // wouldWait reports whether publishing now would make the publisher wait.
 func (m *model) wouldWait() bool {
 	for _, mw := range m.ws {
-		if mw.closed == nil && mw.beh == 0 && len(mw.queue) >= mw.q {
+		if mw.closed == nil && kind(mw.beh) == 0 && len(mw.queue) >= mw.q {
 			return true
 		}
 	}
@@ -84,7 +99,7 @@ func (m *model) deliver(v int) {
 			mw.queue = append(mw.queue, v)
 			continue
 		}
-		switch mw.beh {
+		switch kind(mw.beh) {
 		case 1:
 			mw.dropFull++
 		case 2:
