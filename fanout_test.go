@@ -784,38 +784,56 @@ func TestIdleWatcherMemory(t *testing.T) {
 }
 
 // Shutdown while a publisher waits on full channel watchers: the publish
-// reports ErrStopped and the value is not accepted, so no watcher has it;
-// every value accepted before stays readable.
+// reports ErrStopped and the value is not accepted; every value accepted
+// before stays readable. Action hands the value to watchers with room before
+// it waits (so their consumers keep working), so they keep it; a publish with
+// a context that can end holds it back from everyone until it is accepted.
 func TestShutdownWhileWaitingOnFullChannels(t *testing.T) {
-	for range 20 {
-		synctest.Test(t, func(t *testing.T) {
-			b := fanout.New[int](fanout.WithQueueLength(1))
-			var full []*fanout.Watcher[int]
-			for range 3 {
-				w, err := b.Watch()
-				require.NoError(t, err)
-				w.ResultChan()
-				full = append(full, w)
+	tests := []struct {
+		name      string
+		publish   func(b *fanout.Broadcaster[int], v int) error
+		roomyGets []int
+	}{
+		{"Action", func(b *fanout.Broadcaster[int], v int) error { return b.Action(v) }, []int{1, 2}},
+		{"ActionContext", func(b *fanout.Broadcaster[int], v int) error {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			return b.ActionContext(ctx, v)
+		}, []int{1}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			for range 10 {
+				synctest.Test(t, func(t *testing.T) {
+					b := fanout.New[int](fanout.WithQueueLength(1))
+					var full []*fanout.Watcher[int]
+					for range 3 {
+						w, err := b.Watch()
+						require.NoError(t, err)
+						w.ResultChan()
+						full = append(full, w)
+					}
+					roomy, err := b.Watch(fanout.WithQueueLength(10))
+					require.NoError(t, err)
+					roomy.ResultChan()
+					publish(t, b, 1)
+					errc := make(chan error)
+					go func() { errc <- tc.publish(b, 2) }()
+					synctest.Wait()
+					assert.Equal(t, uint64(1), b.Stats().Accepted, "2 is not accepted while its publisher waits")
+					b.Shutdown()
+					assert.ErrorIs(t, <-errc, fanout.ErrStopped)
+					assert.Equal(t, uint64(1), b.Stats().Accepted)
+					for i, w := range full {
+						got, closed := fanouttest.DrainChan(w.ResultChan())
+						assert.True(t, closed)
+						assert.Equal(t, []int{1}, got, "watcher %d", i)
+						assert.Zero(t, w.Stats().Dropped, "nothing accepted was missed")
+					}
+					got, _ := fanouttest.DrainChan(roomy.ResultChan())
+					assert.Equal(t, tc.roomyGets, got)
+				})
 			}
-			roomy, err := b.Watch(fanout.WithQueueLength(10))
-			require.NoError(t, err)
-			roomy.ResultChan()
-			publish(t, b, 1)
-			errc := make(chan error)
-			go func() { errc <- b.Action(2) }()
-			synctest.Wait()
-			assert.Equal(t, uint64(1), b.Stats().Accepted, "2 is not accepted while its publisher waits")
-			b.Shutdown()
-			assert.ErrorIs(t, <-errc, fanout.ErrStopped)
-			assert.Equal(t, uint64(1), b.Stats().Accepted)
-			for i, w := range full {
-				got, closed := fanouttest.DrainChan(w.ResultChan())
-				assert.True(t, closed)
-				assert.Equal(t, []int{1}, got, "watcher %d", i)
-				assert.Zero(t, w.Stats().Dropped, "nothing accepted was missed")
-			}
-			got, _ := fanouttest.DrainChan(roomy.ResultChan())
-			assert.Equal(t, []int{1}, got, "a watcher with room never gets a value that was not accepted")
 		})
 	}
 }

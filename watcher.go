@@ -19,11 +19,25 @@ const (
 // called, the pull methods read that channel. Every method is safe for
 // concurrent use.
 type Watcher[T any] struct {
+	// What the publisher touches for every value comes first, so that a
+	// delivery reads one cache line of the watcher. Owned by the publisher
+	// (b.mu, or
+	// b.blocking's exclusive phase); the *Gen fields hold the publish
+	// generation they refer to. ch is set before the watcher is published
+	// to b.chans and never replaced.
+	ch      chan T
+	handed  uint64   // this watcher already has the value of this generation
+	skipGen uint64   // this watcher's bounded wait for that value expired
+	consec  uint64   // values missed since it last received one
+	mayWait bool     // the behaviour may return VerdictWait
+	inFull  bool     // on b.full
+	pre     Decision // the behaviour's decision for the value of preGen
+	preGen  uint64
+
 	b        *Broadcaster[T]
 	id       uint64
 	q        int
 	behavior FullChannelBehavior
-	mayWait  bool // the behaviour may return VerdictWait
 	onDrop   func(Drop)
 
 	// cursor is the sequence of the next shared-ring value to read. The
@@ -41,23 +55,13 @@ type Watcher[T any] struct {
 	waiters atomic.Int32
 	inPark  bool // guarded by b.parkMu
 
-	// Channel mode. ch and stopCh are set before the mode changes and never
-	// replaced. sendMu is held by whoever sends outside b.mu (a blocked
-	// Action) and by whoever closes ch, so a send never meets a closed ch.
-	ch       chan T
+	// Channel mode. stopCh is set with ch. sendMu is held by whoever sends
+	// outside b.mu (a blocked Action) and by whoever closes ch, so a send
+	// never meets a closed ch.
 	stopCh   chan struct{}
 	sendMu   sync.Mutex
 	chClosed bool
 	exposed  atomic.Bool // ResultChan has returned ch
-
-	// Owned by the publisher (b.mu, or b.blocking's exclusive phase). The
-	// *Gen fields hold the publish generation they refer to.
-	consec  uint64
-	pre     Decision // the behaviour's decision for the value of preGen
-	preGen  uint64
-	handed  uint64 // this watcher already has the value of this generation
-	skipGen uint64 // this watcher's bounded wait for that value expired
-	inFull  bool   // on b.full
 
 	drops [numDropReasons]atomic.Uint64
 }
