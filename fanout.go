@@ -276,6 +276,9 @@ func (b *Broadcaster[T]) publish(ctx context.Context, v T, try bool) (bool, erro
 				// ActionOrDrop takes the room we were woken for.
 				b.roomWait.Add(1)
 				if !b.refreshLimit(h) {
+					if waitStart.IsZero() {
+						waitStart = time.Now()
+					}
 					b.mu.Unlock()
 					var err error
 					select {
@@ -625,7 +628,11 @@ func (b *Broadcaster[T]) closeLocked(w *Watcher[T], reason error) {
 			b.signalRoom()
 		}
 	} else {
-		b.chans = deleteWatcher(b.chans, w) // b.full drops it lazily
+		b.chans = deleteWatcher(b.chans, w)
+		if w.inFull { // eagerly: only strict publishes prune b.full
+			b.full = deleteWatcher(b.full, w)
+			w.inFull = false
+		}
 	}
 	w.err = reason
 	if w.mode == modeChan {
