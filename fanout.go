@@ -66,11 +66,11 @@ type Broadcaster[T any] struct {
 	blocked  []blockedSend[T] // reused buffers of publish
 	pending  []*Watcher[T]
 	evicted  []*Watcher[T]
-	// full lists the channel watchers whose behaviour may wait and whose
-	// channel may be full: left full by a send, or hand-offs (always).
-	full     []*Watcher[T]
-	accepted uint64
-	refused  uint64
+	// waitChans lists the channel watchers whose behaviour may wait: the
+	// ones a strict publish checks for a full channel before delivering.
+	waitChans []*Watcher[T]
+	accepted  uint64
+	refused   uint64
 
 	head atomic.Uint64 // sequence number of the next value; stored under mu
 
@@ -169,22 +169,8 @@ func (b *Broadcaster[T]) watch(prefix []T, opts []Option) (*Watcher[T], error) {
 // addChan registers a channel watcher. Caller holds b.mu.
 func (b *Broadcaster[T]) addChan(w *Watcher[T]) {
 	b.chans = append(b.chans, w)
-	if w.mayWait && len(w.ch) == cap(w.ch) {
-		b.noteFull(w)
-	}
-}
-
-// noteFull puts w on b.full. Caller holds b.mu; w may wait and is full.
-func (b *Broadcaster[T]) noteFull(w *Watcher[T]) {
-	w.inFull = true
-	b.full = append(b.full, w)
-}
-
-// sent keeps b.full complete after a successful send to w under b.mu, off
-// the hot path: every full channel watcher that may wait must be on it.
-func (b *Broadcaster[T]) sent(w *Watcher[T]) {
-	if w.mayWait && !w.inFull && len(w.ch) == cap(w.ch) {
-		b.noteFull(w)
+	if w.mayWait {
+		b.waitChans = append(b.waitChans, w)
 	}
 }
 
@@ -302,23 +288,16 @@ func (b *Broadcaster[T]) publish(ctx context.Context, v T, try bool) (bool, erro
 
 		// Strict mode (ActionOrDrop, or a context that can end the wait):
 		// no watcher with room may receive v before it is accepted, so first
-		// wait for the full channel watchers that may wait. Only consumers
-		// shrink a channel, so a watcher that was not full after our last
-		// send still has room: just the watchers on b.full (left full by a
-		// send, and hand-offs) need a look; scanning every channel instead
-		// cost about 20% of throughput at 1000 watchers.
-		if strict && len(b.full) > 0 {
+		// wait for the full channel watchers that may wait. Only those are
+		// looked at (b.waitChans): built-in lossy behaviours never wait.
+		if strict && len(b.waitChans) > 0 {
 			blocked := b.blocked[:0]
-			keep := b.full[:0]
-			refuse := false
-			for _, w := range b.full {
-				c := cap(w.ch)
-				if w.chClosed || (c > 0 && len(w.ch) < c) {
-					w.inFull = false
+			for _, w := range b.waitChans {
+				if w.handed == gen || w.skipGen == gen {
 					continue
 				}
-				keep = append(keep, w)
-				if refuse || w.handed == gen || w.skipGen == gen {
+				c := cap(w.ch)
+				if c > 0 && len(w.ch) < c {
 					continue
 				}
 				if c == 0 { // hand-off: a consumer may be ready right now
@@ -340,17 +319,11 @@ func (b *Broadcaster[T]) publish(ctx context.Context, v T, try bool) (bool, erro
 					continue
 				}
 				if try {
-					refuse = true
-					continue
+					b.refused++
+					b.mu.Unlock()
+					return false, nil
 				}
 				blocked = append(blocked, blockedSend[T]{w: w, timeout: w.pre.Timeout})
-			}
-			clear(b.full[len(keep):])
-			b.full = keep
-			if refuse {
-				b.refused++
-				b.mu.Unlock()
-				return false, nil
 			}
 			if len(blocked) > 0 {
 				if err := b.waitBlocked(ctx, v, blocked, &waitStart, gen); err != nil {
@@ -377,19 +350,10 @@ func (b *Broadcaster[T]) publish(ctx context.Context, v T, try bool) (bool, erro
 				pending = append(pending, w)
 				continue
 			}
-			// Whether this send may fill the channel is read before it, as
-			// the send fetches that cache line anyway; after the send, the
-			// consumer may already have taken the line. Only publishers add
-			// to a channel, so len >= cap-1 beforehand is exact for "may be
-			// full after".
-			mayFill := w.mayWait && !w.inFull && len(w.ch) >= cap(w.ch)-1
 			select {
 			case w.ch <- v:
 				if w.consec != 0 {
 					w.consec = 0
-				}
-				if mayFill {
-					b.noteFull(w)
 				}
 				continue
 			default:
@@ -444,7 +408,6 @@ func (b *Broadcaster[T]) publish(ctx context.Context, v T, try bool) (bool, erro
 		select {
 		case w.ch <- v: // the consumer made room meanwhile
 			w.consec = 0
-			b.sent(w)
 			continue
 		default:
 		}
@@ -460,7 +423,6 @@ func (b *Broadcaster[T]) publish(ctx context.Context, v T, try bool) (bool, erro
 				select {
 				case w.ch <- v:
 					w.consec = 0
-					b.sent(w)
 				default:
 					w.drop(DropFull)
 				}
@@ -629,9 +591,8 @@ func (b *Broadcaster[T]) closeLocked(w *Watcher[T], reason error) {
 		}
 	} else {
 		b.chans = deleteWatcher(b.chans, w)
-		if w.inFull { // eagerly: only strict publishes prune b.full
-			b.full = deleteWatcher(b.full, w)
-			w.inFull = false
+		if w.mayWait {
+			b.waitChans = deleteWatcher(b.waitChans, w)
 		}
 	}
 	w.err = reason
@@ -689,7 +650,7 @@ func (b *Broadcaster[T]) Shutdown() {
 	b.stopped = true
 	close(b.done)
 	chans := b.chans
-	b.chans, b.full = nil, nil // detached first: closing stays O(watchers)
+	b.chans, b.waitChans = nil, nil // detached first: closing stays O(watchers)
 	for _, w := range chans {
 		b.closeLocked(w, ErrStopped)
 	}

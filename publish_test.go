@@ -17,9 +17,8 @@ import (
 )
 
 // A stopped watcher must not stay reachable from the broadcaster, also when
-// only Action publishes: b.full, the list of channel watchers that may be
-// full, is otherwise pruned only by strict publishes (ActionOrDrop, or
-// ActionContext with a context that can end).
+// only Action publishes (an earlier version kept stopped watchers on a list
+// that only strict publishes pruned).
 func TestStoppedWatchersAreNotRetained(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -34,7 +33,7 @@ func TestStoppedWatchersAreNotRetained(t *testing.T) {
 			w, err := b.Watch(fanout.WithQueueLength(1))
 			require.NoError(t, err)
 			ch := w.ResultChan()
-			require.NoError(t, b.Action(i)) // fills it: noted on b.full
+			require.NoError(t, b.Action(i)) // fills it
 			<-ch
 			return w
 		}},
@@ -101,10 +100,10 @@ func (review3Wait) OnFull(fanout.FullState) fanout.Decision {
 // Optimistic Action, strict ActionOrDrop and strict ActionContext from
 // concurrent goroutines, with slow consumers of channel watchers (built-in and
 // custom waiting behaviour), a hand-off, a shared-ring reader and one
-// converted by ResultChan mid-stream. Lossless watchers never drop (an
-// incomplete b.full would make ActionOrDrop drop with DropFull), refused
-// values reach nobody, nothing is delivered twice, and every watcher sees the
-// accepted values in one order.
+// converted by ResultChan mid-stream. Lossless watchers never drop (a full
+// waiting watcher that a strict publish overlooked would make ActionOrDrop
+// drop with DropFull), refused values reach nobody, nothing is delivered
+// twice, and every watcher sees the accepted values in one order.
 func TestStressMixedPublishers(t *testing.T) {
 	b := fanout.New[int](fanout.WithQueueLength(2))
 	type rw struct {

@@ -30,7 +30,6 @@ type Watcher[T any] struct {
 	skipGen uint64   // this watcher's bounded wait for that value expired
 	consec  uint64   // values missed since it last received one
 	mayWait bool     // the behaviour may return VerdictWait
-	inFull  bool     // on b.full
 	pre     Decision // the behaviour's decision for the value of preGen
 	preGen  uint64
 
