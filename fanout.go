@@ -59,7 +59,7 @@ type Broadcaster[T any] struct {
 	ring     *ring.Ring[T] // shared ring, allocated with the first shared watcher
 	limit    uint64        // no shared watcher is full while head < limit
 	shared   []*Watcher[T] // pull-API watchers reading the shared ring
-	chans    []*Watcher[T] // watchers with their own channel
+	chans    []chanSlot[T] // watchers with their own channel
 	nextID   uint64
 	gen      uint64           // publish attempts, to tag pre-made decisions
 	blocking bool             // an Action is delivering to full channel watchers
@@ -86,6 +86,13 @@ type Broadcaster[T any] struct {
 	nparked atomic.Int32
 
 	dropped atomic.Uint64
+}
+
+// chanSlot keeps a channel watcher's channel inline, so that a delivery that
+// succeeds reads only this contiguous slice and the channel, not the watcher.
+type chanSlot[T any] struct {
+	ch chan T
+	w  *Watcher[T]
 }
 
 type blockedSend[T any] struct {
@@ -168,7 +175,7 @@ func (b *Broadcaster[T]) watch(prefix []T, opts []Option) (*Watcher[T], error) {
 
 // addChan registers a channel watcher. Caller holds b.mu.
 func (b *Broadcaster[T]) addChan(w *Watcher[T]) {
-	b.chans = append(b.chans, w)
+	b.chans = append(b.chans, chanSlot[T]{ch: w.ch, w: w})
 	if w.mayWait {
 		b.waitChans = append(b.waitChans, w)
 	}
@@ -231,6 +238,8 @@ func (b *Broadcaster[T]) publish(ctx context.Context, v T, try bool) (bool, erro
 	gen := b.gen
 	strict := try || ctx.Done() != nil
 	pending := b.pending[:0]
+	seq := b.head.Load() // v's sequence number if accepted (head moves only here)
+	marked := false      // some watcher's handed or skipGen refers to this call
 	for {
 		if b.stopped {
 			b.mu.Unlock()
@@ -307,13 +316,13 @@ func (b *Broadcaster[T]) publish(ctx context.Context, v T, try bool) (bool, erro
 					select {
 					case w.ch <- v:
 						w.handed = gen
-						w.consec = 0
+						marked = true
 						continue
 					default:
 					}
 				}
 				if w.preGen != gen {
-					w.pre, w.preGen = w.decide(), gen
+					w.pre, w.preGen = w.decide(seq), gen
 				}
 				if w.pre.Verdict != VerdictWait {
 					continue
@@ -326,6 +335,7 @@ func (b *Broadcaster[T]) publish(ctx context.Context, v T, try bool) (bool, erro
 				blocked = append(blocked, blockedSend[T]{w: w, timeout: w.pre.Timeout})
 			}
 			if len(blocked) > 0 {
+				marked = true
 				if err := b.waitBlocked(ctx, v, blocked, &waitStart, gen); err != nil {
 					return false, err
 				}
@@ -342,24 +352,26 @@ func (b *Broadcaster[T]) publish(ctx context.Context, v T, try bool) (bool, erro
 		// (lossless, queue 100, medians of 8 alternating runs).
 		blocked := b.blocked[:0]
 		pending = pending[:0]
-		for _, w := range b.chans {
-			if w.handed == gen {
-				continue
-			}
-			if w.skipGen == gen { // its bounded wait expired
-				pending = append(pending, w)
-				continue
+		for i := range b.chans {
+			cs := &b.chans[i]
+			if marked {
+				w := cs.w
+				if w.handed == gen {
+					continue
+				}
+				if w.skipGen == gen { // its bounded wait expired
+					pending = append(pending, w)
+					continue
+				}
 			}
 			select {
-			case w.ch <- v:
-				if w.consec != 0 {
-					w.consec = 0
-				}
+			case cs.ch <- v:
 				continue
 			default:
 			}
+			w := cs.w
 			if w.preGen != gen {
-				w.pre, w.preGen = w.decide(), gen
+				w.pre, w.preGen = w.decide(seq), gen
 			}
 			if w.pre.Verdict == VerdictWait && !try {
 				blocked = append(blocked, blockedSend[T]{w: w, timeout: w.pre.Timeout})
@@ -371,8 +383,9 @@ func (b *Broadcaster[T]) publish(ctx context.Context, v T, try bool) (bool, erro
 			break
 		}
 		// Mark who already has v, so that the next pass skips them.
-		for _, w := range b.chans {
-			w.handed = gen
+		marked = true
+		for _, cs := range b.chans {
+			cs.w.handed = gen
 		}
 		for _, w := range pending {
 			w.handed = 0
@@ -402,12 +415,11 @@ func (b *Broadcaster[T]) publish(ctx context.Context, v T, try bool) (bool, erro
 	evicted := b.evicted[:0]
 	for _, w := range pending {
 		if w.skipGen == gen {
-			w.drop(DropTimeout)
+			w.drop(DropTimeout, seq)
 			continue
 		}
 		select {
 		case w.ch <- v: // the consumer made room meanwhile
-			w.consec = 0
 			continue
 		default:
 		}
@@ -417,23 +429,22 @@ func (b *Broadcaster[T]) publish(ctx context.Context, v T, try bool) (bool, erro
 			if cap(w.ch) > 0 {
 				select {
 				case <-w.ch:
-					w.drop(DropOldest)
+					w.drop(DropOldest, seq)
 				default: // the consumer made room meanwhile
 				}
 				select {
 				case w.ch <- v:
-					w.consec = 0
 				default:
-					w.drop(DropFull)
+					w.drop(DropFull, seq)
 				}
 			} else {
-				w.drop(DropFull) // a hand-off has no oldest value
+				w.drop(DropFull, seq) // a hand-off has no oldest value
 			}
 		case VerdictEvict:
-			w.drop(DropEvicted)
+			w.drop(DropEvicted, seq)
 			evicted = append(evicted, w)
 		default: // VerdictDropNew, or a hand-off not ready for ActionOrDrop
-			w.drop(DropFull)
+			w.drop(DropFull, seq)
 		}
 	}
 	clear(pending)
@@ -501,7 +512,6 @@ func (b *Broadcaster[T]) sendBlocked(ctx context.Context, v T, list []blockedSen
 		select {
 		case w.ch <- v:
 			w.handed = gen
-			w.consec = 0
 		case <-w.stopCh:
 			if b.isDone() { // Shutdown closes every watcher too
 				err = ErrStopped
@@ -590,7 +600,9 @@ func (b *Broadcaster[T]) closeLocked(w *Watcher[T], reason error) {
 			b.signalRoom()
 		}
 	} else {
-		b.chans = deleteWatcher(b.chans, w)
+		if i := slices.IndexFunc(b.chans, func(s chanSlot[T]) bool { return s.w == w }); i >= 0 {
+			b.chans = slices.Delete(b.chans, i, i+1)
+		}
 		if w.mayWait {
 			b.waitChans = deleteWatcher(b.waitChans, w)
 		}
@@ -651,8 +663,8 @@ func (b *Broadcaster[T]) Shutdown() {
 	close(b.done)
 	chans := b.chans
 	b.chans, b.waitChans = nil, nil // detached first: closing stays O(watchers)
-	for _, w := range chans {
-		b.closeLocked(w, ErrStopped)
+	for _, cs := range chans {
+		b.closeLocked(cs.w, ErrStopped)
 	}
 	// No value will be published again, so shared readers can drain the ring
 	// where it is.

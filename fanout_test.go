@@ -1027,3 +1027,29 @@ func TestChurnWhilePublisherWaits(t *testing.T) {
 		})
 	}
 }
+
+// FullState.ConsecutiveDrops counts the values missed since the watcher last
+// received one: a delivery ends the run, a refused ActionOrDrop does not
+// count, and another watcher's state does not either.
+func TestConsecutiveDrops(t *testing.T) {
+	var seen []uint64
+	rec := waitFunc(func(s fanout.FullState) fanout.Decision {
+		seen = append(seen, s.ConsecutiveDrops)
+		return fanout.Decision{Verdict: fanout.VerdictDropNew}
+	})
+	b := fanouttest.New[int](t, fanout.WithQueueLength(1))
+	w := fanouttest.Watch(t, b, fanout.WithFullChannelBehavior(rec))
+	blocker := fanouttest.Watch(t, b, fanout.WithQueueLength(4))
+	publish(t, b, 1, 2, 3) // 1 queued; 2 and 3 missed
+	assert.Equal(t, []int{1}, fanouttest.Drain(w))
+	assert.Equal(t, []int{1, 2, 3}, fanouttest.Drain(blocker))
+	publish(t, b, 4)       // delivered: the run ends
+	publish(t, b, 5, 6, 7) // missed; blocker now holds 4..7 and is full
+	ok, err := b.ActionOrDrop(8)
+	require.NoError(t, err)
+	assert.False(t, ok, "refused: reaches nobody")
+	assert.Equal(t, []int{4, 5, 6, 7}, fanouttest.Drain(blocker))
+	publish(t, b, 9) // missed: the refused value did not break the run
+	assert.Equal(t, []uint64{0, 1, 0, 1, 2, 3}, seen)
+	assert.Equal(t, uint64(6), w.Stats().DroppedFull)
+}

@@ -28,7 +28,8 @@ type Watcher[T any] struct {
 	ch      chan T
 	handed  uint64   // this watcher already has the value of this generation
 	skipGen uint64   // this watcher's bounded wait for that value expired
-	consec  uint64   // values missed since it last received one
+	consec  uint64   // length of its current run of missed values
+	missEnd uint64   // sequence number after its last missed value
 	mayWait bool     // the behaviour may return VerdictWait
 	pre     Decision // the behaviour's decision for the value of preGen
 	preGen  uint64
@@ -308,22 +309,36 @@ func (w *Watcher[T]) All(ctx context.Context) iter.Seq[T] {
 	}
 }
 
-// decide consults the watcher's behaviour. Caller is the publisher.
-func (w *Watcher[T]) decide() Decision {
+// decide consults the watcher's behaviour about the value of sequence
+// number seq. Caller is the publisher.
+func (w *Watcher[T]) decide(seq uint64) Decision {
 	return w.behavior.OnFull(FullState{
 		WatcherID:        w.id,
 		QueueLength:      w.q,
 		Dropped:          w.totalDrops(),
-		ConsecutiveDrops: w.consec,
+		ConsecutiveDrops: w.consecutive(seq),
 	})
 }
 
-// drop counts one missed value. Caller is the publisher.
-func (w *Watcher[T]) drop(r DropReason) {
+// consecutive returns how many values in a row, up to the one before seq,
+// the watcher missed. A run is tracked by the sequence number of its last
+// miss, so that a delivery, which ends it, writes nothing to the watcher.
+func (w *Watcher[T]) consecutive(seq uint64) uint64 {
+	if w.missEnd == seq && seq != 0 {
+		return w.consec
+	}
+	return 0
+}
+
+// drop counts one missed value, of sequence number seq (a discarded oldest
+// value is counted but does not extend a run: the new value was received).
+// Caller is the publisher.
+func (w *Watcher[T]) drop(r DropReason, seq uint64) {
 	w.drops[r].Add(1)
 	w.b.dropped.Add(1)
 	if r != DropOldest {
-		w.consec++
+		w.consec = w.consecutive(seq) + 1
+		w.missEnd = seq + 1
 	}
 	if w.onDrop != nil {
 		w.onDrop(Drop{WatcherID: w.id, Reason: r})
