@@ -92,7 +92,7 @@
 // behaviour, a queue length of 0 or a prefix, get one non-blocking channel
 // send per value: 0.6 to 1 times the throughput of the plain channel-send
 // loop, and 2 to 6 times the k8s broadcaster. An idle shared-ring watcher
-// costs about 240 bytes; a channel watcher adds its channel's buffer (queue
+// costs about 250 bytes; a channel watcher adds its channel's buffer (queue
 // length times the size of T).
 //
 // # Goroutines
