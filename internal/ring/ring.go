@@ -49,12 +49,3 @@ func (r *Ring[T]) Copy(dst []T, from, to uint64) int {
 	}
 	return int(n)
 }
-
-// Clear zeroes the slots of sequences [from, to) so that they no longer keep
-// values reachable. to-from must not exceed Cap().
-func (r *Ring[T]) Clear(from, to uint64) {
-	for s := from; s < to; s++ {
-		var zero T
-		r.buf[s&r.mask] = zero
-	}
-}

@@ -38,15 +38,3 @@ func TestCopyAcrossTheWrap(t *testing.T) {
 		})
 	}
 }
-
-func TestClear(t *testing.T) {
-	r := New[*int](4)
-	v := new(int)
-	for s := uint64(0); s < 4; s++ {
-		r.Put(s, v)
-	}
-	r.Clear(1, 3)
-	dst := make([]*int, 4)
-	r.Copy(dst, 0, 4)
-	assert.Equal(t, []*int{v, nil, nil, v}, dst)
-}
