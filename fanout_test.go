@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/fanout-go/fanout"
 	"github.com/fanout-go/fanout/fanouttest"
@@ -647,6 +648,7 @@ func TestBadInput(t *testing.T) {
 // Semantic 10: the broadcaster owns no goroutine, so an idle one costs no
 // CPU and nothing can leak.
 func TestNoGoroutines(t *testing.T) {
+	require.NoError(t, goleak.Find(), "goroutines of earlier tests have exited")
 	before := runtime.NumGoroutine()
 	b := fanout.New[int]()
 	var ws []*fanout.Watcher[int]

@@ -152,7 +152,9 @@ func WaitTimeoutIfChannelFull(d time.Duration) FullChannelBehavior {
 // DropReason says why a watcher missed a value.
 type DropReason uint8
 
-// The reasons a watcher can miss a value.
+// The reasons a value can be missed. The first four are a watcher's (see
+// [Watcher.Stats]); the rest are reported by a [Recorder] and its runners (see
+// [RecorderStats]).
 const (
 	// DropFull: the queue was full and the behaviour chose [VerdictDropNew].
 	DropFull DropReason = iota
@@ -162,7 +164,25 @@ const (
 	DropTimeout
 	// DropEvicted: the value met a full queue and the watcher was evicted.
 	DropEvicted
+	// DropRefused: [Recorder.Record] refused the value because a watcher
+	// that waits when full was full; no watcher got it.
+	DropRefused
+	// DropSpam: the [Correlator]'s spam filter had no token for the value,
+	// so the runner did not write it.
+	DropSpam
+	// DropRejected: the sink failed with an error that the retry policy
+	// does not retry (see [RetryPolicy].Retryable), or the sink or handler
+	// panicked.
+	DropRejected
+	// DropRetries: the sink failed [RetryPolicy].MaxTries times.
+	DropRetries
+	// DropShutdown: the value was still unwritten when [Recorder.Shutdown]'s
+	// context ended, or its write failed after Shutdown (no retries then).
+	DropShutdown
 	numDropReasons
+
+	// numWatcherDropReasons bounds the reasons a watcher itself counts.
+	numWatcherDropReasons = DropEvicted + 1
 )
 
 // String returns the reason's lower-case name.
@@ -176,17 +196,32 @@ func (r DropReason) String() string {
 		return "timeout"
 	case DropEvicted:
 		return "evicted"
+	case DropRefused:
+		return "refused"
+	case DropSpam:
+		return "spam"
+	case DropRejected:
+		return "rejected"
+	case DropRetries:
+		return "retries"
+	case DropShutdown:
+		return "shutdown"
 	}
 	return fmt.Sprintf("DropReason(%d)", uint8(r))
 }
 
-// Drop reports values that a watcher missed, to the handler set with
-// [WithDropHandler].
+// Drop reports a value that a watcher or a [Recorder] runner missed, to the
+// handler set with [WithDropHandler].
 type Drop struct {
-	// WatcherID identifies the watcher ([Watcher.ID]).
+	// WatcherID identifies the watcher ([Watcher.ID]); for a drop reported
+	// by a [Recorder] runner it is the runner's watcher, and 0 for
+	// [DropRefused].
 	WatcherID uint64
 	// Reason says why.
 	Reason DropReason
+	// Err is the last sink error, for [DropRejected] and [DropRetries] (and
+	// for [DropShutdown] when a write failed); nil otherwise.
+	Err error
 }
 
 // mayWait reports whether b can return VerdictWait: false only for the

@@ -63,7 +63,7 @@ type Watcher[T any] struct {
 	chClosed bool
 	exposed  atomic.Bool // ResultChan has returned ch
 
-	drops [numDropReasons]atomic.Uint64
+	drops [numWatcherDropReasons]atomic.Uint64
 }
 
 func (w *Watcher[T]) initChan(capacity int) {

@@ -1,0 +1,645 @@
+package fanout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// DefaultRecorderQueueLength is the queue capacity of a [Recorder]'s runners
+// when [WithQueueLength] is not given: client-go's 1000.
+const DefaultRecorderQueueLength = 1000
+
+// ErrDropped is returned by [Recorder.Record] when the value was refused
+// because a watcher that waits when full (see [Recorder.Watch]) was full. No
+// watcher got the value; it is counted as [DropRefused].
+var ErrDropped = errors.New("fanout: value dropped: a waiting watcher is full")
+
+// Sink stores values for a [Recorder] runner (see [Recorder.StartSink]). The
+// runner calls Create for a value seen for the first time and Update for a
+// repeat (a [Correlation] with Count > 1), and passes what they return to the
+// correlator's [Correlator.Observe]; a sink that stores nothing new may return
+// v itself. ctx is cancelled only when [Recorder.Shutdown]'s context ends
+// before the runners have finished.
+type Sink[T any] interface {
+	Create(ctx context.Context, v T) (T, error)
+	Update(ctx context.Context, v T) (T, error)
+}
+
+// RetryPolicy says how a sink runner retries a failed write.
+type RetryPolicy struct {
+	// MaxTries is the number of attempts per value, at least 1.
+	MaxTries int
+	// Sleep is the pause between attempts.
+	Sleep time.Duration
+	// Jitter adds a random extra of up to Jitter×Sleep to each pause.
+	Jitter float64
+	// RandomFirst makes the first pause random in [0, Sleep), so that many
+	// clients failing together do not retry together.
+	RandomFirst bool
+	// Retryable reports whether an error is worth retrying; a value whose
+	// write fails with an error it rejects is dropped as [DropRejected].
+	// Nil retries every error.
+	Retryable func(error) bool
+}
+
+// DefaultRetryPolicy returns client-go tools/record's policy: 12 tries, 10 s
+// apart, the first pause random, every error retried.
+func DefaultRetryPolicy() RetryPolicy {
+	return RetryPolicy{MaxTries: 12, Sleep: 10 * time.Second, RandomFirst: true}
+}
+
+func (p RetryPolicy) validate() error {
+	if p.MaxTries < 1 || p.Sleep < 0 || p.Jitter < 0 || p.Jitter != p.Jitter {
+		return fmt.Errorf("fanout: invalid RetryPolicy: MaxTries %d must be at least 1, Sleep %v and Jitter %v must not be negative", p.MaxTries, p.Sleep, p.Jitter)
+	}
+	return nil
+}
+
+// pause returns the sleep before attempt tries+1, after tries failures.
+func (p RetryPolicy) pause(tries int) time.Duration {
+	d := p.Sleep
+	if tries == 1 && p.RandomFirst {
+		d = time.Duration(float64(d) * rand.Float64())
+	}
+	if p.Jitter > 0 {
+		d += time.Duration(p.Jitter * float64(p.Sleep) * rand.Float64())
+	}
+	return d
+}
+
+// Recorder publishes values into its own [Broadcaster] without ever blocking
+// the caller, and runs consumers of them: sinks with a correlator and
+// retries ([Recorder.StartSink]) and handlers ([Recorder.StartHandler],
+// [Recorder.StartSlog]), each on one goroutine of its own. Every value that
+// does not reach a runner's sink or handler is counted by [DropReason] (see
+// [Recorder.Stats]) and reported to [WithDropHandler] and [WithLogger].
+// [Recorder.Flush] waits until the runners have dealt with everything
+// recorded before it.
+//
+// A runner's queue holds up to [DefaultRecorderQueueLength] values (see
+// [WithQueueLength]); a value that meets a full queue is dropped for that
+// runner only ([DropFull]), so a slow or failing sink never holds up the
+// caller or the other runners.
+type Recorder[T any] struct {
+	b      *Broadcaster[T]
+	queue  int
+	clock  Clock
+	stamp  func(*T, time.Time)
+	retry  RetryPolicy
+	logger *slog.Logger
+	onDrop func(Drop)
+
+	// ctx ends retry sleeps: cancelled by Shutdown. sinkCtx is passed to
+	// sinks: cancelled when Shutdown's context ends first.
+	ctx, sinkCtx       context.Context
+	cancel, sinkCancel context.CancelFunc
+
+	// mu orders Record with runner registration and Flush's snapshot, so
+	// that each runner's enqueued count is exact.
+	mu       sync.Mutex
+	stopped  bool
+	runners  []*Runner[T]
+	recorded atomic.Uint64
+	refused  atomic.Uint64
+	// exited accumulates the counters of runners that have exited.
+	exited RunnerStats
+}
+
+// NewRecorder returns a recorder with its own broadcaster. It takes
+// [WithQueueLength] (the runners' queues), [WithClock], [WithStamp],
+// [WithRetry], [WithDropHandler] and [WithLogger]. It returns an error for a
+// negative queue length, an invalid retry policy, or a stamp hook for another
+// type.
+func NewRecorder[T any](opts ...Option) (*Recorder[T], error) {
+	cfg := config{queueLen: DefaultRecorderQueueLength}.with(opts)
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	r := &Recorder[T]{
+		b:      New[T](WithQueueLength(cfg.queueLen), WithFullChannelBehavior(DropIfChannelFull)),
+		queue:  cfg.queueLen,
+		clock:  cfg.clock,
+		retry:  DefaultRetryPolicy(),
+		logger: cfg.logger,
+		onDrop: cfg.onDrop,
+	}
+	if r.clock == nil {
+		r.clock = systemClock{}
+	}
+	if cfg.retry != nil {
+		if err := cfg.retry.validate(); err != nil {
+			return nil, err
+		}
+		r.retry = *cfg.retry
+	}
+	if cfg.stamp != nil {
+		f, ok := cfg.stamp.(func(*T, time.Time))
+		if !ok {
+			var v T
+			return nil, fmt.Errorf("fanout: WithStamp hook is a %T, want a func(*%T, time.Time)", cfg.stamp, v)
+		}
+		r.stamp = f
+	}
+	r.ctx, r.cancel = context.WithCancel(context.Background())
+	r.sinkCtx, r.sinkCancel = context.WithCancel(context.Background())
+	return r, nil
+}
+
+// Record stamps v (see [WithStamp]) and publishes it to every runner and
+// watcher. It never blocks on a consumer. It returns nil when v was
+// accepted; a runner whose queue is full misses it, counted as [DropFull].
+// It returns [ErrDropped] when a watcher that waits when full was full (see
+// [Recorder.Watch]), and [ErrStopped] after Shutdown.
+func (r *Recorder[T]) Record(v T) error {
+	if r.stamp != nil {
+		r.stamp(&v, r.clock.Now())
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopped {
+		return ErrStopped
+	}
+	ok, err := r.b.ActionOrDrop(v)
+	for _, run := range r.runners {
+		if run.missed {
+			run.missed = false
+			r.report(Drop{WatcherID: run.w.ID(), Reason: DropFull}, nil)
+		} else if ok {
+			run.enqueued++
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if !ok {
+		r.refused.Add(1)
+		r.report(Drop{Reason: DropRefused}, nil)
+		return ErrDropped
+	}
+	r.recorded.Add(1)
+	return nil
+}
+
+// report hands a drop to the drop handler and the logger.
+func (r *Recorder[T]) report(d Drop, runner *Runner[T]) {
+	if r.onDrop != nil {
+		r.onDrop(d)
+	}
+	if r.logger != nil {
+		attrs := []slog.Attr{slog.String("reason", d.Reason.String()), slog.Uint64("watcher", d.WatcherID)}
+		if runner != nil {
+			attrs = append(attrs, slog.String("runner", runner.name))
+		}
+		if d.Err != nil {
+			attrs = append(attrs, slog.String("err", d.Err.Error()))
+		}
+		r.logger.LogAttrs(context.Background(), slog.LevelWarn, "fanout: value dropped", attrs...)
+	}
+}
+
+// Watch registers a plain watcher of the recorded values, as
+// [Broadcaster.Watch] does. Like a runner's, its queue holds the recorder's
+// queue length and drops new values when full, unless opts say otherwise.
+// With [WaitIfChannelFull] (or another behaviour that waits), Record refuses
+// values with [ErrDropped] while its queue is full, for every runner and
+// watcher. [Recorder.Flush] does not wait for plain watchers.
+func (r *Recorder[T]) Watch(opts ...Option) (*Watcher[T], error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopped {
+		return nil, ErrStopped
+	}
+	return r.b.Watch(opts...)
+}
+
+// StartSink starts a runner that writes every recorded value to sink: it
+// passes the value through c (nil: no correlation, every value is created),
+// skips what the spam filter rejects, and calls Create or Update with retries
+// per the recorder's [RetryPolicy]. The runner's goroutine makes one write
+// at a time; a failing sink delays only its own queue.
+func (r *Recorder[T]) StartSink(sink Sink[T], c *Correlator[T]) (*Runner[T], error) {
+	if sink == nil {
+		return nil, errors.New("fanout: StartSink: sink is nil")
+	}
+	return r.start(fmt.Sprintf("sink %T", sink), func(run *Runner[T], v T) {
+		run.write(sink, c, v)
+	})
+}
+
+// StartHandler starts a runner that calls f with every recorded value, in
+// order, on the runner's goroutine.
+func (r *Recorder[T]) StartHandler(f func(T)) (*Runner[T], error) {
+	if f == nil {
+		return nil, errors.New("fanout: StartHandler: handler is nil")
+	}
+	return r.start("handler", func(run *Runner[T], v T) {
+		if err := safeCall(func() { f(v) }); err != nil {
+			run.drop(DropRejected, err)
+			return
+		}
+		run.written.Add(1)
+	})
+}
+
+// StartSlog starts a runner that logs every recorded value to l at level,
+// with message msg and the attributes attrs returns (nil: one attribute
+// "value" holding the value).
+func (r *Recorder[T]) StartSlog(l *slog.Logger, level slog.Level, msg string, attrs func(T) []slog.Attr) (*Runner[T], error) {
+	if l == nil {
+		return nil, errors.New("fanout: StartSlog: logger is nil")
+	}
+	if attrs == nil {
+		attrs = func(v T) []slog.Attr { return []slog.Attr{slog.Any("value", v)} }
+	}
+	return r.StartHandler(func(v T) { l.LogAttrs(context.Background(), level, msg, attrs(v)...) })
+}
+
+func (r *Recorder[T]) start(name string, handle func(*Runner[T], T)) (*Runner[T], error) {
+	run := &Runner[T]{r: r, name: name, handle: handle, done: make(chan struct{})}
+	run.ctx, run.cancel = context.WithCancel(r.ctx)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopped {
+		run.cancel()
+		return nil, ErrStopped
+	}
+	w, err := r.b.Watch(WithDropHandler(func(Drop) { run.missed = true }))
+	if err != nil {
+		run.cancel()
+		return nil, err
+	}
+	run.w = w
+	r.runners = append(r.runners, run)
+	go run.loop()
+	return run, nil
+}
+
+// Flush waits until every runner has written, skipped or dropped every value
+// recorded before the call, or until ctx ends, and then returns ctx.Err().
+// A runner that has exited counts as done. Flush does not wait for plain
+// watchers (see [Recorder.Watch]).
+func (r *Recorder[T]) Flush(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	type mark struct {
+		run    *Runner[T]
+		target uint64
+	}
+	r.mu.Lock()
+	marks := make([]mark, len(r.runners))
+	for i, run := range r.runners {
+		marks[i] = mark{run, run.enqueued}
+	}
+	r.mu.Unlock()
+	for _, m := range marks {
+		if err := m.run.waitHandled(ctx, m.target); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Shutdown stops the recorder and its runners. It is idempotent and safe
+// from any goroutine. From its start, Record, Watch and the Start methods
+// return [ErrStopped], and no write is retried: each value already recorded,
+// and the one in flight, gets at most one more attempt. Shutdown waits until
+// every runner has finished its queue and exited, or until ctx ends; then
+// it cancels the context passed to sinks, drops what is still queued as
+// [DropShutdown], waits only for the calls in flight to return, and returns
+// ctx.Err(). Call [Recorder.Flush] first to wait for retries to play out.
+func (r *Recorder[T]) Shutdown(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	r.mu.Lock()
+	r.stopped = true
+	runners := slices.Clone(r.runners)
+	r.mu.Unlock()
+	r.cancel()
+	r.b.Shutdown()
+	var err error
+	for _, run := range runners {
+		select {
+		case <-run.done:
+			continue
+		case <-ctx.Done():
+		}
+		err = ctx.Err()
+		for _, run := range runners {
+			run.abandon.Store(true)
+		}
+		r.sinkCancel()
+		break
+	}
+	for _, run := range runners {
+		<-run.done
+	}
+	return err
+}
+
+// Stats returns the recorder's counters: totals over every runner it has
+// started, including those that have exited.
+func (r *Recorder[T]) Stats() RecorderStats {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := RecorderStats{Recorded: r.recorded.Load(), Refused: r.refused.Load(), Runners: len(r.runners), RunnerStats: r.exited}
+	for _, run := range r.runners {
+		s.RunnerStats.add(run.Stats())
+	}
+	s.Dropped += s.Refused
+	return s
+}
+
+// RecorderStats is a snapshot of a [Recorder]'s counters.
+type RecorderStats struct {
+	// Recorded counts values Record accepted.
+	Recorded uint64
+	// Refused counts values Record refused ([DropRefused]).
+	Refused uint64
+	// Runners is the number of runners still running.
+	Runners int
+	// RunnerStats holds totals over all runners; its Dropped also
+	// includes Refused.
+	RunnerStats
+}
+
+// RunnerStats is a snapshot of a [Runner]'s counters.
+type RunnerStats struct {
+	// Queued is the number of values waiting in the runner's queue.
+	Queued int
+	// Received counts values taken from the queue.
+	Received uint64
+	// Written counts values the sink stored or the handler took.
+	Written uint64
+	// Failures counts failed write attempts, retried or not.
+	Failures uint64
+	// Dropped counts values not written, all reasons together.
+	Dropped uint64
+	// DroppedFull counts values missed because the queue was full.
+	DroppedFull uint64
+	// DroppedSpam counts values the spam filter skipped.
+	DroppedSpam uint64
+	// DroppedRejected counts values whose error was not retryable, or whose
+	// sink or handler panicked.
+	DroppedRejected uint64
+	// DroppedRetries counts values that failed every try.
+	DroppedRetries uint64
+	// DroppedShutdown counts values given up at shutdown.
+	DroppedShutdown uint64
+}
+
+func (s *RunnerStats) add(o RunnerStats) {
+	s.Queued += o.Queued
+	s.Received += o.Received
+	s.Written += o.Written
+	s.Failures += o.Failures
+	s.Dropped += o.Dropped
+	s.DroppedFull += o.DroppedFull
+	s.DroppedSpam += o.DroppedSpam
+	s.DroppedRejected += o.DroppedRejected
+	s.DroppedRetries += o.DroppedRetries
+	s.DroppedShutdown += o.DroppedShutdown
+}
+
+// Runner is a consumer started by a [Recorder]: one goroutine that takes the
+// recorded values from its own queue, in order, and hands each to a sink or
+// a handler.
+type Runner[T any] struct {
+	r      *Recorder[T]
+	w      *Watcher[T]
+	name   string
+	handle func(*Runner[T], T)
+	// ctx ends retry sleeps: cancelled by Stop and by the recorder's
+	// Shutdown.
+	ctx     context.Context
+	cancel  context.CancelFunc
+	abandon atomic.Bool
+	done    chan struct{}
+
+	// Guarded by r.mu: values enqueued for this runner, and whether the
+	// value being recorded missed it.
+	enqueued uint64
+	missed   bool
+
+	received, written, failures atomic.Uint64
+	drops                       [numDropReasons]atomic.Uint64
+
+	mu      sync.Mutex
+	handled uint64 // values written, skipped or dropped after receipt
+	waiters []flushWaiter
+}
+
+type flushWaiter struct {
+	target uint64
+	ch     chan struct{}
+}
+
+// Stop stops the runner: it takes no new values, gives each value still
+// queued (and the one in flight) at most one more attempt, without retries,
+// and exits. Stop does not wait; see [Runner.Done]. It is idempotent.
+func (run *Runner[T]) Stop() {
+	run.cancel()
+	run.w.Stop()
+}
+
+// Done returns a channel that is closed when the runner's goroutine has
+// exited.
+func (run *Runner[T]) Done() <-chan struct{} { return run.done }
+
+// Stats returns the runner's counters.
+func (run *Runner[T]) Stats() RunnerStats {
+	s := RunnerStats{
+		Received:        run.received.Load(),
+		Written:         run.written.Load(),
+		Failures:        run.failures.Load(),
+		DroppedFull:     run.w.Stats().DroppedFull,
+		DroppedSpam:     run.drops[DropSpam].Load(),
+		DroppedRejected: run.drops[DropRejected].Load(),
+		DroppedRetries:  run.drops[DropRetries].Load(),
+		DroppedShutdown: run.drops[DropShutdown].Load(),
+	}
+	s.Queued = run.w.Stats().Queued
+	s.Dropped = s.DroppedFull + s.DroppedSpam + s.DroppedRejected + s.DroppedRetries + s.DroppedShutdown
+	return s
+}
+
+func (run *Runner[T]) loop() {
+	defer run.exit()
+	buf := make([]T, 1) // one at a time: the queue length stays exact
+	for {
+		n, err := run.w.Recv(nil, buf)
+		if err != nil {
+			return
+		}
+		for _, v := range buf[:n] {
+			run.received.Add(1)
+			if run.abandon.Load() {
+				run.drop(DropShutdown, nil)
+			} else {
+				run.handle(run, v)
+			}
+			run.markHandled()
+		}
+		clear(buf)
+	}
+}
+
+func (run *Runner[T]) exit() {
+	run.cancel()
+	r := run.r
+	r.mu.Lock()
+	if i := slices.Index(r.runners, run); i >= 0 {
+		r.runners = slices.Delete(r.runners, i, i+1)
+	}
+	st := run.Stats()
+	st.Queued = 0
+	r.exited.add(st)
+	r.mu.Unlock()
+	run.mu.Lock()
+	for _, fw := range run.waiters {
+		close(fw.ch)
+	}
+	run.waiters = nil
+	run.mu.Unlock()
+	close(run.done)
+}
+
+func (run *Runner[T]) markHandled() {
+	run.mu.Lock()
+	run.handled++
+	if len(run.waiters) > 0 {
+		keep := run.waiters[:0]
+		for _, fw := range run.waiters {
+			if fw.target <= run.handled {
+				close(fw.ch)
+			} else {
+				keep = append(keep, fw)
+			}
+		}
+		run.waiters = keep
+	}
+	run.mu.Unlock()
+}
+
+// waitHandled waits until the runner has handled target values or exited.
+func (run *Runner[T]) waitHandled(ctx context.Context, target uint64) error {
+	run.mu.Lock()
+	if run.handled >= target {
+		run.mu.Unlock()
+		return nil
+	}
+	select {
+	case <-run.done:
+		run.mu.Unlock()
+		return nil
+	default:
+	}
+	ch := make(chan struct{})
+	run.waiters = append(run.waiters, flushWaiter{target, ch})
+	run.mu.Unlock()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (run *Runner[T]) drop(reason DropReason, err error) {
+	run.drops[reason].Add(1)
+	run.r.report(Drop{WatcherID: run.w.ID(), Reason: reason, Err: err}, run)
+}
+
+// write correlates v and writes it to sink, retrying per the policy. It
+// mirrors client-go's recordToSink: after a failure the tries are counted
+// first, then a pause that Stop or Shutdown cut short ends the value.
+func (run *Runner[T]) write(sink Sink[T], c *Correlator[T], v T) {
+	var res Correlation[T]
+	if err := safeCall(func() {
+		if c != nil {
+			res = c.Correlate(v)
+		} else {
+			res = Correlation[T]{Value: v, Count: 1}
+		}
+	}); err != nil {
+		run.drop(DropRejected, err)
+		return
+	}
+	if res.Skip {
+		run.drop(DropSpam, nil)
+		return
+	}
+	p := run.r.retry
+	for tries := 0; ; {
+		stored, err, perr := run.attempt(sink, res)
+		if perr != nil {
+			run.failures.Add(1)
+			run.drop(DropRejected, perr)
+			return
+		}
+		if err == nil {
+			run.written.Add(1)
+			if c != nil {
+				// The value is stored; a correlator function that panics
+				// here only loses the repeat's reference.
+				_ = safeCall(func() { c.Observe(stored) })
+			}
+			return
+		}
+		run.failures.Add(1)
+		if p.Retryable != nil && !p.Retryable(err) {
+			run.drop(DropRejected, err)
+			return
+		}
+		tries++
+		if tries >= p.MaxTries {
+			run.drop(DropRetries, err)
+			return
+		}
+		if run.ctx.Err() != nil {
+			run.drop(DropShutdown, err)
+			return
+		}
+		t := time.NewTimer(p.pause(tries))
+		select {
+		case <-run.ctx.Done():
+			t.Stop()
+			run.drop(DropShutdown, err)
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// attempt makes one write: Update for a repeat, Create otherwise. perr
+// reports a panic in the sink.
+func (run *Runner[T]) attempt(sink Sink[T], res Correlation[T]) (stored T, err, perr error) {
+	perr = safeCall(func() {
+		if res.Count > 1 {
+			stored, err = sink.Update(run.r.sinkCtx, res.Value)
+		} else {
+			stored, err = sink.Create(run.r.sinkCtx, res.Value)
+		}
+	})
+	return stored, err, perr
+}
+
+// safeCall runs f and turns a panic into an error, so that a panicking sink,
+// handler or correlator function drops one value instead of the process.
+func safeCall(f func()) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("fanout: panic: %v", p)
+		}
+	}()
+	f()
+	return nil
+}
