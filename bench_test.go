@@ -3,8 +3,10 @@ package fanout_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/fanout-go/fanout"
 )
@@ -145,4 +147,77 @@ func BenchmarkActionOrDropStalledWatchers(b *testing.B) {
 	for b.Loop() {
 		_, _ = bc.ActionOrDrop(ev)
 	}
+}
+
+// BenchmarkCorrelate measures the correlator with all three stages on, with
+// client-go's defaults, for a value that repeats (the dedup hit path) and
+// for values spread over many keys (cache misses and evictions). The key
+// functions are part of the cost, as in any real use.
+func BenchmarkCorrelate(b *testing.B) {
+	cfg := fanout.CorrelatorConfig[benchLog]{
+		Aggregate: &fanout.AggregateStage[benchLog]{
+			Key: func(e benchLog) (string, string) { return e.obj + "\x00" + e.reason, e.msg },
+			Combine: func(e benchLog, _ time.Time) benchLog {
+				e.msg = "(combined from similar events): " + e.msg
+				return e
+			},
+		},
+		Dedup: &fanout.DedupStage[benchLog]{
+			Key: func(e benchLog) string { return e.obj + "\x00" + e.reason + "\x00" + e.msg },
+			Repeat: func(e, prev benchLog, n int) benchLog {
+				e.count = n
+				return e
+			},
+		},
+		Spam: &fanout.SpamStage[benchLog]{Key: func(e benchLog) string { return e.obj }, Rate: math.Inf(1)},
+	}
+	const keys = 10000
+	events := make([]benchLog, keys)
+	for i := range events {
+		events[i] = benchLog{obj: fmt.Sprint("pod-", i%500), reason: "BackOff", msg: fmt.Sprint("restarting container ", i)}
+	}
+	for _, bc := range []struct {
+		name string
+		n    int
+	}{{"repeat", 1}, {"keys=10000", keys}} {
+		b.Run(bc.name, func(b *testing.B) {
+			c, err := fanout.NewCorrelator(cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				c.Correlate(events[i%bc.n])
+				i++
+			}
+		})
+	}
+}
+
+type benchLog struct {
+	obj, reason, msg string
+	count            int
+}
+
+// BenchmarkRecord measures Record into a recorder with one handler runner
+// that does no work: the cost a service pays per recorded value.
+func BenchmarkRecord(b *testing.B) {
+	r, err := fanout.NewRecorder[*benchEvent]()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := r.StartHandler(func(*benchEvent) {}); err != nil {
+		b.Fatal(err)
+	}
+	e := &benchEvent{}
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = r.Record(e)
+	}
+	b.StopTimer()
+	_ = r.Flush(context.Background())
+	st := r.Stats()
+	b.ReportMetric(float64(st.DroppedFull)/float64(st.Recorded)*100, "%dropped")
+	_ = r.Shutdown(context.Background())
 }

@@ -110,6 +110,9 @@
 // the broadcaster to itself: they must be fast and must not call back into
 // the broadcaster or its watchers. Their calls never overlap.
 //
+// A [Recorder] starts one goroutine per runner (see "The event pipeline"
+// below), and [Recorder.Shutdown] ends them.
+//
 // # Full-queue policies
 //
 // The broadcaster's [WithFullChannelBehavior] sets the default; Watch can
@@ -147,4 +150,58 @@
 // shared ring keeps references to the last values published (up to the
 // ring's size, the queue length rounded up to a power of two, at least 64)
 // until they are overwritten.
+//
+// # The event pipeline
+//
+// On top of the broadcaster sits an event pipeline for any Go service, the
+// generic form of client-go's EventRecorder, EventBroadcaster and
+// EventCorrelator:
+//
+//	Record(v) ──► Broadcaster ──► runner ──► Correlator ──► Sink.Create / Sink.Update
+//	 caller's       (owned by       (one      aggregate,     with retries
+//	 goroutine,     the Recorder)   goroutine dedup, spam
+//	 never blocks)                  each)
+//	                          └───► runner ──► handler (StartHandler, StartSlog)
+//	                          └───► plain watchers (Recorder.Watch)
+//
+// In detail:
+//
+//   - [Recorder.Record] stamps the value ([WithStamp], [WithClock]) and
+//     publishes it on the caller's goroutine without waiting for any
+//     consumer. Each runner has its own queue ([DefaultRecorderQueueLength]
+//     values) that drops new values when full, for that runner only.
+//   - [Recorder.StartSink], [Recorder.StartHandler] and [Recorder.StartSlog]
+//     each start one goroutine, the runner, which takes values from its queue
+//     in order and handles one at a time. Goroutines are bounded by runners,
+//     never by values: a failing sink retries ([RetryPolicy]) on its own
+//     goroutine and delays only its own queue.
+//   - A sink runner passes each value through its [Correlator] (give each
+//     sink its own, as client-go does), skips what the spam filter rejects,
+//     and calls [Sink].Create for a first occurrence or [Sink].Update for a
+//     repeat, then tells the correlator what was stored ([Correlator.Observe]).
+//   - Every value that does not reach a sink or handler is counted by
+//     [DropReason] in [Recorder.Stats] and [Runner.Stats] and reported to the
+//     [WithDropHandler] function and the [WithLogger] logger: full queue,
+//     refused, spam, rejected (not retryable or panicked), retries exhausted,
+//     shutdown. Nothing is lost silently.
+//   - [Recorder.Flush] waits until every runner has written, skipped or
+//     dropped every value recorded before the call.
+//   - [Recorder.Shutdown] stops intake, ends retry pauses at once (each
+//     value left gets at most one more attempt), and waits for the runners to
+//     exit or for its context to end, when it cancels the sinks' context and
+//     drops what is left. [Runner.Stop] does the same for one runner without
+//     waiting; [Runner.Done] tells when it has exited.
+//
+// The Recorder and Correlator start no goroutines of their own; only the
+// runners do, and Shutdown (or Stop) ends them. A panic in a sink, handler or
+// correlator function drops that one value ([DropRejected]) and the runner
+// goes on.
+//
+// Configured with client-go's key functions and defaults ([DefaultCacheSize]
+// keys per cache, 10 distinct messages within 600 s, bursts of 25 and one
+// token per 300 s, [DefaultRetryPolicy]), the pipeline makes client-go's
+// decisions; the Kubernetes adapter module does exactly that. One choice is
+// made deterministic: when a group reaches the aggregation threshold,
+// client-go forgets an arbitrary local key (map order) and this package the
+// oldest one.
 package fanout

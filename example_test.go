@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/fanout-go/fanout"
 )
@@ -179,4 +180,71 @@ func ExampleWithDropHandler() {
 	b.Shutdown()
 	// Output:
 	// true full
+}
+
+// LogEvent is a log-like event of a plain Go service.
+type LogEvent struct {
+	Level, Msg  string
+	Count       int
+	First, Last time.Time
+}
+
+// logSink stands in for a store of events: a file, a database, a remote
+// service. It prints what it is asked to write.
+type logSink struct{}
+
+func (logSink) Create(_ context.Context, e LogEvent) (LogEvent, error) {
+	fmt.Printf("create %s %q\n", e.Level, e.Msg)
+	return e, nil
+}
+
+func (logSink) Update(_ context.Context, e LogEvent) (LogEvent, error) {
+	fmt.Printf("update %s %q (x%d)\n", e.Level, e.Msg, e.Count)
+	return e, nil
+}
+
+// A service records its events without ever blocking; the sink receives
+// each distinct event once, repeats as counted updates, and at most three
+// events per message (then one per five minutes). Flush before exit makes
+// sure everything recorded has been written.
+func ExampleRecorder() {
+	rec, _ := fanout.NewRecorder[LogEvent](
+		fanout.WithStamp(func(e LogEvent, now time.Time) LogEvent {
+			e.First, e.Last = now, now
+			return e
+		}),
+	)
+	corr, _ := fanout.NewCorrelator(fanout.CorrelatorConfig[LogEvent]{
+		Dedup: &fanout.DedupStage[LogEvent]{
+			Key: func(e LogEvent) string { return e.Level + "\x00" + e.Msg },
+			Repeat: func(e, prev LogEvent, n int) LogEvent {
+				e.First, e.Count = prev.First, n
+				return e
+			},
+		},
+		Spam: &fanout.SpamStage[LogEvent]{
+			Key:   func(e LogEvent) string { return e.Msg },
+			Burst: 3,
+			Rate:  1.0 / 300,
+		},
+	})
+	_, _ = rec.StartSink(logSink{}, corr)
+
+	_ = rec.Record(LogEvent{Level: "info", Msg: "service started"})
+	for range 5 {
+		_ = rec.Record(LogEvent{Level: "warn", Msg: "disk 91% full"})
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = rec.Flush(ctx) // before exit: wait for the writes
+	st := rec.Stats()
+	fmt.Printf("recorded %d, written %d, skipped as spam %d\n", st.Recorded, st.Written, st.DroppedSpam)
+	_ = rec.Shutdown(ctx)
+	// Output:
+	// create info "service started"
+	// create warn "disk 91% full"
+	// update warn "disk 91% full" (x2)
+	// update warn "disk 91% full" (x3)
+	// recorded 6, written 4, skipped as spam 2
 }

@@ -30,7 +30,7 @@ type config struct {
 	clock  Clock
 	retry  *RetryPolicy
 	logger *slog.Logger
-	stamp  any // func(*T, time.Time), checked by NewRecorder[T]
+	stamp  any // func(T, time.Time) T, checked by NewRecorder[T]
 }
 
 func defaultConfig() config {
@@ -116,11 +116,11 @@ func WithLogger(l *slog.Logger) Option {
 }
 
 // WithStamp sets a hook that a [Recorder] calls on every value before
-// publishing it, with the recorder's clock reading (see [WithClock]), for
-// example to set a timestamp. It runs on the goroutine calling
-// [Recorder.Record]. It applies to [NewRecorder], which returns an error
-// when T is not the recorder's value type.
-func WithStamp[T any](f func(v *T, now time.Time)) Option {
+// publishing it, with the recorder's clock reading (see [WithClock]); it
+// returns the value to publish, for example v with a timestamp set. It runs
+// on the goroutine calling [Recorder.Record]. It applies to [NewRecorder],
+// which returns an error when T is not the recorder's value type.
+func WithStamp[T any](f func(v T, now time.Time) T) Option {
 	return optionFunc(func(c *config) {
 		if f == nil {
 			c.stamp = nil

@@ -91,7 +91,7 @@ type Recorder[T any] struct {
 	b      *Broadcaster[T]
 	queue  int
 	clock  Clock
-	stamp  func(*T, time.Time)
+	stamp  func(T, time.Time) T
 	retry  RetryPolicy
 	logger *slog.Logger
 	onDrop func(Drop)
@@ -140,10 +140,10 @@ func NewRecorder[T any](opts ...Option) (*Recorder[T], error) {
 		r.retry = *cfg.retry
 	}
 	if cfg.stamp != nil {
-		f, ok := cfg.stamp.(func(*T, time.Time))
+		f, ok := cfg.stamp.(func(T, time.Time) T)
 		if !ok {
 			var v T
-			return nil, fmt.Errorf("fanout: WithStamp hook is a %T, want a func(*%T, time.Time)", cfg.stamp, v)
+			return nil, fmt.Errorf("fanout: WithStamp hook is a %T, want a func(%T, time.Time) %[2]T", cfg.stamp, v)
 		}
 		r.stamp = f
 	}
@@ -159,7 +159,7 @@ func NewRecorder[T any](opts ...Option) (*Recorder[T], error) {
 // [Recorder.Watch]), and [ErrStopped] after Shutdown.
 func (r *Recorder[T]) Record(v T) error {
 	if r.stamp != nil {
-		r.stamp(&v, r.clock.Now())
+		v = r.stamp(v, r.clock.Now())
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -108,7 +108,7 @@ func TestRecorderConfigErrors(t *testing.T) {
 		"zero tries":       fanout.WithRetry(fanout.RetryPolicy{}),
 		"negative sleep":   fanout.WithRetry(fanout.RetryPolicy{MaxTries: 1, Sleep: -1}),
 		"negative jitter":  fanout.WithRetry(fanout.RetryPolicy{MaxTries: 1, Jitter: -0.5}),
-		"stamp other type": fanout.WithStamp(func(*int, time.Time) {}),
+		"stamp other type": fanout.WithStamp(func(v int, _ time.Time) int { return v }),
 	} {
 		t.Run(name, func(t *testing.T) {
 			r, err := fanout.NewRecorder[ev](opt)
@@ -129,7 +129,7 @@ func TestRecorderConfigErrors(t *testing.T) {
 func TestRecorderStampAndCreate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		clk := newManualClock()
-		r := newRecorder(t, fanout.WithClock(clk), fanout.WithStamp(func(e *ev, now time.Time) { e.First, e.Last = now, now }))
+		r := newRecorder(t, fanout.WithClock(clk), fanout.WithStamp(func(e ev, now time.Time) ev { e.First, e.Last = now, now; return e }))
 		sink := &testSink{}
 		_, err := r.StartSink(sink, nil)
 		require.NoError(t, err)
