@@ -25,8 +25,10 @@ const (
 	// DefaultSpamBurst is the number of values a spam key may send at once.
 	DefaultSpamBurst = 25
 	// DefaultSpamRate is the spam filter's refill rate, in tokens per
-	// second: one every 300 seconds.
-	DefaultSpamRate = 1.0 / 300
+	// second: one every 300 seconds, rounded to float32 as client-go's
+	// QPS field is, so that a token comes back at the same instant
+	// (299.9999927 s).
+	DefaultSpamRate = float64(float32(1.0 / 300))
 )
 
 // Clock tells the time. [Correlator] and [Recorder] take one so that tests
@@ -221,7 +223,7 @@ func NewCorrelator[T any](cfg CorrelatorConfig[T]) (*Correlator[T], error) {
 			c.spamBurst = DefaultSpamBurst
 		}
 		if s.Rate == 0 {
-			c.spamRate = DefaultSpamRate
+			c.spamRate = rate.Limit(DefaultSpamRate)
 		}
 		c.spamCache, _ = simplelru.NewLRU[string, *rate.Limiter](size, nil)
 	}

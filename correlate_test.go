@@ -284,10 +284,12 @@ func TestCorrelatorSpamDefaultsAndInfinity(t *testing.T) {
 		require.False(t, c.Correlate(ev{Obj: "a"}).Skip, "value %d is within the burst", i)
 	}
 	assert.True(t, c.Correlate(ev{Obj: "a"}).Skip)
-	clk.Advance(299 * time.Second)
+	// client-go's rate is the float32 nearest 1/300: a token comes back
+	// after 299.9999927 s, not 300 s.
+	clk.Advance(299999992 * time.Microsecond)
 	assert.True(t, c.Correlate(ev{Obj: "a"}).Skip)
-	clk.Advance(time.Second)
-	assert.False(t, c.Correlate(ev{Obj: "a"}).Skip, "one token per 300 s")
+	clk.Advance(time.Microsecond)
+	assert.False(t, c.Correlate(ev{Obj: "a"}).Skip, "one token per 300 s (as float32)")
 
 	inf := newCorrelator(t, fanout.CorrelatorConfig[ev]{Spam: spamStage(1, math.Inf(1))})
 	for range 1000 {
