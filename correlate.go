@@ -129,8 +129,8 @@ type Correlation[T any] struct {
 	// Count is the number of occurrences so far: 1 for a value to create,
 	// more for a repeat whose earlier record a sink should update.
 	Count int
-	// Key is the key Value is counted under: the dedup key, or the group
-	// key when Aggregated; "" without a dedup stage.
+	// Key is the key Value is counted under: the group key when
+	// Aggregated, else the dedup key ("" without a dedup stage).
 	Key string
 	// Aggregated reports that Value is a combined value.
 	Aggregated bool

@@ -107,7 +107,7 @@ type blockedSend[T any] struct {
 func New[T any](opts ...Option) *Broadcaster[T] {
 	cfg := defaultConfig().with(opts)
 	ringCap := minRingSize
-	for ringCap < cfg.queueLen {
+	for ringCap < min(cfg.queueLen, MaxQueueLength) {
 		ringCap <<= 1
 	}
 	return &Broadcaster[T]{

@@ -10,6 +10,10 @@ import (
 // [WithQueueLength] is not given.
 const DefaultQueueLength = 100
 
+// MaxQueueLength is the largest queue capacity [WithQueueLength] accepts
+// (16,777,216 values).
+const MaxQueueLength = 1 << 24
+
 // Option configures a [Broadcaster] when passed to [New], where it sets the
 // default for every watcher, or a single watcher when passed to
 // [Broadcaster.Watch] or [Broadcaster.WatchWithPrefix], where it overrides
@@ -47,8 +51,8 @@ func (c config) with(opts []Option) config {
 }
 
 func (c config) validate() error {
-	if c.queueLen < 0 {
-		return fmt.Errorf("fanout: invalid queue length %d: must be 0 (hand-off) or more", c.queueLen)
+	if c.queueLen < 0 || c.queueLen > MaxQueueLength {
+		return fmt.Errorf("fanout: invalid queue length %d: must be 0 (hand-off) to MaxQueueLength (%d)", c.queueLen, MaxQueueLength)
 	}
 	return nil
 }
@@ -61,8 +65,9 @@ func (f optionFunc) apply(c *config) { f(c) }
 // waiting for a watcher's consumer. The default is [DefaultQueueLength] (100)
 // for a broadcaster's watchers and [DefaultRecorderQueueLength] (1000) for a
 // recorder's runners. Zero means hand-off: a value is given to the consumer
-// directly and nothing is queued. A negative n makes Watch, WatchWithPrefix
-// and NewRecorder return an error.
+// directly and nothing is queued. A negative n, or one above
+// [MaxQueueLength], makes Watch, WatchWithPrefix and NewRecorder return an
+// error.
 func WithQueueLength(n int) Option {
 	return optionFunc(func(c *config) { c.queueLen, c.queueLenSet = n, true })
 }

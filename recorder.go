@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -38,7 +39,8 @@ type RetryPolicy struct {
 	MaxTries int
 	// Sleep is the pause between attempts.
 	Sleep time.Duration
-	// Jitter adds a random extra of up to Jitter×Sleep to each pause.
+	// Jitter adds a random extra of up to Jitter×Sleep to each pause; it
+	// must be finite. A pause longer than the longest Duration is cut to it.
 	Jitter float64
 	// RandomFirst makes the first pause random in [0, Sleep), so that many
 	// clients failing together do not retry together.
@@ -56,22 +58,26 @@ func DefaultRetryPolicy() RetryPolicy {
 }
 
 func (p RetryPolicy) validate() error {
-	if p.MaxTries < 1 || p.Sleep < 0 || p.Jitter < 0 || p.Jitter != p.Jitter {
+	if p.MaxTries < 1 || p.Sleep < 0 || !(p.Jitter >= 0 && p.Jitter <= math.MaxFloat64) {
 		return fmt.Errorf("fanout: invalid RetryPolicy: MaxTries %d must be at least 1, Sleep %v and Jitter %v must not be negative", p.MaxTries, p.Sleep, p.Jitter)
 	}
 	return nil
 }
 
-// pause returns the sleep before attempt tries+1, after tries failures.
+// pause returns the sleep before attempt tries+1, after tries failures,
+// saturating at the longest Duration.
 func (p RetryPolicy) pause(tries int) time.Duration {
-	d := p.Sleep
+	d := float64(p.Sleep)
 	if tries == 1 && p.RandomFirst {
-		d = time.Duration(float64(d) * rand.Float64())
+		d *= rand.Float64()
 	}
 	if p.Jitter > 0 {
-		d += time.Duration(p.Jitter * float64(p.Sleep) * rand.Float64())
+		d += p.Jitter * float64(p.Sleep) * rand.Float64()
 	}
-	return d
+	if d >= math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return time.Duration(d)
 }
 
 // Recorder publishes values into its own [Broadcaster] without ever blocking
@@ -153,7 +159,8 @@ func NewRecorder[T any](opts ...Option) (*Recorder[T], error) {
 }
 
 // Record stamps v (see [WithStamp]) and publishes it to every runner and
-// watcher. It never blocks on a consumer. It returns nil when v was
+// watcher. It never blocks on a consumer. A panic in the stamp hook or the
+// clock reaches the caller, before anything is recorded. It returns nil when v was
 // accepted; a runner whose queue is full misses it, counted as [DropFull].
 // It returns [ErrDropped] when a watcher that waits when full was full (see
 // [Recorder.Watch]), and [ErrStopped] after Shutdown.
@@ -162,33 +169,52 @@ func (r *Recorder[T]) Record(v T) error {
 		v = r.stamp(v, r.clock.Now())
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if r.stopped {
+		r.mu.Unlock()
 		return ErrStopped
 	}
 	ok, err := r.b.ActionOrDrop(v)
+	// Drops are reported after r.mu is released, so that a slow handler or
+	// logger does not hold up other callers; the IDs stay on the stack.
+	var buf [8]*Runner[T]
+	missed := buf[:0]
 	for _, run := range r.runners {
 		if run.missed {
 			run.missed = false
-			r.report(Drop{WatcherID: run.w.ID(), Reason: DropFull}, nil)
-		} else if ok {
+			missed = append(missed, run)
+		} else if ok && !run.stopping {
 			run.enqueued++
 		}
+	}
+	if ok {
+		r.recorded.Add(1)
+	} else if err == nil {
+		r.refused.Add(1)
+	}
+	r.mu.Unlock()
+	for _, run := range missed {
+		r.report(Drop{WatcherID: run.w.ID(), Reason: DropFull}, run)
 	}
 	if err != nil {
 		return err
 	}
 	if !ok {
-		r.refused.Add(1)
 		r.report(Drop{Reason: DropRefused}, nil)
 		return ErrDropped
 	}
-	r.recorded.Add(1)
 	return nil
 }
 
-// report hands a drop to the drop handler and the logger.
+// report hands a drop to the drop handler and the logger. A panic in either
+// is contained: the drop is already counted.
 func (r *Recorder[T]) report(d Drop, runner *Runner[T]) {
+	if r.onDrop == nil && r.logger == nil {
+		return
+	}
+	_ = safeCall(func() { r.reportUnsafe(d, runner) })
+}
+
+func (r *Recorder[T]) reportUnsafe(d Drop, runner *Runner[T]) {
 	if r.onDrop != nil {
 		r.onDrop(d)
 	}
@@ -209,7 +235,10 @@ func (r *Recorder[T]) report(d Drop, runner *Runner[T]) {
 // queue length and drops new values when full, unless opts say otherwise.
 // With [WaitIfChannelFull] (or another behaviour that waits), Record refuses
 // values with [ErrDropped] while its queue is full, for every runner and
-// watcher. [Recorder.Flush] does not wait for plain watchers.
+// watcher; with queue length 0 (hand-off), since Record never waits, the
+// watcher misses each value its reader is not already waiting for. A plain
+// watcher's drops are counted in its own [Watcher.Stats], not in
+// [Recorder.Stats]. [Recorder.Flush] does not wait for plain watchers.
 func (r *Recorder[T]) Watch(opts ...Option) (*Watcher[T], error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -284,7 +313,8 @@ func (r *Recorder[T]) start(name string, handle func(*Runner[T], T)) (*Runner[T]
 // Flush waits until every runner has written, skipped or dropped every value
 // recorded before the call, or until ctx ends, and then returns ctx.Err().
 // A runner that has exited counts as done. Flush does not wait for plain
-// watchers (see [Recorder.Watch]).
+// watchers (see [Recorder.Watch]). Called from a sink or handler, it waits
+// for its own runner, which cannot progress: give it a context that ends.
 func (r *Recorder[T]) Flush(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
@@ -311,10 +341,15 @@ func (r *Recorder[T]) Flush(ctx context.Context) error {
 // from any goroutine. From its start, Record, Watch and the Start methods
 // return [ErrStopped], and no write is retried: each value already recorded,
 // and the one in flight, gets at most one more attempt. Shutdown waits until
-// every runner has finished its queue and exited, or until ctx ends; then
-// it cancels the context passed to sinks, drops what is still queued as
-// [DropShutdown], waits only for the calls in flight to return, and returns
-// ctx.Err(). Call [Recorder.Flush] first to wait for retries to play out.
+// every runner has finished its queue and exited, and returns nil; or, if ctx
+// ends first, it cancels the context passed to sinks, has the runners drop
+// what is still queued as [DropShutdown], and returns ctx.Err() at once. The
+// runners then exit as soon as their calls in flight return ([Runner.Done]);
+// a second Shutdown waits for that. Call [Recorder.Flush] first to wait for
+// retries to play out.
+//
+// Called from a sink or handler, Shutdown waits for that very runner, so
+// give it a context that ends.
 func (r *Recorder[T]) Shutdown(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
@@ -338,9 +373,6 @@ func (r *Recorder[T]) Shutdown(ctx context.Context) error {
 		}
 		r.sinkCancel()
 		break
-	}
-	for _, run := range runners {
-		<-run.done
 	}
 	return err
 }
@@ -424,10 +456,11 @@ type Runner[T any] struct {
 	abandon atomic.Bool
 	done    chan struct{}
 
-	// Guarded by r.mu: values enqueued for this runner, and whether the
-	// value being recorded missed it.
+	// Guarded by r.mu: values enqueued for this runner, whether the value
+	// being recorded missed it, and whether Stop was called.
 	enqueued uint64
 	missed   bool
+	stopping bool
 
 	received, written, failures atomic.Uint64
 	drops                       [numDropReasons]atomic.Uint64
@@ -447,6 +480,13 @@ type flushWaiter struct {
 // and exits. Stop does not wait; see [Runner.Done]. It is idempotent.
 func (run *Runner[T]) Stop() {
 	run.cancel()
+	r := run.r
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	// Under r.mu, so that no value is counted for this runner after its
+	// watcher has closed: Flush then never waits for a value that cannot
+	// come.
+	run.stopping = true
 	run.w.Stop()
 }
 
@@ -508,8 +548,8 @@ func (run *Runner[T]) exit() {
 		close(fw.ch)
 	}
 	run.waiters = nil
+	close(run.done) // under run.mu: waitHandled sees either this or adds a waiter closed above
 	run.mu.Unlock()
-	close(run.done)
 }
 
 func (run *Runner[T]) markHandled() {
@@ -549,8 +589,11 @@ func (run *Runner[T]) waitHandled(ctx context.Context, target uint64) error {
 	case <-ch:
 		return nil
 	case <-ctx.Done():
-		return ctx.Err()
 	}
+	run.mu.Lock()
+	run.waiters = slices.DeleteFunc(run.waiters, func(fw flushWaiter) bool { return fw.ch == ch })
+	run.mu.Unlock()
+	return ctx.Err()
 }
 
 func (run *Runner[T]) drop(reason DropReason, err error) {
@@ -595,7 +638,14 @@ func (run *Runner[T]) write(sink Sink[T], c *Correlator[T], v T) {
 			return
 		}
 		run.failures.Add(1)
-		if p.Retryable != nil && !p.Retryable(err) {
+		retry := true
+		if p.Retryable != nil {
+			if perr := safeCall(func() { retry = p.Retryable(err) }); perr != nil {
+				run.drop(DropRejected, perr)
+				return
+			}
+		}
+		if !retry {
 			run.drop(DropRejected, err)
 			return
 		}
