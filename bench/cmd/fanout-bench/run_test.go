@@ -1,0 +1,102 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// tiny makes every measurement of a run take a few milliseconds.
+var tiny = []string{"-q", "-watchers", "2", "-producers", "1", "-reps", "1", "-events", "100",
+	"-latency", "10ms", "-latency-watchers", "2", "-latency-rate", "1000", "-stall-watchers", "2",
+	"-idle-watchers", "20", "-idle", "2ms"}
+
+func TestRunWritesReportJSONAndSVG(t *testing.T) {
+	dir := t.TempDir()
+	jsonPath, svgPath := filepath.Join(dir, "bench.json"), filepath.Join(dir, "bench.svg")
+	var stdout, stderr bytes.Buffer
+	if err := run(append(tiny, "-json", jsonPath, "-svg", svgPath), &stdout, &stderr); err != nil {
+		t.Fatalf("run: %v\n%s", err, stderr.String())
+	}
+	if stderr.Len() != 0 {
+		t.Errorf("-q run wrote to stderr: %q", stderr.String())
+	}
+	for _, want := range []string{"== throughput: 2 watchers, 1 producer ==", "== targets ==", "machine: "} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, stdout.String())
+		}
+	}
+
+	data, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	kinds := map[string]int{}
+	for sc.Scan() {
+		var c struct {
+			Kind     string `json:"kind"`
+			Watchers int    `json:"watchers"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
+			t.Fatalf("JSON line %q: %v", sc.Text(), err)
+		}
+		kinds[c.Kind]++
+	}
+	if kinds["throughput"] != 15 || kinds["stall"] != 14 || kinds["latency"] == 0 || kinds["idle_memory"] == 0 || kinds["idle_cpu"] == 0 {
+		t.Errorf("JSON cases per kind: %v", kinds)
+	}
+
+	svg, err := os.ReadFile(svgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(svg, []byte("<?xml")) || !bytes.Contains(svg, []byte("<svg")) {
+		t.Errorf("SVG file starts with %.60q", svg)
+	}
+}
+
+func TestRunOnly(t *testing.T) {
+	var stdout bytes.Buffer
+	if err := run(append(tiny, "-only", "idle_memory"), &stdout, &stdout); err != nil {
+		t.Fatal(err)
+	}
+	out := stdout.String()
+	if !strings.Contains(out, "== idle memory") || strings.Contains(out, "== throughput") || strings.Contains(out, "== idle CPU") {
+		t.Errorf("-only idle_memory report:\n%s", out)
+	}
+}
+
+func TestRunRejectsBadArguments(t *testing.T) {
+	for _, args := range [][]string{
+		{"-watchers", "0"},
+		{"-watchers", "10,x"},
+		{"-producers", ""},
+		{"-reps", "0"},
+		{"-only", "throughput,bogus"},
+		{"-nosuchflag"},
+		{"extra"},
+	} {
+		var out bytes.Buffer
+		if err := run(append([]string{"-q"}, args...), &out, &out); err == nil {
+			t.Errorf("run %q: no error", args)
+		}
+	}
+}
+
+func TestIntList(t *testing.T) {
+	var l intList
+	if err := l.Set("1, 10,1000"); err != nil || l.String() != "1,10,1000" {
+		t.Errorf("Set: %v, %v", l, err)
+	}
+	if err := l.Set("-3"); err == nil {
+		t.Error("negative count accepted")
+	}
+	if exitError(3).Error() != "exit status 3" {
+		t.Error(exitError(3).Error())
+	}
+}

@@ -1,0 +1,51 @@
+// Package harness measures github.com/fanout-go/fanout against
+// k8s.io/apimachinery/pkg/watch.Broadcaster and a raw-channel baseline, in
+// one process, and reports the figures as a table, JSON Lines and an SVG
+// chart. It is the engine of the fanout-bench command.
+//
+// # Workload
+//
+// One producer (or several, concurrently) publishes to N watchers, each
+// drained by its own goroutine doing no work; every watcher queue holds 100
+// values. The payload is a pointer, *[Event]: the throughput cases publish
+// one preallocated pointer over and over, so no system pays for boxing
+// (k8s carries the same pointer as the runtime.Object of its watch.Event, a
+// struct passed by value, which does not allocate either).
+//
+// # Systems
+//
+// fanout with each built-in strategy (wait, drop, drop-oldest, evict,
+// wait-timeout with [WaitTimeout]), each read both through the pull API
+// (Watcher.Recv with a 100-value buffer) and through ResultChan; the k8s
+// broadcaster with WaitIfChannelFull and DropIfChannelFull at queue lengths
+// 100 and 1000 (built with NewLongQueueBroadcaster, whose incoming queue is
+// as long as the watchers'); and raw channels: the producer sends, blocking,
+// into N buffered channels of capacity 100.
+//
+// # Method
+//
+// The systems of a group (same N and producers) are measured in the same
+// process, interleaved, their order rotated by one at each repetition, and
+// medians over the repetitions are reported. Each system's events per
+// measurement are calibrated once per group, by a probe and a warm-up run
+// that are discarded, so that one measurement takes about [Config].Target;
+// the count is then fixed for every repetition. A measurement starts its
+// clock at the first publish, once every consumer goroutine is running,
+// and stops it when every consumer has received its last value and returned
+// (the system is closed once the producers are done; for lossy strategies
+// the queues are drained first). Before the next measurement the harness
+// waits until every goroutine of the previous one has exited.
+//
+// Figures: delivered values per second (all watchers together), ns per
+// publish (the same wall time / values published; the producers' time alone
+// is kept too), allocations per published value (runtime.MemStats.Mallocs
+// over the second half of the values, the first half being the warm-up),
+// drop percentage (deliveries that did not happen, from the consumers'
+// counts, so that it is the same measure for every system). Separate measurements
+// give publish→receive latency percentiles at a light fixed rate, bytes per
+// idle unread watcher (growth of HeapAlloc+StackInuse after runtime.GC) and
+// the process CPU time of a system whose watchers are parked.
+//
+// [Run] measures, [WriteReport], [WriteJSON] and [WriteChart] render, and
+// [EvaluateTargets] checks the project's performance targets.
+package harness

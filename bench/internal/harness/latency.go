@@ -1,0 +1,91 @@
+package harness
+
+import (
+	"fmt"
+	"runtime"
+	"slices"
+	"time"
+)
+
+// measureLatency publishes rate events per second for d to n watchers of s,
+// one producer, and returns one publish→receive latency sample (ns) per
+// delivered value, unsorted.
+//
+// Each value is a distinct *Event stamped with the monotonic time just
+// before it is published; its consumer subtracts that from the time it
+// received it (for a Recv batch, the time Recv returned). Values are evenly
+// spaced: the producer sleeps until each one's due time with a nanosleep
+// system call ([sleepFine]), because time.Sleep lasts about a millisecond
+// and would publish bursts of ten values instead of a steady rate, and
+// spinning would keep one of the machine's cores busy. A producer that falls
+// behind (the sleep overshoots by some tens of microseconds) publishes at
+// once, without skipping values, so the mean rate is exact.
+func measureLatency(s System, n, rate int, d time.Duration) ([]int64, error) {
+	events := max(1, int(int64(rate)*int64(d)/int64(time.Second)))
+	base := runtime.NumGoroutine()
+	rec := &recorder{capacity: events}
+	r, err := s.start(n, 0, rec)
+	if err != nil {
+		return nil, err
+	}
+	payload := make([]Event, events)
+	interval := time.Second / time.Duration(rate)
+	runtime.GC()
+	rec.epoch = time.Now()
+	for i := range payload {
+		if wait := int64(time.Duration(i)*interval) - rec.now(); wait > 0 {
+			sleepFine(time.Duration(wait))
+		}
+		e := &payload[i]
+		e.Stamp = rec.now()
+		r.inst.publish(e)
+	}
+	r.finish()
+	settle(base)
+	var all []int64
+	for _, l := range r.samples {
+		all = append(all, l...)
+	}
+	return all, nil
+}
+
+// latencyGroup measures each system's latency in cfg.LatencyReps interleaved
+// runs that share cfg.LatencyDuration, and reports the percentiles of the
+// pooled samples, and the median of the runs' own p99, which a burst of
+// load from outside the process during one run does not move.
+func latencyGroup(cfg Config, res *Results, systems []System) ([]Case, error) {
+	pooled := make([][]int64, len(systems))
+	runP99 := make([][]float64, len(systems))
+	d := cfg.LatencyDuration / time.Duration(cfg.LatencyReps)
+	for rep := range cfg.LatencyReps {
+		for k := range systems {
+			i := (k + rep) % len(systems)
+			samples, err := measureLatency(systems[i], cfg.LatencyWatchers, cfg.LatencyRate, d)
+			if err != nil {
+				return nil, err
+			}
+			pooled[i] = append(pooled[i], samples...)
+			slices.Sort(samples)
+			runP99[i] = append(runP99[i], float64(Percentile(samples, 0.99)))
+		}
+	}
+	cases := make([]Case, len(systems))
+	for i, s := range systems {
+		all := pooled[i]
+		slices.Sort(all)
+		c := newCase(KindLatency, s)
+		c.Watchers, c.Producers, c.Reps = cfg.LatencyWatchers, 1, cfg.LatencyReps
+		c.Published = int64(max(1, int(int64(cfg.LatencyRate)*int64(d)/int64(time.Second))))
+		c.P50LatencyNs = ptr(Percentile(all, 0.50))
+		c.P99LatencyNs = ptr(Percentile(all, 0.99))
+		c.P999LatencyNs = ptr(Percentile(all, 0.999))
+		c.LatencySamples = ptr(int64(len(all)))
+		c.MedianRunP99LatencyNs = ptr(int64(Median(runP99[i])))
+		expected := c.Published * int64(cfg.LatencyReps) * int64(c.Watchers)
+		if s.Lossless() && int64(len(all)) != expected {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("latency %s: %d samples, want %d", s.Label(), len(all), expected))
+		}
+		cases[i] = c
+	}
+	return cases, nil
+}

@@ -1,0 +1,105 @@
+package harness
+
+import (
+	"runtime"
+
+	"github.com/fanout-go/fanout"
+)
+
+// idleSystem builds s with n watchers that nobody reads (a fanout
+// ResultChan watcher has had ResultChan called once) and stores what must
+// stay reachable in keep, which the caller allocated beforehand so that the
+// harness's own bookkeeping is not counted. It returns the function that
+// shuts the system down.
+func idleSystem(s System, n int, keep []any) (func(), error) {
+	if err := s.validate(); err != nil {
+		return nil, err
+	}
+	switch s.Name {
+	case SystemFanout:
+		beh, _ := fanoutBehavior(s.Strategy)
+		b := fanout.New[*Event](fanout.WithQueueLength(s.Queue), fanout.WithFullChannelBehavior(beh))
+		for i := range n {
+			w, err := b.Watch()
+			if err != nil {
+				b.Shutdown()
+				return nil, err
+			}
+			if s.API == APIChan {
+				w.ResultChan()
+			}
+			keep[i] = w
+		}
+		return b.Shutdown, nil
+	case SystemK8s:
+		b := newK8s(s)
+		for i := range n {
+			w, err := b.Watch()
+			if err != nil {
+				b.Shutdown()
+				return nil, err
+			}
+			keep[i] = w
+		}
+		return b.Shutdown, nil
+	default:
+		chans := make([]chan *Event, n)
+		for i := range chans {
+			chans[i] = make(chan *Event, s.Queue)
+		}
+		keep[0] = chans
+		return func() {}, nil
+	}
+}
+
+// heapAndStacks returns HeapAlloc+StackInuse after a full collection.
+func heapAndStacks() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc + m.StackInuse
+}
+
+// measureIdleMemory returns the bytes an idle, unread watcher of s costs:
+// the growth of HeapAlloc+StackInuse (so goroutines the system starts are
+// counted; the harness starts none here) from before the system was built
+// to after n watchers were registered, divided by n, both taken after
+// runtime.GC.
+func measureIdleMemory(s System, n int) (float64, error) {
+	base := runtime.NumGoroutine()
+	keep := make([]any, n)
+	before := heapAndStacks()
+	shutdown, err := idleSystem(s, n, keep)
+	if err != nil {
+		return 0, err
+	}
+	after := heapAndStacks()
+	runtime.KeepAlive(keep)
+	shutdown()
+	settle(base)
+	return (float64(after) - float64(before)) / float64(n), nil
+}
+
+// idleMemoryGroup measures the idle memory of each system cfg.IdleMemReps
+// times, interleaved, and reports the medians.
+func idleMemoryGroup(cfg Config, _ *Results, systems []System) ([]Case, error) {
+	vals := make([][]float64, len(systems))
+	for rep := range cfg.IdleMemReps {
+		for k := range systems {
+			i := (k + rep) % len(systems)
+			v, err := measureIdleMemory(systems[i], cfg.IdleWatchers)
+			if err != nil {
+				return nil, err
+			}
+			vals[i] = append(vals[i], v)
+		}
+	}
+	cases := make([]Case, len(systems))
+	for i, s := range systems {
+		c := newCase(KindIdleMemory, s)
+		c.Watchers, c.Reps = cfg.IdleWatchers, cfg.IdleMemReps
+		c.IdleBytesPerWatcher = ptr(Median(vals[i]))
+		cases[i] = c
+	}
+	return cases, nil
+}

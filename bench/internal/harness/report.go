@@ -1,0 +1,226 @@
+package harness
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// FormatRate renders a per-second figure with an SI suffix, e.g. "12.3M".
+func FormatRate(v float64) string {
+	switch {
+	case v >= 1e9:
+		return fmt.Sprintf("%.2fG", v/1e9)
+	case v >= 1e6:
+		return fmt.Sprintf("%.1fM", v/1e6)
+	case v >= 1e3:
+		return fmt.Sprintf("%.1fk", v/1e3)
+	}
+	return fmt.Sprintf("%.0f", v)
+}
+
+// FormatRatio renders a ratio as "13.2×"; "-" if nil.
+func FormatRatio(r *float64) string {
+	if r == nil {
+		return "-"
+	}
+	if *r < 10 {
+		return fmt.Sprintf("%.2f×", *r)
+	}
+	return fmt.Sprintf("%.1f×", *r)
+}
+
+// num formats *p with format, or returns "-" if p is nil.
+func num[T any](p *T, format func(T) string) string {
+	if p == nil {
+		return "-"
+	}
+	return format(*p)
+}
+
+// f returns a formatter of float64 with a Printf format.
+func f(format string) func(float64) string {
+	return func(v float64) string { return fmt.Sprintf(format, v) }
+}
+
+func itoa(v int64) string { return strconv.FormatInt(v, 10) }
+
+// formatNs renders nanoseconds as microseconds.
+func formatNs(ns int64) string { return fmt.Sprintf("%.1fµs", float64(ns)/1e3) }
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, word)
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
+
+// WriteReport writes the human-readable report of res: throughput tables
+// grouped by producers and N with ratios against k8s wait q100, then the
+// stalled-watcher, latency, idle-memory and idle-CPU tables, the machine,
+// any warnings and the targets with PASS/FAIL.
+func WriteReport(w io.Writer, res *Results) error {
+	var b strings.Builder
+	cfg := res.Config
+	fmt.Fprintf(&b, "fanout benchmark harness: one process, systems interleaved (order rotated per repetition), medians of %d repetitions\n", cfg.Reps)
+	fmt.Fprintf(&b, "%s\n", res.Machine)
+	fmt.Fprintf(&b, "workload: queue %d per watcher, payload one preallocated *Event pointer, each watcher drained by its own goroutine doing no work;\n", DefaultQueue)
+	b.WriteString("          delivered/s = values received by all watchers / (first publish → last consumer done); ns/publish = that same time / values published;\n")
+	b.WriteString("          vs k8s = median of per-repetition ratios; allocs/event = Mallocs while the 2nd half is published / its values; spread = (max-min)/median of delivered/s\n")
+
+	// Throughput, grouped by producers then N, in the order measured.
+	type group struct{ n, p int }
+	var groups []group
+	byGroup := map[group][]Case{}
+	for _, c := range res.Cases {
+		if c.Kind != KindThroughput {
+			continue
+		}
+		g := group{c.Watchers, c.Producers}
+		if _, ok := byGroup[g]; !ok {
+			groups = append(groups, g)
+		}
+		byGroup[g] = append(byGroup[g], c)
+	}
+	for _, g := range groups {
+		fmt.Fprintf(&b, "\n== throughput: %s, %s ==\n", plural(g.n, "watcher"), plural(g.p, "producer"))
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+		head, labels := padLabels(byGroup[g])
+		fmt.Fprintf(tw, "%s\tdelivered/s\tvs k8s wait q100\tns/publish\tallocs/event\tdrop %%\tspread\tevents/rep\t\n", head)
+		for i, c := range byGroup[g] {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n", labels[i], num(c.DeliveredPerSec, FormatRate),
+				FormatRatio(c.RatioVsK8s), num(c.NsPerPublish, f("%.1f")), num(c.AllocsPerEvent, f("%.4f")),
+				num(c.DropPct, f("%.1f")), num(c.SpreadPct, f("%.0f%%")), c.Published)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+
+	if cs := casesOf(res.Cases, KindStall); len(cs) > 0 {
+		fmt.Fprintf(&b, "\n== stalled watcher: %s, one never read, 1 producer ==\n", plural(cs[0].Watchers, "watcher"))
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+		head, labels := padLabels(cs)
+		fmt.Fprintf(tw, "%s\tproducer ns/publish\tstalled\tstalled / not\tns/publish e2e\tstalled\tdrop %% stalled\tallocs/event stalled\t\n", head)
+		for i := 0; i+1 < len(cs); i += 2 {
+			free, st := cs[i], cs[i+1]
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", labels[i],
+				num(free.ProducerNsPerPublish, f("%.1f")), num(st.ProducerNsPerPublish, f("%.1f")), FormatRatio(st.StallRatio),
+				num(free.NsPerPublish, f("%.1f")), num(st.NsPerPublish, f("%.1f")), num(st.DropPct, f("%.1f")),
+				num(st.AllocsPerEvent, f("%.4f")))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+
+	if cs := casesOf(res.Cases, KindLatency); len(cs) > 0 {
+		c0 := cs[0]
+		fmt.Fprintf(&b, "\n== publish→receive latency: %s, %d events/s, %.1f s per system ==\n",
+			plural(c0.Watchers, "watcher"), cfg.LatencyRate, cfg.LatencyDuration.Seconds())
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+		head, labels := padLabels(cs)
+		fmt.Fprintf(tw, "%s\tp50\tp99\tp99.9\tsamples\tmedian of %d runs' p99\t\n", head, c0.Reps)
+		for i, c := range cs {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", labels[i], num(c.P50LatencyNs, formatNs), num(c.P99LatencyNs, formatNs),
+				num(c.P999LatencyNs, formatNs), num(c.LatencySamples, itoa), num(c.MedianRunP99LatencyNs, formatNs))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+
+	if cs := casesOf(res.Cases, KindIdleMemory); len(cs) > 0 {
+		fmt.Fprintf(&b, "\n== idle memory: %s nobody reads, Δ(HeapAlloc+StackInuse) after GC per watcher ==\n",
+			plural(cs[0].Watchers, "watcher"))
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+		head, labels := padLabels(cs)
+		fmt.Fprintf(tw, "%s\tbytes/watcher\t\n", head)
+		for i, c := range cs {
+			fmt.Fprintf(tw, "%s\t%s\t\n", labels[i], num(c.IdleBytesPerWatcher, f("%.0f")))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+
+	if cs := casesOf(res.Cases, KindIdleCPU); len(cs) > 0 {
+		fmt.Fprintf(&b, "\n== idle CPU: %s parked, process CPU over %s per system ==\n",
+			plural(cfg.IdleCPUWatchers, "watcher"), cfg.IdleCPUDuration)
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+		head, labels := padLabels(cs)
+		fmt.Fprintf(tw, "%s\tCPU ms/s\t\n", head)
+		for i, c := range cs {
+			fmt.Fprintf(tw, "%s\t%s\t\n", labels[i], num(c.IdleCPUMsPerSec, f("%.3f")))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+
+	if len(res.Warnings) > 0 {
+		b.WriteString("\n== warnings ==\n")
+		for _, w := range res.Warnings {
+			fmt.Fprintf(&b, "  %s\n", w)
+		}
+	}
+
+	if len(res.Targets) > 0 {
+		b.WriteString("\n== targets ==\n")
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+		pass := 0
+		for _, t := range res.Targets {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Status, t.Name, t.Want, t.Measured)
+			if t.Status == Pass {
+				pass++
+			}
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		fmt.Fprintf(&b, "%d of %d targets met\n", pass, len(res.Targets))
+	}
+	fmt.Fprintf(&b, "\nrun took %s\n", res.Elapsed.Round(100*time.Millisecond))
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// padLabels returns the labels of cases left-aligned to a common width,
+// and the header "system" padded likewise, so that a right-aligned
+// tabwriter keeps the first column left-aligned.
+func padLabels(cases []Case) (header string, labels []string) {
+	width := len("system")
+	for _, c := range cases {
+		width = max(width, len(c.Label))
+	}
+	for _, c := range cases {
+		labels = append(labels, fmt.Sprintf("%-*s", width, c.Label))
+	}
+	return fmt.Sprintf("%-*s", width, "system"), labels
+}
+
+func casesOf(cases []Case, kind string) []Case {
+	var out []Case
+	for _, c := range cases {
+		if c.Kind == kind {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// WriteJSON writes the cases of res as JSON Lines: one JSON object per case
+// (see [Case] for the fields), in report order.
+func WriteJSON(w io.Writer, res *Results) error {
+	enc := json.NewEncoder(w)
+	for _, c := range res.Cases {
+		if err := enc.Encode(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,317 @@
+package harness
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Config says what to measure and for how long. [DefaultConfig] is what
+// `make bench` runs; [QuickConfig] is a smoke run of a few seconds.
+type Config struct {
+	// Watchers lists the watcher counts N of the throughput cases.
+	Watchers []int
+	// Producers lists the numbers of concurrent producers of the
+	// throughput cases.
+	Producers []int
+	// Reps is the number of measured repetitions of every case; medians
+	// are reported. The systems of a group run interleaved, their order
+	// rotated by one at each repetition.
+	Reps int
+	// Target is how long one throughput measurement should take: each
+	// system's event count is calibrated to it once per case (after a
+	// warm-up) and then fixed for all repetitions.
+	Target time.Duration
+	// Events, if positive, fixes the events published per measurement
+	// instead of calibrating to Target.
+	Events int
+	// MinEvents and MaxEvents bound the calibrated event count.
+	MinEvents, MaxEvents int
+
+	// StallWatchers is N for the stalled-watcher comparison (one of them
+	// never reads).
+	StallWatchers int
+
+	// LatencyWatchers, LatencyRate (events/s) and LatencyDuration (per
+	// system) define the light-load latency measurement. LatencyReps splits
+	// LatencyDuration into that many interleaved runs whose samples are
+	// pooled.
+	LatencyWatchers int
+	LatencyRate     int
+	LatencyDuration time.Duration
+	LatencyReps     int
+
+	// IdleWatchers is the number of unread watchers the idle memory is
+	// measured with; IdleMemReps the repetitions (median reported).
+	IdleWatchers int
+	IdleMemReps  int
+
+	// IdleCPUWatchers parked watchers are kept for IdleCPUDuration per
+	// system while the process CPU time is measured.
+	IdleCPUWatchers int
+	IdleCPUDuration time.Duration
+
+	// Only, if not empty, limits the run to these kinds of case (the Kind*
+	// constants); targets that need the others are then N/A.
+	Only []string
+}
+
+// runs reports whether cases of the given kind are to be measured.
+func (c Config) runs(kind string) bool { return len(c.Only) == 0 || slices.Contains(c.Only, kind) }
+
+// DefaultConfig returns the configuration of `make bench`: N = 1, 10, 100,
+// 1000 with 1 and 4 producers, 7 repetitions of ~60 ms, 1 s of latency per
+// system, 10,000 idle watchers and 1 s of idle CPU per system. It takes
+// about 90 seconds on a 2-core machine.
+func DefaultConfig() Config {
+	return Config{
+		Watchers:        []int{1, 10, 100, 1000},
+		Producers:       []int{1, 4},
+		Reps:            7,
+		Target:          60 * time.Millisecond,
+		MinEvents:       500,
+		MaxEvents:       20_000_000,
+		StallWatchers:   100,
+		LatencyWatchers: 100,
+		LatencyRate:     10_000,
+		LatencyDuration: time.Second,
+		LatencyReps:     10,
+		IdleWatchers:    10_000,
+		IdleMemReps:     3,
+		IdleCPUWatchers: 100,
+		IdleCPUDuration: time.Second,
+	}
+}
+
+// QuickConfig returns a smoke-test configuration that runs in a few seconds:
+// N = 10 and 100, one producer, 3 short repetitions. Its figures are noisy.
+func QuickConfig() Config {
+	c := DefaultConfig()
+	c.Watchers = []int{10, 100}
+	c.Producers = []int{1}
+	c.Reps = 3
+	c.Target = 10 * time.Millisecond
+	c.MinEvents = 200
+	c.LatencyDuration = 200 * time.Millisecond
+	c.IdleWatchers = 1000
+	c.IdleCPUDuration = 100 * time.Millisecond
+	return c
+}
+
+// Validate reports a configuration that cannot run.
+func (c Config) Validate() error {
+	var errs []error
+	if len(c.Watchers) == 0 {
+		errs = append(errs, errors.New("no watcher counts"))
+	}
+	for _, n := range c.Watchers {
+		if n < 1 {
+			errs = append(errs, fmt.Errorf("watcher count %d", n))
+		}
+	}
+	if len(c.Producers) == 0 {
+		errs = append(errs, errors.New("no producer counts"))
+	}
+	for _, p := range c.Producers {
+		if p < 1 {
+			errs = append(errs, fmt.Errorf("producer count %d", p))
+		}
+	}
+	if c.Reps < 1 {
+		errs = append(errs, fmt.Errorf("reps %d", c.Reps))
+	}
+	if c.Events <= 0 && (c.Target <= 0 || c.MinEvents < 1 || c.MaxEvents < c.MinEvents) {
+		errs = append(errs, errors.New("need Events, or Target with 1 <= MinEvents <= MaxEvents"))
+	}
+	if c.StallWatchers < 2 {
+		errs = append(errs, fmt.Errorf("stall watchers %d (need 2)", c.StallWatchers))
+	}
+	if c.LatencyWatchers < 1 || c.LatencyRate < 1 || c.LatencyDuration <= 0 || c.LatencyReps < 1 {
+		errs = append(errs, errors.New("latency watchers, rate, duration and reps must be positive"))
+	}
+	if c.IdleWatchers < 1 || c.IdleMemReps < 1 || c.IdleCPUWatchers < 1 || c.IdleCPUDuration <= 0 {
+		errs = append(errs, errors.New("idle watchers, reps and duration must be positive"))
+	}
+	for _, k := range c.Only {
+		if !slices.Contains(Kinds, k) {
+			errs = append(errs, fmt.Errorf("unknown kind %q (kinds: %s)", k, strings.Join(Kinds, ", ")))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Kinds of [Case].
+const (
+	KindThroughput = "throughput"  // N watchers drained as fast as possible
+	KindStall      = "stall"       // the same with one watcher never read, lossy strategies
+	KindLatency    = "latency"     // publish→receive latency at a light, fixed rate
+	KindIdleMemory = "idle_memory" // bytes per idle, unread watcher
+	KindIdleCPU    = "idle_cpu"    // process CPU while watchers are parked
+)
+
+// Kinds lists every kind of case, in report order.
+var Kinds = []string{KindThroughput, KindStall, KindLatency, KindIdleMemory, KindIdleCPU}
+
+// Case is the result of one measured case: one system in one setting. It is
+// also one line of the JSON Lines output. Every figure is present in every
+// line; the ones a kind does not measure are null.
+type Case struct {
+	// Kind is one of the Kind* constants.
+	Kind string `json:"kind"`
+	// Label is the system's [System.Label].
+	Label string `json:"label"`
+	// System, Strategy, API and Queue describe the system (see [System]).
+	System   string `json:"system"`
+	Strategy string `json:"strategy"`
+	API      string `json:"api"`
+	Queue    int    `json:"queue"`
+	// Watchers is the number of watchers N, stalled ones included;
+	// Producers the number of concurrent producers.
+	Watchers  int `json:"watchers"`
+	Producers int `json:"producers"`
+	// StalledWatchers is the number of watchers nobody reads.
+	StalledWatchers int `json:"stalled_watchers"`
+	// Reps is the number of repetitions the medians are taken over.
+	Reps int `json:"reps"`
+	// Published is the number of values published per repetition.
+	Published int64 `json:"published"`
+
+	// DeliveredPerSec is values received by all watchers per second, from
+	// the first publish until every consumer has received its last value.
+	DeliveredPerSec *float64 `json:"delivered_per_sec"`
+	// SpreadPct is (max-min)/median of DeliveredPerSec over the
+	// repetitions, in percent.
+	SpreadPct *float64 `json:"spread_pct"`
+	// RatioVsK8s compares DeliveredPerSec with that of k8s wait q100 in
+	// the same group (same N and producers): the median over repetitions
+	// of the ratio of the two measured in the same repetition.
+	RatioVsK8s *float64 `json:"ratio_vs_k8s_wait_q100"`
+	// NsPerPublish is the measurement's wall time, from the first publish
+	// until every consumer has received its last value, divided by the
+	// values published: the amortised cost of a publish, delivery
+	// included.
+	NsPerPublish *float64 `json:"ns_per_publish"`
+	// ProducerNsPerPublish is the producers' wall time alone divided by
+	// the values published. It is lower than NsPerPublish by the time the
+	// consumers need to drain what is queued when the producers return,
+	// which is most of the run when the events of a measurement are few
+	// compared with the queues (k8s queue 1000 at N=1000).
+	ProducerNsPerPublish *float64 `json:"producer_ns_per_publish"`
+	// StallRatio, for a stalled case, is its ProducerNsPerPublish over
+	// that of the same system with no stalled watcher.
+	StallRatio *float64 `json:"stall_ratio"`
+	// AllocsPerEvent is heap allocations (runtime.MemStats.Mallocs) while
+	// the second half of the values was published, divided by those
+	// values: the first half is the warm-up.
+	AllocsPerEvent *float64 `json:"allocs_per_event"`
+	// DropPct is the share of (published × read watchers) deliveries that
+	// did not happen, in percent.
+	DropPct *float64 `json:"drop_pct"`
+
+	// P50LatencyNs, P99LatencyNs and P999LatencyNs are publish→receive
+	// latency percentiles over LatencySamples samples.
+	P50LatencyNs   *int64 `json:"p50_latency_ns"`
+	P99LatencyNs   *int64 `json:"p99_latency_ns"`
+	P999LatencyNs  *int64 `json:"p999_latency_ns"`
+	LatencySamples *int64 `json:"latency_samples"`
+	// MedianRunP99LatencyNs is the median over the latency runs of each
+	// run's p99, less sensitive than P99LatencyNs to a burst of load from
+	// outside the process.
+	MedianRunP99LatencyNs *int64 `json:"median_run_p99_latency_ns"`
+
+	// IdleBytesPerWatcher is the growth of HeapAlloc+StackInuse per idle
+	// watcher.
+	IdleBytesPerWatcher *float64 `json:"idle_bytes_per_watcher"`
+	// IdleCPUMsPerSec is process CPU milliseconds per second of wall time
+	// while the watchers are parked.
+	IdleCPUMsPerSec *float64 `json:"idle_cpu_ms_per_sec"`
+}
+
+func newCase(kind string, s System) Case {
+	return Case{Kind: kind, Label: s.Label(), System: s.Name, Strategy: s.Strategy, API: s.API, Queue: s.Queue}
+}
+
+// Results is everything one run measured.
+type Results struct {
+	// Machine describes where it ran.
+	Machine Machine
+	// Config is what was run.
+	Config Config
+	// Cases holds every measured case, in report order.
+	Cases []Case
+	// Targets are the project's performance targets, checked against Cases.
+	Targets []Target
+	// Warnings lists anomalies seen during the run, such as a lossless
+	// system that lost values or goroutines that did not exit.
+	Warnings []string
+	// Elapsed is the run's wall time.
+	Elapsed time.Duration
+}
+
+// Run measures every case of cfg: throughput per (watchers, producers)
+// group, the stalled-watcher comparison, latency, idle memory and idle CPU,
+// then evaluates the targets. Progress lines go to progress, if not nil.
+func Run(cfg Config, progress io.Writer) (*Results, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("harness: invalid config: %w", err)
+	}
+	if progress == nil {
+		progress = io.Discard
+	}
+	start := time.Now()
+	res := &Results{Machine: DescribeMachine(), Config: cfg}
+	say := func(format string, args ...any) {
+		fmt.Fprintf(progress, "[%5.1fs] "+format+"\n", append([]any{time.Since(start).Seconds()}, args...)...)
+	}
+
+	phases := []struct {
+		kind  string
+		about string
+		run   func() ([]Case, error)
+	}{
+		{KindThroughput, "", nil},
+		{KindStall, fmt.Sprintf("stalled watcher: %d watchers", cfg.StallWatchers),
+			func() ([]Case, error) { return stallGroup(cfg, res, StallSystems()) }},
+		{KindLatency, fmt.Sprintf("latency: %d watchers at %d events/s", cfg.LatencyWatchers, cfg.LatencyRate),
+			func() ([]Case, error) { return latencyGroup(cfg, res, LatencySystems()) }},
+		{KindIdleMemory, fmt.Sprintf("idle memory: %d watchers", cfg.IdleWatchers),
+			func() ([]Case, error) { return idleMemoryGroup(cfg, res, IdleMemorySystems()) }},
+		{KindIdleCPU, fmt.Sprintf("idle CPU: %d parked watchers", cfg.IdleCPUWatchers),
+			func() ([]Case, error) { return idleCPUGroup(cfg, res, IdleCPUSystems()) }},
+	}
+	for _, ph := range phases {
+		if !cfg.runs(ph.kind) {
+			continue
+		}
+		if ph.kind == KindThroughput {
+			systems := ThroughputSystems()
+			for _, p := range cfg.Producers {
+				for _, n := range cfg.Watchers {
+					say("throughput: %s, %s, %d systems", plural(n, "watcher"), plural(p, "producer"), len(systems))
+					cases, err := throughputGroup(cfg, res, systems, n, p)
+					if err != nil {
+						return nil, err
+					}
+					res.Cases = append(res.Cases, cases...)
+				}
+			}
+			continue
+		}
+		say("%s", ph.about)
+		cases, err := ph.run()
+		if err != nil {
+			return nil, err
+		}
+		res.Cases = append(res.Cases, cases...)
+	}
+
+	res.Targets = EvaluateTargets(res.Cases)
+	res.Elapsed = time.Since(start)
+	say("done")
+	return res, nil
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,217 @@
+package harness
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"io"
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+// tinyConfig runs every kind of measurement in well under a second.
+func tinyConfig() Config {
+	return Config{
+		Watchers: []int{1, 3}, Producers: []int{1, 2}, Reps: 2, Events: 200,
+		StallWatchers:   3,
+		LatencyWatchers: 2, LatencyRate: 2000, LatencyDuration: 20 * time.Millisecond, LatencyReps: 2,
+		IdleWatchers: 50, IdleMemReps: 1,
+		IdleCPUWatchers: 2, IdleCPUDuration: 5 * time.Millisecond,
+	}
+}
+
+// tinyRun is shared by the tests that only read the results.
+var tinyRun = struct {
+	res *Results
+	err error
+}{}
+
+func runTiny(t *testing.T) *Results {
+	t.Helper()
+	if tinyRun.res == nil && tinyRun.err == nil {
+		var progress bytes.Buffer
+		tinyRun.res, tinyRun.err = Run(tinyConfig(), &progress)
+		if tinyRun.err == nil && !strings.Contains(progress.String(), "done") {
+			tinyRun.err = errors.New("no progress lines: " + progress.String())
+		}
+	}
+	if tinyRun.err != nil {
+		t.Fatal(tinyRun.err)
+	}
+	return tinyRun.res
+}
+
+func TestRunTiny(t *testing.T) {
+	res := runTiny(t)
+	if len(res.Warnings) > 0 {
+		t.Errorf("warnings: %q", res.Warnings)
+	}
+	count := map[string]int{}
+	for _, c := range res.Cases {
+		count[c.Kind]++
+	}
+	want := map[string]int{
+		KindThroughput: len(ThroughputSystems()) * 2 * 2,
+		KindStall:      2 * len(StallSystems()),
+		KindLatency:    len(LatencySystems()),
+		KindIdleMemory: len(IdleMemorySystems()),
+		KindIdleCPU:    len(IdleCPUSystems()) + 1,
+	}
+	for k, n := range want {
+		if count[k] != n {
+			t.Errorf("%d %s cases, want %d", count[k], k, n)
+		}
+	}
+	for _, c := range res.Cases {
+		switch c.Kind {
+		case KindThroughput:
+			if c.Reps != 2 || c.Published != 200 || c.RatioVsK8s == nil || *c.DeliveredPerSec < 0 || *c.NsPerPublish <= 0 {
+				t.Errorf("%s N=%d P=%d: %+v", c.Label, c.Watchers, c.Producers, c)
+			}
+			if c.Label == Reference.Label() && *c.RatioVsK8s != 1 {
+				t.Errorf("reference ratio %v, want 1", *c.RatioVsK8s)
+			}
+			if c.Strategy == StrategyWait && (*c.DropPct != 0 || *c.DeliveredPerSec <= 0) {
+				t.Errorf("%s N=%d P=%d: lossless with drop %v%%, %v/s", c.Label, c.Watchers, c.Producers, *c.DropPct, *c.DeliveredPerSec)
+			}
+		case KindStall:
+			if (c.StalledWatchers == 1) != (c.StallRatio != nil) {
+				t.Errorf("%s stalled=%d: stall ratio %v", c.Label, c.StalledWatchers, c.StallRatio)
+			}
+		case KindLatency:
+			if *c.P50LatencyNs > *c.P99LatencyNs || *c.P99LatencyNs > *c.P999LatencyNs || *c.LatencySamples == 0 {
+				t.Errorf("%s: latency %d/%d/%d over %d samples", c.Label, *c.P50LatencyNs, *c.P99LatencyNs, *c.P999LatencyNs, *c.LatencySamples)
+			}
+		case KindIdleMemory:
+			if *c.IdleBytesPerWatcher <= 0 {
+				t.Errorf("%s: %v bytes per idle watcher", c.Label, *c.IdleBytesPerWatcher)
+			}
+		case KindIdleCPU:
+			if v := *c.IdleCPUMsPerSec; v < 0 || math.IsNaN(v) {
+				t.Errorf("%s: idle CPU %v", c.Label, v)
+			}
+		}
+	}
+	if len(res.Targets) != len(EvaluateTargets(res.Cases)) || len(res.Targets) == 0 {
+		t.Fatalf("%d targets", len(res.Targets))
+	}
+	for _, tg := range res.Targets {
+		na := strings.Contains(tg.Name, "N=10:") || strings.Contains(tg.Name, "N=100") // not measured: N is 1 and 3
+		if na != (tg.Status == NA) {
+			t.Errorf("target %q: status %s", tg.Name, tg.Status)
+		}
+	}
+}
+
+func TestRunRejectsBadConfig(t *testing.T) {
+	cfg := tinyConfig()
+	cfg.Watchers = []int{0}
+	cfg.Reps = 0
+	_, err := Run(cfg, nil)
+	if err == nil || !strings.Contains(err.Error(), "watcher count 0") || !strings.Contains(err.Error(), "reps 0") {
+		t.Errorf("Run with N=0 and no reps: %v", err)
+	}
+}
+
+// The JSON Lines output has one object per case with every required field,
+// numbers where the kind measures them.
+func TestWriteJSON(t *testing.T) {
+	res := runTiny(t)
+	var buf bytes.Buffer
+	if err := WriteJSON(&buf, res); err != nil {
+		t.Fatal(err)
+	}
+	required := []string{"kind", "system", "strategy", "api", "watchers", "queue", "producers", "delivered_per_sec",
+		"ns_per_publish", "allocs_per_event", "drop_pct", "idle_bytes_per_watcher", "p50_latency_ns", "p99_latency_ns", "p999_latency_ns"}
+	measures := map[string][]string{
+		KindThroughput: {"delivered_per_sec", "ns_per_publish", "allocs_per_event", "drop_pct", "ratio_vs_k8s_wait_q100"},
+		KindStall:      {"ns_per_publish", "producer_ns_per_publish", "drop_pct"},
+		KindLatency:    {"p50_latency_ns", "p99_latency_ns", "p999_latency_ns"},
+		KindIdleMemory: {"idle_bytes_per_watcher"},
+		KindIdleCPU:    {"idle_cpu_ms_per_sec"},
+	}
+	sc := bufio.NewScanner(&buf)
+	lines := 0
+	for sc.Scan() {
+		lines++
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("line %d: %v", lines, err)
+		}
+		for _, f := range required {
+			if _, ok := m[f]; !ok {
+				t.Errorf("line %d: no field %q", lines, f)
+			}
+		}
+		kind, _ := m["kind"].(string)
+		for _, f := range measures[kind] {
+			if v, ok := m[f].(float64); !ok || v < 0 {
+				t.Errorf("line %d (%s): %s = %v", lines, kind, f, m[f])
+			}
+		}
+		if sys := m["system"]; sys != "fanout" && sys != "k8s" && sys != "chan" && !(kind == KindIdleCPU && sys == "none") {
+			t.Errorf("line %d: system %v", lines, sys)
+		}
+		if n, _ := m["watchers"].(float64); kind != KindIdleCPU && n < 1 {
+			t.Errorf("line %d: watchers %v", lines, m["watchers"])
+		}
+	}
+	if lines != len(res.Cases) {
+		t.Errorf("%d lines for %d cases", lines, len(res.Cases))
+	}
+}
+
+func TestWriteReport(t *testing.T) {
+	res := runTiny(t)
+	var buf bytes.Buffer
+	if err := WriteReport(&buf, res); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{
+		"== throughput: 1 watcher, 1 producer ==", "== throughput: 3 watchers, 2 producers ==",
+		"vs k8s wait q100", "1.00×", "== stalled watcher", "== publish→receive latency", "== idle memory",
+		"== idle CPU", FloorLabel, "== targets ==", res.Machine.String(), "fanout wait-timeout chan",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if n := strings.Count(out, "k8s wait q100 "); n < 4 {
+		t.Errorf("k8s wait q100 appears in %d rows", n)
+	}
+}
+
+func TestWriteChart(t *testing.T) {
+	res := runTiny(t)
+	var buf bytes.Buffer
+	if err := WriteChart(&buf, res); err != nil {
+		t.Fatal(err)
+	}
+	svg := buf.String()
+	if !strings.HasPrefix(svg, "<?xml") || !strings.Contains(svg, "<svg") {
+		t.Fatalf("not an SVG document: %.100q", svg)
+	}
+	dec := xml.NewDecoder(strings.NewReader(svg))
+	for {
+		_, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("invalid XML: %v", err)
+		}
+	}
+	for _, s := range ChartSystems() {
+		if !strings.Contains(svg, s.Label()) {
+			t.Errorf("chart has no line for %s", s.Label())
+		}
+	}
+	if err := WriteChart(io.Discard, &Results{}); err == nil {
+		t.Error("WriteChart with no case: no error")
+	}
+}

@@ -1,0 +1,417 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/fanout-go/fanout"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// Names of the systems compared, as they appear in [System].Name and in the
+// JSON output.
+const (
+	SystemFanout = "fanout" // github.com/fanout-go/fanout
+	SystemK8s    = "k8s"    // k8s.io/apimachinery/pkg/watch.Broadcaster
+	SystemChan   = "chan"   // one buffered channel per watcher, blocking sends
+)
+
+// Full-queue strategies, as they appear in [System].Strategy.
+const (
+	StrategyWait        = "wait"
+	StrategyDrop        = "drop"
+	StrategyDropOldest  = "drop-oldest"
+	StrategyEvict       = "evict"
+	StrategyWaitTimeout = "wait-timeout"
+)
+
+// Read paths, as they appear in [System].API.
+const (
+	APIPull = "pull" // fanout's Watcher.Recv with a batch buffer
+	APIChan = "chan" // a channel: fanout's ResultChan, k8s's ResultChan, a raw channel
+)
+
+// DefaultQueue is the per-watcher queue length of the workload.
+const DefaultQueue = 100
+
+// WaitTimeout is the bound given to fanout.WaitTimeoutIfChannelFull.
+const WaitTimeout = time.Millisecond
+
+// Event is the payload every system carries, always as a pointer (*Event),
+// so that no system pays for boxing a value: the throughput measurements
+// publish one preallocated *Event over and over; the latency measurement
+// publishes a distinct *Event per value, carrying its publish time. It
+// implements runtime.Object so that the k8s broadcaster carries the very same
+// pointer in its watch.Event.
+type Event struct {
+	// Stamp is the publish time in nanoseconds since the measurement's
+	// epoch (monotonic clock). Only the latency measurement sets it.
+	Stamp int64
+}
+
+// GetObjectKind implements runtime.Object.
+func (e *Event) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+
+// DeepCopyObject implements runtime.Object.
+func (e *Event) DeepCopyObject() runtime.Object {
+	c := *e
+	return &c
+}
+
+// System is one configuration of one system under test.
+type System struct {
+	// Name is SystemFanout, SystemK8s or SystemChan.
+	Name string
+	// Strategy is the full-queue strategy (the Strategy* constants). The
+	// raw-channel baseline uses blocking sends, so its strategy is wait.
+	Strategy string
+	// API is how the watchers are read: APIPull (fanout only) or APIChan.
+	API string
+	// Queue is the per-watcher queue length.
+	Queue int
+}
+
+// Label names the system in tables and charts, e.g. "fanout wait pull" or
+// "k8s drop q1000".
+func (s System) Label() string {
+	switch s.Name {
+	case SystemFanout:
+		if s.Queue != DefaultQueue {
+			return fmt.Sprintf("fanout %s %s q%d", s.Strategy, s.API, s.Queue)
+		}
+		return fmt.Sprintf("fanout %s %s", s.Strategy, s.API)
+	case SystemK8s:
+		return fmt.Sprintf("k8s %s q%d", s.Strategy, s.Queue)
+	default:
+		return fmt.Sprintf("chan q%d", s.Queue)
+	}
+}
+
+// Lossless reports whether the system delivers every value to every watcher.
+func (s System) Lossless() bool { return s.Strategy == StrategyWait }
+
+// Reference is the system every throughput ratio is computed against:
+// k8s's broadcaster with WaitIfChannelFull and queue 100.
+var Reference = System{Name: SystemK8s, Strategy: StrategyWait, API: APIChan, Queue: DefaultQueue}
+
+// Baseline is the raw-channel baseline with queue 100.
+var Baseline = System{Name: SystemChan, Strategy: StrategyWait, API: APIChan, Queue: DefaultQueue}
+
+// Fanout returns the fanout system with the given strategy and API, queue 100.
+func Fanout(strategy, api string) System {
+	return System{Name: SystemFanout, Strategy: strategy, API: api, Queue: DefaultQueue}
+}
+
+// K8s returns the k8s broadcaster with the given strategy (wait or drop) and
+// queue length.
+func K8s(strategy string, queue int) System {
+	return System{Name: SystemK8s, Strategy: strategy, API: APIChan, Queue: queue}
+}
+
+// Strategies lists fanout's built-in strategies in report order.
+var Strategies = []string{StrategyWait, StrategyDrop, StrategyDropOldest, StrategyEvict, StrategyWaitTimeout}
+
+// LossyStrategies lists the strategies that never make the producer wait.
+var LossyStrategies = []string{StrategyDrop, StrategyDropOldest, StrategyEvict}
+
+// ThroughputSystems returns every system of the throughput comparison, in
+// report order: fanout (each strategy, pull then chan), k8s (wait and drop,
+// queue 100 and 1000) and the raw-channel baseline.
+func ThroughputSystems() []System {
+	var out []System
+	for _, st := range Strategies {
+		out = append(out, Fanout(st, APIPull), Fanout(st, APIChan))
+	}
+	out = append(out, K8s(StrategyWait, 100), K8s(StrategyDrop, 100),
+		K8s(StrategyWait, 1000), K8s(StrategyDrop, 1000), Baseline)
+	return out
+}
+
+// StallSystems returns the lossy systems of the stalled-watcher comparison.
+func StallSystems() []System {
+	var out []System
+	for _, st := range LossyStrategies {
+		out = append(out, Fanout(st, APIPull), Fanout(st, APIChan))
+	}
+	return append(out, K8s(StrategyDrop, DefaultQueue))
+}
+
+// LatencySystems returns the systems of the latency comparison.
+func LatencySystems() []System {
+	return []System{Fanout(StrategyWait, APIPull), Fanout(StrategyWait, APIChan),
+		Fanout(StrategyDrop, APIPull), Fanout(StrategyDrop, APIChan),
+		K8s(StrategyWait, 100), K8s(StrategyDrop, 100), Baseline}
+}
+
+// IdleMemorySystems returns the systems of the idle-memory comparison.
+func IdleMemorySystems() []System {
+	return []System{Fanout(StrategyWait, APIPull), Fanout(StrategyWait, APIChan),
+		K8s(StrategyWait, 100), K8s(StrategyWait, 1000), Baseline}
+}
+
+// IdleCPUSystems returns the systems of the idle-CPU comparison.
+func IdleCPUSystems() []System {
+	return []System{Fanout(StrategyWait, APIPull), Fanout(StrategyWait, APIChan),
+		K8s(StrategyWait, 100), Baseline}
+}
+
+func (s System) validate() error {
+	switch s.Name {
+	case SystemFanout:
+		if _, err := fanoutBehavior(s.Strategy); err != nil {
+			return err
+		}
+		if s.API != APIPull && s.API != APIChan {
+			return fmt.Errorf("harness: fanout API %q", s.API)
+		}
+	case SystemK8s:
+		if s.Strategy != StrategyWait && s.Strategy != StrategyDrop {
+			return fmt.Errorf("harness: k8s has no strategy %q", s.Strategy)
+		}
+	case SystemChan:
+		if s.Strategy != StrategyWait {
+			return fmt.Errorf("harness: raw channels have no strategy %q", s.Strategy)
+		}
+	default:
+		return fmt.Errorf("harness: unknown system %q", s.Name)
+	}
+	if s.Queue <= 0 {
+		return fmt.Errorf("harness: queue length %d", s.Queue)
+	}
+	return nil
+}
+
+func fanoutBehavior(strategy string) (fanout.FullChannelBehavior, error) {
+	switch strategy {
+	case StrategyWait:
+		return fanout.WaitIfChannelFull, nil
+	case StrategyDrop:
+		return fanout.DropIfChannelFull, nil
+	case StrategyDropOldest:
+		return fanout.DropOldestIfChannelFull, nil
+	case StrategyEvict:
+		return fanout.EvictIfChannelFull, nil
+	case StrategyWaitTimeout:
+		return fanout.WaitTimeoutIfChannelFull(WaitTimeout), nil
+	}
+	return nil, fmt.Errorf("harness: unknown fanout strategy %q", strategy)
+}
+
+func k8sBehavior(strategy string) watch.FullChannelBehavior {
+	if strategy == StrategyDrop {
+		return watch.DropIfChannelFull
+	}
+	return watch.WaitIfChannelFull
+}
+
+// newK8s makes the k8s broadcaster. NewLongQueueBroadcaster gives its
+// incoming queue the watchers' length (NewBroadcaster's is 25), the more
+// generous of the two constructors.
+func newK8s(s System) *watch.Broadcaster {
+	return watch.NewLongQueueBroadcaster(s.Queue, k8sBehavior(s.Strategy))
+}
+
+// instance is a running system: its publish side. Its watchers' consumers
+// are run by a running.
+type instance interface {
+	// publishN publishes e n times, back to back.
+	publishN(n int, e *Event)
+	// publish publishes e once.
+	publish(e *Event)
+	// close ends intake once every producer has returned: the values
+	// already accepted are still delivered, then the watchers close.
+	close()
+	// libDropped returns the drops the library counted, or 0 if it keeps
+	// no such counter.
+	libDropped() uint64
+}
+
+type fanoutInstance struct{ b *fanout.Broadcaster[*Event] }
+
+func (f fanoutInstance) publishN(n int, e *Event) {
+	for range n {
+		_ = f.b.Action(e)
+	}
+}
+func (f fanoutInstance) publish(e *Event)   { _ = f.b.Action(e) }
+func (f fanoutInstance) close()             { f.b.Shutdown() }
+func (f fanoutInstance) libDropped() uint64 { return f.b.Stats().Dropped }
+
+type k8sInstance struct{ b *watch.Broadcaster }
+
+func (k k8sInstance) publishN(n int, e *Event) {
+	var o runtime.Object = e
+	for range n {
+		_ = k.b.Action(watch.Added, o)
+	}
+}
+func (k k8sInstance) publish(e *Event)   { _ = k.b.Action(watch.Added, e) }
+func (k k8sInstance) close()             { k.b.Shutdown() }
+func (k k8sInstance) libDropped() uint64 { return 0 }
+
+type chanInstance struct{ chans []chan *Event }
+
+func (c chanInstance) publishN(n int, e *Event) {
+	for range n {
+		for _, ch := range c.chans {
+			ch <- e
+		}
+	}
+}
+func (c chanInstance) publish(e *Event) {
+	for _, ch := range c.chans {
+		ch <- e
+	}
+}
+func (c chanInstance) close() {
+	for _, ch := range c.chans {
+		close(ch)
+	}
+}
+func (c chanInstance) libDropped() uint64 { return 0 }
+
+// recorder turns receive times into latency samples.
+type recorder struct {
+	epoch time.Time
+	// capacity preallocates each consumer's sample slice.
+	capacity int
+}
+
+func (r *recorder) now() int64 { return int64(time.Since(r.epoch)) }
+
+// running is a system with n watchers, each drained by its own consumer
+// goroutine, except the stalled ones, which nobody reads.
+type running struct {
+	inst    instance
+	wg      sync.WaitGroup
+	counts  []int64   // values received, per consumer; written on exit
+	samples [][]int64 // latency samples, per consumer; written on exit
+}
+
+// start builds s with n watchers, starts a consumer for each watcher but the
+// first stalled ones, and returns once every consumer has started. If rec is
+// not nil, consumers record one latency sample per value.
+func (s System) start(n, stalled int, rec *recorder) (*running, error) {
+	if err := s.validate(); err != nil {
+		return nil, err
+	}
+	r := &running{counts: make([]int64, n), samples: make([][]int64, n)}
+	var started sync.WaitGroup
+	consume := func(i int, loop func(lat []int64) (int64, []int64)) {
+		if i < stalled {
+			return
+		}
+		var lat []int64
+		if rec != nil {
+			lat = make([]int64, 0, rec.capacity)
+		}
+		started.Add(1)
+		r.wg.Go(func() {
+			started.Done()
+			r.counts[i], r.samples[i] = loop(lat)
+		})
+	}
+	switch s.Name {
+	case SystemFanout:
+		beh, _ := fanoutBehavior(s.Strategy)
+		b := fanout.New[*Event](fanout.WithQueueLength(s.Queue), fanout.WithFullChannelBehavior(beh))
+		r.inst = fanoutInstance{b}
+		for i := range n {
+			w, err := b.Watch()
+			if err != nil {
+				b.Shutdown()
+				return nil, err
+			}
+			if s.API == APIChan {
+				ch := w.ResultChan()
+				consume(i, func(lat []int64) (int64, []int64) { return drainChan(ch, rec, lat, stampOf) })
+				continue
+			}
+			buf := make([]*Event, s.Queue)
+			consume(i, func(lat []int64) (int64, []int64) { return drainPull(w, buf, rec, lat) })
+		}
+	case SystemK8s:
+		b := newK8s(s)
+		r.inst = k8sInstance{b}
+		for i := range n {
+			w, err := b.Watch()
+			if err != nil {
+				b.Shutdown()
+				return nil, err
+			}
+			ch := w.ResultChan()
+			consume(i, func(lat []int64) (int64, []int64) { return drainChan(ch, rec, lat, k8sStampOf) })
+		}
+	case SystemChan:
+		c := chanInstance{chans: make([]chan *Event, n)}
+		r.inst = c
+		for i := range n {
+			ch := make(chan *Event, s.Queue)
+			c.chans[i] = ch
+			consume(i, func(lat []int64) (int64, []int64) { return drainChan(ch, rec, lat, stampOf) })
+		}
+	}
+	started.Wait()
+	return r, nil
+}
+
+// finish closes the system and waits for every consumer to return.
+func (r *running) finish() {
+	r.inst.close()
+	r.wg.Wait()
+}
+
+// delivered is the number of values received by all consumers.
+func (r *running) delivered() int64 {
+	var t int64
+	for _, c := range r.counts {
+		t += c
+	}
+	return t
+}
+
+func stampOf(e *Event) int64 { return e.Stamp }
+
+func k8sStampOf(e watch.Event) int64 { return e.Object.(*Event).Stamp }
+
+// drainChan counts the values of ch until it closes; with a recorder it also
+// records each value's latency. The counting loop does no other work.
+func drainChan[T any](ch <-chan T, rec *recorder, lat []int64, stamp func(T) int64) (int64, []int64) {
+	var n int64
+	if rec == nil {
+		for range ch {
+			n++
+		}
+		return n, nil
+	}
+	for v := range ch {
+		lat = append(lat, rec.now()-stamp(v))
+		n++
+	}
+	return n, lat
+}
+
+// drainPull reads w with Recv and a batch buffer until it closes; with a
+// recorder it records each value's latency, all values of a batch being
+// received at the same time.
+func drainPull(w *fanout.Watcher[*Event], buf []*Event, rec *recorder, lat []int64) (int64, []int64) {
+	ctx := context.Background()
+	var total int64
+	for {
+		n, err := w.Recv(ctx, buf)
+		total += int64(n)
+		if rec != nil && n > 0 {
+			now := rec.now()
+			for _, e := range buf[:n] {
+				lat = append(lat, now-e.Stamp)
+			}
+		}
+		if err != nil {
+			return total, lat
+		}
+	}
+}

@@ -1,0 +1,174 @@
+package harness
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestLabels(t *testing.T) {
+	for s, want := range map[System]string{
+		Fanout(StrategyWait, APIPull):       "fanout wait pull",
+		Fanout(StrategyDropOldest, APIChan): "fanout drop-oldest chan",
+		K8s(StrategyDrop, 1000):             "k8s drop q1000",
+		Reference:                           "k8s wait q100",
+		Baseline:                            "chan q100",
+	} {
+		if got := s.Label(); got != want {
+			t.Errorf("%+v.Label() = %q, want %q", s, got, want)
+		}
+	}
+}
+
+func TestSystemValidate(t *testing.T) {
+	for _, s := range ThroughputSystems() {
+		if err := s.validate(); err != nil {
+			t.Errorf("%s: %v", s.Label(), err)
+		}
+	}
+	for _, s := range []System{
+		{Name: "nats", Strategy: StrategyWait, API: APIChan, Queue: 100},
+		{Name: SystemK8s, Strategy: StrategyEvict, API: APIChan, Queue: 100},
+		{Name: SystemChan, Strategy: StrategyDrop, API: APIChan, Queue: 100},
+		{Name: SystemFanout, Strategy: "sometimes", API: APIPull, Queue: 100},
+		{Name: SystemFanout, Strategy: StrategyWait, API: "push", Queue: 100},
+		{Name: SystemFanout, Strategy: StrategyWait, API: APIPull, Queue: 0},
+	} {
+		if err := s.validate(); err == nil {
+			t.Errorf("%+v: validate accepted it", s)
+		}
+		if _, err := s.start(1, 0, nil); err == nil {
+			t.Errorf("%+v: start accepted it", s)
+		}
+	}
+}
+
+// Every system, every strategy and API, one and several producers: lossless
+// systems deliver every value to every watcher; lossy fanout systems account
+// for every value, delivered or counted as dropped by the library.
+func TestEverySystemDeliversEverything(t *testing.T) {
+	const n, events = 3, 300
+	for _, s := range ThroughputSystems() {
+		for _, producers := range []int{1, 2} {
+			smp, err := measure(variant{sys: s}, n, producers, events)
+			if err != nil {
+				t.Fatalf("%s: %v", s.Label(), err)
+			}
+			name := fmt.Sprintf("%s P=%d", s.Label(), producers)
+			if smp.published != events || smp.expected != events*n || smp.counted != events/2 {
+				t.Errorf("%s: published %d, expected %d, counted for allocations %d; want %d, %d and %d",
+					name, smp.published, smp.expected, smp.counted, events, events*n, events/2)
+			}
+			if !smp.settled {
+				t.Errorf("%s: goroutines left running", name)
+			}
+			if smp.elapsed <= 0 || smp.pubTime <= 0 || smp.pubTime > smp.elapsed {
+				t.Errorf("%s: times publish %v, total %v", name, smp.pubTime, smp.elapsed)
+			}
+			switch {
+			case s.Lossless():
+				if smp.delivered != smp.expected || smp.dropPct() != 0 {
+					t.Errorf("%s: delivered %d of %d", name, smp.delivered, smp.expected)
+				}
+			case s.Name == SystemFanout && s.Strategy != StrategyEvict:
+				if smp.delivered+int64(smp.libDrops) != smp.expected {
+					t.Errorf("%s: delivered %d + dropped %d != %d", name, smp.delivered, smp.libDrops, smp.expected)
+				}
+			default:
+				if smp.delivered > smp.expected || smp.delivered < 0 {
+					t.Errorf("%s: delivered %d of %d", name, smp.delivered, smp.expected)
+				}
+			}
+		}
+	}
+}
+
+// A watcher nobody reads does not block a lossy system: the measurement
+// ends, and the stalled watcher is not counted as expected deliveries.
+func TestStalledWatcherLossy(t *testing.T) {
+	for _, s := range StallSystems() {
+		smp, err := measure(variant{sys: s, stalled: 1}, 3, 1, 500)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if smp.expected != 2*500 || smp.delivered > smp.expected {
+			t.Errorf("%s: delivered %d, expected %d (want 1000)", s.Label(), smp.delivered, smp.expected)
+		}
+		if s.Name == SystemFanout && s.Strategy != StrategyEvict && smp.libDrops < 400 {
+			t.Errorf("%s: the stalled watcher dropped %d of 500, want at least 400", s.Label(), smp.libDrops)
+		}
+	}
+}
+
+func TestCalibrate(t *testing.T) {
+	cfg := Config{Events: 101}
+	if got, err := calibrate(cfg, variant{sys: Baseline}, 2, 4); err != nil || got != 100 {
+		t.Errorf("fixed events rounded to producers: %d, %v; want 100", got, err)
+	}
+	cfg = Config{Target: time.Millisecond, MinEvents: 300, MaxEvents: 400}
+	got, err := calibrate(cfg, variant{sys: Fanout(StrategyWait, APIPull)}, 2, 1)
+	if err != nil || got < 300 || got > 400 {
+		t.Errorf("calibrated events %d, %v; want within [300, 400]", got, err)
+	}
+}
+
+func TestMeasureLatency(t *testing.T) {
+	for _, s := range LatencySystems() {
+		samples, err := measureLatency(s, 3, 2000, 20*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Lossless() && len(samples) != 40*3 {
+			t.Errorf("%s: %d samples, want 120", s.Label(), len(samples))
+		}
+		for _, v := range samples {
+			if v < 0 {
+				t.Fatalf("%s: negative latency %d", s.Label(), v)
+			}
+		}
+	}
+}
+
+func TestMeasureIdleMemory(t *testing.T) {
+	// A channel of 100 pointers holds an 800-byte buffer; a pull watcher
+	// has no channel.
+	chanBytes, err := measureIdleMemory(Baseline, 500)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if chanBytes < 800 || chanBytes > 2000 {
+		t.Errorf("raw channel of capacity 100: %.0f bytes, want 800 to 2000", chanBytes)
+	}
+	pull, err := measureIdleMemory(Fanout(StrategyWait, APIPull), 500)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withChan, err := measureIdleMemory(Fanout(StrategyWait, APIChan), 500)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pull <= 0 || withChan < pull+800 {
+		t.Errorf("fanout pull %.0f B, with ResultChan %.0f B: want positive, and the channel to add at least 800 B", pull, withChan)
+	}
+	k8s, err := measureIdleMemory(Reference, 500)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k8s < 800 {
+		t.Errorf("k8s q100: %.0f B, want at least its channel buffer", k8s)
+	}
+}
+
+func TestMachine(t *testing.T) {
+	m := DescribeMachine()
+	if m.NumCPU < 1 || m.GoVersion == "" || !strings.Contains(m.String(), m.GOOS+"/"+m.GOARCH) {
+		t.Errorf("machine %+v rendered %q", m, m.String())
+	}
+	if got := cpuModel("testdata/cpuinfo"); got != "Test CPU @ 2.00GHz" {
+		t.Errorf("cpuModel = %q", got)
+	}
+	if got := cpuModel("testdata/missing"); got != "" {
+		t.Errorf("cpuModel of a missing file = %q", got)
+	}
+}

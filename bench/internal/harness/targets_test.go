@@ -1,0 +1,100 @@
+package harness
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func thr(s System, n int, perSec float64) Case {
+	c := newCase(KindThroughput, s)
+	c.Watchers, c.Producers = n, 1
+	c.DeliveredPerSec, c.AllocsPerEvent = ptr(perSec), ptr(0.0)
+	return c
+}
+
+func TestEvaluateTargets(t *testing.T) {
+	pull, ch := Fanout(StrategyWait, APIPull), Fanout(StrategyWait, APIChan)
+	cases := []Case{
+		thr(pull, 100, 200e6), thr(Reference, 100, 10e6), thr(Baseline, 100, 40e6), thr(ch, 100, 25e6),
+		thr(pull, 10, 90e6), thr(Reference, 10, 10e6),
+	}
+	timeout := thr(Fanout(StrategyWaitTimeout, APIChan), 10, 1e6)
+	timeout.AllocsPerEvent = ptr(0.2)
+	cases = append(cases, timeout)
+	lat := func(s System, p99 int64) Case {
+		c := newCase(KindLatency, s)
+		c.P99LatencyNs = ptr(p99)
+		return c
+	}
+	cases = append(cases, lat(pull, 30e3), lat(ch, 90e3), lat(Reference, 80e3))
+	mem := newCase(KindIdleMemory, pull)
+	mem.IdleBytesPerWatcher = ptr(250.0)
+	cases = append(cases, mem)
+	cpu := func(label string, s System, v float64) Case {
+		c := newCase(KindIdleCPU, s)
+		c.Label, c.IdleCPUMsPerSec = label, ptr(v)
+		return c
+	}
+	cases = append(cases, cpu(FloorLabel, System{Name: "none"}, 1.5), cpu(pull.Label(), pull, 2.2), cpu(ch.Label(), ch, 2.7))
+	stall := newCase(KindStall, Fanout(StrategyDrop, APIPull))
+	stall.StalledWatchers, stall.StallRatio = 1, ptr(2.5)
+	cases = append(cases, stall)
+
+	want := map[string]string{
+		"lossless N=100: fanout wait pull / k8s wait q100":                                Pass + " 20.0×",
+		"lossless N=100: fanout wait pull / raw chan":                                     Pass + " 5.0×",
+		"lossless N=10: fanout wait pull / k8s wait q100":                                 Fail + " 9.0×",
+		"lossless N=1000: fanout wait pull / k8s wait q100":                               NA + " -",
+		"ResultChan N=100: fanout wait chan / k8s wait q100":                              Fail + " 2.5×",
+		"idle memory per watcher: fanout wait pull":                                       Pass + " 250 B",
+		"p99 latency at light load: fanout wait pull / k8s wait q100":                     Pass + " 0.38×",
+		"p99 latency at light load: fanout wait chan / k8s wait q100":                     Fail + " 1.12×",
+		"idle CPU: fanout wait pull":                                                      Pass + " 2.200 ms/s (floor 1.500)",
+		"idle CPU: fanout wait chan":                                                      Fail + " 2.700 ms/s (floor 1.500)",
+		"stalled watcher: fanout drop pull ns/publish stalled / not":                      Fail + " 2.50×",
+		"stalled watcher: fanout evict chan ns/publish stalled / not":                     NA + " -",
+		"allocations per published event, worst fanout case, wait-timeout":                Fail + " 0.2000 (fanout wait-timeout chan, N=10, P=1)",
+		"allocations per published event, worst fanout case, wait/drop/drop-oldest/evict": Pass + " 0.0000 (fanout wait pull, N=100, P=1)",
+	}
+	got := map[string]string{}
+	for _, tg := range EvaluateTargets(cases) {
+		got[tg.Name] = tg.Status + " " + tg.Measured
+	}
+	for name, w := range want {
+		if got[name] != w {
+			t.Errorf("%s: got %q, want %q", name, got[name], w)
+		}
+	}
+
+	var buf bytes.Buffer
+	res := &Results{Cases: cases, Targets: EvaluateTargets(cases)}
+	if err := WriteReport(&buf, res); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "FAIL  lossless N=10: fanout wait pull / k8s wait q100") ||
+		!strings.Contains(buf.String(), "of 18 targets met") {
+		t.Errorf("report targets:\n%s", buf.String())
+	}
+}
+
+func TestFormat(t *testing.T) {
+	for v, want := range map[float64]string{13.2e9: "13.20G", 137.04e6: "137.0M", 5400: "5.4k", 12: "12"} {
+		if got := FormatRate(v); got != want {
+			t.Errorf("FormatRate(%v) = %q, want %q", v, got, want)
+		}
+	}
+	for v, want := range map[float64]string{13.24: "13.2×", 2.456: "2.46×", 1: "1.00×"} {
+		if got := FormatRatio(ptr(v)); got != want {
+			t.Errorf("FormatRatio(%v) = %q, want %q", v, got, want)
+		}
+	}
+	if got := FormatRatio(nil); got != "-" {
+		t.Errorf("FormatRatio(nil) = %q", got)
+	}
+	for v, want := range map[float64]string{1e8: "100M", 1e6: "1M", 1e4: "10k", 1e9: "1G", 10: "10"} {
+		if got := axisRate(v); got != want {
+			t.Errorf("axisRate(%v) = %q, want %q", v, got, want)
+		}
+	}
+}
