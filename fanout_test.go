@@ -697,6 +697,27 @@ func TestNoAllocationPerValue(t *testing.T) {
 	}
 }
 
+// A bounded wait that expires allocates nothing either: the broadcaster
+// reuses one timer.
+func TestNoAllocationPerBoundedWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := fanout.New[*int](fanout.WithQueueLength(1),
+			fanout.WithFullChannelBehavior(fanout.WaitTimeoutIfChannelFull(time.Millisecond)))
+		defer b.Shutdown()
+		ws := make([]*fanout.Watcher[*int], 3)
+		for i := range ws {
+			ws[i], _ = b.Watch() // never read: every publish after the first waits 1 ms per watcher, then drops
+		}
+		v := new(int)
+		require.NoError(t, b.Action(v))
+		start := time.Now()
+		allocs := testing.AllocsPerRun(100, func() { _ = b.Action(v) })
+		assert.Zero(t, allocs)
+		assert.Equal(t, 101*time.Millisecond, time.Since(start), "one bounded wait per publish, shared by the watchers")
+		assert.Equal(t, uint64(303), ws[0].Stats().DroppedTimeout+ws[1].Stats().DroppedTimeout+ws[2].Stats().DroppedTimeout)
+	})
+}
+
 func TestAllIterator(t *testing.T) {
 	b := fanouttest.New[int](t)
 	w := fanouttest.Watch(t, b)

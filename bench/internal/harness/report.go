@@ -70,7 +70,7 @@ func WriteReport(w io.Writer, res *Results) error {
 	fmt.Fprintf(&b, "%s\n", res.Machine)
 	fmt.Fprintf(&b, "workload: queue %d per watcher, payload one preallocated *Event pointer, each watcher drained by its own goroutine doing no work;\n", DefaultQueue)
 	b.WriteString("          delivered/s = values received by all watchers / (first publish → last consumer done); ns/publish = that same time / values published;\n")
-	b.WriteString("          vs k8s = median of per-repetition ratios; allocs/event = Mallocs while the 2nd half is published / its values; spread = (max-min)/median of delivered/s\n")
+	b.WriteString("          vs k8s = median of per-repetition ratios; allocs/event = Mallocs while the 2nd half is published / its values, least of the reps; spread = (max-min)/median of delivered/s\n")
 
 	// Throughput, grouped by producers then N, in the order measured.
 	type group struct{ n, p int }

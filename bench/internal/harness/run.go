@@ -205,7 +205,7 @@ type Case struct {
 	StallRatio *float64 `json:"stall_ratio"`
 	// AllocsPerEvent is heap allocations (runtime.MemStats.Mallocs) while
 	// the second half of the values was published, divided by those
-	// values: the first half is the warm-up.
+	// values (the first half is the warm-up); the least over repetitions.
 	AllocsPerEvent *float64 `json:"allocs_per_event"`
 	// DropPct is the share of (published × read watchers) deliveries that
 	// did not happen, in percent.
