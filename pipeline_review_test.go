@@ -873,6 +873,7 @@ func TestPipelineGoroutinesBoundedByRunners(t *testing.T) {
 		if err := r.Shutdown(context.Background()); err != nil {
 			t.Fatal(err)
 		}
+		synctest.Wait() // a runner closes Done just before its goroutine returns
 		if n := pipelineGoroutines(); n != 0 {
 			t.Errorf("%d pipeline goroutines left after Shutdown", n)
 		}
