@@ -452,9 +452,6 @@ func TestPipelineHandOffPlainWatcherMisses(t *testing.T) {
 	assert.Equal(t, uint64(1), r.Stats().Recorded)
 }
 
-// ---------------------------------------------------------------------------
-// Passing tests.
-
 // Queue length 0 is a hand-off: a runner gets a value only while it waits in
 // its receive; a busy runner misses it as DropFull. Accounting stays exact
 // and Flush does not wait for missed values.
