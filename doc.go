@@ -189,8 +189,9 @@
 //   - [Recorder.Shutdown] stops intake, ends retry pauses at once (each
 //     value left gets at most one more attempt), and waits for the runners to
 //     exit or for its context to end, when it cancels the sinks' context and
-//     drops what is left. [Runner.Stop] does the same for one runner without
-//     waiting; [Runner.Done] tells when it has exited.
+//     drops what is left. [Runner.Stop] stops one runner the same way, each
+//     queued value getting at most one more attempt, without waiting;
+//     [Runner.Done] tells when it has exited.
 //
 // The Recorder and Correlator start no goroutines of their own; only the
 // runners do, and Shutdown (or Stop) ends them. A panic in a sink, handler or

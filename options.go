@@ -93,8 +93,9 @@ func WithFullChannelBehavior(b FullChannelBehavior) Option {
 //
 // Passed to [NewRecorder], it receives every value the recorder or one of
 // its runners drops, for any [DropReason]. It is then called from
-// [Recorder.Record] (while the recorder is held) and from runner goroutines,
-// possibly concurrently, and must not call the recorder.
+// [Recorder.Record] (after the value is published, with no lock held) and
+// from runner goroutines, possibly concurrently; it should be fast, since the
+// caller of Record or the runner waits for it. A panic in it is contained.
 func WithDropHandler(f func(Drop)) Option {
 	return optionFunc(func(c *config) { c.onDrop = f })
 }

@@ -159,11 +159,11 @@ func NewRecorder[T any](opts ...Option) (*Recorder[T], error) {
 }
 
 // Record stamps v (see [WithStamp]) and publishes it to every runner and
-// watcher. It never blocks on a consumer. A panic in the stamp hook or the
-// clock reaches the caller, before anything is recorded. It returns nil when v was
-// accepted; a runner whose queue is full misses it, counted as [DropFull].
-// It returns [ErrDropped] when a watcher that waits when full was full (see
-// [Recorder.Watch]), and [ErrStopped] after Shutdown.
+// watcher. It never blocks on a consumer. It returns nil when v was accepted;
+// a runner whose queue is full misses it, counted as [DropFull]. It returns
+// [ErrDropped] when a watcher that waits when full was full (see
+// [Recorder.Watch]), and [ErrStopped] after Shutdown. A panic in the stamp
+// hook or the clock reaches the caller, before anything is recorded.
 func (r *Recorder[T]) Record(v T) error {
 	if r.stamp != nil {
 		v = r.stamp(v, r.clock.Now())
@@ -496,17 +496,18 @@ func (run *Runner[T]) Done() <-chan struct{} { return run.done }
 
 // Stats returns the runner's counters.
 func (run *Runner[T]) Stats() RunnerStats {
+	ws := run.w.Stats()
 	s := RunnerStats{
+		Queued:          ws.Queued,
 		Received:        run.received.Load(),
 		Written:         run.written.Load(),
 		Failures:        run.failures.Load(),
-		DroppedFull:     run.w.Stats().DroppedFull,
+		DroppedFull:     ws.DroppedFull,
 		DroppedSpam:     run.drops[DropSpam].Load(),
 		DroppedRejected: run.drops[DropRejected].Load(),
 		DroppedRetries:  run.drops[DropRetries].Load(),
 		DroppedShutdown: run.drops[DropShutdown].Load(),
 	}
-	s.Queued = run.w.Stats().Queued
 	s.Dropped = s.DroppedFull + s.DroppedSpam + s.DroppedRejected + s.DroppedRetries + s.DroppedShutdown
 	return s
 }
