@@ -249,13 +249,17 @@ func (r *Recorder[T]) Watch(opts ...Option) (*Watcher[T], error) {
 }
 
 // StartSink starts a runner that writes every recorded value to sink: it
-// passes the value through c (nil: no correlation, every value is created),
-// skips what the spam filter rejects, and calls Create or Update with retries
+// passes the value through c (usually a [*Correlator]; nil: no correlation,
+// every value is created), skips what the spam filter rejects and what c
+// merged into an earlier record, and calls Create or Update with retries
 // per the recorder's [RetryPolicy]. The runner's goroutine makes one write
 // at a time; a failing sink delays only its own queue.
-func (r *Recorder[T]) StartSink(sink Sink[T], c *Correlator[T]) (*Runner[T], error) {
+func (r *Recorder[T]) StartSink(sink Sink[T], c Correlater[T]) (*Runner[T], error) {
 	if sink == nil {
 		return nil, errors.New("fanout: StartSink: sink is nil")
+	}
+	if cc, ok := c.(*Correlator[T]); ok && cc == nil {
+		c = nil // a typed nil means no correlation, as an untyped one does
 	}
 	return r.start(fmt.Sprintf("sink %T", sink), func(run *Runner[T], v T) {
 		run.write(sink, c, v)
@@ -417,6 +421,9 @@ type RunnerStats struct {
 	Dropped uint64
 	// DroppedFull counts values missed because the queue was full.
 	DroppedFull uint64
+	// Merged counts values the correlator folded into an earlier record
+	// (see [Correlation].Merged); they are not drops.
+	Merged uint64
 	// DroppedSpam counts values the spam filter skipped.
 	DroppedSpam uint64
 	// DroppedRejected counts values whose error was not retryable, or whose
@@ -435,6 +442,7 @@ func (s *RunnerStats) add(o RunnerStats) {
 	s.Failures += o.Failures
 	s.Dropped += o.Dropped
 	s.DroppedFull += o.DroppedFull
+	s.Merged += o.Merged
 	s.DroppedSpam += o.DroppedSpam
 	s.DroppedRejected += o.DroppedRejected
 	s.DroppedRetries += o.DroppedRetries
@@ -462,7 +470,7 @@ type Runner[T any] struct {
 	missed   bool
 	stopping bool
 
-	received, written, failures atomic.Uint64
+	received, written, failures, merged atomic.Uint64
 	drops                       [numDropReasons]atomic.Uint64
 
 	mu      sync.Mutex
@@ -502,6 +510,7 @@ func (run *Runner[T]) Stats() RunnerStats {
 		Received:        run.received.Load(),
 		Written:         run.written.Load(),
 		Failures:        run.failures.Load(),
+		Merged:          run.merged.Load(),
 		DroppedFull:     ws.DroppedFull,
 		DroppedSpam:     run.drops[DropSpam].Load(),
 		DroppedRejected: run.drops[DropRejected].Load(),
@@ -605,7 +614,7 @@ func (run *Runner[T]) drop(reason DropReason, err error) {
 // write correlates v and writes it to sink, retrying per the policy. It
 // mirrors client-go's recordToSink: after a failure the tries are counted
 // first, then a pause that Stop or Shutdown cut short ends the value.
-func (run *Runner[T]) write(sink Sink[T], c *Correlator[T], v T) {
+func (run *Runner[T]) write(sink Sink[T], c Correlater[T], v T) {
 	var res Correlation[T]
 	if err := safeCall(func() {
 		if c != nil {
@@ -619,6 +628,10 @@ func (run *Runner[T]) write(sink Sink[T], c *Correlator[T], v T) {
 	}
 	if res.Skip {
 		run.drop(DropSpam, nil)
+		return
+	}
+	if res.Merged {
+		run.merged.Add(1)
 		return
 	}
 	p := run.r.retry

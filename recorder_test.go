@@ -633,3 +633,61 @@ type countSink struct{ n *atomic.Int64 }
 
 func (s *countSink) Create(_ context.Context, e ev) (ev, error) { s.n.Add(1); return e, nil }
 func (s *countSink) Update(_ context.Context, e ev) (ev, error) { s.n.Add(1); return e, nil }
+
+// seriesCorrelater is a custom Correlater: the first value of a message is
+// created, the second updates it, later ones are merged (not written) and
+// every stored value is observed.
+type seriesCorrelater struct {
+	seen     map[string]int
+	observed []ev
+}
+
+func (c *seriesCorrelater) Correlate(v ev) fanout.Correlation[ev] {
+	c.seen[v.Msg]++
+	n := c.seen[v.Msg]
+	v.Count = n
+	return fanout.Correlation[ev]{Value: v, Count: n, Merged: n > 2}
+}
+
+func (c *seriesCorrelater) Observe(v ev) { c.observed = append(c.observed, v) }
+
+func TestRecorderCustomCorrelaterMerges(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRecorder(t)
+		c := &seriesCorrelater{seen: map[string]int{}}
+		sink := &testSink{}
+		run, err := r.StartSink(sink, c)
+		require.NoError(t, err)
+		for range 4 {
+			require.NoError(t, r.Record(ev{Msg: "m"}))
+		}
+		require.NoError(t, r.Flush(t.Context()), "merged values count as handled")
+		calls := sink.Calls()
+		require.Len(t, calls, 2)
+		assert.Equal(t, "create", calls[0].Op)
+		assert.Equal(t, "update", calls[1].Op)
+		assert.Len(t, c.observed, 2, "Observe follows each successful write")
+		st := run.Stats()
+		assert.Equal(t, uint64(4), st.Received)
+		assert.Equal(t, uint64(2), st.Written)
+		assert.Equal(t, uint64(2), st.Merged)
+		assert.Zero(t, st.Dropped, "a merge is not a drop")
+		assert.Equal(t, uint64(2), r.Stats().Merged)
+	})
+}
+
+func TestRecorderTypedNilCorrelator(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRecorder(t)
+		sink := &testSink{}
+		var c *fanout.Correlator[ev]
+		_, err := r.StartSink(sink, c)
+		require.NoError(t, err)
+		require.NoError(t, r.Record(ev{Msg: "m"}))
+		require.NoError(t, r.Record(ev{Msg: "m"}))
+		require.NoError(t, r.Flush(t.Context()))
+		calls := sink.Calls()
+		require.Len(t, calls, 2, "a typed nil *Correlator means no correlation, not a panic")
+		assert.Equal(t, "create", calls[1].Op)
+	})
+}
