@@ -471,7 +471,7 @@ type Runner[T any] struct {
 	stopping bool
 
 	received, written, failures, merged atomic.Uint64
-	drops                       [numDropReasons]atomic.Uint64
+	drops                               [numDropReasons]atomic.Uint64
 
 	mu      sync.Mutex
 	handled uint64 // values written, skipped or dropped after receipt
