@@ -1,0 +1,54 @@
+// Package adapt holds what the record and events packages share: client-go's
+// classification of write errors and the mapping of the core recorder's
+// counters to [metrics.Stats].
+package adapt
+
+import (
+	"sync/atomic"
+
+	"github.com/fanout-go/fanout"
+	"github.com/fanout-go/fanout/k8s/metrics"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	restclient "k8s.io/client-go/rest"
+)
+
+// Retryable reports whether client-go retries a sink write that failed
+// with err: a request that could not be built and any API status error
+// are final; everything else (a transport error, an unexpected object) is
+// retried. Like client-go it looks at err's own type, not at wrapped
+// errors.
+func Retryable(err error) bool {
+	switch err.(type) {
+	case *restclient.RequestConstructionError, *apierrors.StatusError:
+		return false
+	}
+	return true
+}
+
+// Counters are the counts an adapter keeps beside the core recorder's:
+// events refused before they were queued.
+type Counters struct {
+	// Invalid counts events that could not be built.
+	Invalid atomic.Uint64
+	// Stopped counts events recorded after shutdown.
+	Stopped atomic.Uint64
+}
+
+// Stats combines the core recorder's counters with the adapter's.
+func Stats(rs fanout.RecorderStats, c *Counters) metrics.Stats {
+	return metrics.Stats{
+		Recorded:        rs.Recorded,
+		Invalid:         c.Invalid.Load(),
+		Refused:         rs.Refused + c.Stopped.Load(),
+		Sinks:           rs.Runners,
+		Queued:          rs.Queued,
+		Written:         rs.Written,
+		Merged:          rs.Merged,
+		Failures:        rs.Failures,
+		DroppedFull:     rs.DroppedFull,
+		DroppedSpam:     rs.DroppedSpam,
+		DroppedRejected: rs.DroppedRejected,
+		DroppedRetries:  rs.DroppedRetries,
+		DroppedShutdown: rs.DroppedShutdown,
+	}
+}

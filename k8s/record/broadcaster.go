@@ -1,0 +1,305 @@
+package record
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/fanout-go/fanout"
+	"github.com/fanout-go/fanout/k8s/internal/adapt"
+	"github.com/fanout-go/fanout/k8s/metrics"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+)
+
+// Defaults, as client-go's.
+const (
+	// maxTriesPerEvent is the number of attempts to write an event.
+	maxTriesPerEvent = 12
+	// maxQueuedEvents is each sink's and watcher's queue length.
+	maxQueuedEvents = 1000
+	// defaultSleepDuration is the pause between attempts; the first is
+	// random in [0, defaultSleepDuration).
+	defaultSleepDuration = 10 * time.Second
+)
+
+// ShutdownTimeout bounds [Broadcaster.Shutdown]: how long it waits for the
+// events already recorded to get their last attempt before it gives up on
+// the rest (counted as dropped at shutdown). Use
+// [Broadcaster.ShutdownContext] to choose another bound.
+const ShutdownTimeout = 5 * time.Second
+
+// BroadcasterOption configures [NewBroadcaster].
+type BroadcasterOption func(*config)
+
+type config struct {
+	correlator  CorrelatorOptions
+	ctx         context.Context
+	sleep       time.Duration
+	queueLength int
+}
+
+// WithCorrelatorOptions tunes the aggregation, deduplication and spam
+// filter that every sink started with [Broadcaster.StartRecordingToSink]
+// gets (each sink has its own caches). Zero or negative fields mean
+// client-go's defaults.
+func WithCorrelatorOptions(options CorrelatorOptions) BroadcasterOption {
+	return func(c *config) { c.correlator = options }
+}
+
+// WithContext gives the broadcaster a context: cancelling it shuts the
+// broadcaster down (as [Broadcaster.Shutdown]), and its logger, if any
+// (klog.FromContext), is the broadcaster's. A nil context is ignored.
+func WithContext(ctx context.Context) BroadcasterOption {
+	return func(c *config) { c.ctx = ctx }
+}
+
+// WithSleepDuration sets the pause between attempts to write an event
+// (default 10 s; the first pause is random in [0, d)). A negative duration
+// means no pause.
+func WithSleepDuration(sleepDuration time.Duration) BroadcasterOption {
+	return func(c *config) { c.sleep = sleepDuration }
+}
+
+// WithQueueLength sets the length of each sink's and watcher's queue
+// (default 1000, as client-go's); an event that meets a full queue is
+// dropped for that sink or watcher and counted. Values below 1 mean 1,
+// values above [fanout.MaxQueueLength] mean that. client-go has no such
+// option.
+func WithQueueLength(n int) BroadcasterOption {
+	return func(c *config) { c.queueLength = min(max(n, 1), fanout.MaxQueueLength) }
+}
+
+// Broadcaster is the [EventBroadcaster] that [NewBroadcaster] returns,
+// built on a [fanout.Recorder]: recorders never block and start no
+// goroutines; each sink, watcher and logger has one goroutine and its own
+// queue; every event that is not written is counted by cause ([Stats]).
+// Beyond client-go's interface it has [Broadcaster.Flush],
+// [Broadcaster.ShutdownContext] and [Broadcaster.Stats].
+type Broadcaster struct {
+	rec      *fanout.Recorder[*v1.Event]
+	opts     CorrelatorOptions
+	ctx      context.Context // logger source; cancelled by Shutdown
+	cancel   context.CancelFunc
+	stopCtx  func() bool // unregisters WithContext's shutdown
+	counters adapt.Counters
+	clock    clock.PassiveClock
+}
+
+var _ EventBroadcaster = (*Broadcaster)(nil)
+var _ metrics.Source = (*Broadcaster)(nil)
+
+// NewBroadcaster returns a new event broadcaster, a [*Broadcaster], with
+// client-go's defaults: queues of 1000 events that drop new events when
+// full, 12 attempts per event 10 s apart, the correlator defaults of
+// [NewEventCorrelator].
+func NewBroadcaster(opts ...BroadcasterOption) EventBroadcaster {
+	return New(opts...)
+}
+
+// New is [NewBroadcaster] returning the concrete type.
+func New(opts ...BroadcasterOption) *Broadcaster {
+	c := config{sleep: defaultSleepDuration, queueLength: maxQueuedEvents}
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	ctx := c.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	b := &Broadcaster{opts: c.correlator, clock: clock.RealClock{}}
+	b.ctx, b.cancel = context.WithCancel(ctx)
+	rec, err := fanout.NewRecorder[*v1.Event](
+		fanout.WithQueueLength(c.queueLength),
+		fanout.WithRetry(fanout.RetryPolicy{
+			MaxTries:    maxTriesPerEvent,
+			Sleep:       max(c.sleep, 0),
+			RandomFirst: true,
+			Retryable:   adapt.Retryable,
+		}),
+		fanout.WithDropHandler(b.logDrop),
+	)
+	if err != nil {
+		// Every option above is valid by construction.
+		panic("record: " + err.Error())
+	}
+	b.rec = rec
+	if ctx.Done() != nil {
+		b.stopCtx = context.AfterFunc(ctx, b.Shutdown)
+	}
+	return b
+}
+
+// NewBroadcasterForTests returns a broadcaster that pauses sleepDuration
+// between attempts to write an event.
+func NewBroadcasterForTests(sleepDuration time.Duration) EventBroadcaster {
+	return NewBroadcaster(WithSleepDuration(sleepDuration))
+}
+
+// NewBroadcasterWithCorrelatorOptions returns a broadcaster whose sinks use
+// the given correlator options.
+func NewBroadcasterWithCorrelatorOptions(options CorrelatorOptions) EventBroadcaster {
+	return NewBroadcaster(WithCorrelatorOptions(options))
+}
+
+func (b *Broadcaster) logger() klog.Logger { return klog.FromContext(b.ctx) }
+
+// logDrop logs a dropped event as client-go does where client-go logs it;
+// a spam-filtered event is only counted, as client-go only skips it.
+func (b *Broadcaster) logDrop(d fanout.Drop) {
+	l := b.logger()
+	switch d.Reason {
+	case fanout.DropFull:
+		l.Error(nil, "Unable to record event: too many queued events, dropped event")
+	case fanout.DropRetries:
+		l.Error(d.Err, "Unable to write event (retry limit exceeded!)")
+	case fanout.DropShutdown:
+		l.Error(d.Err, "Unable to write event (broadcaster is shut down)")
+	case fanout.DropRejected:
+		if d.Err != nil && !isAPIError(d.Err) {
+			// A panic in a sink, handler or key function; API errors were
+			// logged by the sink.
+			l.Error(d.Err, "Event handler failed, event dropped")
+		}
+	}
+}
+
+func isAPIError(err error) bool { return !adapt.Retryable(err) }
+
+// StartRecordingToSink starts writing every event to sink, through a
+// correlator of its own (see [WithCorrelatorOptions]) and with retries, on
+// one goroutine. Stopping the returned watch stops it; its ResultChan
+// yields no events and is closed once the sink has stopped. A nil sink, or
+// a broadcaster already shut down, gives a watch that is already stopped.
+func (b *Broadcaster) StartRecordingToSink(sink EventSink) watch.Interface {
+	if sink == nil {
+		b.logger().Error(nil, "Unable to start recording to a nil event sink")
+		return watch.NewEmptyWatch()
+	}
+	run, err := b.rec.StartSink(&sinkAdapter{sink: sink, logger: b.logger()}, newCorrelator(b.opts))
+	return b.runnerWatch(run, err)
+}
+
+// StartEventWatcher calls eventHandler with every event, in order, on one
+// goroutine. The events are shared with other watchers and sinks: do not
+// modify them. Stopping the returned watch stops it; its ResultChan yields
+// no events and is closed once the handler has stopped. A nil handler, or
+// a broadcaster already shut down, gives a watch that is already stopped.
+// A panic in eventHandler drops that event (counted) instead of crashing.
+func (b *Broadcaster) StartEventWatcher(eventHandler func(*v1.Event)) watch.Interface {
+	if eventHandler == nil {
+		b.logger().Error(nil, "Unable to start an event watcher with a nil handler")
+		return watch.NewEmptyWatch()
+	}
+	run, err := b.rec.StartHandler(eventHandler)
+	return b.runnerWatch(run, err)
+}
+
+// StartLogging logs every event with logf, in client-go's format:
+// "Event(%#v): type: '%v' reason: '%v' %v" of the involved object, type,
+// reason and message.
+func (b *Broadcaster) StartLogging(logf func(format string, args ...interface{})) watch.Interface {
+	if logf == nil {
+		b.logger().Error(nil, "Unable to start event logging with a nil function")
+		return watch.NewEmptyWatch()
+	}
+	return b.StartEventWatcher(func(e *v1.Event) {
+		logf("Event(%#v): type: '%v' reason: '%v' %v", e.InvolvedObject, e.Type, e.Reason, e.Message)
+	})
+}
+
+// StartStructuredLogging logs every event at verbosity with the
+// broadcaster's logger, as client-go does: message "Event occurred" and the
+// keys object, fieldPath, kind, apiVersion, type, reason and message.
+func (b *Broadcaster) StartStructuredLogging(verbosity klog.Level) watch.Interface {
+	loggerV := b.logger().V(int(verbosity))
+	return b.StartEventWatcher(func(e *v1.Event) {
+		loggerV.Info("Event occurred",
+			"object", klog.KRef(e.InvolvedObject.Namespace, e.InvolvedObject.Name),
+			"fieldPath", e.InvolvedObject.FieldPath,
+			"kind", e.InvolvedObject.Kind,
+			"apiVersion", e.InvolvedObject.APIVersion,
+			"type", e.Type, "reason", e.Reason, "message", e.Message)
+	})
+}
+
+func (b *Broadcaster) runnerWatch(run *fanout.Runner[*v1.Event], err error) watch.Interface {
+	if err != nil {
+		b.logger().Error(err, "Unable start event watcher (will not retry!)")
+		return watch.NewEmptyWatch()
+	}
+	return &runnerWatch{run: run}
+}
+
+// NewRecorder returns a recorder of events from source. scheme resolves
+// the kinds of the objects events are about.
+func (b *Broadcaster) NewRecorder(scheme *runtime.Scheme, source v1.EventSource) EventRecorderLogger {
+	return &recorder{b: b, scheme: scheme, source: source, logger: klog.Background()}
+}
+
+// Flush waits until every sink and watcher has written, skipped or dropped
+// every event recorded before the call (retries included), or until ctx
+// ends, and then returns ctx.Err(). client-go has no equivalent.
+func (b *Broadcaster) Flush(ctx context.Context) error {
+	return b.rec.Flush(ctx)
+}
+
+// Shutdown shuts the broadcaster down, waiting at most [ShutdownTimeout];
+// see [Broadcaster.ShutdownContext].
+func (b *Broadcaster) Shutdown() {
+	ctx, cancel := context.WithTimeout(context.Background(), ShutdownTimeout)
+	defer cancel()
+	_ = b.ShutdownContext(ctx)
+}
+
+// ShutdownContext shuts the broadcaster down: recorders record nothing
+// more (counted as refused), no write is retried, and every event already
+// queued gets at most one more attempt. It returns nil once every sink and
+// watcher has finished, or ctx.Err() as soon as ctx ends, leaving the rest
+// dropped (counted as dropped at shutdown); a write in flight then ends on
+// its own, since client-go's sinks take no context. It is idempotent.
+func (b *Broadcaster) ShutdownContext(ctx context.Context) error {
+	if b.stopCtx != nil {
+		b.stopCtx()
+	}
+	err := b.rec.Shutdown(ctx)
+	b.cancel()
+	if err != nil && !errors.Is(err, fanout.ErrStopped) {
+		return err
+	}
+	return nil
+}
+
+// Stats returns the broadcaster's counters, totals over all its sinks and
+// watchers. See also [metrics.NewCollector].
+func (b *Broadcaster) Stats() metrics.Stats {
+	return adapt.Stats(b.rec.Stats(), &b.counters)
+}
+
+// runnerWatch is the watch.Interface of a sink or handler.
+type runnerWatch struct {
+	run  *fanout.Runner[*v1.Event]
+	once sync.Once
+	ch   chan watch.Event
+}
+
+func (w *runnerWatch) Stop() { w.run.Stop() }
+
+// ResultChan yields nothing (the sink or handler takes the events) and is
+// closed once the runner has exited.
+func (w *runnerWatch) ResultChan() <-chan watch.Event {
+	w.once.Do(func() {
+		w.ch = make(chan watch.Event)
+		go func() {
+			<-w.run.Done()
+			close(w.ch)
+		}()
+	})
+	return w.ch
+}

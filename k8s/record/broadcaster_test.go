@@ -1,0 +1,378 @@
+package record_test
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/scheme"
+	restclient "k8s.io/client-go/rest"
+
+	"github.com/fanout-go/fanout/k8s/record"
+)
+
+var source = v1.EventSource{Component: "ctl", Host: "node-1"}
+
+func pod(name string) *v1.Pod {
+	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID("uid-" + name)}}
+}
+
+// start returns a broadcaster recording to a new test sink, shut down at
+// the end of the test.
+func start(t *testing.T, opts ...record.BroadcasterOption) (*record.Broadcaster, *testSink, record.EventRecorderLogger) {
+	t.Helper()
+	b := record.New(opts...)
+	t.Cleanup(b.Shutdown)
+	sink := newTestSink()
+	b.StartRecordingToSink(sink)
+	return b, sink, b.NewRecorder(scheme.Scheme, source)
+}
+
+func flush(t *testing.T, b *record.Broadcaster) {
+	t.Helper()
+	require.NoError(t, b.Flush(t.Context()))
+}
+
+func TestEventFields(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, sink, r := start(t)
+		now := time.Now()
+		r.AnnotatedEventf(pod("web"), map[string]string{"a": "b"}, v1.EventTypeWarning, "BackOff", "restarting %d", 3)
+		r.Event(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}, v1.EventTypeNormal, "Ready", "node ready")
+		flush(t, b)
+		calls := sink.Calls()
+		require.Len(t, calls, 2)
+		e := calls[0].Event
+		assert.Equal(t, "create", calls[0].Op)
+		assert.Equal(t, "web."+strings.TrimPrefix(e.Name, "web."), e.Name)
+		assert.Regexp(t, `^web\.[0-9a-f]+$`, e.Name)
+		assert.Equal(t, "ns", e.Namespace)
+		assert.Equal(t, map[string]string{"a": "b"}, e.Annotations)
+		assert.Equal(t, v1.ObjectReference{Kind: "Pod", Namespace: "ns", Name: "web", UID: "uid-web", APIVersion: "v1"}, e.InvolvedObject)
+		assert.Equal(t, "BackOff", e.Reason)
+		assert.Equal(t, "restarting 3", e.Message)
+		assert.Equal(t, v1.EventTypeWarning, e.Type)
+		assert.Equal(t, int32(1), e.Count)
+		assert.True(t, e.FirstTimestamp.Time.Equal(now))
+		assert.Equal(t, e.FirstTimestamp, e.LastTimestamp)
+		assert.Equal(t, source, e.Source)
+		assert.Equal(t, "ctl", e.ReportingController)
+		assert.Equal(t, "node-1", e.ReportingInstance)
+		assert.Empty(t, e.ResourceVersion)
+		assert.Equal(t, metav1.NamespaceDefault, calls[1].Event.Namespace, "cluster-scoped objects' events go to default")
+		st := b.Stats()
+		assert.Equal(t, uint64(2), st.Recorded)
+		assert.Equal(t, uint64(2), st.Written)
+		assert.Zero(t, st.Dropped())
+	})
+}
+
+func TestRepeatsArePatchedWithCounts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, sink, r := start(t)
+		for range 3 {
+			r.Event(pod("web"), v1.EventTypeNormal, "Pulled", "image pulled")
+			time.Sleep(time.Second)
+		}
+		flush(t, b)
+		calls := sink.Calls()
+		require.Equal(t, []string{"create", "patch", "patch"}, sink.ops())
+		name := calls[0].Event.Name
+		for i, c := range calls[1:] {
+			assert.Equal(t, name, c.Event.Name, "a repeat refers to the first event")
+			assert.Equal(t, int32(i+2), c.Event.Count)
+			assert.True(t, c.Event.FirstTimestamp.Equal(&calls[0].Event.FirstTimestamp))
+			assert.Equal(t, calls[0].Event.LastTimestamp.Add(time.Duration(i+1)*time.Second), c.Event.LastTimestamp.Time)
+			assert.Contains(t, c.Patch, `"count":`+string(rune('0'+i+2)))
+			assert.Contains(t, c.Patch, `"message":"image pulled"`)
+			assert.Contains(t, c.Patch, `"lastTimestamp":`)
+		}
+		assert.Equal(t, int32(3), sink.stored[name].Count)
+	})
+}
+
+func TestPatch404FallsBackToCreate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, sink, r := start(t)
+		r.Event(pod("web"), v1.EventTypeNormal, "Pulled", "image pulled")
+		flush(t, b)
+		first := sink.Calls()[0].Event
+		clear(sink.stored) // the server lost the event (TTL)
+		r.Event(pod("web"), v1.EventTypeNormal, "Pulled", "image pulled")
+		flush(t, b)
+		calls := sink.Calls()
+		require.Equal(t, []string{"create", "patch", "create"}, sink.ops())
+		assert.Equal(t, first.Name, calls[2].Event.Name)
+		assert.Empty(t, calls[2].Event.ResourceVersion, "resource version cleared for the create")
+		assert.Equal(t, "1", calls[1].Event.ResourceVersion, "the patch carried the stored version")
+		assert.Equal(t, int32(2), calls[2].Event.Count)
+		assert.Equal(t, uint64(2), b.Stats().Written)
+		assert.Zero(t, b.Stats().Failures, "the fallback is part of the same attempt")
+	})
+}
+
+func TestErrorClassification(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		err   error
+		tries int
+	}{
+		{"status error", apierrors.NewBadRequest("no"), 1},
+		{"already exists", apierrors.NewAlreadyExists(schema.GroupResource{Resource: "events"}, "x"), 1},
+		{"request construction", &restclient.RequestConstructionError{Err: errors.New("bad")}, 1},
+		{"unexpected object", &apierrors.UnexpectedObjectError{}, 12},
+		{"transport", errors.New("connection refused"), 12},
+		{"wrapped status error", wrapped{apierrors.NewBadRequest("no")}, 12},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b, sink, r := start(t)
+				sink.fail = func(string, *v1.Event) error { return tc.err }
+				r.Event(pod("web"), v1.EventTypeNormal, "R", "m")
+				flush(t, b)
+				calls := sink.Calls()
+				require.Len(t, calls, tc.tries)
+				st := b.Stats()
+				assert.Equal(t, uint64(tc.tries), st.Failures)
+				if tc.tries == 1 {
+					assert.Equal(t, uint64(1), st.DroppedRejected)
+					return
+				}
+				assert.Equal(t, uint64(1), st.DroppedRetries)
+				// client-go's schedule: a random first pause in [0, 10 s),
+				// then 10 s.
+				first := calls[1].At.Sub(calls[0].At)
+				assert.GreaterOrEqual(t, first, time.Duration(0))
+				assert.Less(t, first, 10*time.Second)
+				for i := 2; i < len(calls); i++ {
+					assert.Equal(t, 10*time.Second, calls[i].At.Sub(calls[i-1].At))
+				}
+			})
+		})
+	}
+}
+
+// wrapped hides a status error the way client-go does not look through.
+type wrapped struct{ err error }
+
+func (w wrapped) Error() string { return w.err.Error() }
+func (w wrapped) Unwrap() error { return w.err }
+
+func TestSleepDuration(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, sink, r := start(t, record.WithSleepDuration(time.Minute))
+		n := 0
+		sink.fail = func(string, *v1.Event) error {
+			if n++; n < 4 {
+				return errors.New("down")
+			}
+			return nil
+		}
+		r.Event(pod("web"), v1.EventTypeNormal, "R", "m")
+		flush(t, b)
+		calls := sink.Calls()
+		require.Len(t, calls, 4)
+		assert.Equal(t, time.Minute, calls[3].At.Sub(calls[2].At))
+		assert.Equal(t, uint64(1), b.Stats().Written)
+	})
+}
+
+func TestInvalidInputIsCountedNotPanicked(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, sink, r := start(t)
+		var nilPod *v1.Pod
+		r.Event(nil, v1.EventTypeNormal, "R", "nil object")
+		r.Event(nilPod, v1.EventTypeNormal, "R", "typed nil object")
+		r.Event(pod("web"), "Bogus", "R", "unsupported type")
+		r.Event(pod("web"), "", "R", "empty type")
+		r.Event(&unregistered{}, v1.EventTypeNormal, "R", "kind unknown to the scheme")
+		b.NewRecorder(nil, source).Event(&v1.Pod{}, v1.EventTypeNormal, "R", "nil scheme")
+		format := "%d %s"
+		r.Eventf(pod("web"), v1.EventTypeNormal, "R", format, "bad") // formatting is not an error
+		flush(t, b)
+		st := b.Stats()
+		assert.Equal(t, uint64(6), st.Invalid)
+		assert.Equal(t, uint64(1), st.Recorded)
+		assert.Len(t, sink.Calls(), 1)
+		assert.Equal(t, uint64(6), st.Dropped())
+	})
+}
+
+// unregistered is a runtime.Object no scheme knows.
+type unregistered struct{ metav1.TypeMeta }
+
+func (u *unregistered) DeepCopyObject() k8sruntime.Object { c := *u; return &c }
+
+func TestQueueFullDropsAreCounted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, sink, r := start(t, record.WithQueueLength(3))
+		sink.block = make(chan struct{})
+		r.Event(pod("p0"), v1.EventTypeNormal, "R", "m")
+		synctest.Wait() // the sink holds p0
+		for i := 1; i < 10; i++ {
+			r.Eventf(pod("p"), v1.EventTypeNormal, "R", "m%d", i)
+		}
+		st := b.Stats()
+		assert.Equal(t, uint64(10), st.Recorded)
+		assert.Equal(t, uint64(6), st.DroppedFull, "1 in flight, 3 queued")
+		assert.Equal(t, 3, st.Queued)
+		close(sink.block)
+		flush(t, b)
+		st = b.Stats()
+		assert.Equal(t, uint64(4), st.Written)
+		assert.Equal(t, st.Recorded, st.Written+st.DroppedFull)
+	})
+}
+
+func TestGoroutinesBoundedBySinksNotEvents(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := runtime.NumGoroutine()
+		b, sink, r := start(t)
+		b.StartLogging(func(string, ...any) {})
+		sink.fail = func(string, *v1.Event) error { time.Sleep(time.Millisecond); return nil }
+		peak := 0
+		for i := range 10_000 {
+			r.Eventf(pod("web"), v1.EventTypeWarning, "Failed", "attempt %d", i)
+			if i%500 == 0 {
+				peak = max(peak, runtime.NumGoroutine())
+			}
+		}
+		peak = max(peak, runtime.NumGoroutine())
+		assert.LessOrEqual(t, peak-base, 2, "one goroutine per sink or watcher")
+		flush(t, b)
+		st := b.Stats()
+		assert.Equal(t, uint64(10_000), st.Recorded)
+		assert.Equal(t, 2*st.Recorded, st.Written+st.Merged+st.Dropped()-st.Invalid-st.Refused,
+			"every event reached each runner or was counted")
+		assert.NotZero(t, st.DroppedFull+st.DroppedSpam, "the burst overflows the queue or the spam budget")
+	})
+}
+
+func TestFlushWaitsForRetries(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, sink, r := start(t)
+		n := 0
+		sink.fail = func(string, *v1.Event) error {
+			if n++; n < 3 {
+				return errors.New("down")
+			}
+			return nil
+		}
+		r.Event(pod("web"), v1.EventTypeNormal, "R", "m")
+		flush(t, b)
+		assert.Len(t, sink.Calls(), 3)
+		assert.Equal(t, uint64(1), b.Stats().Written)
+
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		sink.fail = func(string, *v1.Event) error { return errors.New("down") }
+		r.Event(pod("web"), v1.EventTypeNormal, "R", "other")
+		assert.ErrorIs(t, b.Flush(ctx), context.DeadlineExceeded, "Flush honours its context")
+	})
+}
+
+func TestShutdownIsBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := record.New()
+		sink := newTestSink()
+		sink.block = make(chan struct{}) // a write that never ends on its own
+		b.StartRecordingToSink(sink)
+		r := b.NewRecorder(scheme.Scheme, source)
+		for i := range 5 {
+			r.Eventf(pod("web"), v1.EventTypeNormal, "R", "m%d", i)
+		}
+		start := time.Now()
+		b.Shutdown()
+		assert.Equal(t, record.ShutdownTimeout, time.Since(start))
+		assert.Equal(t, 4, b.Stats().Queued, "one in flight")
+		r.Event(pod("web"), v1.EventTypeNormal, "R", "late")
+		assert.Equal(t, uint64(1), b.Stats().Refused)
+		close(sink.block)
+		synctest.Wait()
+		st := b.Stats()
+		assert.Equal(t, uint64(1), st.Written, "the write in flight ends on its own")
+		assert.Equal(t, uint64(4), st.DroppedShutdown, "the queued events are given up")
+		assert.Zero(t, st.Sinks)
+	})
+}
+
+func TestShutdownGivesOneLastAttempt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := record.New()
+		sink := newTestSink()
+		sink.fail = func(string, *v1.Event) error { return errors.New("down") }
+		b.StartRecordingToSink(sink)
+		r := b.NewRecorder(scheme.Scheme, source)
+		r.Event(pod("a"), v1.EventTypeNormal, "R", "m")
+		r.Event(pod("b"), v1.EventTypeNormal, "R", "m")
+		synctest.Wait() // a failed once and waits to retry
+		require.NoError(t, b.ShutdownContext(t.Context()))
+		calls := sink.Calls()
+		assert.Len(t, calls, 2, "a is not retried; b is tried once")
+		st := b.Stats()
+		assert.Equal(t, uint64(2), st.DroppedShutdown)
+		assert.Zero(t, st.Queued)
+	})
+}
+
+func TestWithContextCancelShutsDown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		b := record.New(record.WithContext(ctx))
+		sink := newTestSink()
+		w := b.StartRecordingToSink(sink)
+		r := b.NewRecorder(scheme.Scheme, source)
+		r.Event(pod("a"), v1.EventTypeNormal, "R", "m")
+		cancel()
+		synctest.Wait()
+		_, open := <-w.ResultChan()
+		assert.False(t, open, "the sink stopped")
+		r.Event(pod("a"), v1.EventTypeNormal, "R", "after")
+		st := b.Stats()
+		assert.Equal(t, uint64(1), st.Written)
+		assert.Equal(t, uint64(1), st.Refused)
+		_, open = <-b.StartEventWatcher(func(*v1.Event) {}).ResultChan()
+		assert.False(t, open, "a watcher started after shutdown is already stopped")
+	})
+}
+
+func TestWatchStopAndNilArguments(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := record.New()
+		defer b.Shutdown()
+		got := 0
+		w := b.StartEventWatcher(func(*v1.Event) { got++ })
+		r := b.NewRecorder(scheme.Scheme, source)
+		r.Event(pod("a"), v1.EventTypeNormal, "R", "m")
+		flush(t, b)
+		w.Stop()
+		w.Stop() // idempotent
+		_, open := <-w.ResultChan()
+		assert.False(t, open)
+		r.Event(pod("a"), v1.EventTypeNormal, "R", "m2")
+		flush(t, b)
+		assert.Equal(t, 1, got)
+		for _, w := range []interface{ Stop() }{
+			b.StartEventWatcher(nil), b.StartRecordingToSink(nil), b.StartLogging(nil),
+		} {
+			w.Stop()
+		}
+		// A panicking handler drops its event, counted, and goes on.
+		b.StartEventWatcher(func(*v1.Event) { panic("boom") })
+		r.Event(pod("a"), v1.EventTypeNormal, "R", "m3")
+		flush(t, b)
+		assert.Equal(t, uint64(1), b.Stats().DroppedRejected)
+	})
+}

@@ -1,0 +1,343 @@
+package record
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/fanout-go/fanout"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/utils/clock"
+)
+
+// client-go's defaults (tools/record/events_cache.go).
+const (
+	defaultCacheSize                      = 4096
+	defaultAggregateMaxEvents             = 10
+	defaultAggregateIntervalInSec         = 600
+	defaultSpamBurst                      = 25
+	defaultSpamQPS                float32 = 1. / 300.
+)
+
+// combinedPrefix starts the message of a combined event.
+const combinedPrefix = "(combined from similar events): "
+
+// eventKey is the deduplication key: source, involved object with its
+// field path, type, reason and message.
+func eventKey(e *v1.Event) string {
+	return strings.Join([]string{
+		e.Source.Component, e.Source.Host,
+		e.InvolvedObject.Kind, e.InvolvedObject.Namespace, e.InvolvedObject.Name,
+		e.InvolvedObject.FieldPath, string(e.InvolvedObject.UID), e.InvolvedObject.APIVersion,
+		e.Type, e.Reason, e.Message,
+	}, "")
+}
+
+// spamKey is the default spam-filter key: source, involved object without
+// its field path, and type.
+func spamKey(e *v1.Event) string {
+	return strings.Join([]string{
+		e.Source.Component, e.Source.Host,
+		e.InvolvedObject.Kind, e.InvolvedObject.Namespace, e.InvolvedObject.Name,
+		string(e.InvolvedObject.UID), e.InvolvedObject.APIVersion,
+		e.Type,
+	}, "")
+}
+
+// EventAggregatorByReasonFunc groups events that differ only in their
+// message: the group key holds the source, the involved object (without
+// field path), type, reason and reporting controller and instance; the
+// key within the group is the message. A nil event gives empty keys.
+func EventAggregatorByReasonFunc(event *v1.Event) (string, string) {
+	if event == nil {
+		return "", ""
+	}
+	return strings.Join([]string{
+		event.Source.Component, event.Source.Host,
+		event.InvolvedObject.Kind, event.InvolvedObject.Namespace, event.InvolvedObject.Name,
+		string(event.InvolvedObject.UID), event.InvolvedObject.APIVersion,
+		event.Type, event.Reason,
+		event.ReportingController, event.ReportingInstance,
+	}, ""), event.Message
+}
+
+// EventAggregatorByReasonMessageFunc returns the message of a combined
+// event: the incoming message prefixed with
+// "(combined from similar events): ". A nil event gives the bare prefix.
+func EventAggregatorByReasonMessageFunc(event *v1.Event) string {
+	if event == nil {
+		return combinedPrefix
+	}
+	return combinedPrefix + event.Message
+}
+
+// options fills the zero (or, unlike client-go, negative) fields of o
+// with client-go's defaults.
+func options(o CorrelatorOptions) CorrelatorOptions {
+	if o.LRUCacheSize <= 0 {
+		o.LRUCacheSize = defaultCacheSize
+	}
+	if o.BurstSize <= 0 {
+		o.BurstSize = defaultSpamBurst
+	}
+	if !(o.QPS > 0) || o.QPS > 1e9 { // also NaN
+		o.QPS = defaultSpamQPS
+	}
+	if o.KeyFunc == nil {
+		o.KeyFunc = EventAggregatorByReasonFunc
+	}
+	if o.MessageFunc == nil {
+		o.MessageFunc = EventAggregatorByReasonMessageFunc
+	}
+	if o.MaxEvents <= 0 {
+		o.MaxEvents = defaultAggregateMaxEvents
+	}
+	if o.MaxIntervalInSeconds <= 0 {
+		o.MaxIntervalInSeconds = defaultAggregateIntervalInSec
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.SpamKeyFunc == nil {
+		o.SpamKeyFunc = spamKey
+	}
+	return o
+}
+
+// shallowCopy copies an event as client-go does (by value).
+func shallowCopy(e *v1.Event) *v1.Event { c := *e; return &c }
+
+func aggregateStage(o CorrelatorOptions) *fanout.AggregateStage[*v1.Event] {
+	keyFunc, messageFunc := o.KeyFunc, o.MessageFunc
+	return &fanout.AggregateStage[*v1.Event]{
+		Key: func(e *v1.Event) (string, string) { return keyFunc(e) },
+		Combine: func(e *v1.Event, now time.Time) *v1.Event {
+			t := metav1.NewTime(now)
+			return &v1.Event{
+				ObjectMeta: metav1.ObjectMeta{
+					Name:      fmt.Sprintf("%v.%x", e.InvolvedObject.Name, t.UnixNano()),
+					Namespace: e.Namespace,
+				},
+				Count:          1,
+				FirstTimestamp: t,
+				InvolvedObject: e.InvolvedObject,
+				LastTimestamp:  t,
+				Message:        messageFunc(e),
+				Type:           e.Type,
+				Reason:         e.Reason,
+				Source:         e.Source,
+			}
+		},
+		MaxKeys:  o.MaxEvents,
+		Interval: time.Duration(o.MaxIntervalInSeconds) * time.Second,
+	}
+}
+
+func dedupStage() *fanout.DedupStage[*v1.Event] {
+	return &fanout.DedupStage[*v1.Event]{
+		Key: eventKey,
+		Repeat: func(e, prev *v1.Event, n int) *v1.Event {
+			r := *e
+			r.Name = prev.Name
+			r.ResourceVersion = prev.ResourceVersion
+			r.FirstTimestamp = prev.FirstTimestamp
+			r.Count = int32(min(n, int(^uint32(0)>>1)))
+			return &r
+		},
+		Count: func(e *v1.Event) int { return int(e.Count) },
+	}
+}
+
+func spamStage(o CorrelatorOptions) *fanout.SpamStage[*v1.Event] {
+	return &fanout.SpamStage[*v1.Event]{
+		Key:   o.SpamKeyFunc,
+		Burst: o.BurstSize,
+		Rate:  float64(o.QPS), // a float32 widened, as client-go's limiter gets it
+	}
+}
+
+// newCorrelator returns the core correlator configured like client-go's
+// EventCorrelator with options o (defaults filled in).
+func newCorrelator(o CorrelatorOptions) *fanout.Correlator[*v1.Event] {
+	o = options(o)
+	c, err := fanout.NewCorrelator(fanout.CorrelatorConfig[*v1.Event]{
+		CacheSize: o.LRUCacheSize,
+		Clock:     o.Clock,
+		Clone:     shallowCopy,
+		Aggregate: aggregateStage(o),
+		Dedup:     dedupStage(),
+		Spam:      spamStage(o),
+	})
+	if err != nil {
+		// options has made every field valid.
+		panic(fmt.Sprintf("record: correlator configuration: %v", err))
+	}
+	return c
+}
+
+// repeatPatch returns the strategic merge patch for a repeated event: its
+// count, last timestamp and message, as client-go computes it.
+func repeatPatch(e *v1.Event) ([]byte, error) {
+	old := *e
+	old.Count = 0
+	old.LastTimestamp = metav1.NewTime(time.Unix(0, 0))
+	old.Message = ""
+	newData, err := json.Marshal(e)
+	if err != nil {
+		return nil, err
+	}
+	oldData, err := json.Marshal(&old)
+	if err != nil {
+		return nil, err
+	}
+	return strategicpatch.CreateTwoWayMergePatch(oldData, newData, e)
+}
+
+// EventCorrelator aggregates similar events, counts repeats and filters
+// spam, like client-go's EventCorrelator, whose decisions it makes: a
+// sequence of events gives the same skips, names, counts, timestamps and
+// patches. Unlike client-go it never depends on map iteration order (at
+// the aggregation threshold it forgets the oldest message, which is one of
+// client-go's possible choices), and it does not panic on nil events or
+// panicking key functions.
+type EventCorrelator struct {
+	c *fanout.Correlator[*v1.Event]
+}
+
+// NewEventCorrelator returns an EventCorrelator with client-go's defaults:
+// aggregation after 10 distinct messages within 600 s, counting of exact
+// repeats, and a spam budget of 25 events per source and object, refilled
+// at one per 300 s. A nil clock means the system clock.
+func NewEventCorrelator(clock clock.PassiveClock) *EventCorrelator {
+	return NewEventCorrelatorWithOptions(CorrelatorOptions{Clock: clock})
+}
+
+// NewEventCorrelatorWithOptions returns an EventCorrelator tuned by
+// options; a zero or negative field means client-go's default.
+func NewEventCorrelatorWithOptions(options CorrelatorOptions) *EventCorrelator {
+	return &EventCorrelator{c: newCorrelator(options)}
+}
+
+// EventCorrelate filters, aggregates, counts and deduplicates newEvent.
+// For a repeat the result holds a strategic merge patch for the stored
+// event. It returns an error for a nil event.
+func (c *EventCorrelator) EventCorrelate(newEvent *v1.Event) (*EventCorrelateResult, error) {
+	if newEvent == nil {
+		return nil, errors.New("event is nil")
+	}
+	var res fanout.Correlation[*v1.Event]
+	if err := safe(func() { res = c.c.Correlate(newEvent) }); err != nil {
+		return nil, err
+	}
+	if res.Skip {
+		return &EventCorrelateResult{Skip: true}, nil
+	}
+	out := &EventCorrelateResult{Event: res.Value}
+	if res.Count > 1 {
+		p, err := repeatPatch(res.Value)
+		out.Patch = p
+		return out, err
+	}
+	return out, nil
+}
+
+// UpdateState records the event as the API server stored it, so that a
+// later repeat refers to it. A nil event is ignored.
+func (c *EventCorrelator) UpdateState(event *v1.Event) {
+	if event == nil {
+		return
+	}
+	_ = safe(func() { c.c.Observe(event) })
+}
+
+// EventAggregator combines similar events: once MaxEvents distinct
+// messages of one group have been seen, each no more than the interval
+// apart, it replaces an event with a combined one. Like client-go's
+// EventAggregator.
+type EventAggregator struct {
+	c *fanout.Correlator[*v1.Event]
+}
+
+// NewEventAggregator returns an aggregator with an LRU of lruCacheSize
+// groups, grouping by keyFunc, naming combined events with messageFunc,
+// after maxEvents distinct messages no more than maxIntervalInSeconds
+// apart. Zero or negative numbers and nil functions mean client-go's
+// defaults.
+func NewEventAggregator(lruCacheSize int, keyFunc EventAggregatorKeyFunc, messageFunc EventAggregatorMessageFunc,
+	maxEvents int, maxIntervalInSeconds int, clock clock.PassiveClock) *EventAggregator {
+	o := options(CorrelatorOptions{
+		LRUCacheSize: lruCacheSize, KeyFunc: keyFunc, MessageFunc: messageFunc,
+		MaxEvents: maxEvents, MaxIntervalInSeconds: maxIntervalInSeconds, Clock: clock,
+	})
+	c, err := fanout.NewCorrelator(fanout.CorrelatorConfig[*v1.Event]{
+		CacheSize: o.LRUCacheSize, Clock: o.Clock, Clone: shallowCopy, Aggregate: aggregateStage(o),
+	})
+	if err != nil {
+		panic(fmt.Sprintf("record: aggregator configuration: %v", err))
+	}
+	return &EventAggregator{c: c}
+}
+
+// EventAggregate returns the event to write, newEvent itself or a combined
+// event, and the key to count it under: the full event key for newEvent,
+// the group key for a combined event. A nil event gives (nil, "").
+func (e *EventAggregator) EventAggregate(newEvent *v1.Event) (*v1.Event, string) {
+	if newEvent == nil {
+		return nil, ""
+	}
+	var res fanout.Correlation[*v1.Event]
+	if err := safe(func() { res = e.c.Correlate(newEvent) }); err != nil || !res.Aggregated {
+		return newEvent, eventKey(newEvent)
+	}
+	return res.Value, res.Key
+}
+
+// EventSourceObjectSpamFilter limits how many events a source can emit
+// about an object: a token bucket per key, like client-go's.
+type EventSourceObjectSpamFilter struct {
+	c *fanout.Correlator[*v1.Event]
+}
+
+// NewEventSourceObjectSpamFilter returns a filter with an LRU of
+// lruCacheSize buckets of burst tokens refilled at qps per second, keyed
+// by spamKeyFunc. Zero or negative numbers and nil functions mean
+// client-go's defaults.
+func NewEventSourceObjectSpamFilter(lruCacheSize, burst int, qps float32, clock clock.PassiveClock, spamKeyFunc EventSpamKeyFunc) *EventSourceObjectSpamFilter {
+	o := options(CorrelatorOptions{LRUCacheSize: lruCacheSize, BurstSize: burst, QPS: qps, Clock: clock, SpamKeyFunc: spamKeyFunc})
+	c, err := fanout.NewCorrelator(fanout.CorrelatorConfig[*v1.Event]{
+		CacheSize: o.LRUCacheSize, Clock: o.Clock, Clone: shallowCopy, Spam: spamStage(o),
+	})
+	if err != nil {
+		panic(fmt.Sprintf("record: spam filter configuration: %v", err))
+	}
+	return &EventSourceObjectSpamFilter{c: c}
+}
+
+// Filter reports whether event should be skipped: true when its key has no
+// token left. A nil event is skipped.
+func (f *EventSourceObjectSpamFilter) Filter(event *v1.Event) bool {
+	if event == nil {
+		return true
+	}
+	skip := false
+	if err := safe(func() { skip = f.c.Correlate(event).Skip }); err != nil {
+		return true
+	}
+	return skip
+}
+
+// safe runs f and turns a panic (in a user's key function, say) into an
+// error.
+func safe(f func()) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("record: panic: %v", p)
+		}
+	}()
+	f()
+	return nil
+}

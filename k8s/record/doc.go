@@ -1,0 +1,74 @@
+// Package record is a drop-in replacement for client-go's tools/record
+// (core/v1 Events), built on the fanout engine. Switching is one import:
+//
+//	-	"k8s.io/client-go/tools/record"
+//	+	"github.com/fanout-go/fanout/k8s/record"
+//
+// The interfaces and option structs ([EventBroadcaster], [EventRecorder],
+// [EventRecorderLogger], [EventSink], [CorrelatorOptions],
+// [EventCorrelateResult] and the function types) are aliases of client-go's,
+// so recorders and broadcasters from this package go wherever client-go's
+// go (controller-runtime managers, client-go helpers) and the other way
+// round.
+//
+// # Same behaviour
+//
+// Defaults and decisions are client-go v0.37's:
+//
+//	queue per sink and watcher   1000 events, new events dropped when full
+//	attempts per event           12; 10 s apart, the first pause random in [0, 10 s)
+//	caches                       LRU of 4096 entries per stage, per sink
+//	aggregation                  10 distinct messages within 600 s: a combined event,
+//	                             "(combined from similar events): " + message
+//	deduplication                a repeat takes the first event's name, Count+1, and is
+//	                             written as a strategic merge patch of count,
+//	                             lastTimestamp and message (Create on a 404)
+//	spam filter                  token bucket per source+object+type: burst 25,
+//	                             one token back per 300 s
+//	event name                   "<object name>.<unix nanos in hex>"
+//	namespace                    the object's, or "default"
+//
+// Write errors are classified as client-go does: a request that cannot be
+// built and any API status error are final; every other error is retried.
+// After shutdown an event gets one more attempt and no retry. The log lines
+// of StartLogging and StartStructuredLogging are client-go's.
+//
+// # Better than client-go
+//
+//   - Goroutines are bounded by sinks and watchers: one each, never one per
+//     event. Recording never blocks and starts nothing.
+//   - Nothing is lost silently. Every event that is not written is counted by
+//     cause (queue full, spam-filtered, rejected, retries exhausted, invalid
+//     input, shutdown): see [Broadcaster.Stats] and the Prometheus collector
+//     [metrics.NewCollector], which you register yourself.
+//   - [Broadcaster.Flush] waits until everything recorded so far has been
+//     written, skipped or dropped.
+//   - Shutdown is bounded ([ShutdownTimeout], or [Broadcaster.ShutdownContext]).
+//   - [FakeRecorder] never blocks a test: a full buffer discards and counts.
+//   - No input panics: a nil or unregistered object, a nil scheme, an
+//     unsupported type, or a panicking handler, sink or key function is
+//     logged and counted.
+//   - Deterministic aggregation: at the threshold client-go forgets an
+//     arbitrary message (map order); this package forgets the oldest, which is
+//     one of client-go's possible choices.
+//
+// The concrete type behind [NewBroadcaster] is [*Broadcaster]; use [New] to
+// get it directly, or a type assertion.
+//
+// # Goroutines
+//
+// [Broadcaster.StartRecordingToSink], [Broadcaster.StartEventWatcher],
+// [Broadcaster.StartLogging] and [Broadcaster.StartStructuredLogging] each
+// start one goroutine, which runs until the returned watch is stopped or the
+// broadcaster shuts down. A sink's writes, retries included, run on its own
+// goroutine, one at a time, so a failing API server delays only that sink's
+// queue. [WithContext] registers a callback, not a goroutine. Recorders start
+// none.
+//
+// # Ordering
+//
+// Each sink and watcher receives the events in the order they were recorded
+// (one total order across recorders of a broadcaster), minus those it
+// dropped. A sink or watcher started after an event was recorded does not
+// receive it.
+package record

@@ -1,0 +1,69 @@
+package record_test
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clientrecord "k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	"github.com/fanout-go/fanout/k8s/record"
+)
+
+// The strings are client-go's, checked against client-go's FakeRecorder.
+func TestFakeRecorderFormatsLikeClientGo(t *testing.T) {
+	obj := &v1.Pod{TypeMeta: metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"}}
+	for _, include := range []bool{false, true} {
+		ours, theirs := record.NewFakeRecorder(10), clientrecord.NewFakeRecorder(10)
+		ours.IncludeObject, theirs.IncludeObject = include, include
+		for _, r := range []clientrecord.EventRecorderLogger{ours, theirs} {
+			r.Event(obj, v1.EventTypeNormal, "Started", "100% done")
+			r.Eventf(obj, v1.EventTypeWarning, "Failed", "exit %d", 3)
+			r.AnnotatedEventf(obj, map[string]string{"k": "v"}, v1.EventTypeNormal, "A", "n=%s", "x")
+			r.WithLogger(klog.Background()).Event(obj, v1.EventTypeNormal, "L", "via logger")
+		}
+		for range 4 {
+			assert.Equal(t, <-theirs.Events, <-ours.Events)
+		}
+	}
+}
+
+// client-go's FakeRecorder blocks when its buffer is full, hanging the
+// test; ours discards and counts.
+func TestFakeRecorderNeverBlocks(t *testing.T) {
+	f := record.NewFakeRecorder(2)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 5 {
+				f.Event(nil, v1.EventTypeNormal, "R", "m")
+			}
+		})
+	}
+	wg.Wait()
+	assert.Len(t, f.Events, 2)
+	assert.Equal(t, uint64(18), f.Dropped())
+
+	// A literal without a channel discards; IncludeObject with a nil
+	// object does not panic (client-go's does).
+	(&record.FakeRecorder{IncludeObject: true}).Event(nil, v1.EventTypeNormal, "R", "m")
+	lit := &record.FakeRecorder{Events: make(chan string, 1), IncludeObject: true}
+	lit.Event(nil, v1.EventTypeNormal, "R", "m")
+	assert.Equal(t, "Normal R m", <-lit.Events)
+	assert.Zero(t, record.NewFakeRecorder(-1).Dropped(), "a negative size is 0, not a panic")
+}
+
+func TestEventRecorderAdapter(t *testing.T) {
+	f := record.NewFakeRecorder(4)
+	a := record.NewEventRecorderAdapter(f)
+	a.Eventf(pod("web"), pod("other"), v1.EventTypeNormal, "Scheduled", "Binding", "to %s", "n1")
+	a.AnnotatedEventf(pod("web"), nil, map[string]string{"a": "b"}, v1.EventTypeWarning, "R", "Act", "note")
+	a.WithLogger(klog.Background()).Eventf(pod("web"), nil, v1.EventTypeNormal, "L", "Act", "logger")
+	assert.Equal(t, "Normal Scheduled to n1", <-f.Events)
+	assert.Equal(t, "Warning R note map[a:b]", <-f.Events)
+	assert.Equal(t, "Normal L logger", <-f.Events)
+	record.NewEventRecorderAdapter(nil).Eventf(pod("web"), nil, v1.EventTypeNormal, "R", "A", "nil recorder: no panic")
+}
