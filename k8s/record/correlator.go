@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/fanout-go/fanout"
 	v1 "k8s.io/api/core/v1"
@@ -180,8 +182,55 @@ func newCorrelator(o CorrelatorOptions) *fanout.Correlator[*v1.Event] {
 }
 
 // repeatPatch returns the strategic merge patch for a repeated event: its
-// count, last timestamp and message, as client-go computes it.
+// count, last timestamp and message, byte for byte as client-go computes
+// it. client-go diffs two JSON encodings of the event through the
+// strategic-merge machinery (about 25 µs and 100 allocations); the patch
+// can only hold those three fields, so the usual case is written directly
+// and the rest (a zero count or timestamp) goes the long way.
+// TestRepeatPatchFastPath checks the two agree.
 func repeatPatch(e *v1.Event) ([]byte, error) {
+	if p, ok := fastRepeatPatch(e); ok {
+		return p, nil
+	}
+	return slowRepeatPatch(e)
+}
+
+// epochJSON is how the patch's reference event encodes its last timestamp.
+const epochJSON = `"1970-01-01T00:00:00Z"`
+
+// fastRepeatPatch writes the patch for an event with a non-zero count and a
+// last timestamp that is neither zero nor, at second precision, the epoch,
+// and a valid UTF-8 message.
+// Keys are in the order encoding/json sorts them, values encoded as it
+// encodes them.
+func fastRepeatPatch(e *v1.Event) ([]byte, bool) {
+	if e.Count == 0 || e.LastTimestamp.IsZero() || !utf8.ValidString(e.Message) {
+		// Invalid UTF-8: client-go's round trip turns the first encoding's
+		// \ufffd escapes into literal U+FFFD characters.
+		return nil, false
+	}
+	ts, err := e.LastTimestamp.MarshalJSON()
+	if err != nil || string(ts) == epochJSON {
+		return nil, false
+	}
+	p := make([]byte, 0, 64+len(e.Message))
+	p = append(p, `{"count":`...)
+	p = strconv.AppendInt(p, int64(e.Count), 10)
+	p = append(p, `,"lastTimestamp":`...)
+	p = append(p, ts...)
+	if e.Message != "" {
+		msg, err := json.Marshal(e.Message)
+		if err != nil {
+			return nil, false
+		}
+		p = append(p, `,"message":`...)
+		p = append(p, msg...)
+	}
+	return append(p, '}'), true
+}
+
+// slowRepeatPatch is client-go's computation.
+func slowRepeatPatch(e *v1.Event) ([]byte, error) {
 	old := *e
 	old.Count = 0
 	old.LastTimestamp = metav1.NewTime(time.Unix(0, 0))
