@@ -1,8 +1,8 @@
 // Package record is a drop-in replacement for client-go's tools/record
-// (core/v1 Events), built on the fanout engine. Switching is one import:
+// (core/v1 Events), built on the fanout engine. Switching is one import
+// path: "k8s.io/client-go/tools/record" becomes
 //
-//	-	"k8s.io/client-go/tools/record"
-//	+	"github.com/fanout-go/fanout/k8s/record"
+//	import "github.com/fanout-go/fanout/k8s/record"
 //
 // The interfaces and option structs ([EventBroadcaster], [EventRecorder],
 // [EventRecorderLogger], [EventSink], [CorrelatorOptions],

@@ -24,7 +24,7 @@ func Example() {
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "prod"}}
 	recorder.Eventf(pod, v1.EventTypeNormal, "Synced", "synced %d times", 1)
 	recorder.Eventf(pod, v1.EventTypeNormal, "Synced", "synced %d times", 1) // a repeat: count 2
-	recorder.Event(pod, "Bogus", "Invalid", "not Normal or Warning")        // counted, not sent
+	recorder.Event(pod, "Bogus", "Invalid", "not Normal or Warning")         // counted, not sent
 
 	if err := b.Flush(context.Background()); err != nil {
 		panic(err)
