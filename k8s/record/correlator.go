@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -86,7 +87,7 @@ func options(o CorrelatorOptions) CorrelatorOptions {
 	if o.BurstSize <= 0 {
 		o.BurstSize = defaultSpamBurst
 	}
-	if !(o.QPS > 0) || o.QPS > 1e9 { // also NaN
+	if !(o.QPS > 0) { // also NaN; +Inf turns the filter off, as in client-go
 		o.QPS = defaultSpamQPS
 	}
 	if o.KeyFunc == nil {
@@ -139,10 +140,15 @@ func aggregateStage(o CorrelatorOptions) *fanout.AggregateStage[*v1.Event] {
 	}
 }
 
-func dedupStage() *fanout.DedupStage[*v1.Event] {
+// dedupStage counts repeats. onRepeat, if not nil, is called for each
+// repeat of an event seen before.
+func dedupStage(onRepeat func()) *fanout.DedupStage[*v1.Event] {
 	return &fanout.DedupStage[*v1.Event]{
 		Key: eventKey,
 		Repeat: func(e, prev *v1.Event, n int) *v1.Event {
+			if onRepeat != nil {
+				onRepeat()
+			}
 			r := *e
 			r.Name = prev.Name
 			r.ResourceVersion = prev.ResourceVersion
@@ -163,15 +169,16 @@ func spamStage(o CorrelatorOptions) *fanout.SpamStage[*v1.Event] {
 }
 
 // newCorrelator returns the core correlator configured like client-go's
-// EventCorrelator with options o (defaults filled in).
-func newCorrelator(o CorrelatorOptions) *fanout.Correlator[*v1.Event] {
+// EventCorrelator with options o (defaults filled in); onRepeat as for
+// dedupStage.
+func newCorrelator(o CorrelatorOptions, onRepeat func()) *fanout.Correlator[*v1.Event] {
 	o = options(o)
 	c, err := fanout.NewCorrelator(fanout.CorrelatorConfig[*v1.Event]{
 		CacheSize: o.LRUCacheSize,
 		Clock:     o.Clock,
 		Clone:     shallowCopy,
 		Aggregate: aggregateStage(o),
-		Dedup:     dedupStage(),
+		Dedup:     dedupStage(onRepeat),
 		Spam:      spamStage(o),
 	})
 	if err != nil {
@@ -254,7 +261,9 @@ func slowRepeatPatch(e *v1.Event) ([]byte, error) {
 // client-go's possible choices), and it does not panic on nil events or
 // panicking key functions.
 type EventCorrelator struct {
-	c *fanout.Correlator[*v1.Event]
+	mu       sync.Mutex // makes repeated belong to one EventCorrelate
+	c        *fanout.Correlator[*v1.Event]
+	repeated bool
 }
 
 // NewEventCorrelator returns an EventCorrelator with client-go's defaults:
@@ -268,7 +277,9 @@ func NewEventCorrelator(clock clock.PassiveClock) *EventCorrelator {
 // NewEventCorrelatorWithOptions returns an EventCorrelator tuned by
 // options; a zero or negative field means client-go's default.
 func NewEventCorrelatorWithOptions(options CorrelatorOptions) *EventCorrelator {
-	return &EventCorrelator{c: newCorrelator(options)}
+	c := &EventCorrelator{}
+	c.c = newCorrelator(options, func() { c.repeated = true })
+	return c
 }
 
 // EventCorrelate filters, aggregates, counts and deduplicates newEvent.
@@ -278,6 +289,9 @@ func (c *EventCorrelator) EventCorrelate(newEvent *v1.Event) (*EventCorrelateRes
 	if newEvent == nil {
 		return nil, errors.New("event is nil")
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.repeated = false
 	var res fanout.Correlation[*v1.Event]
 	if err := safe(func() { res = c.c.Correlate(newEvent) }); err != nil {
 		return nil, err
@@ -286,7 +300,9 @@ func (c *EventCorrelator) EventCorrelate(newEvent *v1.Event) (*EventCorrelateRes
 		return &EventCorrelateResult{Skip: true}, nil
 	}
 	out := &EventCorrelateResult{Event: res.Value}
-	if res.Count > 1 {
+	// As client-go, a patch only for a repeat of an event seen before, not
+	// for a first occurrence whose own count is above 1.
+	if c.repeated {
 		p, err := repeatPatch(res.Value)
 		out.Patch = p
 		return out, err

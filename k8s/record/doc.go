@@ -52,6 +52,15 @@
 //     arbitrary message (map order); this package forgets the oldest, which is
 //     one of client-go's possible choices.
 //
+// Edge cases decided differently, each covered by the parity tests against
+// client-go: a zero argument to [NewEventAggregator] or
+// [NewEventSourceObjectSpamFilter] means client-go's default (client-go
+// would combine every event, skip every event or never refill); a negative
+// option means the default too; a remembered count of zero or less counts as
+// never seen (client-go stores counts as unsigned, so -1 is a huge count);
+// and a count saturates at the largest int32 instead of wrapping to a
+// negative number.
+//
 // The concrete type behind [NewBroadcaster] is [*Broadcaster]; use [New] to
 // get it directly, or a type assertion.
 //

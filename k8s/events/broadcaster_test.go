@@ -1,0 +1,443 @@
+package events
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/fanout-go/fanout"
+	"github.com/go-logr/logr/funcr"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/scheme"
+)
+
+func TestNewOptions(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opt  Option
+		ok   bool
+	}{
+		{"sleep 0", WithSleepDuration(0), true},
+		{"sleep negative", WithSleepDuration(-time.Second), false},
+		{"queue 1", WithQueueLength(1), true},
+		{"queue 0", WithQueueLength(0), false},
+		{"queue negative", WithQueueLength(-1), false},
+		{"queue too long", WithQueueLength(fanout.MaxQueueLength + 1), false},
+		{"cache 1", WithCacheSize(1), true},
+		{"cache 0", WithCacheSize(0), false},
+		{"nil option", nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := New(newRecordingSink(), tc.opt)
+			if tc.ok {
+				require.NoError(t, err)
+				b.Shutdown()
+			} else {
+				assert.Error(t, err)
+				assert.Nil(t, b)
+			}
+		})
+	}
+}
+
+func TestNewBroadcasterIsBroadcaster(t *testing.T) {
+	eb := NewBroadcaster(newRecordingSink())
+	b, ok := eb.(*Broadcaster)
+	require.True(t, ok)
+	b.Shutdown()
+	// nil sink: watchers only; recording to the sink is an error.
+	nb := NewBroadcaster(nil)
+	assert.ErrorIs(t, nb.StartRecordingToSinkWithContext(context.Background()), errNoSink)
+	nb.Shutdown()
+}
+
+// gatedSink blocks every call until its gate is closed.
+func gatedSink(gate chan struct{}) *recordingSink {
+	s := newRecordingSink()
+	s.fail = func(int, op) error { <-gate; return nil }
+	return s
+}
+
+func TestFullQueueDropsCounted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		gate := make(chan struct{})
+		sink := gatedSink(gate)
+		b, r := startQuiet(t, sink, WithQueueLength(2))
+		r.Eventf(pod("p0", "ns"), nil, corev1.EventTypeNormal, "R", "A", "n")
+		synctest.Wait() // the runner holds p0 in the sink
+		for i := 1; i < 10; i++ {
+			r.Eventf(pod(fmt.Sprint("p", i), "ns"), nil, corev1.EventTypeNormal, "R", "A", "n")
+		}
+		s := b.Stats()
+		assert.EqualValues(t, 10, s.Recorded)
+		assert.EqualValues(t, 7, s.DroppedFull)
+		assert.Equal(t, 2, s.Queued)
+		close(gate)
+		flush(t, b)
+		s = b.Stats()
+		assert.EqualValues(t, 3, s.Written)
+		assert.EqualValues(t, 7, s.Dropped())
+	})
+}
+
+func TestFlush(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sink := newRecordingSink()
+		sink.delay = time.Second
+		b, r := startQuiet(t, sink)
+		start := time.Now()
+		for i := range 5 {
+			r.Eventf(pod(fmt.Sprint("p", i), "ns"), nil, corev1.EventTypeNormal, "R", "A", "n")
+		}
+		flush(t, b)
+		assert.Equal(t, 5*time.Second, time.Since(start))
+		assert.EqualValues(t, 5, b.Stats().Written)
+
+		// A context that ends first.
+		r.Eventf(pod("late", "ns"), nil, corev1.EventTypeNormal, "R", "A", "n")
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		assert.ErrorIs(t, b.Flush(ctx), context.DeadlineExceeded)
+		flush(t, b)
+		assert.EqualValues(t, 6, b.Stats().Written)
+	})
+}
+
+// hangingSink blocks every call until its context ends.
+func hangingSink() *recordingSink {
+	s := newRecordingSink()
+	s.hang = func(op) bool { return true }
+	return s
+}
+
+func TestShutdownContextBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sink := hangingSink()
+		b, err := New(sink)
+		require.NoError(t, err)
+		require.NoError(t, b.StartRecordingToSinkWithContext(quietCtx(context.Background())))
+		r := b.NewRecorder(scheme.Scheme, "ctrl").WithLogger(quiet)
+		for i := range 3 {
+			r.Eventf(pod(fmt.Sprint("p", i), "ns"), nil, corev1.EventTypeNormal, "R", "A", "n")
+		}
+		synctest.Wait()
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		assert.ErrorIs(t, b.ShutdownContext(ctx), context.DeadlineExceeded)
+		assert.Equal(t, 2*time.Second, time.Since(start))
+		synctest.Wait() // the write in flight saw its context end
+		s := b.Stats()
+		assert.EqualValues(t, 3, s.DroppedShutdown)
+		assert.Zero(t, s.Sinks)
+		assert.Len(t, sink.Ops(), 1)
+		// A second shutdown has nothing left to wait for.
+		assert.NoError(t, b.ShutdownContext(context.Background()))
+	})
+}
+
+func TestShutdownDefaultTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, r := startQuiet(t, hangingSink())
+		r.Eventf(pod("p", "ns"), nil, corev1.EventTypeNormal, "R", "A", "n")
+		synctest.Wait()
+		start := time.Now()
+		b.Shutdown()
+		assert.Equal(t, ShutdownTimeout, time.Since(start))
+	})
+}
+
+// Shutdown gives each queued event one more attempt, without retries.
+func TestShutdownLastAttempt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sink := newRecordingSink()
+		sink.fail = func(n int, o op) error {
+			if o.Name == nameAt("bad", 0) {
+				return errTransport
+			}
+			return nil
+		}
+		b, r := startQuiet(t, sink)
+		r.Eventf(pod("bad", "ns"), nil, corev1.EventTypeNormal, "R", "A", "n")
+		r.Eventf(pod("good", "ns"), nil, corev1.EventTypeNormal, "R", "A", "n")
+		synctest.Wait() // bad failed once and sleeps before its retry
+		require.NoError(t, b.ShutdownContext(context.Background()))
+		ops := sink.Ops()
+		require.Len(t, ops, 2)
+		assert.Equal(t, nameAt("good", 0), ops[1].Name)
+		s := b.Stats()
+		assert.EqualValues(t, 1, s.Written)
+		assert.EqualValues(t, 1, s.DroppedShutdown)
+	})
+}
+
+func TestAfterShutdown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sink := newRecordingSink()
+		b, r := startQuiet(t, sink)
+		b.Shutdown()
+		b.Shutdown() // idempotent
+		r.Eventf(pod("p", "ns"), nil, corev1.EventTypeNormal, "R", "A", "n")
+		assert.EqualValues(t, 1, b.Stats().Refused)
+		assert.EqualValues(t, 1, b.Stats().Dropped())
+		assert.ErrorIs(t, b.StartRecordingToSinkWithContext(context.Background()), fanout.ErrStopped)
+		_, err := b.StartEventWatcher(func(k8sruntime.Object) {})
+		assert.ErrorIs(t, err, fanout.ErrStopped)
+		_, err = b.StartLogging(quiet)
+		assert.ErrorIs(t, err, fanout.ErrStopped)
+		stop := b.StartStructuredLogging(0)
+		require.NotNil(t, stop)
+		stop()
+		b.StartRecordingToSink(nil) // logs, no panic
+		assert.NoError(t, b.Flush(context.Background()))
+		assert.Empty(t, sink.Ops())
+	})
+}
+
+func TestStartRecordingContextCancel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sink := newRecordingSink()
+		b, err := New(sink)
+		require.NoError(t, err)
+		defer b.Shutdown()
+		ctx, cancel := context.WithCancel(quietCtx(context.Background()))
+		require.NoError(t, b.StartRecordingToSinkWithContext(ctx))
+		r := b.NewRecorder(scheme.Scheme, "ctrl").WithLogger(quiet)
+		r.Eventf(pod("a", "ns"), nil, corev1.EventTypeNormal, "R", "A", "n")
+		flush(t, b)
+		cancel()
+		synctest.Wait()
+		assert.Zero(t, b.Stats().Sinks, "the runner exited")
+		b.mu.Lock()
+		assert.Empty(t, b.sinks, "the maintenance goroutine exited")
+		b.mu.Unlock()
+		r.Eventf(pod("b", "ns"), nil, corev1.EventTypeNormal, "R", "A", "n")
+		time.Sleep(time.Hour)
+		assert.Len(t, sink.Ops(), 1)
+	})
+}
+
+func TestStartRecordingToSinkStopChannel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sink := newRecordingSink()
+		b, err := New(sink)
+		require.NoError(t, err)
+		defer b.Shutdown()
+		stopCh := make(chan struct{})
+		b.StartRecordingToSink(stopCh)
+		r := b.NewRecorder(scheme.Scheme, "ctrl").WithLogger(quiet)
+		r.Eventf(pod("a", "ns"), nil, corev1.EventTypeNormal, "R", "A", "n")
+		flush(t, b)
+		assert.Len(t, sink.Ops(), 1)
+		close(stopCh)
+		synctest.Wait()
+		assert.Zero(t, b.Stats().Sinks)
+	})
+}
+
+// Each StartRecordingToSink call has its own runner and series cache.
+func TestTwoSinkRuns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sink := newRecordingSink()
+		b, r := startQuiet(t, sink)
+		require.NoError(t, b.StartRecordingToSinkWithContext(quietCtx(t.Context())))
+		r.Eventf(pod("a", "ns"), nil, corev1.EventTypeNormal, "R", "A", "n")
+		r.Eventf(pod("a", "ns"), nil, corev1.EventTypeNormal, "R", "A", "n")
+		flush(t, b)
+		verbs := map[string]int{}
+		for _, o := range sink.Ops() {
+			verbs[o.Verb]++
+		}
+		assert.Equal(t, map[string]int{"create": 2, "patch": 2}, verbs)
+	})
+}
+
+// Goroutines are bounded by sinks and watchers, never by events.
+func TestGoroutinesBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sink := newRecordingSink()
+		sink.delay = time.Second
+		b, r := startQuiet(t, sink)
+		stop, err := b.StartEventWatcher(func(k8sruntime.Object) { time.Sleep(time.Millisecond) })
+		require.NoError(t, err)
+		defer stop()
+		synctest.Wait()
+		base := runtime.NumGoroutine()
+		peak := base
+		for i := range 10000 {
+			r.Eventf(pod(fmt.Sprint("p", i), "ns"), nil, corev1.EventTypeNormal, "R", "A", "n")
+			if i%100 == 0 {
+				peak = max(peak, runtime.NumGoroutine())
+			}
+		}
+		peak = max(peak, runtime.NumGoroutine())
+		// Slack for goroutines of the test framework, not per event.
+		assert.LessOrEqual(t, peak, base+5, "no goroutine per event")
+		flush(t, b)
+		s := b.Stats()
+		assert.EqualValues(t, 10000, s.Recorded)
+		// The sink took one event at once and queued 1000; the watcher
+		// likewise.
+		assert.EqualValues(t, 2*(10000-1001), s.DroppedFull)
+		assert.EqualValues(t, 2*1001, s.Written)
+	})
+}
+
+func TestStartEventWatcher(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, err := New(nil)
+		require.NoError(t, err)
+		defer b.Shutdown()
+		var mu sync.Mutex
+		var seen []string
+		stop, err := b.StartEventWatcher(func(obj k8sruntime.Object) {
+			ev := obj.(*eventsv1.Event)
+			if ev.Reason == "Panic" {
+				panic("handler")
+			}
+			mu.Lock()
+			seen = append(seen, ev.Reason)
+			mu.Unlock()
+		})
+		require.NoError(t, err)
+		_, err = b.StartEventWatcher(nil)
+		assert.Error(t, err)
+		r := b.NewRecorder(scheme.Scheme, "ctrl")
+		r.Eventf(pod("a", "ns"), nil, corev1.EventTypeNormal, "One", "A", "n")
+		r.Eventf(pod("a", "ns"), nil, corev1.EventTypeNormal, "Panic", "A", "n")
+		r.Eventf(pod("a", "ns"), nil, corev1.EventTypeNormal, "Two", "A", "n")
+		flush(t, b)
+		stop()
+		synctest.Wait()
+		r.Eventf(pod("a", "ns"), nil, corev1.EventTypeNormal, "Three", "A", "n")
+		flush(t, b)
+		mu.Lock()
+		assert.Equal(t, []string{"One", "Two"}, seen)
+		mu.Unlock()
+		s := b.Stats()
+		assert.EqualValues(t, 1, s.DroppedRejected, "the panic")
+		assert.EqualValues(t, 2, s.Written)
+	})
+}
+
+func TestStartLogging(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, err := New(nil)
+		require.NoError(t, err)
+		defer b.Shutdown()
+		var mu sync.Mutex
+		var lines []string
+		logger := funcr.New(func(prefix, args string) {
+			mu.Lock()
+			lines = append(lines, args)
+			mu.Unlock()
+		}, funcr.Options{})
+		stop, err := b.StartLogging(logger)
+		require.NoError(t, err)
+		defer stop()
+		b.NewRecorder(scheme.Scheme, "ctrl").Eventf(pod("a", "ns"), nil, corev1.EventTypeWarning, "Failed", "Pull", "oops %d", 1)
+		flush(t, b)
+		mu.Lock()
+		defer mu.Unlock()
+		require.Len(t, lines, 1)
+		assert.Equal(t, `"level"=0 "msg"="Event occurred" "object"={"name"="a" "namespace"="ns"} "kind"="Pod" "apiVersion"="v1" "type"="Warning" "reason"="Failed" "action"="Pull" "note"="oops 1"`, lines[0])
+	})
+}
+
+func TestStartStructuredLogging(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, err := New(nil)
+		require.NoError(t, err)
+		defer b.Shutdown()
+		stop := b.StartStructuredLogging(10) // not shown at klog's default verbosity
+		b.NewRecorder(scheme.Scheme, "ctrl").Eventf(pod("a", "ns"), nil, corev1.EventTypeNormal, "R", "A", "n")
+		flush(t, b)
+		assert.EqualValues(t, 1, b.Stats().Written)
+		stop()
+	})
+}
+
+// Many recorders at once, with -race; every event is accounted for.
+func TestConcurrentRecording(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sink := newRecordingSink()
+		b, r := startQuiet(t, sink)
+		var wg sync.WaitGroup
+		for g := range 8 {
+			wg.Go(func() {
+				rr := r.WithLogger(quiet)
+				for i := range 100 {
+					rr.Eventf(pod(fmt.Sprint("p", i%10), "ns"), nil, corev1.EventTypeNormal, fmt.Sprint("R", g), "A", "n")
+				}
+			})
+		}
+		wg.Wait()
+		flush(t, b)
+		s := b.Stats()
+		assert.EqualValues(t, 800, s.Recorded)
+		assert.EqualValues(t, 800, s.Written+s.Merged+s.Dropped())
+		assert.EqualValues(t, 160, s.Written, "80 keys, each created and patched once")
+		time.Sleep(time.Hour) // finish writes the 80 series
+		patches := 0
+		for _, o := range sink.Ops() {
+			if o.Verb == "patch" && o.Count == 10 {
+				patches++
+			}
+		}
+		assert.Equal(t, 80, patches)
+	})
+}
+
+func TestLogDropDoesNotPanic(t *testing.T) {
+	for _, d := range []fanout.Drop{
+		{Reason: fanout.DropRejected, Err: errors.New("panic")},
+		{Reason: fanout.DropRejected, Err: badRequest()},
+		{Reason: fanout.DropFull},
+		{Reason: fanout.DropShutdown},
+		{Reason: fanout.DropRetries},
+	} {
+		logDrop(d)
+	}
+}
+
+// Shutdown waits for a maintenance write in flight only as long as its
+// context lasts, then cancels it.
+func TestShutdownBoundsMaintenanceWrite(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sink := newRecordingSink()
+		sink.hang = func(o op) bool { return o.At == 30*time.Minute }
+		b, r := startQuiet(t, sink)
+		r.Eventf(pod("a", "ns"), nil, corev1.EventTypeNormal, "R", "A", "n")
+		for m := 5; m <= 25; m += 5 { // keep the series open
+			sleepUntil(time.Duration(m)*time.Minute + 10*time.Second)
+			r.Eventf(pod("a", "ns"), nil, corev1.EventTypeNormal, "R", "A", "n")
+		}
+		sleepUntil(30*time.Minute + time.Second) // the refresh hangs
+		require.Len(t, sink.Ops(), 3)
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		assert.ErrorIs(t, b.ShutdownContext(ctx), context.DeadlineExceeded)
+		assert.Equal(t, time.Second, time.Since(start))
+		synctest.Wait()
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		for sr := range b.sinks {
+			select {
+			case <-sr.done:
+			default:
+				t.Error("the maintenance goroutine is still running")
+			}
+		}
+		assert.EqualValues(t, 1, b.Stats().Failures, "the cancelled refresh")
+	})
+}

@@ -1,0 +1,146 @@
+// Package events is a drop-in replacement for client-go's tools/events
+// (events.k8s.io/v1 events), built on the fanout event pipeline
+// ([fanout.Recorder]).
+//
+// A controller switches by changing one import path:
+//
+//	import "k8s.io/client-go/tools/events"              // before
+//	import "github.com/fanout-go/fanout/k8s/events"     // after
+//
+// Every exported identifier of client-go's package exists here with the
+// same signature. The interfaces that other code passes around
+// ([EventRecorder], [EventRecorderLogger], [AnnotatedEventRecorder],
+// [EventBroadcaster], [EventSink], [EventBroadcasterAdapter]) are type
+// aliases of client-go's, so values flow unchanged between this package,
+// client-go and libraries built on it. [NewBroadcaster], [EventSinkImpl],
+// [NewEventBroadcasterAdapter], [FakeRecorder] and [GetFieldSelector] are
+// this package's own.
+//
+//	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: client.EventsV1()})
+//	if err := broadcaster.StartRecordingToSinkWithContext(ctx); err != nil { ... }
+//	defer broadcaster.Shutdown()
+//	recorder := broadcaster.NewRecorder(scheme.Scheme, "example.com/my-controller")
+//	recorder.Eventf(pod, nil, corev1.EventTypeWarning, "BackOff", "Restart", "restarting %s", name)
+//
+// The events written, their names, series counts and patch bytes are
+// client-go's: a differential test plays the same scripts against both
+// implementations and compares every sink call.
+//
+// # Differences from client-go
+//
+// What client-go does wrong, or does not do, and this package does:
+//
+//   - No goroutine per event. client-go starts one goroutine per recorded
+//     event and another per sink write (millions in a busy
+//     kube-scheduler, kubernetes/kubernetes#140393). Here a recorder builds
+//     the event and queues it on the caller's goroutine without ever
+//     blocking; a full queue drops the event, counted.
+//   - One write at a time per sink, in order, with client-go's retries on
+//     the sink's own goroutine. A failing API server delays that sink's
+//     queue (which then drops new events, counted) instead of piling up
+//     goroutines; events recorded during a retry pause are written after
+//     it, not meanwhile.
+//   - A bounded series cache ([WithCacheSize], default 4096 keys, least
+//     recently seen forgotten first); client-go's grows without bound.
+//   - No lock held during API calls: the refresh and finish passes copy
+//     what they write under the lock, write without it, and check the entry
+//     again before changing it; occurrences recorded meanwhile are merged
+//     at once and their count is kept.
+//   - Counters for everything ([Broadcaster.Stats], a [metrics.Source]):
+//     events recorded, written, merged into series, failed attempts, and
+//     every drop by cause. client-go drops silently.
+//   - [Broadcaster.Flush] waits until every event recorded before it was
+//     written, merged, skipped or dropped.
+//   - [Broadcaster.ShutdownContext] is bounded by its context, and
+//     [Broadcaster.Shutdown] by [ShutdownTimeout] (5 s): no write is
+//     retried after it, each queued event gets at most one more attempt,
+//     and when the context ends the rest is dropped (counted) and the
+//     writes in flight are cancelled. After Shutdown the Start methods
+//     return an error and recorders count events as refused; nothing
+//     panics. client-go leaves its maintenance goroutines running until
+//     the recording context ends.
+//   - Invalid input never panics: a nil or typed-nil object, an object
+//     whose kind no scheme knows, a nil scheme, a type other than Normal
+//     or Warning are logged (with client-go's messages) and counted as
+//     Invalid. A panicking watcher handler drops one event (counted)
+//     instead of crashing the process.
+//   - [FakeRecorder] never blocks: when its channel is full the string is
+//     discarded and counted ([FakeRecorder.Dropped]).
+//   - Each StartRecordingToSink call has its own series cache. client-go
+//     shares one cache between calls, so that two calls on one broadcaster
+//     turn every event into a series of two writes.
+//   - A related object whose reference is the caller's *ObjectReference,
+//     and the annotations map, are copied into the event rather than
+//     shared with the caller.
+//
+// # Goroutines
+//
+// A recorder starts none. [Broadcaster.StartRecordingToSinkWithContext]
+// starts two: the sink runner and the series maintenance goroutine; both
+// end when its context ends or at Shutdown. [Broadcaster.StartEventWatcher],
+// [Broadcaster.StartLogging] and [Broadcaster.StartStructuredLogging]
+// start one each, ended by the function they return or at Shutdown. So the
+// number of goroutines is bounded by the sinks and watchers started, never
+// by the events recorded. A context that is not one of the standard
+// library's (StartRecordingToSink's stop-channel context, say) costs one
+// more goroutine per sink, for the standard library to watch it.
+//
+// # The series lifecycle
+//
+// Each sink groups events by key: type, action, reason, reporting
+// controller and instance, regarding object and related object; not the
+// note. For each key:
+//
+//  1. The first occurrence is created.
+//  2. The second turns the cached first event into a series,
+//     Series{Count: 2, LastObservedTime: now}, written as a strategic merge
+//     patch of the first event (from the event without Series to the event
+//     with it); a patch answered 404 becomes a create with the resource
+//     version cleared, and an AlreadyExists answer to that create is
+//     retried.
+//  3. Later occurrences only bump the cached count and last observed time
+//     (counted as Merged, not written on their own).
+//  4. Every 30 minutes, refresh re-writes every open series with its
+//     current count, so that the API server keeps it.
+//  5. Every 6 minutes, finish writes each series not seen for more than 6
+//     minutes with its final count and forgets it, and forgets events that
+//     never became a series once they are more than 6 minutes old; the
+//     next occurrence of a forgotten key starts again at 1.
+//
+// Refresh and finish make one attempt per series, as client-go. As
+// client-go's wait.UntilWithContext, each runs once when recording starts
+// (before the first event, so it finds nothing to do; in client-go it can
+// race with the first events) and then on the maintenance goroutine a
+// period after its previous run ended. A series the cache evicts is
+// forgotten like a finished one, without its final write.
+//
+// Writes are classified as client-go's: a request that cannot be built
+// and API status errors are final (AlreadyExists on a create is logged
+// quietly); anything else (transport errors, an unexpected object) is
+// retried, 12 tries in all. Errors are logged with the logger of the
+// context given to StartRecordingToSinkWithContext, a recorder's errors
+// with its logger (klog.Background() unless set with WithLogger).
+//
+// # Defaults
+//
+//	setting                      default                     option
+//	---------------------------  --------------------------  -----------------------------
+//	tries per write              12                          -
+//	pause between tries          10 s + up to 25% jitter     [WithSleepDuration]
+//	queue per sink and watcher   1000 events                 [WithQueueLength]
+//	series cache per sink        4096 keys (client-go: none) [WithCacheSize]
+//	series finished after idle   6 min, checked every 6 min  -
+//	open series refreshed        every 30 min                -
+//	Shutdown bound               5 s ([ShutdownTimeout])     [Broadcaster.ShutdownContext]
+//
+// # Counters
+//
+// [Broadcaster.Stats] accounts for every event: for each sink and watcher
+// it ends up in exactly one of Written, Merged or a Dropped counter once
+// it leaves the queue, or in Invalid or Refused before it is queued.
+// Occurrences merged into a series and then lost (the cache evicted the
+// series, or the API server rejected its final write) move from Merged to
+// DroppedFull or DroppedRejected; [Broadcaster.SeriesEvicted] counts the
+// evicted series. Register [metrics.NewCollector] to export them to
+// Prometheus.
+package events

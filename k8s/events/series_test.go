@@ -1,0 +1,378 @@
+package events
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+)
+
+// bubbleStart is the time a synctest bubble starts at.
+var bubbleStart = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func micro(d time.Duration) string { return bubbleStart.Add(d).Format(metav1.RFC3339Micro) }
+
+func nameAt(obj string, d time.Duration) string {
+	return fmt.Sprintf("%s.%x", obj, bubbleStart.Add(d).UnixNano())
+}
+
+// sleepUntil sleeps until d after the bubble started.
+func sleepUntil(d time.Duration) { time.Sleep(time.Until(bubbleStart.Add(d))) }
+
+// clientGoPatch is client-go's createPatchBytesForSeries, restated: the
+// strategic merge patch from ev without Series to ev.
+func clientGoPatch(t *testing.T, ev *eventsv1.Event) string {
+	t.Helper()
+	old := ev.DeepCopy()
+	old.Series = nil
+	oldJSON, err := json.Marshal(old)
+	require.NoError(t, err)
+	newJSON, err := json.Marshal(ev)
+	require.NoError(t, err)
+	p, err := strategicpatch.CreateTwoWayMergePatch(oldJSON, newJSON, eventsv1.Event{})
+	require.NoError(t, err)
+	return string(p)
+}
+
+// summary is the part of an op the series tests check.
+type summary struct {
+	At    time.Duration
+	Verb  string
+	Name  string
+	Count int32
+	Obs   string
+	RV    string
+}
+
+func summarize(ops []op) []summary {
+	out := make([]summary, len(ops))
+	for i, o := range ops {
+		out[i] = summary{o.At, o.Verb, o.Name, o.Count, o.Observed, o.RV}
+	}
+	return out
+}
+
+func TestSeriesCreateThenPatch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sink := newRecordingSink()
+		b, r := startQuiet(t, sink)
+		p := pod("foo", "ns")
+		r.Eventf(p, nil, corev1.EventTypeNormal, "Pulled", "Pull", "first")
+		time.Sleep(time.Second)
+		r.Eventf(p, nil, corev1.EventTypeNormal, "Pulled", "Pull", "the note is not in the key")
+		flush(t, b)
+		ops := sink.Ops()
+		require.Len(t, ops, 2)
+		assert.Equal(t, op{Verb: "create", NS: "ns", Name: nameAt("foo", 0), Note: "first"}, ops[0])
+
+		// The second occurrence patches the first event with Series.
+		first := &eventsv1.Event{
+			ObjectMeta:          metav1.ObjectMeta{Name: nameAt("foo", 0), Namespace: "ns"},
+			EventTime:           metav1.MicroTime{Time: bubbleStart},
+			ReportingController: "ctrl",
+			ReportingInstance:   ops[0].Name, // not part of the patch
+			Action:              "Pull",
+			Reason:              "Pulled",
+			Regarding:           corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Name: "foo", Namespace: "ns", UID: "uid-foo"},
+			Note:                "first",
+			Type:                corev1.EventTypeNormal,
+			Series:              &eventsv1.EventSeries{Count: 2, LastObservedTime: metav1.MicroTime{Time: bubbleStart.Add(time.Second)}},
+		}
+		want := `{"series":{"count":2,"lastObservedTime":"2000-01-01T00:00:01.000000Z"}}`
+		require.Equal(t, want, clientGoPatch(t, first), "the restated algorithm")
+		assert.Equal(t, op{At: time.Second, Verb: "patch", NS: "ns", Name: nameAt("foo", 0), Count: 2,
+			Observed: micro(time.Second), Patch: want, Note: "first"}, ops[1])
+		s := b.Stats()
+		assert.EqualValues(t, 2, s.Written)
+		assert.Zero(t, s.Merged)
+	})
+}
+
+func TestSeriesKey(t *testing.T) {
+	p, q := pod("p", "ns"), pod("q", "ns")
+	cases := []struct {
+		name     string
+		second   func(r EventRecorder)
+		wantVerb string
+	}{
+		{"same", func(r EventRecorder) { r.Eventf(p, q, corev1.EventTypeNormal, "R", "A", "n") }, "patch"},
+		{"other note", func(r EventRecorder) { r.Eventf(p, q, corev1.EventTypeNormal, "R", "A", "other %d", 1) }, "patch"},
+		{"other type", func(r EventRecorder) { r.Eventf(p, q, corev1.EventTypeWarning, "R", "A", "n") }, "create"},
+		{"other reason", func(r EventRecorder) { r.Eventf(p, q, corev1.EventTypeNormal, "R2", "A", "n") }, "create"},
+		{"other action", func(r EventRecorder) { r.Eventf(p, q, corev1.EventTypeNormal, "R", "A2", "n") }, "create"},
+		{"other regarding", func(r EventRecorder) { r.Eventf(q, q, corev1.EventTypeNormal, "R", "A", "n") }, "create"},
+		{"no related", func(r EventRecorder) { r.Eventf(p, nil, corev1.EventTypeNormal, "R", "A", "n") }, "create"},
+		{"other related", func(r EventRecorder) { r.Eventf(p, p, corev1.EventTypeNormal, "R", "A", "n") }, "create"},
+		{"other field path", func(r EventRecorder) {
+			r.Eventf(&corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Name: "p", Namespace: "ns", UID: "uid-p", FieldPath: "spec"}, q, corev1.EventTypeNormal, "R", "A", "n")
+		}, "create"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				sink := newRecordingSink()
+				b, r := startQuiet(t, sink)
+				r.Eventf(p, q, corev1.EventTypeNormal, "R", "A", "n")
+				tc.second(r)
+				flush(t, b)
+				ops := sink.Ops()
+				require.Len(t, ops, 2)
+				assert.Equal(t, tc.wantVerb, ops[1].Verb)
+			})
+		})
+	}
+
+	t.Run("other controller", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			sink := newRecordingSink()
+			b, r := startQuiet(t, sink)
+			r2 := b.NewRecorder(testScheme(), "other").WithLogger(quiet)
+			r.Eventf(p, nil, corev1.EventTypeNormal, "R", "A", "n")
+			r2.Eventf(p, nil, corev1.EventTypeNormal, "R", "A", "n")
+			flush(t, b)
+			ops := sink.Ops()
+			require.Len(t, ops, 2)
+			assert.Equal(t, "create", ops[1].Verb)
+		})
+	})
+}
+
+// Occurrences after the second are merged into the cached series, written
+// by the finish pass once the series has been idle for 6 minutes; then the
+// key starts afresh.
+func TestSeriesMergedUntilFinish(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sink := newRecordingSink()
+		b, r := startQuiet(t, sink)
+		p := pod("foo", "ns")
+		for i := range 5 {
+			sleepUntil(time.Duration(i) * time.Second)
+			r.Eventf(p, nil, corev1.EventTypeNormal, "R", "A", "n%d", i)
+		}
+		flush(t, b)
+		assert.EqualValues(t, 3, b.Stats().Merged)
+		assert.Len(t, sink.Ops(), 2)
+
+		// The pass at 6 min finds the series idle for less than 6 min.
+		sleepUntil(6*time.Minute + 30*time.Second)
+		assert.Len(t, sink.Ops(), 2)
+
+		// The pass at 12 min writes the final count and forgets the key.
+		sleepUntil(12*time.Minute + 30*time.Second)
+		r.Eventf(p, nil, corev1.EventTypeNormal, "R", "A", "again")
+		flush(t, b)
+		assert.Equal(t, []summary{
+			{0, "create", nameAt("foo", 0), 0, "", ""},
+			{time.Second, "patch", nameAt("foo", 0), 2, micro(time.Second), ""},
+			{12 * time.Minute, "patch", nameAt("foo", 0), 5, micro(4 * time.Second), ""},
+			{12*time.Minute + 30*time.Second, "create", nameAt("foo", 12*time.Minute+30*time.Second), 0, "", ""},
+		}, summarize(sink.Ops()))
+		s := b.Stats()
+		assert.EqualValues(t, 3, s.Merged)
+		assert.EqualValues(t, 3, s.Written)
+		assert.Zero(t, s.Dropped())
+	})
+}
+
+// Open series are re-written every 30 minutes; the stored event replaces
+// the cached one (its resource version shows in the next write), and a
+// finishing patch answered 404 becomes a create with the resource version
+// cleared.
+func TestSeriesRefreshAndFinish404(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sink := newRecordingSink()
+		sink.fail = func(n int, o op) error {
+			if o.Verb == "patch" && o.At == 42*time.Minute {
+				return notFound(o.Name)
+			}
+			return nil
+		}
+		b, r := startQuiet(t, sink)
+		p := pod("foo", "ns")
+		r.Eventf(p, nil, corev1.EventTypeNormal, "R", "A", "n")
+		sleepUntil(time.Second)
+		r.Eventf(p, nil, corev1.EventTypeNormal, "R", "A", "n")
+		// Off the passes' instants (multiples of 6 and 30 minutes).
+		for m := 5; m <= 35; m += 5 {
+			sleepUntil(time.Duration(m)*time.Minute + 10*time.Second)
+			r.Eventf(p, nil, corev1.EventTypeNormal, "R", "A", "n")
+		}
+		sleepUntil(50 * time.Minute)
+		flush(t, b)
+		name := nameAt("foo", 0)
+		assert.Equal(t, []summary{
+			{0, "create", name, 0, "", ""},
+			{time.Second, "patch", name, 2, micro(time.Second), ""},
+			// refresh at 30 min: 0 s, 1 s, 5, 10, 15, 20, 25 min
+			{30 * time.Minute, "patch", name, 7, micro(25*time.Minute + 10*time.Second), ""},
+			// finish at 42 min: idle since 35 min; the cached event is the
+			// one the refresh stored (resource version 3)
+			{42 * time.Minute, "patch", name, 9, micro(35*time.Minute + 10*time.Second), "3"},
+			{42 * time.Minute, "create", name, 9, micro(35*time.Minute + 10*time.Second), ""},
+		}, summarize(sink.Ops()))
+		s := b.Stats()
+		assert.EqualValues(t, 7, s.Merged)
+		assert.EqualValues(t, 2, s.Written, "refresh and finish writes are not events")
+		assert.Zero(t, s.Failures, "a 404 followed by a create is a success")
+	})
+}
+
+func TestFinishForgetsSingletons(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sink := newRecordingSink()
+		b, r := startQuiet(t, sink)
+		pb, pc := pod("b", "ns"), pod("c", "ns")
+		r.Eventf(pb, nil, corev1.EventTypeNormal, "R", "A", "n")
+		r.Eventf(pc, nil, corev1.EventTypeNormal, "R", "A", "n")
+		sleepUntil(5 * time.Minute)
+		r.Eventf(pb, nil, corev1.EventTypeNormal, "R", "A", "n")
+		sleepUntil(12*time.Minute + time.Second)
+		r.Eventf(pc, nil, corev1.EventTypeNormal, "R", "A", "n")
+		flush(t, b)
+		assert.Equal(t, []summary{
+			{0, "create", nameAt("b", 0), 0, "", ""},
+			{0, "create", nameAt("c", 0), 0, "", ""},
+			{5 * time.Minute, "patch", nameAt("b", 0), 2, micro(5 * time.Minute), ""},
+			{12 * time.Minute, "patch", nameAt("b", 0), 2, micro(5 * time.Minute), ""},
+			{12*time.Minute + time.Second, "create", nameAt("c", 12*time.Minute+time.Second), 0, "", ""},
+		}, summarize(sink.Ops()))
+	})
+}
+
+// A maintenance write holds no lock: occurrences recorded while it hangs
+// are merged at once, and the count they add survives the write.
+func TestMaintenanceWritesWithoutLock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		gate := make(chan struct{})
+		sink := newRecordingSink()
+		sink.fail = func(n int, o op) error {
+			if o.At == 30*time.Minute {
+				<-gate
+			}
+			return nil
+		}
+		b, r := startQuiet(t, sink)
+		p := pod("foo", "ns")
+		r.Eventf(p, nil, corev1.EventTypeNormal, "R", "A", "n")
+		r.Eventf(p, nil, corev1.EventTypeNormal, "R", "A", "n")
+		for m := 5; m <= 25; m += 5 {
+			sleepUntil(time.Duration(m)*time.Minute + 10*time.Second)
+			r.Eventf(p, nil, corev1.EventTypeNormal, "R", "A", "n")
+		}
+		// The refresh at 30 min hangs in its patch.
+		sleepUntil(30*time.Minute + time.Second)
+		r.Eventf(p, nil, corev1.EventTypeNormal, "R", "A", "n")
+		flush(t, b) // would hang if the refresh held the cache's lock
+		assert.EqualValues(t, 6, b.Stats().Merged)
+		close(gate)
+		sleepUntil(50 * time.Minute)
+		ops := summarize(sink.Ops())
+		require.Len(t, ops, 4)
+		assert.Equal(t, summary{30 * time.Minute, "patch", nameAt("foo", 0), 7, micro(25*time.Minute + 10*time.Second), ""}, ops[2])
+		// finish at 42 min writes the count that includes the occurrence
+		// recorded during the refresh.
+		assert.Equal(t, summary{42 * time.Minute, "patch", nameAt("foo", 0), 8, micro(30*time.Minute + time.Second), "3"}, ops[3])
+	})
+}
+
+// The cache is bounded: the least recently seen key goes first, and
+// occurrences merged into an evicted series and not yet written are
+// counted as dropped (full), not merged.
+func TestSeriesCacheEviction(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sink := newRecordingSink()
+		b, r := startQuiet(t, sink, WithCacheSize(2))
+		pa, pb, pc := pod("a", "ns"), pod("b", "ns"), pod("c", "ns")
+		for _, p := range []*corev1.Pod{pa, pa, pa, pa, pb, pc} {
+			r.Eventf(p, nil, corev1.EventTypeNormal, "R", "A", "n")
+			time.Sleep(time.Second)
+		}
+		flush(t, b)
+		s := b.Stats()
+		assert.EqualValues(t, 1, b.SeriesEvicted())
+		assert.EqualValues(t, 2, s.DroppedFull, "a's third and fourth occurrences")
+		assert.Zero(t, s.Merged)
+		// a starts afresh (evicting b, a singleton: not counted).
+		r.Eventf(pa, nil, corev1.EventTypeNormal, "R", "A", "n")
+		flush(t, b)
+		ops := sink.Ops()
+		require.Len(t, ops, 5)
+		assert.Equal(t, "create", ops[4].Verb)
+		assert.Equal(t, nameAt("a", 6*time.Second), ops[4].Name)
+		assert.EqualValues(t, 1, b.SeriesEvicted())
+		assert.EqualValues(t, 2, b.Stats().DroppedFull)
+	})
+}
+
+// A series whose final write is rejected is forgotten, and its unwritten
+// occurrences are counted as rejected.
+func TestFinishRejectedCounted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sink := newRecordingSink()
+		sink.fail = func(n int, o op) error {
+			if o.At >= 6*time.Minute {
+				return badRequest()
+			}
+			return nil
+		}
+		b, r := startQuiet(t, sink)
+		p := pod("foo", "ns")
+		for range 4 {
+			r.Eventf(p, nil, corev1.EventTypeNormal, "R", "A", "n")
+		}
+		sleepUntil(13 * time.Minute)
+		s := b.Stats()
+		assert.Zero(t, s.Merged)
+		assert.EqualValues(t, 2, s.DroppedRejected)
+		assert.EqualValues(t, 1, s.Failures)
+		ops := sink.Ops()
+		require.Len(t, ops, 3)
+		// At 6 min the series is idle for exactly 6 min, not more.
+		assert.Equal(t, 12*time.Minute, ops[2].At)
+	})
+}
+
+// A failed refresh leaves the cached series as it was: the finish pass
+// writes it later, without a stored resource version.
+func TestRefreshFailureKeepsSeries(t *testing.T) {
+	for _, failure := range []error{errTransport, badRequest()} {
+		t.Run(failure.Error(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				sink := newRecordingSink()
+				sink.fail = func(n int, o op) error {
+					if o.At == 30*time.Minute {
+						return failure
+					}
+					return nil
+				}
+				b, r := startQuiet(t, sink)
+				p := pod("foo", "ns")
+				r.Eventf(p, nil, corev1.EventTypeNormal, "R", "A", "n")
+				for m := 5; m <= 25; m += 5 {
+					sleepUntil(time.Duration(m)*time.Minute + 10*time.Second)
+					r.Eventf(p, nil, corev1.EventTypeNormal, "R", "A", "n")
+				}
+				sleepUntil(40 * time.Minute)
+				name := nameAt("foo", 0)
+				assert.Equal(t, []summary{
+					{0, "create", name, 0, "", ""},
+					{5*time.Minute + 10*time.Second, "patch", name, 2, micro(5*time.Minute + 10*time.Second), ""},
+					{30 * time.Minute, "patch", name, 6, micro(25*time.Minute + 10*time.Second), ""},
+					{36 * time.Minute, "patch", name, 6, micro(25*time.Minute + 10*time.Second), ""},
+				}, summarize(sink.Ops()))
+				s := b.Stats()
+				assert.EqualValues(t, 1, s.Failures)
+				assert.EqualValues(t, 4, s.Merged)
+				assert.Zero(t, s.Dropped())
+			})
+		})
+	}
+}

@@ -1,0 +1,172 @@
+package events
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/fanout-go/fanout/k8s/internal/adapt"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	typedeventsv1 "k8s.io/client-go/kubernetes/typed/events/v1"
+	restclient "k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record/util"
+	"k8s.io/klog/v2"
+)
+
+// EventSinkImpl is the [EventSink] of a typed events.k8s.io/v1 client, as
+// client-go's: each call goes to the namespace of the event, and an event
+// without a namespace is an error.
+type EventSinkImpl struct {
+	Interface typedeventsv1.EventsV1Interface
+}
+
+var _ EventSink = (*EventSinkImpl)(nil)
+
+// Create creates event and returns the server's copy of it.
+func (e *EventSinkImpl) Create(ctx context.Context, event *eventsv1.Event) (*eventsv1.Event, error) {
+	if event.Namespace == "" {
+		return nil, errors.New("can't create an event with empty namespace")
+	}
+	return e.Interface.Events(event.Namespace).Create(ctx, event, metav1.CreateOptions{})
+}
+
+// Update replaces event and returns the server's copy of it.
+func (e *EventSinkImpl) Update(ctx context.Context, event *eventsv1.Event) (*eventsv1.Event, error) {
+	if event.Namespace == "" {
+		return nil, errors.New("can't update an event with empty namespace")
+	}
+	return e.Interface.Events(event.Namespace).Update(ctx, event, metav1.UpdateOptions{})
+}
+
+// Patch applies the strategic merge patch data to the event named by
+// event's namespace and name, and returns the server's copy of the result.
+func (e *EventSinkImpl) Patch(ctx context.Context, event *eventsv1.Event, data []byte) (*eventsv1.Event, error) {
+	if event.Namespace == "" {
+		return nil, errors.New("can't patch an event with empty namespace")
+	}
+	return e.Interface.Events(event.Namespace).Patch(ctx, event.Name, types.StrategicMergePatchType, data, metav1.PatchOptions{})
+}
+
+// sinkAdapter makes an EventSink a [fanout.Sink], with client-go's
+// recordEvent: an event without Series is created; one with Series is
+// patched, and created (resource version cleared) when the patch finds no
+// event. Errors are logged as client-go logs them and returned so that
+// adapt.Retryable classifies them as client-go does: a request that cannot
+// be built and API status errors are final, anything else is retried; an
+// AlreadyExists answer to a series write is retried too (the first event
+// and its series raced), hence its wrapper.
+//
+// Create and Update take the same path (the event's Series decides), with
+// the context of the StartRecordingToSinkWithContext call, cancelled when
+// that ends or when a shutdown's context ends; the runner's context is not
+// needed.
+type sinkAdapter struct {
+	sink   EventSink
+	ctx    context.Context
+	logger klog.Logger
+
+	// The runner's current event and its attempts so far, to log the last
+	// one as client-go does: the runner retries with the same value. Only
+	// the runner's goroutine uses them.
+	last  *eventsv1.Event
+	tries int
+}
+
+// Create writes an event seen for the first time.
+func (a *sinkAdapter) Create(_ context.Context, ev *eventsv1.Event) (*eventsv1.Event, error) {
+	return a.attempt(ev)
+}
+
+// Update writes the series of an event seen again.
+func (a *sinkAdapter) Update(_ context.Context, ev *eventsv1.Event) (*eventsv1.Event, error) {
+	return a.attempt(ev)
+}
+
+// attempt is write for the runner, which logs when the last try fails.
+func (a *sinkAdapter) attempt(ev *eventsv1.Event) (*eventsv1.Event, error) {
+	if ev != a.last {
+		a.last, a.tries = ev, 0
+	}
+	a.tries++
+	stored, err := a.write(ev)
+	if err == nil || a.tries >= maxTriesPerEvent {
+		if err != nil && adapt.Retryable(err) {
+			a.logger.Error(nil, "Unable to write event (retry limit exceeded!)", "event", ev)
+		}
+		a.last = nil
+	}
+	return stored, err
+}
+
+// write makes one attempt; ev is a private copy.
+func (a *sinkAdapter) write(ev *eventsv1.Event) (*eventsv1.Event, error) {
+	ctx := a.ctx
+	isSeries := ev.Series != nil
+	var stored *eventsv1.Event
+	var err error
+	if isSeries {
+		patch, perr := seriesPatch(ev)
+		if perr != nil {
+			a.logger.Error(perr, "Unable to calculate diff, no merge is possible")
+			// Final, as client-go: the same event gives the same failure.
+			return nil, &restclient.RequestConstructionError{Err: perr}
+		}
+		stored, err = a.sink.Patch(ctx, ev, patch)
+	}
+	if !isSeries || util.IsKeyNotFoundError(err) {
+		ev.ResourceVersion = ""
+		stored, err = a.sink.Create(ctx, ev)
+	}
+	if err == nil {
+		return stored, nil
+	}
+	switch err.(type) {
+	case *restclient.RequestConstructionError:
+		a.logger.Error(err, "Unable to construct event (will not retry!)", "event", ev)
+	case *apierrors.StatusError:
+		if apierrors.IsAlreadyExists(err) {
+			if isSeries {
+				return nil, &seriesRaceError{err: err}
+			}
+			a.logger.V(5).Info("Server rejected event (will not retry!)", "event", ev, "err", err)
+		} else {
+			a.logger.Error(err, "Server rejected event (will not retry!)", "event", ev)
+		}
+	default:
+		a.logger.Error(err, "Unable to write event (may retry after sleeping)")
+	}
+	return nil, err
+}
+
+// seriesRaceError is an AlreadyExists answer to the create that follows a
+// series patch answered 404: the first event was being created meanwhile,
+// and trying again patches it. It is not a *StatusError, so that
+// adapt.Retryable retries it.
+type seriesRaceError struct{ err error }
+
+func (e *seriesRaceError) Error() string {
+	return fmt.Sprintf("event series raced with the creation of its first event: %v", e.err)
+}
+
+func (e *seriesRaceError) Unwrap() error { return e.err }
+
+// seriesPatch is the strategic merge patch from ev without Series to ev,
+// as client-go's createPatchBytesForSeries.
+func seriesPatch(ev *eventsv1.Event) ([]byte, error) {
+	base := ev.DeepCopy()
+	base.Series = nil
+	before, err := json.Marshal(base)
+	if err != nil {
+		return nil, err
+	}
+	after, err := json.Marshal(ev)
+	if err != nil {
+		return nil, err
+	}
+	return strategicpatch.CreateTwoWayMergePatch(before, after, eventsv1.Event{})
+}
