@@ -1,0 +1,86 @@
+package e2etest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"go.uber.org/goleak"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+
+	"github.com/fanout-go/fanout/k8s/internal/e2e"
+)
+
+// One kube-apiserver and etcd for the package, started by the first test
+// that needs them and stopped after the last.
+var (
+	envOnce sync.Once
+	env     *e2e.Env
+	envErr  error
+)
+
+func TestMain(m *testing.M) {
+	klog.SetLogger(logr.Discard()) // the outage test provokes many logged errors
+	code := m.Run()
+	if env != nil {
+		if err := env.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping the e2e env:", err)
+			code = 1
+		}
+	}
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// cluster returns the shared env and a clientset, starting the env on
+// first use. It fails the test if the env cannot start: the binaries are
+// built when missing, never skipped. tune, if given, adjusts the client's
+// configuration.
+func cluster(t *testing.T, tune ...func(*rest.Config)) (*e2e.Env, kubernetes.Interface) {
+	t.Helper()
+	envOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+		defer cancel()
+		env, envErr = e2e.New(ctx)
+	})
+	if envErr != nil {
+		t.Fatalf("starting kube-apiserver and etcd: %v", envErr)
+	}
+	cfg := env.Config()
+	for _, f := range tune {
+		f(cfg)
+	}
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := kubernetes.NewForConfigAndClient(cfg, httpClient)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(httpClient.CloseIdleConnections)
+	return env, client
+}
+
+// namespace creates a namespace for one test.
+func namespace(t *testing.T, client kubernetes.Interface, name string) string {
+	t.Helper()
+	_, err := client.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
