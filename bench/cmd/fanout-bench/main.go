@@ -1,14 +1,16 @@
 // Command fanout-bench compares github.com/fanout-go/fanout with
 // k8s.io/apimachinery's watch.Broadcaster and raw channels, in one process,
 // and prints a table of throughput (with ratios against k8s wait q100),
-// stalled-watcher cost, latency, idle memory and idle CPU, followed by the
-// project's performance targets with PASS/FAIL.
+// stalled-watcher cost, latency, idle memory and idle CPU, then the rate of
+// recording Kubernetes events into a no-op sink with fanout's k8s/record
+// against client-go's tools/record, followed by the project's performance
+// targets with PASS/FAIL.
 //
 // Usage:
 //
 //	fanout-bench [-watchers 1,10,100,1000] [-producers 1,4] [-reps 7]
-//	             [-duration 60ms] [-json FILE] [-svg FILE] [-quick]
-//	             [-only throughput,stall,latency,idle_memory,idle_cpu]
+//	             [-duration 60ms] [-record-events 20000] [-json FILE] [-svg FILE]
+//	             [-quick] [-only throughput,stall,latency,idle_memory,idle_cpu,record]
 //
 // Run it with -h for the other flags.
 //
@@ -18,7 +20,9 @@
 // ratio_vs_k8s_wait_q100, ns_per_publish, stall_ratio, allocs_per_event,
 // drop_pct, p50_latency_ns, p99_latency_ns, p999_latency_ns,
 // latency_samples, idle_bytes_per_watcher and idle_cpu_ms_per_sec; a
-// figure that the case's kind does not measure is null. -svg draws
+// figure that the case's kind does not measure is null. A record case has
+// events/s in delivered_per_sec, ns per event in ns_per_publish and its
+// ratio against client-go in ratio_vs_k8s_wait_q100. -svg draws
 // delivered/s against watchers.
 //
 // The exit status is 0 even if a target fails (the figures are noisy);
@@ -96,6 +100,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		stallWatch = fs.Int("stall-watchers", def.StallWatchers, "watchers of the stalled-watcher comparison")
 		idleWatch  = fs.Int("idle-watchers", def.IdleWatchers, "idle watchers of the memory measurement")
 		idleCPU    = fs.Duration("idle", def.IdleCPUDuration, "idle CPU measurement time per system")
+		recEvents  = fs.Int("record-events", def.RecordEvents, "Kubernetes events recorded per measurement of the k8s record comparison")
 		jsonFile   = fs.String("json", "", "write the cases as JSON Lines (one object per case) to `FILE`")
 		svgFile    = fs.String("svg", "", "draw delivered/s against watchers as SVG to `FILE`")
 		quiet      = fs.Bool("q", false, "no progress lines on stderr")
@@ -133,6 +138,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	apply("stall-watchers", func() { cfg.StallWatchers = *stallWatch })
 	apply("idle-watchers", func() { cfg.IdleWatchers = *idleWatch })
 	apply("idle", func() { cfg.IdleCPUDuration = *idleCPU })
+	apply("record-events", func() { cfg.RecordEvents = *recEvents })
 	apply("only", func() { cfg.Only = strings.Split(*only, ",") })
 
 	var progress io.Writer = stderr

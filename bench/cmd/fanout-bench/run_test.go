@@ -13,7 +13,7 @@ import (
 // tiny makes every measurement of a run take a few milliseconds.
 var tiny = []string{"-q", "-watchers", "2", "-producers", "1", "-reps", "1", "-events", "100",
 	"-latency", "10ms", "-latency-watchers", "2", "-latency-rate", "1000", "-stall-watchers", "2",
-	"-idle-watchers", "20", "-idle", "2ms"}
+	"-idle-watchers", "20", "-idle", "2ms", "-record-events", "300"}
 
 func TestRunWritesReportJSONAndSVG(t *testing.T) {
 	dir := t.TempDir()
@@ -25,7 +25,8 @@ func TestRunWritesReportJSONAndSVG(t *testing.T) {
 	if stderr.Len() != 0 {
 		t.Errorf("-q run wrote to stderr: %q", stderr.String())
 	}
-	for _, want := range []string{"== throughput: 2 watchers, 1 producer ==", "== targets ==", "machine: "} {
+	for _, want := range []string{"== throughput: 2 watchers, 1 producer ==", "== targets ==", "machine: ",
+		"== k8s record: 300 events about 200 pods", "200 Create + 100 Patch", "k8s record vs client-go record"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, stdout.String())
 		}
@@ -47,7 +48,8 @@ func TestRunWritesReportJSONAndSVG(t *testing.T) {
 		}
 		kinds[c.Kind]++
 	}
-	if kinds["throughput"] != 15 || kinds["stall"] != 14 || kinds["latency"] == 0 || kinds["idle_memory"] == 0 || kinds["idle_cpu"] == 0 {
+	if kinds["throughput"] != 15 || kinds["stall"] != 14 || kinds["latency"] == 0 || kinds["idle_memory"] == 0 || kinds["idle_cpu"] == 0 ||
+		kinds["record"] != 2 {
 		t.Errorf("JSON cases per kind: %v", kinds)
 	}
 
@@ -66,8 +68,45 @@ func TestRunOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := stdout.String()
-	if !strings.Contains(out, "== idle memory") || strings.Contains(out, "== throughput") || strings.Contains(out, "== idle CPU") {
+	if !strings.Contains(out, "== idle memory") || strings.Contains(out, "== throughput") || strings.Contains(out, "== idle CPU") ||
+		strings.Contains(out, "== k8s record") {
 		t.Errorf("-only idle_memory report:\n%s", out)
+	}
+}
+
+// -only record runs the record comparison alone: its table, and its target
+// measured while the others are N/A.
+func TestRunOnlyRecord(t *testing.T) {
+	var stdout bytes.Buffer
+	if err := run(append(tiny, "-only", "record"), &stdout, &stdout); err != nil {
+		t.Fatal(err)
+	}
+	out := stdout.String()
+	for _, want := range []string{"== k8s record: 300 events", "fanout k8s/record", "client-go tools/record", "1.00×",
+		"N/A   lossless N=100"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("-only record report lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "== throughput") || strings.Contains(out, "== idle") {
+		t.Errorf("-only record measured other kinds:\n%s", out)
+	}
+	if !strings.Contains(out, "PASS  k8s record vs client-go record") && !strings.Contains(out, "FAIL  k8s record vs client-go record") {
+		t.Errorf("record target not evaluated:\n%s", out)
+	}
+}
+
+// -quick runs the record comparison too.
+func TestQuickRunsRecord(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a -quick run takes some seconds")
+	}
+	var stdout bytes.Buffer
+	if err := run([]string{"-q", "-quick", "-only", "record"}, &stdout, &stdout); err != nil {
+		t.Fatal(err)
+	}
+	if out := stdout.String(); !strings.Contains(out, "== k8s record: 2000 events about 200 pods") || !strings.Contains(out, "200 Create + 1800 Patch") {
+		t.Errorf("-quick -only record report:\n%s", out)
 	}
 }
 
@@ -78,6 +117,7 @@ func TestRunRejectsBadArguments(t *testing.T) {
 		{"-producers", ""},
 		{"-reps", "0"},
 		{"-only", "throughput,bogus"},
+		{"-record-events", "0"},
 		{"-nosuchflag"},
 		{"extra"},
 	} {

@@ -46,6 +46,25 @@
 // idle unread watcher (growth of HeapAlloc+StackInuse after runtime.GC) and
 // the process CPU time of a system whose watchers are parked.
 //
+// # Recording Kubernetes events
+//
+// A separate comparison, kind "record", measures fanout's k8s/record
+// (github.com/fanout-go/fanout/k8s/record, a drop-in replacement for
+// client-go's tools/record) against k8s.io/client-go/tools/record, in the
+// same run. Each measurement builds a broadcaster with one no-op sink that
+// counts its calls and one recorder, and records [Config].RecordEvents
+// events about [RecordPods] pods in turn, all with the same type, reason
+// and message, so that all but the first event of each pod are repeats,
+// written with a Patch. Both get CorrelatorOptions{BurstSize: 1<<30}, so the
+// spam filter never skips an event. Events are recorded in batches of
+// [RecordBatch], within the 1000-event queue of both, so neither drops; after
+// each batch the harness spins, yielding with runtime.Gosched, until the
+// sink has counted every call. The clock runs from the first event recorded
+// until the sink has seen the last; allocations are counted over the second
+// half of the events. A warm-up of each recorder is discarded, then the two
+// are interleaved as above, and the run fails unless every measurement made
+// exactly the same Create, Patch and Update calls, one per event.
+//
 // [Run] measures, [WriteReport], [WriteJSON] and [WriteChart] render, and
 // [EvaluateTargets] checks the project's performance targets.
 package harness

@@ -61,7 +61,7 @@ func plural(n int, word string) string {
 
 // WriteReport writes the human-readable report of res: throughput tables
 // grouped by producers and N with ratios against k8s wait q100, then the
-// stalled-watcher, latency, idle-memory and idle-CPU tables, the machine,
+// stalled-watcher, latency, idle-memory, idle-CPU and k8s record tables,
 // any warnings and the targets with PASS/FAIL.
 func WriteReport(w io.Writer, res *Results) error {
 	var b strings.Builder
@@ -156,6 +156,26 @@ func WriteReport(w io.Writer, res *Results) error {
 		fmt.Fprintf(tw, "%s\tCPU ms/s\t\n", head)
 		for i, c := range cs {
 			fmt.Fprintf(tw, "%s\t%s\t\n", labels[i], num(c.IdleCPUMsPerSec, f("%.3f")))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+
+	if cs := casesOf(res.Cases, KindRecord); len(cs) > 0 {
+		c0 := cs[0]
+		fmt.Fprintf(&b, "\n== k8s record: %d events about %d pods into a no-op sink, recorded in batches of %d, each waited for ==\n",
+			c0.Published, RecordPods, RecordBatch)
+		fmt.Fprintf(&b, "   same type/reason/message, spam filter off (BurstSize 1<<30); sink calls per repetition, the same for all (checked): %d Create + %d Patch\n",
+			c0.SinkCreates, c0.SinkPatches)
+		b.WriteString("   events/s = events / (first Event call → the sink has seen the last); vs client-go = median of per-repetition ratios\n")
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+		head, labels := padLabels(cs)
+		fmt.Fprintf(tw, "%s\tevents/s\tvs client-go\tns/event\tallocs/event\tspread\tevents/rep\t\n", head)
+		for i, c := range cs {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n", labels[i], num(c.DeliveredPerSec, FormatRate),
+				FormatRatio(c.RatioVsK8s), num(c.NsPerPublish, f("%.0f")), num(c.AllocsPerEvent, f("%.1f")),
+				num(c.SpreadPct, f("%.0f%%")), c.Published)
 		}
 		if err := tw.Flush(); err != nil {
 			return err

@@ -54,6 +54,11 @@ type Config struct {
 	IdleCPUWatchers int
 	IdleCPUDuration time.Duration
 
+	// RecordEvents is the number of Kubernetes events recorded per
+	// measurement of the record comparison, the same for both recorders so
+	// that they make the same sink calls.
+	RecordEvents int
+
 	// Only, if not empty, limits the run to these kinds of case (the Kind*
 	// constants); targets that need the others are then N/A.
 	Only []string
@@ -64,8 +69,9 @@ func (c Config) runs(kind string) bool { return len(c.Only) == 0 || slices.Conta
 
 // DefaultConfig returns the configuration of `make bench`: N = 1, 10, 100,
 // 1000 with 1 and 4 producers, 7 repetitions of ~60 ms, 1 s of latency per
-// system, 10,000 idle watchers and 1 s of idle CPU per system. It takes
-// about 90 seconds on a 2-core machine.
+// system, 10,000 idle watchers, 1 s of idle CPU per system and 20,000
+// recorded Kubernetes events per record measurement. It takes about two
+// minutes on a 2-core machine.
 func DefaultConfig() Config {
 	return Config{
 		Watchers:        []int{1, 10, 100, 1000},
@@ -83,11 +89,13 @@ func DefaultConfig() Config {
 		IdleMemReps:     3,
 		IdleCPUWatchers: 100,
 		IdleCPUDuration: time.Second,
+		RecordEvents:    20_000,
 	}
 }
 
 // QuickConfig returns a smoke-test configuration that runs in a few seconds:
-// N = 10 and 100, one producer, 3 short repetitions. Its figures are noisy.
+// N = 10 and 100, one producer, 3 short repetitions, 2,000 recorded events.
+// Its figures are noisy.
 func QuickConfig() Config {
 	c := DefaultConfig()
 	c.Watchers = []int{10, 100}
@@ -98,6 +106,7 @@ func QuickConfig() Config {
 	c.LatencyDuration = 200 * time.Millisecond
 	c.IdleWatchers = 1000
 	c.IdleCPUDuration = 100 * time.Millisecond
+	c.RecordEvents = 2000
 	return c
 }
 
@@ -135,6 +144,9 @@ func (c Config) Validate() error {
 	if c.IdleWatchers < 1 || c.IdleMemReps < 1 || c.IdleCPUWatchers < 1 || c.IdleCPUDuration <= 0 {
 		errs = append(errs, errors.New("idle watchers, reps and duration must be positive"))
 	}
+	if c.RecordEvents < 1 {
+		errs = append(errs, fmt.Errorf("record events %d", c.RecordEvents))
+	}
 	for _, k := range c.Only {
 		if !slices.Contains(Kinds, k) {
 			errs = append(errs, fmt.Errorf("unknown kind %q (kinds: %s)", k, strings.Join(Kinds, ", ")))
@@ -150,10 +162,11 @@ const (
 	KindLatency    = "latency"     // publish→receive latency at a light, fixed rate
 	KindIdleMemory = "idle_memory" // bytes per idle, unread watcher
 	KindIdleCPU    = "idle_cpu"    // process CPU while watchers are parked
+	KindRecord     = "record"      // Kubernetes events recorded into a no-op sink, k8s/record vs client-go
 )
 
 // Kinds lists every kind of case, in report order.
-var Kinds = []string{KindThroughput, KindStall, KindLatency, KindIdleMemory, KindIdleCPU}
+var Kinds = []string{KindThroughput, KindStall, KindLatency, KindIdleMemory, KindIdleCPU, KindRecord}
 
 // Case is the result of one measured case: one system in one setting. It is
 // also one line of the JSON Lines output. Every figure is present in every
@@ -187,7 +200,8 @@ type Case struct {
 	SpreadPct *float64 `json:"spread_pct"`
 	// RatioVsK8s compares DeliveredPerSec with that of k8s wait q100 in
 	// the same group (same N and producers): the median over repetitions
-	// of the ratio of the two measured in the same repetition.
+	// of the ratio of the two measured in the same repetition. For the
+	// record kind the reference is k8s's client-go tools/record instead.
 	RatioVsK8s *float64 `json:"ratio_vs_k8s_wait_q100"`
 	// NsPerPublish is the measurement's wall time, from the first publish
 	// until every consumer has received its last value, divided by the
@@ -228,6 +242,12 @@ type Case struct {
 	// IdleCPUMsPerSec is process CPU milliseconds per second of wall time
 	// while the watchers are parked.
 	IdleCPUMsPerSec *float64 `json:"idle_cpu_ms_per_sec"`
+
+	// SinkCreates and SinkPatches are, for the record kind, the sink's
+	// Create and Patch calls per repetition, the same for every record
+	// case of a run (checked). They are shown in the report only.
+	SinkCreates int64 `json:"-"`
+	SinkPatches int64 `json:"-"`
 }
 
 func newCase(kind string, s System) Case {
@@ -252,8 +272,9 @@ type Results struct {
 }
 
 // Run measures every case of cfg: throughput per (watchers, producers)
-// group, the stalled-watcher comparison, latency, idle memory and idle CPU,
-// then evaluates the targets. Progress lines go to progress, if not nil.
+// group, the stalled-watcher comparison, latency, idle memory, idle CPU and
+// the k8s record comparison, then evaluates the targets. Progress lines go
+// to progress, if not nil.
 func Run(cfg Config, progress io.Writer) (*Results, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("harness: invalid config: %w", err)
@@ -281,6 +302,8 @@ func Run(cfg Config, progress io.Writer) (*Results, error) {
 			func() ([]Case, error) { return idleMemoryGroup(cfg, res, IdleMemorySystems()) }},
 		{KindIdleCPU, fmt.Sprintf("idle CPU: %d parked watchers", cfg.IdleCPUWatchers),
 			func() ([]Case, error) { return idleCPUGroup(cfg, res, IdleCPUSystems()) }},
+		{KindRecord, fmt.Sprintf("k8s record: %d events about %d pods per measurement", cfg.RecordEvents, RecordPods),
+			func() ([]Case, error) { return recordGroup(cfg, res, RecordSystems()) }},
 	}
 	for _, ph := range phases {
 		if !cfg.runs(ph.kind) {

@@ -21,6 +21,7 @@ func tinyConfig() Config {
 		LatencyWatchers: 2, LatencyRate: 2000, LatencyDuration: 20 * time.Millisecond, LatencyReps: 2,
 		IdleWatchers: 50, IdleMemReps: 1,
 		IdleCPUWatchers: 2, IdleCPUDuration: 5 * time.Millisecond,
+		RecordEvents: 600,
 	}
 }
 
@@ -60,6 +61,7 @@ func TestRunTiny(t *testing.T) {
 		KindLatency:    len(LatencySystems()),
 		KindIdleMemory: len(IdleMemorySystems()),
 		KindIdleCPU:    len(IdleCPUSystems()) + 1,
+		KindRecord:     len(RecordSystems()),
 	}
 	for k, n := range want {
 		if count[k] != n {
@@ -94,6 +96,16 @@ func TestRunTiny(t *testing.T) {
 			if v := *c.IdleCPUMsPerSec; v < 0 || math.IsNaN(v) {
 				t.Errorf("%s: idle CPU %v", c.Label, v)
 			}
+		case KindRecord:
+			// 600 events about 200 pods: a Create for the first event of
+			// each pod, a Patch for every repeat.
+			if c.Reps != 2 || c.Published != 600 || c.SinkCreates != RecordPods || c.SinkPatches != 600-RecordPods ||
+				c.RatioVsK8s == nil || *c.DeliveredPerSec <= 0 || *c.NsPerPublish <= 0 || *c.AllocsPerEvent <= 0 {
+				t.Errorf("%s: %+v", c.Label, c)
+			}
+			if c.Label == RecordClientGo.Label() && *c.RatioVsK8s != 1 {
+				t.Errorf("client-go record ratio %v, want 1", *c.RatioVsK8s)
+			}
 		}
 	}
 	if len(res.Targets) != len(EvaluateTargets(res.Cases)) || len(res.Targets) == 0 {
@@ -111,9 +123,13 @@ func TestRunRejectsBadConfig(t *testing.T) {
 	cfg := tinyConfig()
 	cfg.Watchers = []int{0}
 	cfg.Reps = 0
+	cfg.RecordEvents = 0
+	cfg.Only = []string{KindRecord, "bogus"}
 	_, err := Run(cfg, nil)
-	if err == nil || !strings.Contains(err.Error(), "watcher count 0") || !strings.Contains(err.Error(), "reps 0") {
-		t.Errorf("Run with N=0 and no reps: %v", err)
+	for _, want := range []string{"watcher count 0", "reps 0", "record events 0", `unknown kind "bogus"`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Run with N=0, no reps, no record events and kind bogus: %v; want %q", err, want)
+		}
 	}
 }
 
@@ -133,6 +149,7 @@ func TestWriteJSON(t *testing.T) {
 		KindLatency:    {"p50_latency_ns", "p99_latency_ns", "p999_latency_ns"},
 		KindIdleMemory: {"idle_bytes_per_watcher"},
 		KindIdleCPU:    {"idle_cpu_ms_per_sec"},
+		KindRecord:     {"delivered_per_sec", "ns_per_publish", "allocs_per_event", "ratio_vs_k8s_wait_q100", "spread_pct"},
 	}
 	sc := bufio.NewScanner(&buf)
 	lines := 0
@@ -153,7 +170,8 @@ func TestWriteJSON(t *testing.T) {
 				t.Errorf("line %d (%s): %s = %v", lines, kind, f, m[f])
 			}
 		}
-		if sys := m["system"]; sys != "fanout" && sys != "k8s" && sys != "chan" && !(kind == KindIdleCPU && sys == "none") {
+		if sys := m["system"]; sys != "fanout" && sys != "k8s" && sys != "chan" && !(kind == KindIdleCPU && sys == "none") &&
+			!(kind == KindRecord && sys == SystemClientGo) {
 			t.Errorf("line %d: system %v", lines, sys)
 		}
 		if n, _ := m["watchers"].(float64); kind != KindIdleCPU && n < 1 {
@@ -176,6 +194,8 @@ func TestWriteReport(t *testing.T) {
 		"== throughput: 1 watcher, 1 producer ==", "== throughput: 3 watchers, 2 producers ==",
 		"vs k8s wait q100", "1.00×", "== stalled watcher", "== publish→receive latency", "== idle memory",
 		"== idle CPU", FloorLabel, "== targets ==", res.Machine.String(), "fanout wait-timeout chan",
+		"== k8s record: 600 events about 200 pods", "200 Create + 400 Patch", "fanout k8s/record", "client-go tools/record",
+		"k8s record vs client-go record",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q", want)

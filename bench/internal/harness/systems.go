@@ -75,9 +75,15 @@ type System struct {
 	Queue int
 }
 
-// Label names the system in tables and charts, e.g. "fanout wait pull" or
-// "k8s drop q1000".
+// Label names the system in tables and charts, e.g. "fanout wait pull",
+// "k8s drop q1000" or, for the record comparison, "client-go tools/record".
 func (s System) Label() string {
+	switch {
+	case s.API == APIRecord && s.Name == SystemFanout:
+		return "fanout k8s/record"
+	case s.API == APIRecord:
+		return s.Name + " tools/record"
+	}
 	switch s.Name {
 	case SystemFanout:
 		if s.Queue != DefaultQueue {

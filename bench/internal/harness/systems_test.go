@@ -14,6 +14,8 @@ func TestLabels(t *testing.T) {
 		K8s(StrategyDrop, 1000):             "k8s drop q1000",
 		Reference:                           "k8s wait q100",
 		Baseline:                            "chan q100",
+		RecordFanout:                        "fanout k8s/record",
+		RecordClientGo:                      "client-go tools/record",
 	} {
 		if got := s.Label(); got != want {
 			t.Errorf("%+v.Label() = %q, want %q", s, got, want)

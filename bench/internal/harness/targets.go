@@ -38,6 +38,10 @@ const IdleCPUBudget = 1.0
 // after the warm-up, one or two allocations per measurement.
 const MaxAllocsPerEvent = 0.01
 
+// MinRecordRatio is the least events/s of fanout's k8s/record, as a
+// multiple of client-go's tools/record, recording into a no-op sink.
+const MinRecordRatio = 3.0
+
 // findCase returns the case of the given kind, system, N, producers and
 // stalled watchers, or nil.
 func findCase(cases []Case, kind string, s System, n, producers, stalled int) *Case {
@@ -168,5 +172,17 @@ func EvaluateTargets(cases []Case) []Target {
 			out = append(out, check("stalled watcher: "+s.Label()+" ns/publish stalled / not", "≤ 2×", r, r <= 2, "%.2f×"))
 		}
 	}
+
+	// Recording Kubernetes events: fanout's k8s/record against client-go's
+	// tools/record, the median of the per-repetition ratios of events/s.
+	rec := math.NaN()
+	if c := findOne(cases, KindRecord, RecordFanout); c != nil {
+		if c.RatioVsK8s != nil {
+			rec = *c.RatioVsK8s
+		} else if g := findOne(cases, KindRecord, RecordClientGo); g != nil && c.DeliveredPerSec != nil && g.DeliveredPerSec != nil {
+			rec = *c.DeliveredPerSec / *g.DeliveredPerSec
+		}
+	}
+	out = append(out, check("k8s record vs client-go record", fmt.Sprintf("≥ %g×", MinRecordRatio), rec, rec >= MinRecordRatio, "%.1f×"))
 	return out
 }

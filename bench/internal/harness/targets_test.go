@@ -40,6 +40,12 @@ func TestEvaluateTargets(t *testing.T) {
 	stall := newCase(KindStall, Fanout(StrategyDrop, APIPull))
 	stall.StalledWatchers, stall.StallRatio = 1, ptr(2.5)
 	cases = append(cases, stall)
+	rec := func(s System, perSec, ratio float64) Case {
+		c := newCase(KindRecord, s)
+		c.Watchers, c.Producers, c.DeliveredPerSec, c.RatioVsK8s, c.AllocsPerEvent = 1, 1, ptr(perSec), ptr(ratio), ptr(17.0)
+		return c
+	}
+	cases = append(cases, rec(RecordFanout, 200e3, 6.44), rec(RecordClientGo, 35e3, 1))
 
 	want := map[string]string{
 		"lossless N=100: fanout wait pull / k8s wait q100":                                Pass + " 20.0×",
@@ -56,6 +62,7 @@ func TestEvaluateTargets(t *testing.T) {
 		"stalled watcher: fanout evict chan ns/publish stalled / not":                     NA + " -",
 		"allocations per published event, worst fanout case, wait-timeout":                Fail + " 0.2000 (fanout wait-timeout chan, N=10, P=1)",
 		"allocations per published event, worst fanout case, wait/drop/drop-oldest/evict": Pass + " 0.0000 (fanout wait pull, N=100, P=1)",
+		"k8s record vs client-go record":                                                  Pass + " 6.4×",
 	}
 	got := map[string]string{}
 	for _, tg := range EvaluateTargets(cases) {
@@ -73,8 +80,41 @@ func TestEvaluateTargets(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !strings.Contains(buf.String(), "FAIL  lossless N=10: fanout wait pull / k8s wait q100") ||
-		!strings.Contains(buf.String(), "of 18 targets met") {
+		!strings.Contains(buf.String(), "of 19 targets met") {
 		t.Errorf("report targets:\n%s", buf.String())
+	}
+}
+
+// The record target takes the median of per-repetition ratios, else the
+// ratio of the medians, and is N/A without both recorders.
+func TestRecordTarget(t *testing.T) {
+	rec := func(s System, perSec float64, ratio *float64) Case {
+		c := newCase(KindRecord, s)
+		c.DeliveredPerSec, c.RatioVsK8s = ptr(perSec), ratio
+		return c
+	}
+	for _, tt := range []struct {
+		name  string
+		cases []Case
+		want  string
+	}{
+		{"per-repetition ratio", []Case{rec(RecordFanout, 100e3, ptr(2.9)), rec(RecordClientGo, 30e3, ptr(1.0))}, Fail + " 2.9×"},
+		{"ratio of medians", []Case{rec(RecordFanout, 100e3, nil), rec(RecordClientGo, 25e3, nil)}, Pass + " 4.0×"},
+		{"no client-go", []Case{rec(RecordFanout, 100e3, nil)}, NA + " -"},
+		{"not measured", []Case{thr(Reference, 100, 10e6)}, NA + " -"},
+	} {
+		var got string
+		for _, tg := range EvaluateTargets(tt.cases) {
+			if tg.Name == "k8s record vs client-go record" {
+				got = tg.Status + " " + tg.Measured
+				if tg.Want != "≥ 3×" {
+					t.Errorf("want %q", tg.Want)
+				}
+			}
+		}
+		if got != tt.want {
+			t.Errorf("%s: %q, want %q", tt.name, got, tt.want)
+		}
 	}
 }
 
