@@ -128,9 +128,10 @@ func TestRecordLandsInAPIServer(t *testing.T) {
 
 // kube-apiserver is stopped for 30 s while events are recorded, then
 // restarted: every event recorded during the outage, all within the retry
-// budget (12 tries 10 s apart), arrives exactly once. client-go's
-// broadcaster, recording the same events beside ours, is the reference.
-func TestRecordSurvivesAPIServerOutage(t *testing.T) {
+// budget (12 tries 10 s apart), arrives exactly once, through both
+// adapters. client-go's record broadcaster, recording the same events
+// beside ours, is the reference.
+func TestSurvivesAPIServerOutage(t *testing.T) {
 	env, client := cluster(t)
 	ns := namespace(t, client, "record-outage")
 	ours := record.New()
@@ -144,6 +145,9 @@ func TestRecordSurvivesAPIServerOutage(t *testing.T) {
 		"theirs": theirs.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "theirs"}),
 	}
 
+	ev := newEvents(t, client)
+	evr := ev.NewRecorder(scheme.Scheme, "outage")
+
 	require.NoError(t, env.StopAPIServer())
 	const n = 15
 	for i := range n {
@@ -151,10 +155,28 @@ func TestRecordSurvivesAPIServerOutage(t *testing.T) {
 			// One object per event: neither aggregated nor spam-filtered.
 			r.Eventf(pod(ns, fmt.Sprintf("%s-%d", who, i)), corev1.EventTypeNormal, "During", "outage event %d", i)
 		}
+		evr.Eventf(pod(ns, fmt.Sprintf("events-%d", i)), nil, corev1.EventTypeNormal, "During", "Outage", "outage event %d", i)
 		time.Sleep(2 * time.Second) // 30 s in all
 	}
 	require.NoError(t, env.StartAPIServer())
 	flush(t, ours)
+	flush(t, ev)
+
+	notes := map[string]int{}
+	for _, e := range eventsIn(t, client, ns) {
+		if e.ReportingController == "outage" {
+			notes[e.Note]++
+			assert.Nil(t, e.Series)
+		}
+	}
+	for i := range n {
+		assert.Equal(t, 1, notes[fmt.Sprintf("outage event %d", i)], "events.k8s.io outage event %d arrives exactly once", i)
+	}
+	assert.Len(t, notes, n)
+	est := ev.Stats()
+	assert.Equal(t, uint64(n), est.Written)
+	assert.Zero(t, est.Dropped())
+	assert.NotZero(t, est.Failures)
 
 	bySource := func(who string) map[string]int {
 		list, err := client.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
