@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -80,21 +79,7 @@ func TestEventsSeriesLandInAPIServer(t *testing.T) {
 	assert.Equal(t, uint64(2), st.Merged)
 	assert.Zero(t, st.Dropped())
 
-	added, modified := 0, 0
-	deadline := time.After(30 * time.Second)
-	for added+modified < 3 {
-		select {
-		case ev := <-w.ResultChan():
-			switch ev.Type {
-			case watch.Added:
-				added++
-			case watch.Modified:
-				modified++
-			}
-		case <-deadline:
-			t.Fatalf("watch saw %d added and %d modified", added, modified)
-		}
-	}
+	added, modified := countWatch(t, w, 3)
 	assert.Equal(t, 2, added)
 	assert.Equal(t, 1, modified)
 }

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
@@ -83,4 +84,25 @@ func namespace(t *testing.T, client kubernetes.Interface, name string) string {
 		t.Fatal(err)
 	}
 	return name
+}
+
+// countWatch reads w until it has seen n added or modified events, or fails
+// the test after 30 s, and returns how many of each it saw.
+func countWatch(t *testing.T, w watch.Interface, n int) (added, modified int) {
+	t.Helper()
+	deadline := time.After(30 * time.Second)
+	for added+modified < n {
+		select {
+		case ev := <-w.ResultChan():
+			switch ev.Type {
+			case watch.Added:
+				added++
+			case watch.Modified:
+				modified++
+			}
+		case <-deadline:
+			t.Fatalf("watch saw %d added and %d modified of %d", added, modified, n)
+		}
+	}
+	return added, modified
 }

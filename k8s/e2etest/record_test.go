@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -107,21 +106,7 @@ func TestRecordLandsInAPIServer(t *testing.T) {
 	assert.Zero(t, st.Failures)
 
 	// The watch saw every write: 1+9+1+25 creates and 2+2 patches.
-	added, modified := 0, 0
-	deadline := time.After(30 * time.Second)
-	for added+modified < 40 {
-		select {
-		case ev := <-w.ResultChan():
-			switch ev.Type {
-			case watch.Added:
-				added++
-			case watch.Modified:
-				modified++
-			}
-		case <-deadline:
-			t.Fatalf("watch saw %d added and %d modified", added, modified)
-		}
-	}
+	added, modified := countWatch(t, w, 40)
 	assert.Equal(t, 36, added)
 	assert.Equal(t, 4, modified)
 }

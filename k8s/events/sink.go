@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/fanout-go/fanout/k8s/internal/adapt"
+	"github.com/fanout-go/fanout/k8s/record/util"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	typedeventsv1 "k8s.io/client-go/kubernetes/typed/events/v1"
 	restclient "k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/record/util"
 	"k8s.io/klog/v2"
 )
 

@@ -2,11 +2,6 @@ package record_test
 
 import (
 	"context"
-	"go/ast"
-	"go/parser"
-	"go/token"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +14,7 @@ import (
 	clientrecord "k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
+	"github.com/fanout-go/fanout/k8s/internal/apitest"
 	"github.com/fanout-go/fanout/k8s/metrics"
 	"github.com/fanout-go/fanout/k8s/record"
 )
@@ -60,73 +56,11 @@ var (
 	_ func(*v1.Event) bool            = record.EventFilterFunc(nil)
 )
 
-// exported returns the exported top-level names and Type.Method names
-// declared in the non-test Go files of dir.
-func exported(t *testing.T, dir string) map[string]bool {
-	t.Helper()
-	names := map[string]bool{}
-	pkgs, err := parser.ParseDir(token.NewFileSet(), dir, func(fi os.FileInfo) bool {
-		return !strings.HasSuffix(fi.Name(), "_test.go")
-	}, 0)
-	require.NoError(t, err)
-	for _, p := range pkgs {
-		for _, f := range p.Files {
-			for _, d := range f.Decls {
-				switch d := d.(type) {
-				case *ast.FuncDecl:
-					if !d.Name.IsExported() {
-						continue
-					}
-					if d.Recv == nil {
-						names[d.Name.Name] = true
-						continue
-					}
-					typ := d.Recv.List[0].Type
-					if s, ok := typ.(*ast.StarExpr); ok {
-						typ = s.X
-					}
-					if id, ok := typ.(*ast.Ident); ok && id.IsExported() {
-						names[id.Name+"."+d.Name.Name] = true
-					}
-				case *ast.GenDecl:
-					for _, s := range d.Specs {
-						switch s := s.(type) {
-						case *ast.TypeSpec:
-							if s.Name.IsExported() {
-								names[s.Name.Name] = true
-							}
-						case *ast.ValueSpec:
-							for _, n := range s.Names {
-								if n.IsExported() {
-									names[n.Name] = true
-								}
-							}
-						}
-					}
-				}
-			}
-		}
-	}
-	return names
-}
-
 // Every exported name of client-go's tools/record (functions, types and the
 // methods of its exported types) exists here.
 func TestEveryClientGoNameExists(t *testing.T) {
-	out, err := exec.Command("go", "list", "-f", "{{.Dir}}", "k8s.io/client-go/tools/record").Output()
-	require.NoError(t, err)
-	theirs := exported(t, strings.TrimSpace(string(out)))
-	require.Contains(t, theirs, "NewBroadcaster", "the parse found client-go's names")
-	ours := exported(t, ".")
-	aliases := map[string]bool{"EventSink": true, "EventRecorder": true, "EventRecorderLogger": true,
-		"EventBroadcaster": true, "CorrelatorOptions": true, "EventCorrelateResult": true}
-	for name := range theirs {
-		typ, _, isMethod := strings.Cut(name, ".")
-		if isMethod && aliases[typ] {
-			continue // a method of an aliased type is client-go's own
-		}
-		assert.True(t, ours[name], "missing %s", name)
-	}
+	apitest.SameNames(t, "k8s.io/client-go/tools/record", ".", []string{"EventSink", "EventRecorder",
+		"EventRecorderLogger", "EventBroadcaster", "CorrelatorOptions", "EventCorrelateResult"})
 }
 
 func TestStatsAndCollector(t *testing.T) {

@@ -245,8 +245,12 @@ func (b *Broadcaster) NewRecorder(scheme *runtime.Scheme, source v1.EventSource)
 
 // Flush waits until every sink and watcher has written, skipped or dropped
 // every event recorded before the call (retries included), or until ctx
-// ends, and then returns ctx.Err(). client-go has no equivalent.
+// ends, and then returns ctx.Err() (a nil ctx never ends). client-go has no
+// equivalent.
 func (b *Broadcaster) Flush(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	return b.rec.Flush(ctx)
 }
 
@@ -263,8 +267,12 @@ func (b *Broadcaster) Shutdown() {
 // queued gets at most one more attempt. It returns nil once every sink and
 // watcher has finished, or ctx.Err() as soon as ctx ends, leaving the rest
 // dropped (counted as dropped at shutdown); a write in flight then ends on
-// its own, since client-go's sinks take no context. It is idempotent.
+// its own, since client-go's sinks take no context. It is idempotent; a nil
+// ctx means no bound.
 func (b *Broadcaster) ShutdownContext(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	if b.stopCtx != nil {
 		b.stopCtx()
 	}

@@ -5,11 +5,11 @@ import (
 	"fmt"
 
 	"github.com/fanout-go/fanout"
+	"github.com/fanout-go/fanout/k8s/record/util"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/tools/record/util"
 	ref "k8s.io/client-go/tools/reference"
 	"k8s.io/klog/v2"
 )

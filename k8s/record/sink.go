@@ -3,10 +3,10 @@ package record
 import (
 	"context"
 
+	"github.com/fanout-go/fanout/k8s/record/util"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	restclient "k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/record/util"
 	"k8s.io/klog/v2"
 )
 

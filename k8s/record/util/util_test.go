@@ -1,0 +1,46 @@
+package util_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientutil "k8s.io/client-go/tools/record/util"
+
+	"github.com/fanout-go/fanout/k8s/internal/apitest"
+	"github.com/fanout-go/fanout/k8s/record/util"
+)
+
+func TestSameAsClientGo(t *testing.T) {
+	for _, typ := range []string{"Normal", "Warning", "", "normal", "Bogus"} {
+		assert.Equal(t, clientutil.ValidateEventType(typ), util.ValidateEventType(typ), typ)
+	}
+	gr := schema.GroupResource{Resource: "events"}
+	var nilStatus *apierrors.StatusError
+	for _, err := range []error{nil, errors.New("x"), apierrors.NewNotFound(gr, "e"), apierrors.NewConflict(gr, "e", nil),
+		fmt.Errorf("wrapped: %w", apierrors.NewNotFound(gr, "e")), nilStatus} {
+		if err == error(nilStatus) && nilStatus == nil {
+			// client-go dereferences a typed nil and panics; ours says no.
+			assert.False(t, util.IsKeyNotFoundError(err))
+			continue
+		}
+		assert.Equal(t, clientutil.IsKeyNotFoundError(err), util.IsKeyNotFoundError(err), "%v", err)
+	}
+	for _, name := range []string{"web", "web-1.x", strings.Repeat("a", 230), strings.Repeat("a", 260), "Upper", "under_score", ""} {
+		ours, theirs := util.GenerateEventName(name, 0x1234), clientutil.GenerateEventName(name, 0x1234)
+		if len(theirs) == 36 && strings.Count(theirs, "-") == 4 { // a random UUID
+			assert.Len(t, ours, 36, name)
+			assert.NotEqual(t, theirs, ours)
+			continue
+		}
+		assert.Equal(t, theirs, ours, name)
+	}
+}
+
+func TestEveryClientGoNameExists(t *testing.T) {
+	apitest.SameNames(t, "k8s.io/client-go/tools/record/util", ".", nil)
+}
