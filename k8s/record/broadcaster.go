@@ -131,7 +131,13 @@ func New(opts ...BroadcasterOption) *Broadcaster {
 	}
 	b.rec = rec
 	if ctx.Done() != nil {
-		b.stopCtx = context.AfterFunc(ctx, b.Shutdown)
+		// The callback may run before AfterFunc returns (ctx already
+		// done): it must not touch b.stopCtx.
+		b.stopCtx = context.AfterFunc(ctx, func() {
+			ctx, cancel := context.WithTimeout(context.Background(), ShutdownTimeout)
+			defer cancel()
+			_ = b.shutdown(ctx)
+		})
 	}
 	return b
 }
@@ -255,7 +261,10 @@ func (b *Broadcaster) Flush(ctx context.Context) error {
 }
 
 // Shutdown shuts the broadcaster down, waiting at most [ShutdownTimeout];
-// see [Broadcaster.ShutdownContext].
+// see [Broadcaster.ShutdownContext]. Called from an event handler or a sink
+// it waits for that very handler, which cannot finish first, so it returns
+// after ShutdownTimeout; call it on another goroutine there (go
+// b.Shutdown()).
 func (b *Broadcaster) Shutdown() {
 	ctx, cancel := context.WithTimeout(context.Background(), ShutdownTimeout)
 	defer cancel()
@@ -276,6 +285,10 @@ func (b *Broadcaster) ShutdownContext(ctx context.Context) error {
 	if b.stopCtx != nil {
 		b.stopCtx()
 	}
+	return b.shutdown(ctx)
+}
+
+func (b *Broadcaster) shutdown(ctx context.Context) error {
 	err := b.rec.Shutdown(ctx)
 	b.cancel()
 	if err != nil && !errors.Is(err, fanout.ErrStopped) {

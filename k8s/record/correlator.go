@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -102,6 +103,8 @@ func options(o CorrelatorOptions) CorrelatorOptions {
 	if o.MaxIntervalInSeconds <= 0 {
 		o.MaxIntervalInSeconds = defaultAggregateIntervalInSec
 	}
+	// Saturate where client-go's seconds-to-Duration product overflows.
+	o.MaxIntervalInSeconds = min(o.MaxIntervalInSeconds, int(math.MaxInt64/int64(time.Second)))
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
 )
 
@@ -42,7 +43,10 @@ func objectString(object runtime.Object, includeObject bool) string {
 	if !includeObject || object == nil {
 		return ""
 	}
-	gvk := object.GetObjectKind().GroupVersionKind()
+	var gvk schema.GroupVersionKind
+	// A typed-nil object, or one without an ObjectKind, prints empty kind
+	// and apiVersion instead of panicking.
+	_ = safe(func() { gvk = object.GetObjectKind().GroupVersionKind() })
 	return fmt.Sprintf(" involvedObject{kind=%s,apiVersion=%s}", gvk.Kind, gvk.GroupVersion())
 }
 

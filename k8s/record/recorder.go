@@ -51,6 +51,10 @@ func reference(scheme *runtime.Scheme, obj runtime.Object) (objRef *v1.ObjectRef
 	if perr := safe(func() { objRef, err = ref.GetReference(scheme, obj) }); perr != nil {
 		return nil, perr
 	}
+	if err == nil && objRef == nil {
+		// GetReference returns a *ObjectReference as it is, nil included.
+		return nil, errors.New("object reference is nil")
+	}
 	return objRef, err
 }
 

@@ -39,6 +39,9 @@ func (s *sinkAdapter) Update(_ context.Context, e *v1.Event) (*v1.Event, error) 
 	}
 	stored, err := s.sink.Patch(e, patch)
 	if util.IsKeyNotFoundError(err) {
+		// On the runner's own copy, as client-go clears it on its copy:
+		// a retry then patches without the stale version too.
+		e.ResourceVersion = ""
 		return s.create(e)
 	}
 	return s.result(e, stored, err)
