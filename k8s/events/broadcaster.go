@@ -209,6 +209,12 @@ func (b *Broadcaster) StartRecordingToSinkWithContext(ctx context.Context) error
 // are due, finish runs first.
 func (b *Broadcaster) maintain(ctx context.Context, run *fanout.Runner[*eventsv1.Event], cache *seriesCache, w *sinkAdapter, sr *sinkRun) {
 	defer close(sr.done)
+	defer func() {
+		// Series still open are not written (as client-go); what was merged
+		// into them is counted lost once the runner can merge no more.
+		<-run.Done()
+		cache.abandon()
+	}()
 	stopped := func() bool {
 		select {
 		case <-ctx.Done():
@@ -376,15 +382,17 @@ func (b *Broadcaster) ShutdownContext(ctx context.Context) error {
 //   - DroppedFull also counts occurrences merged into a series that the
 //     full series cache evicted before they were written; DroppedRejected
 //     also counts those of a series whose final write the API server
-//     rejected.
+//     rejected; DroppedShutdown also counts those of series still open when
+//     recording ended (they are not written, as with client-go).
 //   - Failures also counts failed series refresh and finish writes.
 func (b *Broadcaster) Stats() metrics.Stats {
 	s := adapt.Stats(b.rec.Stats(), &b.counters)
 	s.Refused += b.refused.Load()
-	lostFull, lostRejected := b.series.lostFull.Load(), b.series.lostRejected.Load()
-	s.Merged -= min(s.Merged, lostFull+lostRejected)
+	lostFull, lostRejected, lostStopped := b.series.lostFull.Load(), b.series.lostRejected.Load(), b.series.lostStopped.Load()
+	s.Merged -= min(s.Merged, lostFull+lostRejected+lostStopped)
 	s.DroppedFull += lostFull
 	s.DroppedRejected += lostRejected
+	s.DroppedShutdown += lostStopped
 	s.Failures += b.series.failures.Load()
 	return s
 }

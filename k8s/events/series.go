@@ -47,6 +47,7 @@ type seriesCounters struct {
 	evicted      atomic.Uint64 // open series evicted
 	lostFull     atomic.Uint64 // unwritten occurrences of evicted series
 	lostRejected atomic.Uint64 // unwritten occurrences of series whose final write was rejected
+	lostStopped  atomic.Uint64 // unwritten occurrences of series open when recording ended
 	failures     atomic.Uint64 // failed refresh and finish writes
 }
 
@@ -89,7 +90,13 @@ func newSeriesCache(size int, c *seriesCounters) *seriesCache {
 // (Count 1), a copy of the series' first event with Series count 2 to
 // patch (Count 2), or nothing (Merged).
 func (s *seriesCache) Correlate(ev *eventsv1.Event) fanout.Correlation[*eventsv1.Event] {
-	now := metav1.MicroTime{Time: time.Now()}
+	// The time the occurrence was recorded, as client-go, whose goroutine
+	// per event reads the clock then; the runner may take the event off
+	// its queue much later (a slow or retrying sink).
+	now := ev.EventTime
+	if now.IsZero() {
+		now = metav1.MicroTime{Time: time.Now()}
+	}
 	key := keyOf(ev)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -159,12 +166,17 @@ func (s *seriesCache) refresh(w *sinkAdapter, stop func() bool) {
 		if stop() {
 			return
 		}
-		stored, err := w.write(t.ev)
+		stored, err := w.safeWrite(t.ev)
 		if err != nil {
 			s.counters.failures.Add(1)
 			continue // retried or not, the cached event stays as it was
 		}
 		s.mu.Lock()
+		if !s.current(t) {
+			// Evicted meanwhile, its unwritten occurrences counted lost;
+			// this write delivered the snapshot's.
+			subtract(&s.counters.lostFull, t.pending)
+		}
 		if s.current(t) {
 			t.entry.pending -= t.pending
 			if stored != nil {
@@ -204,7 +216,7 @@ func (s *seriesCache) finish(w *sinkAdapter, stop func() bool) {
 		if stop() {
 			return
 		}
-		_, err := w.write(t.ev)
+		_, err := w.safeWrite(t.ev)
 		if err != nil {
 			s.counters.failures.Add(1)
 			if adapt.Retryable(err) {
@@ -212,6 +224,10 @@ func (s *seriesCache) finish(w *sinkAdapter, stop func() bool) {
 			}
 		}
 		s.mu.Lock()
+		if err == nil && !s.current(t) {
+			// Evicted meanwhile (see refresh).
+			subtract(&s.counters.lostFull, t.pending)
+		}
 		if s.current(t) {
 			if err == nil {
 				t.entry.pending -= t.pending
@@ -224,5 +240,27 @@ func (s *seriesCache) finish(w *sinkAdapter, stop func() bool) {
 			}
 		}
 		s.mu.Unlock()
+	}
+}
+
+// abandon forgets every series when recording ends, counting the
+// occurrences merged into open series that were never written as lost. It
+// must run after the sink runner has exited, so that nothing is merged
+// afterwards.
+func (s *seriesCache) abandon() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, key := range s.lru.Keys() {
+		if c, _ := s.lru.Peek(key); c.ev.Series != nil {
+			s.counters.lostStopped.Add(c.pending)
+		}
+	}
+	s.lru.Purge()
+}
+
+// subtract takes n from a counter that holds at least n.
+func subtract(c *atomic.Uint64, n uint64) {
+	if n > 0 {
+		c.Add(^(n - 1))
 	}
 }

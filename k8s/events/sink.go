@@ -87,8 +87,29 @@ func (a *sinkAdapter) Update(_ context.Context, ev *eventsv1.Event) (*eventsv1.E
 	return a.attempt(ev)
 }
 
-// attempt is write for the runner, which logs when the last try fails.
+// safeWrite is write for the maintenance goroutine: a panic in the sink is
+// logged and returned as a final error instead of crashing the process.
+func (a *sinkAdapter) safeWrite(ev *eventsv1.Event) (stored *eventsv1.Event, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			perr := fmt.Errorf("events: sink panicked: %v", p)
+			a.logger.Error(perr, "Event sink panicked, event dropped", "event", ev)
+			stored, err = nil, &restclient.RequestConstructionError{Err: perr}
+		}
+	}()
+	return a.write(ev)
+}
+
+// attempt is write for the runner, which logs when the last try fails. A
+// panic in the sink is logged with the sink's logger and passed on to the
+// runner, which drops the event (counted as rejected).
 func (a *sinkAdapter) attempt(ev *eventsv1.Event) (*eventsv1.Event, error) {
+	defer func() {
+		if p := recover(); p != nil {
+			a.logger.Error(fmt.Errorf("%v", p), "Event sink panicked, event dropped", "event", ev)
+			panic(p)
+		}
+	}()
 	if ev != a.last {
 		a.last, a.tries = ev, 0
 	}
