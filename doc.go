@@ -179,6 +179,10 @@
 //     sink its own, as client-go does), skips what the spam filter rejects,
 //     and calls [Sink].Create for a first occurrence or [Sink].Update for a
 //     repeat, then tells the correlator what was stored ([Correlator.Observe]).
+//     Any [Correlater] can stand in for the Correlator; one may also fold a
+//     value into an earlier record to be written later ([Correlation].Merged,
+//     counted in [RunnerStats].Merged, not as a drop), as the Kubernetes
+//     adapter's events.k8s.io series do.
 //   - Every value that does not reach a sink or handler is counted by
 //     [DropReason] in [Recorder.Stats] and [Runner.Stats] and reported to the
 //     [WithDropHandler] function and the [WithLogger] logger: full queue,

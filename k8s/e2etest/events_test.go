@@ -105,8 +105,11 @@ func TestEventsAdapterUsesEventsV1(t *testing.T) {
 func TestEventsBurstIsBoundedAndAccounted(t *testing.T) {
 	_, client := cluster(t, func(c *rest.Config) { c.QPS, c.Burst = 1000, 1000 })
 	ns := namespace(t, client, "events-burst")
-	base := runtime.NumGoroutine()
 	b := newEvents(t, client)
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	base := runtime.NumGoroutine()
 	r := b.NewRecorder(scheme.Scheme, "burst")
 	peak := base
 	const n = 10_000
@@ -117,7 +120,10 @@ func TestEventsBurstIsBoundedAndAccounted(t *testing.T) {
 		}
 	}
 	peak = max(peak, runtime.NumGoroutine())
-	assert.LessOrEqual(t, peak-base, 4, "a sink runner and its maintenance goroutine, not one per event")
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	assert.LessOrEqual(t, peak-base, 4, "no goroutine per event (client-go starts two)")
+	assert.Less(t, int64(after.HeapInuse)-int64(before.HeapInuse), int64(64<<20), "heap bounded by the 1000-event queue")
 	flush(t, b)
 	st := b.Stats()
 	assert.Equal(t, uint64(n), st.Recorded)
