@@ -221,3 +221,47 @@ func BenchmarkRecord(b *testing.B) {
 	b.ReportMetric(float64(st.DroppedFull)/float64(st.Recorded)*100, "%dropped")
 	_ = r.Shutdown(context.Background())
 }
+
+// benchSink stores nothing.
+type benchSink struct{}
+
+func (benchSink) Create(_ context.Context, e benchLog) (benchLog, error) { return e, nil }
+func (benchSink) Update(_ context.Context, e benchLog) (benchLog, error) { return e, nil }
+
+// BenchmarkSinkRunner measures a sink runner's path per value: queue,
+// correlation (repeats of one key) and a write to a sink that stores
+// nothing, in batches that fit the queue, each flushed.
+func BenchmarkSinkRunner(b *testing.B) {
+	r, err := fanout.NewRecorder[benchLog]()
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := fanout.NewCorrelator(fanout.CorrelatorConfig[benchLog]{
+		Dedup: &fanout.DedupStage[benchLog]{
+			Key:    func(e benchLog) string { return e.obj },
+			Repeat: func(e, _ benchLog, n int) benchLog { e.count = n; return e },
+		},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := r.StartSink(benchSink{}, c); err != nil {
+		b.Fatal(err)
+	}
+	e := benchLog{obj: "pod", reason: "BackOff", msg: "restarting"}
+	ctx := context.Background()
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		_ = r.Record(e)
+		if n++; n%500 == 0 {
+			_ = r.Flush(ctx)
+		}
+	}
+	_ = r.Flush(ctx)
+	b.StopTimer()
+	if st := r.Stats(); st.Dropped != 0 {
+		b.Fatalf("%d dropped", st.Dropped)
+	}
+	_ = r.Shutdown(ctx)
+}
