@@ -138,20 +138,20 @@ type Correlation[T any] struct {
 	Skip bool
 	// Merged reports that the value was folded into an earlier record that
 	// is written later (a series count, say): nothing to write now, and
-	// nothing lost. [Correlator] never sets it; other [Correlater]
+	// nothing lost. [Correlator] never sets it; other [SinkCorrelator]
 	// implementations may. A sink runner counts it in
 	// [RunnerStats].Merged, not as a drop.
 	Merged bool
 }
 
-// Correlater decides, for a sink runner, what to write for each value
+// SinkCorrelator decides, for a sink runner, what to write for each value
 // (see [Recorder.StartSink]): [Correlator] is the stock implementation,
 // and a package may supply its own (the Kubernetes adapter's event series,
 // for one). The runner calls Correlate once per value, in order, on its
 // own goroutine, and Observe with what the sink returned after each
 // successful write. Implementations shared by several runners must be
 // safe for concurrent use.
-type Correlater[T any] interface {
+type SinkCorrelator[T any] interface {
 	Correlate(v T) Correlation[T]
 	Observe(stored T)
 }

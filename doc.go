@@ -179,7 +179,7 @@
 //     sink its own, as client-go does), skips what the spam filter rejects,
 //     and calls [Sink].Create for a first occurrence or [Sink].Update for a
 //     repeat, then tells the correlator what was stored ([Correlator.Observe]).
-//     Any [Correlater] can stand in for the Correlator; one may also fold a
+//     Any [SinkCorrelator] can stand in for the Correlator; one may also fold a
 //     value into an earlier record to be written later ([Correlation].Merged,
 //     counted in [RunnerStats].Merged, not as a drop), as the Kubernetes
 //     adapter's events.k8s.io series do.

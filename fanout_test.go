@@ -223,11 +223,11 @@ func TestFullChannelBehaviors(t *testing.T) {
 		stats    fanout.WatcherStats
 		err      error
 	}{
-		{"drop-new", fanout.DropIfChannelFull, []int{1, 2, 3}, fanout.WatcherStats{Dropped: 3, DroppedFull: 3}, nil},
-		{"drop-oldest", fanout.DropOldestIfChannelFull, []int{4, 5, 6}, fanout.WatcherStats{Dropped: 3, DroppedOldest: 3}, nil},
-		{"evict", fanout.EvictIfChannelFull, []int{1, 2, 3}, fanout.WatcherStats{Dropped: 1, DroppedEvicted: 1}, fanout.ErrEvicted},
-		{"wait-timeout", fanout.WaitTimeoutIfChannelFull(time.Second), []int{1, 2, 3}, fanout.WatcherStats{Dropped: 3, DroppedTimeout: 3}, nil},
-		{"wait-timeout-zero", fanout.WaitTimeoutIfChannelFull(0), []int{1, 2, 3}, fanout.WatcherStats{Dropped: 3, DroppedFull: 3}, nil},
+		{"drop-new", fanout.DropIfChannelFull, []int{1, 2, 3}, fanout.WatcherStats{Delivered: 3, Dropped: 3, DroppedFull: 3}, nil},
+		{"drop-oldest", fanout.DropOldestIfChannelFull, []int{4, 5, 6}, fanout.WatcherStats{Delivered: 3, Dropped: 3, DroppedOldest: 3}, nil},
+		{"evict", fanout.EvictIfChannelFull, []int{1, 2, 3}, fanout.WatcherStats{Delivered: 3, Dropped: 1, DroppedEvicted: 1}, fanout.ErrEvicted},
+		{"wait-timeout", fanout.WaitTimeoutIfChannelFull(time.Second), []int{1, 2, 3}, fanout.WatcherStats{Delivered: 3, Dropped: 3, DroppedTimeout: 3}, nil},
+		{"wait-timeout-zero", fanout.WaitTimeoutIfChannelFull(0), []int{1, 2, 3}, fanout.WatcherStats{Delivered: 3, Dropped: 3, DroppedFull: 3}, nil},
 	}
 	for _, tc := range tests {
 		for _, r := range readers {
@@ -628,8 +628,8 @@ func TestNoValueIsSpecial(t *testing.T) {
 }
 
 func TestBadInput(t *testing.T) {
-	b := fanouttest.New[int](t, fanout.WithQueueLength(-1))
-	_, err := b.Watch()
+	b := fanouttest.New[int](t)
+	_, err := b.Watch(fanout.WithQueueLength(-1))
 	assert.ErrorContains(t, err, "invalid queue length -1")
 	w, err := b.Watch(fanout.WithQueueLength(3), nil, fanout.WithFullChannelBehavior(nil))
 	require.NoError(t, err, "a nil option and a nil behaviour mean the default")
@@ -1075,4 +1075,95 @@ func TestConsecutiveDrops(t *testing.T) {
 	publish(t, b, 9) // missed: the refused value did not break the run
 	assert.Equal(t, []uint64{0, 1, 0, 1, 2, 3}, seen)
 	assert.Equal(t, uint64(6), w.Stats().DroppedFull)
+}
+
+// ActionContext with a context already done reports it and accepts
+// nothing: its value reaches no watcher.
+func TestActionContextAlreadyDoneIsNotAccepted(t *testing.T) {
+	for _, r := range readers {
+		t.Run(r.name, func(t *testing.T) {
+			b := fanouttest.New[int](t)
+			w := fanouttest.Watch(t, b)
+			r.prepare(w)
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			assert.ErrorIs(t, b.ActionContext(ctx, 1), context.Canceled)
+			n, err := b.ActionBatchContext(ctx, []int{2, 3})
+			assert.Zero(t, n)
+			assert.ErrorIs(t, err, context.Canceled)
+			assert.Zero(t, b.Stats().Accepted)
+			b.Shutdown()
+			assert.Empty(t, r.drain(w))
+		})
+	}
+}
+
+// Recv with an empty buffer never waits; once the watcher is closed and
+// drained it returns the reason, so a read loop ends instead of spinning.
+func TestRecvWithEmptyBufferReportsCloseReason(t *testing.T) {
+	for _, r := range readers {
+		t.Run(r.name, func(t *testing.T) {
+			b := fanouttest.New[int](t)
+			w := fanouttest.Watch(t, b)
+			r.prepare(w)
+			n, err := w.Recv(context.Background(), nil)
+			assert.Zero(t, n)
+			assert.NoError(t, err, "open: nothing to report")
+			publish(t, b, 1)
+			w.Stop()
+			n, err = w.Recv(context.Background(), nil)
+			assert.Zero(t, n)
+			assert.NoError(t, err, "a value is still queued")
+			assert.Equal(t, []int{1}, r.drain(w))
+			n, err = w.Recv(context.Background(), nil)
+			assert.Zero(t, n)
+			assert.ErrorIs(t, err, fanout.ErrWatcherStopped)
+		})
+	}
+}
+
+// Shutdown ending an Action that waits on a full channel watcher, while
+// ActionOrDrop runs concurrently, races on nothing (run under -race).
+func TestShutdownEndingAWaitingActionRacesNothing(t *testing.T) {
+	for range 50 {
+		b := fanout.New[int](fanout.WithQueueLength(1))
+		w, err := b.Watch()
+		require.NoError(t, err)
+		w.ResultChan()
+		require.NoError(t, b.Action(1))
+		var wg sync.WaitGroup
+		wg.Go(func() { assert.ErrorIs(t, b.Action(2), fanout.ErrStopped) })
+		wg.Go(func() {
+			for {
+				if _, err := b.ActionOrDrop(3); err != nil {
+					return
+				}
+				runtime.Gosched()
+			}
+		})
+		runtime.Gosched()
+		b.Shutdown()
+		wg.Wait()
+	}
+}
+
+// WatcherStats.Delivered counts the values the consumer has taken, on both
+// read paths and across the switch from one to the other.
+func TestWatcherStatsCountDelivered(t *testing.T) {
+	b := fanouttest.New[int](t, fanout.WithQueueLength(10))
+	w := fanouttest.Watch(t, b)
+	publish(t, b, 1, 2, 3)
+	assert.Equal(t, []int{1, 2}, fanouttest.Collect(t, w, 2))
+	s := w.Stats()
+	assert.Equal(t, uint64(2), s.Delivered)
+	assert.Equal(t, 1, s.Queued)
+	ch := w.ResultChan()
+	publish(t, b, 4)
+	assert.Equal(t, uint64(2), w.Stats().Delivered, "queued in the channel, not yet received")
+	assert.Equal(t, 3, <-ch)
+	assert.Equal(t, uint64(3), w.Stats().Delivered)
+	assert.Equal(t, 4, <-ch)
+	s = w.Stats()
+	assert.Equal(t, uint64(4), s.Delivered)
+	assert.Zero(t, s.Queued)
 }

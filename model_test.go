@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/fanout-go/fanout"
 )
@@ -14,20 +15,28 @@ import (
 // The model test drives a broadcaster from one goroutine with a sequence of
 // operations decoded from bytes, and checks every observable result against a
 // plain reference model: what each watcher holds, what each read returns,
-// ActionOrDrop's verdicts, the drop counters, and how watchers close. It runs
-// as a fuzz target (go test -fuzz FuzzModel) and, in every test run, over its
-// seeds and a batch of random sequences.
+// ActionOrDrop's verdicts, batches, replayed history, the drop counters and
+// the drop handler's calls, the delivered counts, and how watchers close. The
+// watchers cover every behaviour, read through the shared ring (pull) or a
+// channel, with and without a drop handler (without one, the lossy built-ins
+// settle their drops lazily), with queues small and large (a large one grows
+// the ring). It runs as a fuzz target (go test -fuzz FuzzModel) and, in every
+// test run, over its seeds and a batch of random sequences.
 
 type modelWatcher struct {
-	w        *fanout.Watcher[int]
-	q        int
-	beh      int // index into modelBehaviors
-	useChan  bool
-	queue    []int
-	closed   error
-	dropFull uint64
-	dropOld  uint64
-	dropEvic uint64
+	w         *fanout.Watcher[int]
+	q         int
+	beh       int // index into modelBehaviors
+	useChan   bool
+	handler   bool
+	queue     []int
+	closed    error
+	delivered uint64
+	dropFull  uint64
+	dropOld   uint64
+	dropEvic  uint64
+	dropTime  uint64
+	calls     *[8]uint64 // drop handler calls per reason
 }
 
 var modelBehaviors = []fanout.FullChannelBehavior{
@@ -39,6 +48,8 @@ var modelBehaviors = []fanout.FullChannelBehavior{
 	verdictBehavior(fanout.VerdictDropNew),
 	verdictBehavior(fanout.VerdictDropOldest),
 	verdictBehavior(fanout.VerdictEvict),
+	negativeTimeout{},  // a wait that never waits: the value is missed
+	alternatingDrops{}, // drop-new and drop-oldest in turn
 }
 
 // verdictBehavior is a user-defined behaviour that always returns one
@@ -49,13 +60,51 @@ func (v verdictBehavior) OnFull(fanout.FullState) fanout.Decision {
 	return fanout.Decision{Verdict: fanout.Verdict(v)}
 }
 
-// kind maps a behaviour index to the built-in it behaves like.
-func kind(beh int) int { return beh % 4 }
+// negativeTimeout waits with a negative timeout: do not wait at all.
+type negativeTimeout struct{}
+
+func (negativeTimeout) OnFull(fanout.FullState) fanout.Decision {
+	return fanout.Decision{Verdict: fanout.VerdictWait, Timeout: -time.Second}
+}
+
+// alternatingDrops drops the new value when the watcher has missed an even
+// number of values so far, and the oldest one otherwise.
+type alternatingDrops struct{}
+
+func (alternatingDrops) OnFull(s fanout.FullState) fanout.Decision {
+	if s.Dropped%2 == 0 {
+		return fanout.Decision{Verdict: fanout.VerdictDropNew}
+	}
+	return fanout.Decision{Verdict: fanout.VerdictDropOldest}
+}
+
+// Model kinds of behaviour.
+const (
+	kWait = iota
+	kDropNew
+	kDropOldest
+	kEvict
+	kNegTimeout
+	kAlternate
+)
+
+// kind maps a behaviour index to the kind it behaves like.
+func kind(beh int) int {
+	switch {
+	case beh < 8:
+		return beh % 4
+	case beh == 8:
+		return kNegTimeout
+	}
+	return kAlternate
+}
 
 type model struct {
 	t        *testing.T
 	b        *fanout.Broadcaster[int]
 	ws       []*modelWatcher
+	history  int // the broadcaster's WithHistory
+	accepts  []int
 	stopped  bool
 	next     int
 	accepted uint64
@@ -79,18 +128,23 @@ func joinLines(l []string) string {
 	return s
 }
 
-// wouldWait reports whether publishing now would make the publisher wait.
-func (m *model) wouldWait() bool {
+// room returns how many values can be published now without waiting.
+func (m *model) room() int {
+	r := 1 << 30
 	for _, mw := range m.ws {
-		if mw.closed == nil && kind(mw.beh) == 0 && len(mw.queue) >= mw.q {
-			return true
+		if mw.closed == nil && kind(mw.beh) == kWait {
+			r = min(r, mw.q-len(mw.queue))
 		}
 	}
-	return false
+	return r
 }
+
+// wouldWait reports whether publishing now would make the publisher wait.
+func (m *model) wouldWait() bool { return m.room() <= 0 }
 
 func (m *model) deliver(v int) {
 	m.accepted++
+	m.accepts = append(m.accepts, v)
 	for _, mw := range m.ws {
 		if mw.closed != nil {
 			continue
@@ -99,96 +153,41 @@ func (m *model) deliver(v int) {
 			mw.queue = append(mw.queue, v)
 			continue
 		}
-		switch kind(mw.beh) {
-		case 1:
+		k := kind(mw.beh)
+		if k == kAlternate {
+			k = kDropNew
+			if (mw.dropFull+mw.dropOld)%2 == 1 {
+				k = kDropOldest
+			}
+		}
+		switch k {
+		case kDropNew:
 			mw.dropFull++
-		case 2:
+		case kDropOldest:
 			mw.queue = append(mw.queue[1:], v)
 			mw.dropOld++
-		case 3:
+		case kEvict:
 			mw.dropEvic++
 			mw.closed = fanout.ErrEvicted
+		case kNegTimeout:
+			mw.dropTime++
 		}
 	}
 }
 
 func (m *model) step(op, arg byte) {
 	m.t.Helper()
-	switch op % 8 {
-	case 0, 7: // Watch, WatchWithPrefix
-		if len(m.ws) >= 6 {
-			return
+	switch op % 10 {
+	case 0, 7:
+		m.watch(op, arg)
+	case 1, 2:
+		m.publishOne(op%10 == 2)
+	case 8, 9: // a batch: small, or a burst that laps the ring
+		k := 1 + int(arg%20)
+		if op%10 == 9 {
+			k = 40 + int(arg)
 		}
-		mw := &modelWatcher{q: 1 + int(arg%4), beh: int(arg/4) % len(modelBehaviors), useChan: arg&0x80 != 0}
-		var prefix []int
-		if op%8 == 7 {
-			for i := range 1 + int(arg>>5)%3 {
-				prefix = append(prefix, -1-i)
-			}
-			mw.queue = slices.Clone(prefix)
-			mw.q = max(mw.q, len(prefix)+1) // as in k8s
-		}
-		m.log = append(m.log, fmt.Sprintf("watch q=%d beh=%v chan=%v prefix=%v", mw.q, modelBehaviors[mw.beh], mw.useChan, prefix))
-		opts := []fanout.Option{fanout.WithQueueLength(1 + int(arg%4)), fanout.WithFullChannelBehavior(modelBehaviors[mw.beh])}
-		var w *fanout.Watcher[int]
-		var err error
-		if prefix != nil {
-			w, err = m.b.WatchWithPrefix(prefix, opts...)
-		} else {
-			w, err = m.b.Watch(opts...)
-		}
-		if m.stopped {
-			if !errors.Is(err, fanout.ErrStopped) {
-				m.fail("Watch after Shutdown: %v", err)
-			}
-			return
-		}
-		if err != nil {
-			m.fail("Watch: %v", err)
-		}
-		mw.w = w
-		if mw.useChan {
-			w.ResultChan()
-		}
-		m.ws = append(m.ws, mw)
-	case 1, 2: // ActionOrDrop, or Action when it would not wait
-		v := m.next
-		m.next++
-		if op%8 == 2 && !m.wouldWait() {
-			m.log = append(m.log, fmt.Sprintf("action %d", v))
-			err := m.b.Action(v)
-			if m.stopped {
-				if !errors.Is(err, fanout.ErrStopped) {
-					m.fail("Action after Shutdown: %v", err)
-				}
-				return
-			}
-			if err != nil {
-				m.fail("Action(%d): %v", v, err)
-			}
-			m.deliver(v)
-			return
-		}
-		m.log = append(m.log, fmt.Sprintf("actionOrDrop %d", v))
-		ok, err := m.b.ActionOrDrop(v)
-		switch {
-		case m.stopped:
-			if ok || !errors.Is(err, fanout.ErrStopped) {
-				m.fail("ActionOrDrop after Shutdown: %v %v", ok, err)
-			}
-		case err != nil:
-			m.fail("ActionOrDrop(%d): %v", v, err)
-		case m.wouldWait():
-			if ok {
-				m.fail("ActionOrDrop(%d) accepted although a waiting watcher is full", v)
-			}
-			m.refused++
-		default:
-			if !ok {
-				m.fail("ActionOrDrop(%d) refused although no waiting watcher is full", v)
-			}
-			m.deliver(v)
-		}
+		m.publishBatch(k)
 	case 3: // read up to k values without waiting
 		if len(m.ws) == 0 {
 			return
@@ -202,6 +201,7 @@ func (m *model) step(op, arg byte) {
 			m.fail("watcher %d read %v, want %v", mw.w.ID(), got, want)
 		}
 		mw.queue = mw.queue[len(want):]
+		mw.delivered += uint64(len(want))
 	case 4: // Stop
 		if len(m.ws) == 0 {
 			return
@@ -238,6 +238,139 @@ func (m *model) step(op, arg byte) {
 	m.checkStats()
 }
 
+// watch registers a watcher: the arg byte gives its queue length, behaviour
+// and read path, the op byte's high bits a drop handler, a replay and a
+// large queue.
+func (m *model) watch(op, arg byte) {
+	if len(m.ws) >= 6 {
+		return
+	}
+	q := 1 + int(arg%4)
+	if op&0x80 != 0 {
+		q = 60 + int(arg) // larger than the ring's minimum: the ring grows
+	}
+	mw := &modelWatcher{q: q, beh: int(arg/4) % len(modelBehaviors), useChan: arg&0x80 != 0,
+		handler: op&0x10 != 0, calls: new([8]uint64)}
+	replay := int(op>>5) & 3
+	opts := []fanout.Option{fanout.WithQueueLength(q), fanout.WithFullChannelBehavior(modelBehaviors[mw.beh])}
+	if mw.handler {
+		calls := mw.calls
+		opts = append(opts, fanout.WithDropHandler(func(d fanout.Drop) { calls[d.Reason]++ }))
+	}
+	if replay > 0 {
+		opts = append(opts, fanout.WithReplay(replay))
+	}
+	var prefix []int
+	if op%10 == 7 {
+		for i := range 1 + int(arg>>5)%3 {
+			prefix = append(prefix, -1-i)
+		}
+	}
+	replayed := m.accepts[len(m.accepts)-min(replay, len(m.accepts)):]
+	mw.queue = append(slices.Clone(prefix), replayed...)
+	if len(mw.queue) > 0 {
+		mw.q = max(mw.q, len(mw.queue)+1) // as in k8s
+	}
+	m.log = append(m.log, fmt.Sprintf("watch q=%d beh=%v chan=%v handler=%v prefix=%v replay=%d",
+		q, modelBehaviors[mw.beh], mw.useChan, mw.handler, prefix, replay))
+	var w *fanout.Watcher[int]
+	var err error
+	if prefix != nil {
+		w, err = m.b.WatchWithPrefix(prefix, opts...)
+	} else {
+		w, err = m.b.Watch(opts...)
+	}
+	switch {
+	case replay > m.history: // an invalid option is reported first
+		if err == nil || errors.Is(err, fanout.ErrStopped) {
+			m.fail("Watch with replay %d beyond history %d: %v", replay, m.history, err)
+		}
+		return
+	case m.stopped:
+		if !errors.Is(err, fanout.ErrStopped) {
+			m.fail("Watch after Shutdown: %v", err)
+		}
+		return
+	case err != nil:
+		m.fail("Watch: %v", err)
+	}
+	mw.w = w
+	if mw.useChan {
+		w.ResultChan()
+	}
+	m.ws = append(m.ws, mw)
+}
+
+// publishOne publishes a value with ActionOrDrop, or with Action when that
+// would not wait.
+func (m *model) publishOne(action bool) {
+	v := m.next
+	m.next++
+	if action && !m.wouldWait() {
+		m.log = append(m.log, fmt.Sprintf("action %d", v))
+		err := m.b.Action(v)
+		if m.stopped {
+			if !errors.Is(err, fanout.ErrStopped) {
+				m.fail("Action after Shutdown: %v", err)
+			}
+			return
+		}
+		if err != nil {
+			m.fail("Action(%d): %v", v, err)
+		}
+		m.deliver(v)
+		return
+	}
+	m.log = append(m.log, fmt.Sprintf("actionOrDrop %d", v))
+	ok, err := m.b.ActionOrDrop(v)
+	switch {
+	case m.stopped:
+		if ok || !errors.Is(err, fanout.ErrStopped) {
+			m.fail("ActionOrDrop after Shutdown: %v %v", ok, err)
+		}
+	case err != nil:
+		m.fail("ActionOrDrop(%d): %v", v, err)
+	case m.wouldWait():
+		if ok {
+			m.fail("ActionOrDrop(%d) accepted although a waiting watcher is full", v)
+		}
+		m.refused++
+	default:
+		if !ok {
+			m.fail("ActionOrDrop(%d) refused although no waiting watcher is full", v)
+		}
+		m.deliver(v)
+	}
+}
+
+// publishBatch publishes up to k values with ActionBatch, as many as fit
+// without waiting.
+func (m *model) publishBatch(k int) {
+	k = min(k, m.room())
+	if k <= 0 {
+		return
+	}
+	vs := make([]int, k)
+	for i := range vs {
+		vs[i] = m.next
+		m.next++
+	}
+	m.log = append(m.log, fmt.Sprintf("batch %d..%d", vs[0], vs[k-1]))
+	n, err := m.b.ActionBatch(vs)
+	if m.stopped {
+		if n != 0 || !errors.Is(err, fanout.ErrStopped) {
+			m.fail("ActionBatch after Shutdown: %d %v", n, err)
+		}
+		return
+	}
+	if n != k || err != nil {
+		m.fail("ActionBatch(%d values) = %d, %v", k, n, err)
+	}
+	for _, v := range vs {
+		m.deliver(v)
+	}
+}
+
 // read takes up to k queued values from the watcher without waiting, through
 // the watcher's read path.
 func (m *model) read(mw *modelWatcher, k int) []int {
@@ -269,9 +402,16 @@ func (m *model) checkStats() {
 	m.t.Helper()
 	for _, mw := range m.ws {
 		s := mw.w.Stats()
-		if s.Queued != len(mw.queue) || s.DroppedFull != mw.dropFull || s.DroppedOldest != mw.dropOld || s.DroppedEvicted != mw.dropEvic {
-			m.fail("watcher %d stats %+v, model queue %v drops full=%d oldest=%d evicted=%d",
-				mw.w.ID(), s, mw.queue, mw.dropFull, mw.dropOld, mw.dropEvic)
+		if s.Queued != len(mw.queue) || s.DroppedFull != mw.dropFull || s.DroppedOldest != mw.dropOld ||
+			s.DroppedEvicted != mw.dropEvic || s.DroppedTimeout != mw.dropTime || s.Delivered != mw.delivered {
+			m.fail("watcher %d stats %+v, model queue %v delivered=%d drops full=%d oldest=%d evicted=%d timeout=%d",
+				mw.w.ID(), s, mw.queue, mw.delivered, mw.dropFull, mw.dropOld, mw.dropEvic, mw.dropTime)
+		}
+		c := mw.calls
+		if mw.handler && (c[fanout.DropFull] != mw.dropFull || c[fanout.DropOldest] != mw.dropOld ||
+			c[fanout.DropEvicted] != mw.dropEvic || c[fanout.DropTimeout] != mw.dropTime) {
+			m.fail("watcher %d drop handler calls %v, model drops full=%d oldest=%d evicted=%d timeout=%d",
+				mw.w.ID(), c, mw.dropFull, mw.dropOld, mw.dropEvic, mw.dropTime)
 		}
 	}
 	bs := m.b.Stats()
@@ -300,6 +440,10 @@ func (m *model) finish() {
 		if !slices.Equal(got, mw.queue) && !(len(got) == 0 && len(mw.queue) == 0) {
 			m.fail("watcher %d drained %v, want %v", mw.w.ID(), got, mw.queue)
 		}
+		mw.delivered += uint64(len(got))
+		if s := mw.w.Stats(); s.Delivered != mw.delivered || s.Queued != 0 {
+			m.fail("watcher %d after draining: stats %+v, want delivered %d", mw.w.ID(), s, mw.delivered)
+		}
 		if err := mw.w.Err(); !errors.Is(err, mw.closed) {
 			m.fail("watcher %d closed with %v, want %v", mw.w.ID(), err, mw.closed)
 		}
@@ -313,8 +457,14 @@ func (m *model) finish() {
 	}
 }
 
+// runModel runs ops; its first byte sets the broadcaster's history.
 func runModel(t *testing.T, ops []byte) {
-	m := &model{t: t, b: fanout.New[int]()}
+	m := &model{t: t}
+	if len(ops) > 0 {
+		m.history = int(ops[0] % 8)
+		ops = ops[1:]
+	}
+	m.b = fanout.New[int](fanout.WithHistory(m.history))
 	for i := 0; i+1 < len(ops); i += 2 {
 		m.step(ops[i], ops[i+1])
 	}
@@ -322,13 +472,17 @@ func runModel(t *testing.T, ops []byte) {
 }
 
 func FuzzModel(f *testing.F) {
-	f.Add([]byte{0, 0, 1, 0, 1, 0, 3, 0})
-	f.Add([]byte{0, 4, 0, 8, 0, 12, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 3, 0x31, 4, 1, 1, 0, 3, 0x32})
-	f.Add([]byte{0, 0x81, 0, 0x05, 2, 0, 2, 0, 2, 0, 6, 0, 1, 0, 3, 0x10, 5, 0, 1, 0})
-	f.Add([]byte{0, 3, 1, 0, 1, 0, 1, 0, 1, 0, 6, 0, 3, 0x30, 1, 0, 4, 0, 3, 0x30})
+	f.Add([]byte{3, 0x70, 0, 1, 0, 1, 0, 0x60, 4, 3, 0})  // replay 3 of history 3
+	f.Add([]byte{0, 0x10, 4, 9, 200, 3, 0, 9, 200, 3, 0}) // a drop-new watcher with handler, lapped twice
+	f.Add([]byte{0, 0, 8, 9, 200, 3, 0, 9, 200, 3, 0})    // the same without handler: lazy
+	f.Add([]byte{0, 0x80, 4, 9, 255, 9, 255, 3, 0})       // a large queue grows the ring
+	f.Add([]byte{0, 0, 0, 1, 0, 1, 0, 3, 0})
+	f.Add([]byte{0, 0, 4, 0, 8, 0, 12, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 3, 0x31, 4, 1, 1, 0, 3, 0x32})
+	f.Add([]byte{0, 0, 0x81, 0, 0x05, 2, 0, 2, 0, 2, 0, 6, 0, 1, 0, 3, 0x10, 5, 0, 1, 0})
+	f.Add([]byte{0, 0, 3, 1, 0, 1, 0, 1, 0, 1, 0, 6, 0, 3, 0x30, 1, 0, 4, 0, 3, 0x30})
 	f.Fuzz(func(t *testing.T, ops []byte) {
-		if len(ops) > 400 {
-			ops = ops[:400]
+		if len(ops) > 401 {
+			ops = ops[:401]
 		}
 		runModel(t, ops)
 	})
@@ -339,12 +493,12 @@ func FuzzModel(f *testing.F) {
 func TestModelRandom(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for i := range 3000 {
-		ops := make([]byte, 2*(5+r.IntN(60)))
+		ops := make([]byte, 1+2*(5+r.IntN(80)))
 		for j := range ops {
 			ops[j] = byte(r.UintN(256))
 		}
 		// Publishing is more interesting than watching: bias op codes.
-		for j := 0; j < len(ops); j += 2 {
+		for j := 1; j < len(ops); j += 2 {
 			if r.IntN(3) == 0 {
 				ops[j] = byte(1 + r.IntN(3))
 			}

@@ -1,6 +1,7 @@
 package fanout
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -14,27 +15,55 @@ const DefaultQueueLength = 100
 // (16,777,216 values).
 const MaxQueueLength = 1 << 24
 
-// Option configures a [Broadcaster] when passed to [New], where it sets the
-// default for every watcher, or a single watcher when passed to
-// [Broadcaster.Watch] or [Broadcaster.WatchWithPrefix], where it overrides
-// that default. Passed to [NewRecorder] it configures the recorder and the
-// queues of its runners. Each option's doc says where it applies; elsewhere
-// it is ignored.
-type Option interface {
-	apply(*config)
-}
+// MaxHistory is the largest history [WithHistory] accepts (16,777,216
+// values).
+const MaxHistory = 1 << 24
 
+// The option types. A broadcaster and its watchers share [Option]; a
+// recorder has its own [RecorderOption], so that an option given to the
+// wrong one is a compile error:
+//
+//	option                      New  Watch  NewRecorder  type
+//	--------------------------  ---  -----  -----------  ------------
+//	WithQueueLength             yes  yes    yes          CommonOption
+//	WithDropHandler             yes  yes    yes          CommonOption
+//	WithFullChannelBehavior     yes  yes    -            Option
+//	WithReplay                  yes  yes    -            Option
+//	WithHistory                 yes  error  -            Option
+//	WithClock, WithRetry,       -    -      yes          RecorderOption
+//	WithLogger, WithStamp
+type (
+	// Option configures a [Broadcaster] when passed to [New], where it
+	// sets the default for every watcher, or a single watcher when passed
+	// to [Broadcaster.Watch], [Broadcaster.WatchWithPrefix] or
+	// [Recorder.Watch], where it overrides that default.
+	Option interface {
+		applyOption(*config)
+	}
+
+	// RecorderOption configures a [Recorder] when passed to [NewRecorder].
+	RecorderOption interface {
+		applyRecorder(*recorderConfig)
+	}
+
+	// CommonOption is an [Option] that also configures a [Recorder]:
+	// [WithQueueLength] and [WithDropHandler].
+	CommonOption interface {
+		Option
+		RecorderOption
+	}
+)
+
+// config holds a broadcaster's settings and the defaults of its watchers;
+// Watch copies it and applies its own options on top.
 type config struct {
-	queueLen    int
-	queueLenSet bool
-	behavior    FullChannelBehavior
-	onDrop      func(Drop)
+	queueLen int
+	behavior FullChannelBehavior
+	onDrop   func(Drop)
+	replay   int
+	history  int
 
-	// Recorder settings.
-	clock  Clock
-	retry  *RetryPolicy
-	logger *slog.Logger
-	stamp  any // func(T, time.Time) T, checked by NewRecorder[T]
+	historySet bool // WithHistory was applied: an error for a watcher
 }
 
 func defaultConfig() config {
@@ -42,96 +71,167 @@ func defaultConfig() config {
 }
 
 func (c config) with(opts []Option) config {
+	c.historySet = false
 	for _, o := range opts {
 		if o != nil {
-			o.apply(&c)
+			o.applyOption(&c)
 		}
 	}
 	return c
 }
 
+// validate reports the first invalid setting.
 func (c config) validate() error {
 	if c.queueLen < 0 || c.queueLen > MaxQueueLength {
 		return fmt.Errorf("fanout: invalid queue length %d: must be 0 (hand-off) to MaxQueueLength (%d)", c.queueLen, MaxQueueLength)
 	}
+	if c.history < 0 || c.history > MaxHistory {
+		return fmt.Errorf("fanout: invalid history %d: must be 0 (none) to MaxHistory (%d)", c.history, MaxHistory)
+	}
+	if c.historySet {
+		return errHistoryOnWatch
+	}
+	if c.replay < 0 || c.replay > c.history {
+		return fmt.Errorf("fanout: invalid replay %d: must be 0 to the broadcaster's history (%d, see WithHistory)", c.replay, c.history)
+	}
 	return nil
 }
 
-type optionFunc func(*config)
+// errHistoryOnWatch is returned by Watch when given WithHistory, which only
+// New takes.
+var errHistoryOnWatch = errors.New("fanout: WithHistory applies to New, not to Watch")
 
-func (f optionFunc) apply(c *config) { f(c) }
+// recorderConfig holds a recorder's settings.
+type recorderConfig struct {
+	queueLen int
+	onDrop   func(Drop)
+	clock    Clock
+	retry    *RetryPolicy
+	logger   *slog.Logger
+	stamp    any // func(T, time.Time) T, checked by NewRecorder[T]
+}
+
+type queueLengthOption int
+
+func (o queueLengthOption) applyOption(c *config)           { c.queueLen = int(o) }
+func (o queueLengthOption) applyRecorder(c *recorderConfig) { c.queueLen = int(o) }
 
 // WithQueueLength sets the watcher queue capacity: exactly n values may be
 // waiting for a watcher's consumer. The default is [DefaultQueueLength] (100)
 // for a broadcaster's watchers and [DefaultRecorderQueueLength] (1000) for a
 // recorder's runners. Zero means hand-off: a value is given to the consumer
 // directly and nothing is queued. A negative n, or one above
-// [MaxQueueLength], makes Watch, WatchWithPrefix and NewRecorder return an
-// error.
-func WithQueueLength(n int) Option {
-	return optionFunc(func(c *config) { c.queueLen, c.queueLenSet = n, true })
+// [MaxQueueLength], is an error: [NewRecorder] and Watch return it, and
+// passed to [New] it is returned by every method of the broadcaster that
+// returns an error, Action included.
+func WithQueueLength(n int) CommonOption { return queueLengthOption(n) }
+
+type behaviorOption struct{ b FullChannelBehavior }
+
+func (o behaviorOption) applyOption(c *config) {
+	c.behavior = o.b
+	if c.behavior == nil {
+		c.behavior = WaitIfChannelFull
+	}
 }
 
 // WithFullChannelBehavior sets what happens when a value meets a full watcher
 // queue. The default is [WaitIfChannelFull]; nil restores the default.
-func WithFullChannelBehavior(b FullChannelBehavior) Option {
-	return optionFunc(func(c *config) {
-		if b == nil {
-			b = WaitIfChannelFull
-		}
-		c.behavior = b
-	})
-}
+func WithFullChannelBehavior(b FullChannelBehavior) Option { return behaviorOption{b} }
 
-// WithDropHandler sets a function called for every value a watcher misses
-// (each call reports one value). It runs on the publishing goroutine while it
-// has the broadcaster to itself, so it must be fast and must not call the
-// broadcaster or its watchers; hand the Drop to a buffered channel or a
-// counter. Calls never overlap.
-// Counters are kept whether or not a handler is set; see [Watcher.Stats].
-// The default is no handler; nil removes one.
+type dropHandlerOption func(Drop)
+
+func (o dropHandlerOption) applyOption(c *config)           { c.onDrop = o }
+func (o dropHandlerOption) applyRecorder(c *recorderConfig) { c.onDrop = o }
+
+// WithDropHandler sets a function called for every value a watcher misses,
+// one call per value. The default is no handler; nil removes one. Counters
+// are kept whether or not a handler is set; see [Watcher.Stats].
+//
+// The handler runs with no lock of the broadcaster held, so it may call the
+// broadcaster and its watchers (a blocking publish from it waits like any
+// other). It is called by whichever goroutine settles the drop: the
+// publisher that made it, a reader of the watcher (drops of lossy watchers
+// read with the pull methods are settled lazily, at the latest when the
+// watcher is read, stopped or its values are about to be overwritten), or
+// the caller of Stop or Shutdown. Calls may therefore run concurrently and
+// arrive after the value's publish returned. A panic in it is recovered and
+// counted in [Stats].Panics.
 //
 // Passed to [NewRecorder], it receives every value the recorder or one of
-// its runners drops, for any [DropReason]. It is then called from
-// [Recorder.Record] (after the value is published, with no lock held) and
-// from runner goroutines, possibly concurrently; it should be fast, since the
-// caller of Record or the runner waits for it. A panic in it is contained.
-func WithDropHandler(f func(Drop)) Option {
-	return optionFunc(func(c *config) { c.onDrop = f })
-}
+// its runners drops, for any [DropReason], from the same goroutines and from
+// runner goroutines.
+func WithDropHandler(f func(Drop)) CommonOption { return dropHandlerOption(f) }
+
+type historyOption int
+
+func (o historyOption) applyOption(c *config) { c.history, c.historySet = int(o), true }
+
+// WithHistory makes a broadcaster keep its last n accepted values, so that a
+// watcher can start with some of them ([WithReplay]). The default is 0: no
+// history, and no cost. A negative n, or one above [MaxHistory], is an
+// error returned by every method of the broadcaster that returns an error.
+// The history shares the broadcaster's ring, which grows to hold it: n
+// values of T stay referenced until overwritten.
+func WithHistory(n int) Option { return historyOption(n) }
+
+type replayOption int
+
+func (o replayOption) applyOption(c *config) { c.replay = int(o) }
+
+// WithReplay makes a watcher receive the last k values the broadcaster
+// accepted before it registered (or all of them, if fewer were accepted)
+// first, then every value accepted after, with no gap and no duplicate: the
+// in-process form of "resume from here". k must be at most the
+// broadcaster's history ([WithHistory]); a larger k makes Watch return an
+// error. As with a prefix, the watcher's queue capacity becomes at least
+// the number of values it starts with plus one. Passed to [New] it sets the
+// default for every watcher. The default is 0.
+func WithReplay(k int) Option { return replayOption(k) }
+
+type clockOption struct{ c Clock }
+
+func (o clockOption) applyRecorder(c *recorderConfig) { c.clock = o.c }
 
 // WithClock sets the clock a [Recorder] passes to its stamp hook (see
-// [WithStamp]). The default is the system clock. It applies to
-// [NewRecorder].
-func WithClock(c Clock) Option {
-	return optionFunc(func(cfg *config) { cfg.clock = c })
+// [WithStamp]). The default is the system clock.
+func WithClock(c Clock) RecorderOption { return clockOption{c} }
+
+type retryOption RetryPolicy
+
+func (o retryOption) applyRecorder(c *recorderConfig) {
+	p := RetryPolicy(o)
+	c.retry = &p
 }
 
 // WithRetry sets how a [Recorder]'s sink runners retry failed writes. The
-// default is [DefaultRetryPolicy]. It applies to [NewRecorder], which returns
-// an error for an invalid policy.
-func WithRetry(p RetryPolicy) Option {
-	return optionFunc(func(c *config) { c.retry = &p })
-}
+// default is [DefaultRetryPolicy]. [NewRecorder] returns an error for an
+// invalid policy.
+func WithRetry(p RetryPolicy) RecorderOption { return retryOption(p) }
+
+type loggerOption struct{ l *slog.Logger }
+
+func (o loggerOption) applyRecorder(c *recorderConfig) { c.logger = o.l }
 
 // WithLogger makes a [Recorder] log every dropped value, at level Warn, with
 // its reason and error. The default is no logging (the counters in
-// [Recorder.Stats] are always kept). It applies to [NewRecorder].
-func WithLogger(l *slog.Logger) Option {
-	return optionFunc(func(c *config) { c.logger = l })
-}
+// [Recorder.Stats] are always kept).
+func WithLogger(l *slog.Logger) RecorderOption { return loggerOption{l} }
+
+type stampOption struct{ f any }
+
+func (o stampOption) applyRecorder(c *recorderConfig) { c.stamp = o.f }
 
 // WithStamp sets a hook that a [Recorder] calls on every value before
 // publishing it, with the recorder's clock reading (see [WithClock]); it
 // returns the value to publish, for example v with a timestamp set. It runs
-// on the goroutine calling [Recorder.Record]. It applies to [NewRecorder],
-// which returns an error when T is not the recorder's value type.
-func WithStamp[T any](f func(v T, now time.Time) T) Option {
-	return optionFunc(func(c *config) {
-		if f == nil {
-			c.stamp = nil
-			return
-		}
-		c.stamp = f
-	})
+// on the goroutine calling [Recorder.Record]. [NewRecorder] returns an error
+// when T is not the recorder's value type: Go cannot check that at compile
+// time while the other recorder options stay untyped (a generic option list
+// would need every option instantiated with T).
+func WithStamp[T any](f func(v T, now time.Time) T) RecorderOption {
+	if f == nil {
+		return stampOption{}
+	}
+	return stampOption{f}
 }

@@ -35,7 +35,7 @@ type rv struct {
 	ID  string
 }
 
-func newRev(t *testing.T, opts ...fanout.Option) *fanout.Recorder[rv] {
+func newRev(t *testing.T, opts ...fanout.RecorderOption) *fanout.Recorder[rv] {
 	t.Helper()
 	r, err := fanout.NewRecorder[rv](opts...)
 	if err != nil {

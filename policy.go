@@ -16,10 +16,20 @@ import (
 // to [New], and can be overridden per watcher by passing the same option to
 // [Broadcaster.Watch].
 //
-// OnFull is called by the publishing goroutine while it has the broadcaster
-// to itself, once for each value that meets the watcher's full queue (also when
-// [Broadcaster.ActionOrDrop] then refuses the value). It must be fast, must not
-// block and must not call methods of the broadcaster or of its watchers.
+// OnFull is called by the publishing goroutine, once for each value that
+// meets the watcher's full queue (also when [Broadcaster.ActionOrDrop] then
+// refuses the value), while that publisher holds the broadcaster's publish
+// turn but none of its locks: other publishers wait, everything else goes
+// on. It should be fast and should not block. It may call the broadcaster
+// and its watchers (Stats, Watch, Stop, reads, ActionOrDrop, which refuses
+// while the turn is held), except the publish methods that wait (Action,
+// ActionBatch, ActionContext): they would wait for the very publish that
+// called OnFull. That cannot be detected cheaply, since Go does not expose
+// which goroutine is calling (reading it costs a stack dump, about a
+// microsecond, on every call). A panic in OnFull is recovered: the watcher
+// misses that value, counted with reason [DropPanic] and reported to the
+// drop handler with the panic as Err, and the broadcaster goes on.
+//
 // Calls for one broadcaster never run concurrently, so a behaviour used by a
 // single broadcaster may keep unsynchronised state; one shared between
 // broadcasters must synchronise itself.
@@ -62,6 +72,12 @@ const (
 	VerdictEvict
 )
 
+// verdictPanic is the decision of a behaviour whose OnFull panicked.
+const verdictPanic Verdict = 255
+
+// panicError turns a recovered panic into an error.
+func panicError(p any) error { return fmt.Errorf("fanout: panic: %v", p) }
+
 // String returns the verdict's lower-case name, as used in drop reasons.
 func (v Verdict) String() string {
 	switch v {
@@ -83,7 +99,9 @@ type Decision struct {
 	Verdict Verdict
 	// Timeout bounds a VerdictWait: after this long the watcher misses the
 	// value and the drop is counted with reason [DropTimeout]. Zero means
-	// wait without limit. It is ignored for the other verdicts.
+	// wait without limit; a negative Timeout means do not wait at all (the
+	// value is missed at once, counted as DropTimeout), as for
+	// [WaitTimeoutIfChannelFull]. It is ignored for the other verdicts.
 	Timeout time.Duration
 }
 
@@ -140,8 +158,8 @@ var (
 
 // WaitTimeoutIfChannelFull returns a behaviour that waits up to d for a full
 // watcher's room and then makes that watcher miss the value (counted with
-// reason [DropTimeout]). A d of zero or less behaves like [DropIfChannelFull]
-// without ever waiting.
+// reason [DropTimeout]). A d of zero or less never waits: it is
+// [DropIfChannelFull].
 func WaitTimeoutIfChannelFull(d time.Duration) FullChannelBehavior {
 	if d <= 0 {
 		return DropIfChannelFull
@@ -152,7 +170,7 @@ func WaitTimeoutIfChannelFull(d time.Duration) FullChannelBehavior {
 // DropReason says why a watcher missed a value.
 type DropReason uint8
 
-// The reasons a value can be missed. The first four are a watcher's (see
+// The reasons a value can be missed. The first five are a watcher's (see
 // [Watcher.Stats]); the rest are reported by a [Recorder] and its runners (see
 // [RecorderStats]).
 const (
@@ -164,6 +182,9 @@ const (
 	DropTimeout
 	// DropEvicted: the value met a full queue and the watcher was evicted.
 	DropEvicted
+	// DropPanic: the watcher's [FullChannelBehavior] panicked deciding
+	// about the value; the watcher missed it.
+	DropPanic
 	// DropRefused: [Recorder.Record] refused the value because a watcher
 	// that waits when full was full; no watcher got it.
 	DropRefused
@@ -182,7 +203,7 @@ const (
 	numDropReasons
 
 	// numWatcherDropReasons bounds the reasons a watcher itself counts.
-	numWatcherDropReasons = DropEvicted + 1
+	numWatcherDropReasons = DropPanic + 1
 )
 
 // String returns the reason's lower-case name.
@@ -196,6 +217,8 @@ func (r DropReason) String() string {
 		return "timeout"
 	case DropEvicted:
 		return "evicted"
+	case DropPanic:
+		return "panic"
 	case DropRefused:
 		return "refused"
 	case DropSpam:
@@ -219,23 +242,44 @@ type Drop struct {
 	WatcherID uint64
 	// Reason says why.
 	Reason DropReason
-	// Err is the last sink error, for [DropRejected] and [DropRetries] (and
-	// for [DropShutdown] when a write failed); nil otherwise.
+	// Err is the panic, for [DropPanic]; the last sink error, for
+	// [DropRejected] and [DropRetries] (and for [DropShutdown] when a write
+	// failed); nil otherwise.
 	Err error
 }
 
-// mayWait reports whether b can return VerdictWait: false only for the
-// built-in lossy behaviours, whose full watchers the publisher then never
-// needs to look at before accepting a value.
-func mayWait(b FullChannelBehavior) bool {
+// kind classifies a behaviour: the built-in ones are handled without calling
+// OnFull, and each takes its own path on the shared ring.
+type kind uint8
+
+const (
+	kindWait       kind = iota // WaitIfChannelFull: the publisher waits
+	kindDropNew                // DropIfChannelFull: drops settled lazily
+	kindDropOldest             // DropOldestIfChannelFull: drops settled lazily
+	kindEvict                  // EvictIfChannelFull
+	kindTimeout                // WaitTimeoutIfChannelFull(d > 0)
+	kindCustom                 // a user's behaviour: OnFull per value
+)
+
+func kindOf(b FullChannelBehavior) kind {
 	switch b.(type) {
-	case dropNewBehavior, dropOldestBehavior, evictBehavior:
-		return false
+	case waitBehavior:
+		return kindWait
+	case dropNewBehavior:
+		return kindDropNew
+	case dropOldestBehavior:
+		return kindDropOldest
+	case evictBehavior:
+		return kindEvict
+	case waitTimeoutBehavior:
+		return kindTimeout
 	}
-	return true
+	return kindCustom
 }
 
-func isWait(b FullChannelBehavior) bool {
-	_, ok := b.(waitBehavior)
-	return ok
-}
+// mayWait reports whether a behaviour of kind k can return VerdictWait.
+func (k kind) mayWait() bool { return k == kindWait || k == kindTimeout || k == kindCustom }
+
+// lazy reports whether the drops of a ring reader of kind k are settled by
+// whoever next looks at it, not by the publisher.
+func (k kind) lazy() bool { return k == kindDropNew || k == kindDropOldest }

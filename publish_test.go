@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fanout-go/fanout"
+	"github.com/fanout-go/fanout/fanouttest"
 )
 
 // A stopped watcher must not stay reachable from the broadcaster, also when
@@ -240,6 +241,196 @@ func TestStressMixedPublishers(t *testing.T) {
 			}
 		} else {
 			require.Equal(t, ref, filtered, "watcher %d", r.w.ID())
+		}
+	}
+}
+
+// ActionBatch accepts its values contiguously: with four producers
+// publishing batches at once, every watcher sees each batch as one run, in
+// order, and every watcher sees the same order.
+func TestActionBatchIsContiguousAmongConcurrentProducers(t *testing.T) {
+	for _, r := range readers {
+		t.Run(r.name, func(t *testing.T) {
+			const producers, batches, size = 4, 200, 16
+			b := fanout.New[int](fanout.WithQueueLength(64))
+			var ws []*fanout.Watcher[int]
+			for range 3 {
+				w, err := b.Watch()
+				require.NoError(t, err)
+				r.prepare(w)
+				ws = append(ws, w)
+			}
+			got := make([][]int, len(ws))
+			var readers sync.WaitGroup
+			for i, w := range ws {
+				readers.Go(func() { got[i], _ = collectAll(w) })
+			}
+			var pg sync.WaitGroup
+			for p := range producers {
+				pg.Go(func() {
+					vs := make([]int, size)
+					for k := range batches {
+						for j := range vs {
+							vs[j] = (p*batches+k)*size + j
+						}
+						n, err := b.ActionBatch(vs)
+						assert.NoError(t, err)
+						assert.Equal(t, size, n)
+					}
+				})
+			}
+			pg.Wait()
+			b.Shutdown()
+			readers.Wait()
+			for i := range got {
+				require.Len(t, got[i], producers*batches*size)
+				assert.Equal(t, got[0], got[i], "one total order")
+				for j := 0; j < len(got[i]); j += size {
+					assert.Equal(t, 0, got[i][j]%size, "a batch starts at a batch boundary")
+					for k := 1; k < size; k++ {
+						require.Equal(t, got[i][j]+k, got[i][j+k], "batch interleaved at %d", j+k)
+					}
+				}
+			}
+		})
+	}
+}
+
+// collectAll reads w until it closes, through the channel once ResultChan
+// was called, else through Recv.
+func collectAll(w *fanout.Watcher[int]) ([]int, error) {
+	var out []int
+	buf := make([]int, 64)
+	for {
+		n, err := w.Recv(context.Background(), buf)
+		out = append(out, buf[:n]...)
+		if err != nil {
+			return out, err
+		}
+	}
+}
+
+// Each watcher's behaviour applies to each value of a batch, as for single
+// publishes.
+func TestActionBatchAppliesBehaviorPerValue(t *testing.T) {
+	for _, r := range readers {
+		t.Run(r.name, func(t *testing.T) {
+			b := fanout.New[int](fanout.WithQueueLength(3))
+			defer b.Shutdown()
+			drop, err := b.Watch(fanout.WithFullChannelBehavior(fanout.DropIfChannelFull))
+			require.NoError(t, err)
+			oldest, err := b.Watch(fanout.WithFullChannelBehavior(fanout.DropOldestIfChannelFull))
+			require.NoError(t, err)
+			evict, err := b.Watch(fanout.WithFullChannelBehavior(fanout.EvictIfChannelFull))
+			require.NoError(t, err)
+			for _, w := range []*fanout.Watcher[int]{drop, oldest, evict} {
+				r.prepare(w)
+			}
+			n, err := b.ActionBatch([]int{1, 2, 3, 4, 5})
+			require.NoError(t, err)
+			assert.Equal(t, 5, n)
+			b.Shutdown()
+			assert.Equal(t, []int{1, 2, 3}, r.drain(drop))
+			assert.Equal(t, uint64(2), drop.Stats().DroppedFull)
+			assert.Equal(t, []int{3, 4, 5}, r.drain(oldest))
+			assert.Equal(t, uint64(2), oldest.Stats().DroppedOldest)
+			assert.Equal(t, []int{1, 2, 3}, r.drain(evict))
+			assert.ErrorIs(t, evict.Err(), fanout.ErrEvicted)
+		})
+	}
+}
+
+// A batch that meets a full lossless watcher waits for room in the middle,
+// keeps its place (no other publisher gets in between) and, when its context
+// ends, reports how many of its values were accepted.
+func TestActionBatchContextReportsAcceptedCount(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := fanout.New[int](fanout.WithQueueLength(2))
+		defer b.Shutdown()
+		w, err := b.Watch()
+		require.NoError(t, err)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		other := make(chan error, 1)
+		go func() {
+			synctest.Wait() // the batch is waiting
+			other <- b.Action(100)
+		}()
+		n, err := b.ActionBatchContext(ctx, []int{1, 2, 3, 4})
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.Equal(t, 2, n, "two values fit, then the batch waited")
+		assert.Equal(t, []int{1, 2}, fanouttest.Drain(w))
+		require.NoError(t, <-other)
+		assert.Equal(t, []int{100}, fanouttest.Drain(w), "the other publisher went after the batch")
+	})
+}
+
+// An empty batch accepts nothing and returns at once.
+func TestActionBatchEmpty(t *testing.T) {
+	b := fanouttest.New[int](t)
+	n, err := b.ActionBatch(nil)
+	assert.Zero(t, n)
+	assert.NoError(t, err)
+	assert.Zero(t, b.Stats().Accepted)
+}
+
+// Concurrent producers keep every guarantee: each watcher gets every value
+// (lossless), in one total order, and each producer's values in its order.
+func TestConcurrentProducersKeepOneTotalOrder(t *testing.T) {
+	const producers, each = 4, 3000
+	b := fanout.New[int](fanout.WithQueueLength(8))
+	var ws []*fanout.Watcher[int]
+	for i := range 4 {
+		w, err := b.Watch()
+		require.NoError(t, err)
+		if i%2 == 1 {
+			w.ResultChan()
+		}
+		ws = append(ws, w)
+	}
+	got := make([][]int, len(ws))
+	var rg sync.WaitGroup
+	for i, w := range ws {
+		rg.Go(func() { got[i], _ = collectAll(w) })
+	}
+	var pg sync.WaitGroup
+	for p := range producers {
+		pg.Go(func() {
+			for i := range each {
+				var err error
+				switch i % 3 {
+				case 0:
+					err = b.Action(p*each + i)
+				case 1:
+					err = b.ActionContext(context.Background(), p*each+i)
+				default:
+					for {
+						ok, e := b.ActionOrDrop(p*each + i)
+						if ok || e != nil {
+							err = e
+							break
+						}
+						runtime.Gosched()
+					}
+				}
+				assert.NoError(t, err)
+			}
+		})
+	}
+	pg.Wait()
+	b.Shutdown()
+	rg.Wait()
+	for i := range got {
+		require.Len(t, got[i], producers*each)
+		assert.Equal(t, got[0], got[i])
+		last := make([]int, producers)
+		for p := range last {
+			last[p] = -1
+		}
+		for _, v := range got[i] {
+			p := v / each
+			require.Greater(t, v, last[p], "producer %d's values out of order", p)
+			last[p] = v
 		}
 	}
 }

@@ -107,8 +107,7 @@ type Recorder[T any] struct {
 	ctx, sinkCtx       context.Context
 	cancel, sinkCancel context.CancelFunc
 
-	// mu orders Record with runner registration and Flush's snapshot, so
-	// that each runner's enqueued count is exact.
+	// mu guards the runners and orders their start with Shutdown.
 	mu       sync.Mutex
 	stopped  bool
 	runners  []*Runner[T]
@@ -123,9 +122,14 @@ type Recorder[T any] struct {
 // [WithRetry], [WithDropHandler] and [WithLogger]. It returns an error for a
 // negative queue length, an invalid retry policy, or a stamp hook for another
 // type.
-func NewRecorder[T any](opts ...Option) (*Recorder[T], error) {
-	cfg := config{queueLen: DefaultRecorderQueueLength}.with(opts)
-	if err := cfg.validate(); err != nil {
+func NewRecorder[T any](opts ...RecorderOption) (*Recorder[T], error) {
+	cfg := recorderConfig{queueLen: DefaultRecorderQueueLength}
+	for _, o := range opts {
+		if o != nil {
+			o.applyRecorder(&cfg)
+		}
+	}
+	if err := (config{queueLen: cfg.queueLen}).validate(); err != nil {
 		return nil, err
 	}
 	r := &Recorder[T]{
@@ -165,44 +169,33 @@ func NewRecorder[T any](opts ...Option) (*Recorder[T], error) {
 // [Recorder.Watch]), and [ErrStopped] after Shutdown. A panic in the stamp
 // hook or the clock reaches the caller, before anything is recorded.
 func (r *Recorder[T]) Record(v T) error {
-	if r.stamp != nil {
-		v = r.stamp(v, r.clock.Now())
-	}
-	r.mu.Lock()
-	if r.stopped {
-		r.mu.Unlock()
-		return ErrStopped
-	}
-	ok, err := r.b.ActionOrDrop(v)
-	// Drops are reported after r.mu is released, so that a slow handler or
-	// logger does not hold up other callers; the IDs stay on the stack.
-	var buf [8]*Runner[T]
-	missed := buf[:0]
-	for _, run := range r.runners {
-		if run.missed {
-			run.missed = false
-			missed = append(missed, run)
-		} else if ok && !run.stopping {
-			run.enqueued++
+	vs := [1]T{v}
+	_, err := r.RecordBatch(vs[:])
+	return err
+}
+
+// RecordBatch records the values of vs in order, like that many calls of
+// [Recorder.Record] but contiguously and at the cost of one publish (see
+// [Broadcaster.ActionBatch]). With a stamp hook, the values of vs are
+// stamped in place. It returns how many were accepted (the first n of vs)
+// and, if not all, [ErrDropped] or [ErrStopped] as Record does.
+func (r *Recorder[T]) RecordBatch(vs []T) (int, error) {
+	if r.stamp != nil && len(vs) > 0 {
+		now := r.clock.Now()
+		for i := range vs {
+			vs[i] = r.stamp(vs[i], now)
 		}
 	}
-	if ok {
-		r.recorded.Add(1)
-	} else if err == nil {
-		r.refused.Add(1)
+	n, err := r.b.publish(context.Background(), vs, pubTry)
+	r.recorded.Add(uint64(n))
+	if errors.Is(err, errRefused) {
+		r.refused.Add(uint64(len(vs) - n))
+		for range len(vs) - n {
+			r.report(Drop{Reason: DropRefused}, nil)
+		}
+		return n, ErrDropped
 	}
-	r.mu.Unlock()
-	for _, run := range missed {
-		r.report(Drop{WatcherID: run.w.ID(), Reason: DropFull}, run)
-	}
-	if err != nil {
-		return err
-	}
-	if !ok {
-		r.report(Drop{Reason: DropRefused}, nil)
-		return ErrDropped
-	}
-	return nil
+	return n, err
 }
 
 // report hands a drop to the drop handler and the logger. A panic in either
@@ -240,11 +233,6 @@ func (r *Recorder[T]) reportUnsafe(d Drop, runner *Runner[T]) {
 // watcher's drops are counted in its own [Watcher.Stats], not in
 // [Recorder.Stats]. [Recorder.Flush] does not wait for plain watchers.
 func (r *Recorder[T]) Watch(opts ...Option) (*Watcher[T], error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.stopped {
-		return nil, ErrStopped
-	}
 	return r.b.Watch(opts...)
 }
 
@@ -254,7 +242,7 @@ func (r *Recorder[T]) Watch(opts ...Option) (*Watcher[T], error) {
 // merged into an earlier record, and calls Create or Update with retries
 // per the recorder's [RetryPolicy]. The runner's goroutine makes one write
 // at a time; a failing sink delays only its own queue.
-func (r *Recorder[T]) StartSink(sink Sink[T], c Correlater[T]) (*Runner[T], error) {
+func (r *Recorder[T]) StartSink(sink Sink[T], c SinkCorrelator[T]) (*Runner[T], error) {
 	if sink == nil {
 		return nil, errors.New("fanout: StartSink: sink is nil")
 	}
@@ -303,7 +291,14 @@ func (r *Recorder[T]) start(name string, handle func(*Runner[T], T)) (*Runner[T]
 		run.cancel()
 		return nil, ErrStopped
 	}
-	w, err := r.b.Watch(WithDropHandler(func(Drop) { run.missed = true }))
+	var opts []Option
+	if r.onDrop != nil || r.logger != nil {
+		// A handler makes the runner's drops be settled per value, so
+		// that each is reported as it happens; without one they cost
+		// Record nothing.
+		opts = append(opts, WithDropHandler(func(d Drop) { r.report(d, run) }))
+	}
+	w, err := r.b.Watch(opts...)
 	if err != nil {
 		run.cancel()
 		return nil, err
@@ -330,7 +325,7 @@ func (r *Recorder[T]) Flush(ctx context.Context) error {
 	r.mu.Lock()
 	marks := make([]mark, len(r.runners))
 	for i, run := range r.runners {
-		marks[i] = mark{run, run.enqueued}
+		marks[i] = mark{run, run.w.backlog()}
 	}
 	r.mu.Unlock()
 	for _, m := range marks {
@@ -464,12 +459,6 @@ type Runner[T any] struct {
 	abandon atomic.Bool
 	done    chan struct{}
 
-	// Guarded by r.mu: values enqueued for this runner, whether the value
-	// being recorded missed it, and whether Stop was called.
-	enqueued uint64
-	missed   bool
-	stopping bool
-
 	received, written, failures, merged atomic.Uint64
 	drops                               [numDropReasons]atomic.Uint64
 
@@ -488,13 +477,6 @@ type flushWaiter struct {
 // and exits. Stop does not wait; see [Runner.Done]. It is idempotent.
 func (run *Runner[T]) Stop() {
 	run.cancel()
-	r := run.r
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	// Under r.mu, so that no value is counted for this runner after its
-	// watcher has closed: Flush then never waits for a value that cannot
-	// come.
-	run.stopping = true
 	run.w.Stop()
 }
 
@@ -614,7 +596,7 @@ func (run *Runner[T]) drop(reason DropReason, err error) {
 // write correlates v and writes it to sink, retrying per the policy. It
 // mirrors client-go's recordToSink: after a failure the tries are counted
 // first, then a pause that Stop or Shutdown cut short ends the value.
-func (run *Runner[T]) write(sink Sink[T], c Correlater[T], v T) {
+func (run *Runner[T]) write(sink Sink[T], c SinkCorrelator[T], v T) {
 	var res Correlation[T]
 	if err := safeCall(func() {
 		if c != nil {

@@ -90,7 +90,7 @@ func (s *testSink) ok() (n int) {
 	return n
 }
 
-func newRecorder(t *testing.T, opts ...fanout.Option) *fanout.Recorder[ev] {
+func newRecorder(t *testing.T, opts ...fanout.RecorderOption) *fanout.Recorder[ev] {
 	t.Helper()
 	r, err := fanout.NewRecorder[ev](opts...)
 	require.NoError(t, err)
@@ -98,12 +98,12 @@ func newRecorder(t *testing.T, opts ...fanout.Option) *fanout.Recorder[ev] {
 	return r
 }
 
-func fastRetry(tries int) fanout.Option {
+func fastRetry(tries int) fanout.RecorderOption {
 	return fanout.WithRetry(fanout.RetryPolicy{MaxTries: tries, Sleep: time.Second})
 }
 
 func TestRecorderConfigErrors(t *testing.T) {
-	for name, opt := range map[string]fanout.Option{
+	for name, opt := range map[string]fanout.RecorderOption{
 		"negative queue":   fanout.WithQueueLength(-1),
 		"zero tries":       fanout.WithRetry(fanout.RetryPolicy{}),
 		"negative sleep":   fanout.WithRetry(fanout.RetryPolicy{MaxTries: 1, Sleep: -1}),
@@ -634,27 +634,27 @@ type countSink struct{ n *atomic.Int64 }
 func (s *countSink) Create(_ context.Context, e ev) (ev, error) { s.n.Add(1); return e, nil }
 func (s *countSink) Update(_ context.Context, e ev) (ev, error) { s.n.Add(1); return e, nil }
 
-// seriesCorrelater is a custom Correlater: the first value of a message is
+// seriesSinkCorrelator is a custom SinkCorrelator: the first value of a message is
 // created, the second updates it, later ones are merged (not written) and
 // every stored value is observed.
-type seriesCorrelater struct {
+type seriesSinkCorrelator struct {
 	seen     map[string]int
 	observed []ev
 }
 
-func (c *seriesCorrelater) Correlate(v ev) fanout.Correlation[ev] {
+func (c *seriesSinkCorrelator) Correlate(v ev) fanout.Correlation[ev] {
 	c.seen[v.Msg]++
 	n := c.seen[v.Msg]
 	v.Count = n
 	return fanout.Correlation[ev]{Value: v, Count: n, Merged: n > 2}
 }
 
-func (c *seriesCorrelater) Observe(v ev) { c.observed = append(c.observed, v) }
+func (c *seriesSinkCorrelator) Observe(v ev) { c.observed = append(c.observed, v) }
 
-func TestRecorderCustomCorrelaterMerges(t *testing.T) {
+func TestRecorderCustomSinkCorrelatorMerges(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRecorder(t)
-		c := &seriesCorrelater{seen: map[string]int{}}
+		c := &seriesSinkCorrelator{seen: map[string]int{}}
 		sink := &testSink{}
 		run, err := r.StartSink(sink, c)
 		require.NoError(t, err)

@@ -5,11 +5,13 @@ import (
 	"iter"
 	"sync"
 	"sync/atomic"
+
+	"github.com/fanout-go/fanout/internal/fifo"
 )
 
 const (
-	modeShared uint8 = iota // reads the broadcaster's shared ring
-	modeChan                // has its own channel
+	modeRing uint8 = iota // reads the broadcaster's shared ring
+	modeChan              // has its own channel
 )
 
 // Watcher receives the values of a [Broadcaster] accepted after it was
@@ -19,57 +21,68 @@ const (
 // called, the pull methods read that channel. Every method is safe for
 // concurrent use.
 type Watcher[T any] struct {
-	// What the publisher touches for every value comes first, so that a
-	// delivery reads one cache line of the watcher. Owned by the publisher
-	// (b.mu, or
-	// b.blocking's exclusive phase); the *Gen fields hold the publish
-	// generation they refer to. ch is set before the watcher is published
-	// to b.chans and never replaced.
-	ch      chan T
-	handed  uint64   // this watcher already has the value of this generation
-	skipGen uint64   // this watcher's bounded wait for that value expired
-	consec  uint64   // length of its current run of missed values
-	missEnd uint64   // sequence number after its last missed value
-	mayWait bool     // the behaviour may return VerdictWait
-	pre     Decision // the behaviour's decision for the value of preGen
-	preGen  uint64
-
 	b        *Broadcaster[T]
 	id       uint64
-	q        int
+	q        int // queue capacity
 	behavior FullChannelBehavior
 	onDrop   func(Drop)
 
-	// cursor is the sequence of the next shared-ring value to read. The
-	// reader stores it after copying values out; the publisher reads it to
-	// know how much room the reader has.
-	cursor atomic.Uint64
+	kind   kind
+	lazy   bool  // a lossy built-in without drop handler: drops settled lazily
+	inFull bool  // listed in b.full (guarded by b.mu)
+	mode   uint8 // guarded by mu
+	inPark bool  // guarded by b.parkMu
 
-	// mu guards mode, end, err and wake, and serialises shared-ring reads
-	// with the switch to channel mode. Lock order: b.mu, then w.mu.
-	mu      sync.Mutex
-	mode    uint8
-	end     uint64 // shared mode: no value at or past end is for this watcher
-	err     error  // why the watcher closed; nil while open
-	wake    chan struct{}
 	waiters atomic.Int32
-	inPark  bool // guarded by b.parkMu
+	exposed atomic.Bool // ResultChan has returned cs.ch
 
-	// Channel mode. stopCh is set with ch. sendMu is held by whoever sends
-	// outside b.mu (a blocked Action) and by whoever closes ch, so a send
-	// never meets a closed ch.
-	stopCh   chan struct{}
-	sendMu   sync.Mutex
-	chClosed bool
-	exposed  atomic.Bool // ResultChan has returned ch
+	// fullAt and pin are the ring reader's marks for the publisher (see
+	// reader.go): stored by whoever changes the queue, under mu.
+	fullAt atomic.Uint64
+	pin    atomic.Uint64
+
+	// Guarded by the broadcaster's mu.
+	ps *pubState     // decisions and runs of misses; nil for the kinds that need none
+	cs *chanState[T] // channel mode; set once, under mu too
+
+	// mu guards what follows and serialises reads. Lock order: b.mu, then
+	// w.mu.
+	mu    sync.Mutex
+	o, c  uint64
+	end   uint64 // no value at or past end is for this watcher
+	priv  *fifo.FIFO[T]
+	segs  []seg
+	taken uint64 // values handed to the consumer by the pull methods
+	err   error  // why the watcher closed; nil while open
+	wake  chan struct{}
 
 	drops [numWatcherDropReasons]atomic.Uint64
 }
 
-func (w *Watcher[T]) initChan(capacity int) {
-	w.ch = make(chan T, capacity)
-	w.stopCh = make(chan struct{})
-	w.mode = modeChan
+// pubState is what the publisher keeps about a watcher whose full queue it
+// decides about per value. Guarded by the broadcaster's mu.
+type pubState struct {
+	pre     Decision // the behaviour's decision for the value of preGen
+	preErr  error    // the panic, when pre is verdictPanic
+	preGen  uint64
+	skipGen uint64 // the watcher misses the value of this generation
+	handed  uint64 // channel mode: it already has the value of this generation
+	consec  uint64 // length of its current run of missed values
+	missEnd uint64 // sequence number after its last missed value
+}
+
+// chanState is a channel-mode watcher's channel. ch and stopCh never change
+// once set. sendMu is held by whoever sends outside the broadcaster's mu (a
+// waiting Action) and by whoever closes ch, so a send never meets a closed
+// ch.
+type chanState[T any] struct {
+	ch       chan T
+	stopCh   chan struct{}
+	sendMu   sync.Mutex
+	chClosed bool
+	// in counts the values put in ch, but those its slot in b.chans
+	// counts (guarded by the broadcaster's mu).
+	in uint64
 }
 
 // ID returns the watcher's identifier, unique within its broadcaster and
@@ -80,36 +93,26 @@ func (w *Watcher[T]) ID() uint64 { return w.id }
 // k8s.io/apimachinery/pkg/watch. It is closed after Stop, Shutdown or
 // eviction, once the values queued before have been read; [Watcher.Err] then
 // says why. The first call allocates the channel (of the watcher's queue
-// capacity) and moves the watcher off the shared ring, so a watcher read only
-// through the pull methods never pays for a channel. Later calls return the
-// same channel.
+// capacity, or more if more values are queued) and moves the watcher and its
+// queued values off the shared ring, so a watcher read only through the
+// pull methods never pays for a channel. Later calls return the same
+// channel.
 func (w *Watcher[T]) ResultChan() <-chan T {
 	if w.exposed.Load() {
-		return w.ch
+		return w.cs.ch // set before exposed
 	}
 	b := w.b
+	var log dropLog
 	b.mu.Lock()
 	w.mu.Lock()
-	if w.mode == modeShared {
-		if w.err == nil {
-			b.shared = deleteWatcher(b.shared, w)
-			b.moveToChanLocked(w, w.q)
-			b.addChan(w)
-			if b.roomWait.Load() > 0 {
-				b.signalRoom() // a publisher may wait on this watcher's ring room
-			}
-		} else {
-			b.moveToChanLocked(w, 0)
-			close(w.stopCh)
-			w.chClosed = true
-			close(w.ch)
-		}
-		w.signal()
+	if w.mode == modeRing {
+		b.toChanLocked(w, &log)
 	}
+	ch := w.cs.ch
 	w.exposed.Store(true)
-	ch := w.ch
 	w.mu.Unlock()
 	b.mu.Unlock()
+	log.report(b)
 	return ch
 }
 
@@ -120,12 +123,13 @@ func (w *Watcher[T]) ResultChan() <-chan T {
 // the pull methods return [ErrWatcherStopped]. After Shutdown it is a no-op.
 func (w *Watcher[T]) Stop() {
 	b := w.b
+	var log dropLog
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.stopped {
-		return
+	if !b.stopped {
+		b.closeLocked(w, ErrWatcherStopped, &log)
 	}
-	b.closeLocked(w, ErrWatcherStopped)
+	b.mu.Unlock()
+	log.report(b)
 }
 
 // Err returns why the watcher closed: [ErrWatcherStopped], [ErrEvicted] or
@@ -139,60 +143,22 @@ func (w *Watcher[T]) Err() error {
 // Recv waits until at least one value is queued, moves up to len(buf) of the
 // oldest queued values into buf, and returns how many. Once the watcher is
 // closed and drained it returns 0 and the reason ([Watcher.Err]); if ctx ends
-// first it returns 0 and ctx.Err(). A nil ctx means no deadline.
+// first it returns 0 and ctx.Err(). A nil ctx means no deadline. With an
+// empty buf it does not wait: it returns 0 and the reason if the watcher is
+// closed and drained, else (0, nil).
 //
-// Recv is the fastest way to read: on the shared ring (the default for
-// watchers that wait when full) it costs one uncontended lock per batch, not
-// per value.
+// Recv is the fastest way to read: on the shared ring it costs one
+// uncontended lock per batch, not per value.
 func (w *Watcher[T]) Recv(ctx context.Context, buf []T) (int, error) {
-	if len(buf) == 0 {
-		return 0, nil
-	}
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	b := w.b
 	for {
-		w.mu.Lock()
-		// A publisher wakes a watcher once, however many goroutines are
-		// parked on it; each one that wakes passes the wake-up on, so that
-		// the others look again (and re-park, to be woken by the next value).
-		if w.mode == modeChan {
-			ch := w.ch
-			if w.waiters.Load() > 0 {
-				w.signal()
-			}
-			w.mu.Unlock()
-			return w.recvChan(ctx, ch, buf)
+		n, wake, c, err := w.tryRecv(ctx, buf)
+		if n > 0 || err != nil || wake == nil {
+			return n, err
 		}
-		c := w.cursor.Load()
-		h := min(b.head.Load(), w.end)
-		if c < h {
-			n := b.ring.Copy(buf, c, h)
-			w.cursor.Store(c + uint64(n))
-			if w.waiters.Load() > 0 {
-				w.signal()
-			}
-			w.mu.Unlock()
-			if b.roomWait.Load() > 0 {
-				b.signalRoom()
-			}
-			return n, nil
-		}
-		if err := w.err; err != nil {
-			if w.waiters.Load() > 0 {
-				w.signal()
-			}
-			w.mu.Unlock()
-			return 0, err
-		}
-		if w.wake == nil {
-			w.wake = make(chan struct{}, 1)
-		}
-		wake := w.wake
-		w.waiters.Add(1)
-		w.mu.Unlock()
-		err := w.park(ctx, wake, c)
+		err = w.park(ctx, wake, c)
 		w.waiters.Add(-1)
 		if err != nil {
 			return 0, err
@@ -200,9 +166,75 @@ func (w *Watcher[T]) Recv(ctx context.Context, buf []T) (int, error) {
 	}
 }
 
-// park waits until a value past cursor c may have been published, or the
+// tryRecv reads what is there. If there is nothing yet it returns the
+// channel to park on and the head it saw, having counted itself a waiter.
+func (w *Watcher[T]) tryRecv(ctx context.Context, buf []T) (n int, wake chan struct{}, h uint64, err error) {
+	b := w.b
+	var log dropLog
+	w.mu.Lock()
+	if w.mode == modeChan {
+		w.passWake()
+		ch := w.cs.ch
+		w.mu.Unlock()
+		if len(buf) == 0 {
+			return 0, nil, 0, w.drainedErr(ch)
+		}
+		n, err := w.recvChan(ctx, ch, buf)
+		return n, nil, 0, err
+	}
+	h = min(b.head.Load(), w.end)
+	if n, r := w.settle(h); n > 0 {
+		w.count(r, n, &log, nil)
+	}
+	n = w.take(buf, h, b.ring.Load())
+	if n > 0 {
+		w.taken += uint64(n)
+		w.publishMarks()
+	}
+	if n == 0 && w.queued(h) == 0 {
+		err = w.err // closed and drained
+	}
+	if n == 0 && err == nil && len(buf) > 0 {
+		if w.wake == nil {
+			w.wake = make(chan struct{}, 1)
+		}
+		wake = w.wake
+		w.waiters.Add(1)
+	} else {
+		w.passWake()
+	}
+	w.mu.Unlock()
+	if n > 0 && !w.lazy && b.roomWait.Load() > 0 {
+		b.signalRoom()
+	}
+	log.report(b)
+	return n, wake, h, err
+}
+
+// passWake passes a wake-up on to another goroutine parked on this watcher:
+// a publisher wakes a watcher once, however many goroutines are parked on
+// it, so each one that wakes and returns lets the next look again (to
+// re-park, if nothing is left, until the next value). Caller holds w.mu.
+func (w *Watcher[T]) passWake() {
+	if w.waiters.Load() > 0 {
+		w.signal()
+	}
+}
+
+// drainedErr returns the close reason once ch is closed and drained.
+func (w *Watcher[T]) drainedErr(ch chan T) error {
+	if len(ch) > 0 {
+		return nil
+	}
+	if err := w.Err(); err != nil && len(ch) == 0 {
+		return err
+	}
+	return nil
+}
+
+// park waits until a value past head h may have been published, or the
 // watcher changed mode or closed (both signal wake).
-func (w *Watcher[T]) park(ctx context.Context, wake chan struct{}, c uint64) error {
+func (w *Watcher[T]) park(ctx context.Context, wake chan struct{}, h uint64) error {
 	b := w.b
 	b.parkMu.Lock()
 	if !w.inPark {
@@ -213,7 +245,7 @@ func (w *Watcher[T]) park(ctx context.Context, wake chan struct{}, c uint64) err
 	b.parkMu.Unlock()
 	// A publisher stores head before it loads nparked, and we added to
 	// nparked before loading head: one of us sees the other.
-	if b.head.Load() > c {
+	if b.head.Load() > h {
 		return nil
 	}
 	done := ctx.Done()
@@ -277,7 +309,8 @@ func recvWait[T any](ctx context.Context, ch chan T) (v T, ok bool, err error) {
 	}
 }
 
-// signal wakes one goroutine parked on this watcher, if any.
+// signal wakes one goroutine parked on this watcher, if any. Caller holds
+// w.mu.
 func (w *Watcher[T]) signal() {
 	if w.wake != nil {
 		select {
@@ -309,39 +342,45 @@ func (w *Watcher[T]) All(ctx context.Context) iter.Seq[T] {
 	}
 }
 
-// decide consults the watcher's behaviour about the value of sequence
-// number seq. Caller is the publisher.
-func (w *Watcher[T]) decide(seq uint64) Decision {
-	return w.behavior.OnFull(FullState{
-		WatcherID:        w.id,
-		QueueLength:      w.q,
-		Dropped:          w.totalDrops(),
-		ConsecutiveDrops: w.consecutive(seq),
-	})
-}
-
-// consecutive returns how many values in a row, up to the one before seq,
-// the watcher missed. A run is tracked by the sequence number of its last
-// miss, so that a delivery, which ends it, writes nothing to the watcher.
-func (w *Watcher[T]) consecutive(seq uint64) uint64 {
-	if w.missEnd == seq && seq != 0 {
-		return w.consec
-	}
-	return 0
-}
-
-// drop counts one missed value, of sequence number seq (a discarded oldest
-// value is counted but does not extend a run: the new value was received).
-// Caller is the publisher.
-func (w *Watcher[T]) drop(r DropReason, seq uint64) {
-	w.drops[r].Add(1)
-	w.b.dropped.Add(1)
-	if r != DropOldest {
-		w.consec = w.consecutive(seq) + 1
-		w.missEnd = seq + 1
-	}
+// count records n missed values for reason r and notes them for the drop
+// handler.
+func (w *Watcher[T]) count(r DropReason, n uint64, log *dropLog, err error) {
+	w.drops[r].Add(n)
+	w.b.dropped.Add(n)
 	if w.onDrop != nil {
-		w.onDrop(Drop{WatcherID: w.id, Reason: r})
+		log.add(w.onDrop, Drop{WatcherID: w.id, Reason: r, Err: err}, n)
+	}
+}
+
+// decide consults the watcher's behaviour about the value of sequence
+// number seq. Caller is the publisher, holding the publish turn but no lock.
+func (w *Watcher[T]) decide(st FullState) (d Decision, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			d, err = Decision{Verdict: verdictPanic}, panicError(p)
+		}
+	}()
+	return w.behavior.OnFull(st), nil
+}
+
+// fullState describes the watcher to its behaviour. Caller holds b.mu.
+func (w *Watcher[T]) fullState(seq uint64) FullState {
+	st := FullState{WatcherID: w.id, QueueLength: w.q, Dropped: w.totalDrops()}
+	if ps := w.ps; ps != nil && ps.missEnd == seq && seq != 0 {
+		st.ConsecutiveDrops = ps.consec
+	}
+	return st
+}
+
+// missed records that the watcher missed the value of seq, for
+// ConsecutiveDrops. Caller holds b.mu.
+func (w *Watcher[T]) missed(seq uint64) {
+	if ps := w.ps; ps != nil {
+		if ps.missEnd != seq || seq == 0 {
+			ps.consec = 0
+		}
+		ps.consec++
+		ps.missEnd = seq + 1
 	}
 }
 
@@ -359,30 +398,63 @@ type WatcherStats struct {
 	Queued int
 	// QueueLength is the queue capacity.
 	QueueLength int
+	// Delivered counts the values the consumer has taken: read with the
+	// pull methods or received from the channel that ResultChan returned.
+	Delivered uint64
 	// Dropped is the number of values missed, all reasons together.
 	Dropped uint64
-	// DroppedFull, DroppedOldest, DroppedTimeout and DroppedEvicted count
-	// the values missed per [DropReason].
-	DroppedFull, DroppedOldest, DroppedTimeout, DroppedEvicted uint64
+	// DroppedFull, DroppedOldest, DroppedTimeout, DroppedEvicted and
+	// DroppedPanic count the values missed per [DropReason].
+	DroppedFull, DroppedOldest, DroppedTimeout, DroppedEvicted, DroppedPanic uint64
 }
 
 // Stats returns the watcher's counters. They stay readable after the watcher
-// closes.
+// closes. Drops that are settled lazily (see [WithDropHandler]) are
+// counted as soon as they happen.
 func (w *Watcher[T]) Stats() WatcherStats {
-	s := WatcherStats{
-		QueueLength:    w.q,
-		DroppedFull:    w.drops[DropFull].Load(),
-		DroppedOldest:  w.drops[DropOldest].Load(),
-		DroppedTimeout: w.drops[DropTimeout].Load(),
-		DroppedEvicted: w.drops[DropEvicted].Load(),
-	}
-	s.Dropped = s.DroppedFull + s.DroppedOldest + s.DroppedTimeout + s.DroppedEvicted
+	var log dropLog
+	s := WatcherStats{QueueLength: w.q}
+	s.Queued, s.Delivered = w.queueStats(&log)
+	log.report(w.b)
+	s.DroppedFull = w.drops[DropFull].Load()
+	s.DroppedOldest = w.drops[DropOldest].Load()
+	s.DroppedTimeout = w.drops[DropTimeout].Load()
+	s.DroppedEvicted = w.drops[DropEvicted].Load()
+	s.DroppedPanic = w.drops[DropPanic].Load()
+	s.Dropped = s.DroppedFull + s.DroppedOldest + s.DroppedTimeout + s.DroppedEvicted + s.DroppedPanic
+	return s
+}
+
+// queueStats returns the number of values queued and delivered, settling
+// the drops of a lazy ring reader first.
+func (w *Watcher[T]) queueStats(log *dropLog) (queued int, delivered uint64) {
+	b := w.b
 	w.mu.Lock()
-	if w.mode == modeChan {
-		s.Queued = len(w.ch)
-	} else {
-		s.Queued = int(min(w.b.head.Load(), w.end) - w.cursor.Load())
+	if w.mode == modeRing {
+		defer w.mu.Unlock()
+		h := min(b.head.Load(), w.end)
+		if n, r := w.settle(h); n > 0 {
+			w.count(r, n, log, nil)
+			w.publishMarks()
+		}
+		return w.queued(h), w.taken
 	}
 	w.mu.Unlock()
-	return s
+	// A channel watcher stays one: its counts need the broadcaster's lock.
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	queued = len(w.cs.ch)
+	return queued, w.taken + b.chanSent(w) - uint64(queued)
+}
+
+// backlog returns the number of values the pull methods will have handed out
+// once everything queued now has been read: those handed out so far and
+// those queued. A recorder's Flush waits for its runners to reach it.
+func (w *Watcher[T]) backlog() uint64 {
+	var log dropLog
+	queued, delivered := w.queueStats(&log)
+	log.report(w.b)
+	return delivered + uint64(queued)
 }

@@ -35,6 +35,9 @@ func (r *Ring[T]) Put(s uint64, v T) { r.buf[s&r.mask] = v }
 // of them, and returns how many it copied. It handles the wrap-around with at
 // most two copy calls.
 func (r *Ring[T]) Copy(dst []T, from, to uint64) int {
+	if to <= from {
+		return 0
+	}
 	n := to - from
 	if uint64(len(dst)) < n {
 		n = uint64(len(dst))
@@ -48,4 +51,15 @@ func (r *Ring[T]) Copy(dst []T, from, to uint64) int {
 		copy(dst[first:n], r.buf)
 	}
 	return int(n)
+}
+
+// Grow returns a ring with room for at least n values (rounded up to a power
+// of two) holding the values of sequences [from, to) of r, which must be at
+// most r.Cap() of them. r is not changed: readers may go on copying from it.
+func (r *Ring[T]) Grow(n int, from, to uint64) *Ring[T] {
+	g := New[T](n)
+	for s := from; s < to; s++ {
+		g.buf[s&g.mask] = r.buf[s&r.mask]
+	}
+	return g
 }

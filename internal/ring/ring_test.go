@@ -38,3 +38,20 @@ func TestCopyAcrossTheWrap(t *testing.T) {
 		})
 	}
 }
+
+func TestGrowKeepsSequencesInPlace(t *testing.T) {
+	r := New[int](4)
+	for s := uint64(0); s < 7; s++ {
+		r.Put(s, int(s))
+	}
+	g := r.Grow(16, 3, 7)
+	assert.Equal(t, 16, g.Cap())
+	dst := make([]int, 4)
+	assert.Equal(t, 4, g.Copy(dst, 3, 7))
+	assert.Equal(t, []int{3, 4, 5, 6}, dst)
+	g.Put(7, 7) // the next sequence lands after them, without wrapping onto 3
+	assert.Equal(t, 4, g.Copy(dst, 4, 8))
+	assert.Equal(t, []int{4, 5, 6, 7}, dst)
+	r.Copy(dst, 3, 7) // the old ring is untouched
+	assert.Equal(t, []int{3, 4, 5, 6}, dst)
+}

@@ -52,7 +52,7 @@ type seriesCounters struct {
 }
 
 // seriesCache is one sink's series state machine, client-go's recordToSink
-// as a [fanout.Correlater]: the first occurrence of a key is created, the
+// as a [fanout.SinkCorrelator]: the first occurrence of a key is created, the
 // second turns the cached first event into a series of count 2 written by
 // a patch, and later ones only bump the cached count (merged), which
 // refresh and finish write. Correlate runs on the sink runner, refresh and
@@ -76,7 +76,7 @@ type cachedEvent struct {
 	pending uint64
 }
 
-var _ fanout.Correlater[*eventsv1.Event] = (*seriesCache)(nil)
+var _ fanout.SinkCorrelator[*eventsv1.Event] = (*seriesCache)(nil)
 
 func newSeriesCache(size int, c *seriesCounters) *seriesCache {
 	lru, err := simplelru.NewLRU[seriesKey, *cachedEvent](size, nil)

@@ -1,0 +1,194 @@
+package fanout
+
+import (
+	"github.com/fanout-go/fanout/internal/fifo"
+	"github.com/fanout-go/fanout/internal/ring"
+)
+
+// This file holds a watcher's state on the broadcaster's shared ring: every
+// watcher with a queue read through the pull methods lives there, whatever
+// its behaviour. All methods here are called with w.mu held.
+//
+// A watcher's queue is, oldest first:
+//
+//   - priv: values it holds itself (a prefix, or values moved out of the
+//     ring before the publisher overwrote them);
+//   - segs: closed ranges of ring sequences that were accepted for it;
+//   - the window: the ring values from sequence o on, of which the first c
+//     are for it (those below the broadcaster's head are there already, the
+//     rest are room). A DropOldest watcher's window is every value from o
+//     on, trimmed to the newest q values by settle.
+//
+// fullAt = o+c is the first sequence that finds the queue full: the
+// publisher waits for it (WaitIfChannelFull) or applies the behaviour there
+// (evict, timeouts, a user's behaviour). pin is the oldest ring sequence the
+// queue still refers to: the publisher never overwrites it (it moves the
+// values to priv first, see evacuate), so a reader copies from the ring
+// without racing it. The two lossy built-ins, DropIfChannelFull and
+// DropOldestIfChannelFull, cost the publisher nothing per value when the
+// watcher has no drop handler (w.lazy): their drops are worked out from the
+// sequences by settle, when the watcher is read, its statistics are taken, or
+// its values are about to be overwritten. With a drop handler they are
+// decided per value like the others, so that each drop is reported before
+// the publish that made it returns.
+
+// privq returns the private queue, made on first use.
+func (w *Watcher[T]) privq() *fifo.FIFO[T] {
+	if w.priv == nil {
+		w.priv = new(fifo.FIFO[T])
+	}
+	return w.priv
+}
+
+// seg is a range [a, b) of ring sequences accepted for a watcher.
+type seg struct{ a, b uint64 }
+
+// lazyOldest reports whether the window is a lazy DropOldest one: every
+// value from o on, trimmed by settle.
+func (w *Watcher[T]) lazyOldest() bool { return w.lazy && w.kind == kindDropOldest }
+
+// windowEnd returns the end of the window's values below head h. The
+// window may start past h: a publisher that made the watcher miss the value
+// of h moves it on before it stores h+1.
+func (w *Watcher[T]) windowEnd(h uint64) uint64 {
+	if w.lazyOldest() {
+		return max(w.o, h)
+	}
+	return max(w.o, min(h, w.o+w.c))
+}
+
+// queued returns the number of values queued, with the ring at head h,
+// after settle(h).
+func (w *Watcher[T]) queued(h uint64) int {
+	n := w.priv.Len() + int(w.windowEnd(h)-w.o)
+	for _, s := range w.segs {
+		n += int(s.b - s.a)
+	}
+	return n
+}
+
+// settle works out the drops of a lazy watcher up to head h: a DropIfChannelFull
+// window that filled up has missed everything after it, and a
+// DropOldestIfChannelFull queue keeps only its newest q values. It returns
+// the number of values missed and why.
+func (w *Watcher[T]) settle(h uint64) (uint64, DropReason) {
+	if !w.lazy {
+		return 0, DropFull
+	}
+	switch w.kind {
+	case kindDropNew:
+		full := w.o + w.c
+		if h <= full {
+			return 0, DropFull
+		}
+		if w.c > 0 {
+			w.segs = append(w.segs, seg{w.o, full})
+		}
+		w.o, w.c = h, 0
+		return h - full, DropFull
+	case kindDropOldest:
+		n := w.queued(h) - w.q
+		if n <= 0 {
+			return 0, DropOldest
+		}
+		gone := w.priv.Drop(n)
+		w.o += uint64(n - gone)
+		return uint64(n), DropOldest
+	}
+	return 0, DropFull
+}
+
+// take moves up to len(buf) of the oldest queued values into buf, with the
+// ring rg at head h, and returns how many it moved. Values read from priv
+// or segs make room at the end of the window; values read from the window
+// move it on.
+func (w *Watcher[T]) take(buf []T, h uint64, rg *ring.Ring[T]) int {
+	n := w.priv.Pop(buf)
+	for n < len(buf) && len(w.segs) > 0 {
+		s := &w.segs[0]
+		k := rg.Copy(buf[n:], s.a, s.b)
+		s.a += uint64(k)
+		n += k
+		if s.a == s.b {
+			w.segs = w.segs[1:]
+		}
+	}
+	if len(w.segs) == 0 {
+		w.segs = nil
+	}
+	if !w.lazyOldest() {
+		w.c += uint64(n) // settle left h <= o+c, so this adds only room
+	}
+	if n < len(buf) {
+		k := rg.Copy(buf[n:], w.o, w.windowEnd(h))
+		w.o += uint64(k)
+		n += k
+	}
+	return n
+}
+
+// publishMarks stores fullAt and pin for the publisher.
+func (w *Watcher[T]) publishMarks() {
+	w.fullAt.Store(w.o + w.c)
+	if len(w.segs) > 0 {
+		w.pin.Store(w.segs[0].a)
+	} else {
+		w.pin.Store(w.o)
+	}
+}
+
+// evacuate moves every queued value that is still in the ring rg (head h)
+// into priv, so that the ring can be overwritten; the window then starts at
+// h. It costs one copy of at most the queue length.
+func (w *Watcher[T]) evacuate(h uint64, rg *ring.Ring[T]) {
+	var buf [64]T
+	for _, s := range w.segs {
+		for s.a < s.b {
+			k := rg.Copy(buf[:], s.a, s.b)
+			w.privq().PushSlice(buf[:k])
+			s.a += uint64(k)
+		}
+	}
+	w.segs = nil
+	end := w.windowEnd(h)
+	for w.o < end {
+		k := rg.Copy(buf[:], w.o, end)
+		w.privq().PushSlice(buf[:k])
+		w.o += uint64(k)
+		if !w.lazyOldest() {
+			w.c -= uint64(k)
+		}
+	}
+	clear(buf[:])
+}
+
+// skip makes the watcher, full at sequence s, miss the value of s: what its
+// window holds becomes a closed range and the window starts after s, with
+// no room until the reader makes some. Caller is the publisher.
+func (w *Watcher[T]) skip(s uint64) {
+	if w.c > 0 && w.o < s {
+		w.segs = append(w.segs, seg{w.o, min(s, w.o+w.c)})
+	}
+	w.o, w.c = s+1, 0
+}
+
+// dropOldest discards the oldest queued value of the watcher, full at
+// sequence s, so that the window takes s. It reports whether there was a
+// value to discard. Caller is the publisher.
+func (w *Watcher[T]) dropOldest(s uint64) bool {
+	switch {
+	case w.priv.Drop(1) == 1:
+		w.c++
+	case len(w.segs) > 0:
+		w.segs[0].a++
+		if w.segs[0].a == w.segs[0].b {
+			w.segs = w.segs[1:]
+		}
+		w.c++
+	case w.o < s:
+		w.o++
+	default:
+		return false
+	}
+	return true
+}
