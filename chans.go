@@ -177,8 +177,9 @@ func (p *pub[T]) sendOne(v T, bs *blockedSend[T]) error {
 			bs.timeout = expired
 			return nil
 		}
-		timeout = p.timer(left)
-		defer b.waitTimer.Stop()
+		t := p.timer(left)
+		defer p.putTimer(t)
+		timeout = t.C
 	}
 	bs.timeout = leftEarly
 	select {

@@ -53,12 +53,20 @@ type Broadcaster[T any] struct {
 	stopped bool
 	done    chan struct{} // closed by Shutdown
 	ring    atomic.Pointer[ring.Ring[T]]
-	ringOn  bool   // values are written to the ring: it has readers or a history
-	limit   uint64 // no ring reader that waits, evicts or decides is full while head < limit
-	lap     uint64 // no ring slot a reader still refers to is overwritten while head < lap
-	readers []*Watcher[T]
-	full    []*Watcher[T] // ring readers decided about per value: full, not waiting
-	chans   []chanSlot[T] // watchers with their own channel
+	ringOn  bool          // values are written to the ring: it has readers or a history
+	limit   uint64        // no ring reader that waits, evicts or decides is full while head < limit
+	blocker *Watcher[T]   // the reader that set limit, if known
+	lap     uint64        // no ring slot a reader still refers to is overwritten while head < lap
+	readers []*Watcher[T] // every ring reader
+	// limiters are the ring readers that make the publisher wait or decide
+	// per value once full (all but the lazy ones); lappers those whose queue
+	// can hold values older than their queue length (all but WaitIfChannelFull
+	// and EvictIfChannelFull), which refreshLap moves off the ring in time.
+	limiters []*Watcher[T]
+	lappers  []*Watcher[T]
+	full     []*Watcher[T] // limiters decided about per value: full, not waiting
+	nfull    int           // WaitIfChannelFull readers full at the last refreshLimit
+	chans    []chanSlot[T] // watchers with their own channel
 	// waitChans lists the channel watchers whose behaviour may wait: the
 	// ones a strict publish checks for a full channel before delivering.
 	waitChans []*Watcher[T]
@@ -77,14 +85,19 @@ type Broadcaster[T any] struct {
 	pending   []*Watcher[T]
 	blocked   []blockedSend[T]
 	undecided []undecided[T]
-	waitTimer *time.Timer
 
 	head atomic.Uint64 // sequence number of the next value; stored under mu
 
 	// roomWait counts publishers waiting for a ring reader to make room;
-	// readers signal room when it is non-zero.
-	roomWait atomic.Int32
-	room     chan struct{} // capacity 1
+	// readers wake them all (roomWaiters, under roomMu) when it is
+	// non-zero, so that they go on together instead of one after the other.
+	roomWait    atomic.Int32
+	blockedAt   atomic.Uint64 // the sequence publishers wait to publish, plus one; 0: none
+	nblocked    atomic.Int64  // full WaitIfChannelFull readers yet to make room for it
+	roomMu      sync.Mutex
+	roomWaiters []chan struct{}
+	spareWake   []chan struct{}
+	spareTimers []*time.Timer
 
 	// parkMu guards parked and Watcher.inPark: ring readers waiting for a
 	// value. nparked lets a publisher skip the lock when nobody waits.
@@ -129,7 +142,6 @@ func New[T any](opts ...Option) *Broadcaster[T] {
 		cfg:   cfg,
 		err:   cfg.validate(),
 		done:  make(chan struct{}),
-		room:  make(chan struct{}, 1),
 		limit: math.MaxUint64,
 		lap:   math.MaxUint64,
 	}
@@ -222,8 +234,16 @@ func (b *Broadcaster[T]) watch(prefix []T, opts []Option) (*Watcher[T], error) {
 	w.o, w.c = h-k, uint64(w.q-len(prefix))
 	w.publishMarks()
 	b.readers = append(b.readers, w)
+	if !w.lazy {
+		b.limiters = append(b.limiters, w)
+	}
+	if w.kind != kindWait && w.kind != kindEvict {
+		b.lappers = append(b.lappers, w)
+	}
 	b.ringOn = true
-	b.limit = min(b.limit, w.fullAt.Load())
+	if f := w.fullAt.Load(); f < b.limit {
+		b.limit, b.blocker = f, w
+	}
 	b.lap = min(b.lap, w.pin.Load()+uint64(b.ring.Load().Cap()))
 	return w, nil
 }
@@ -275,6 +295,11 @@ func (b *Broadcaster[T]) toChanLocked(w *Watcher[T], log *dropLog) {
 // removeReader unregisters a ring reader. Caller holds b.mu.
 func (b *Broadcaster[T]) removeReader(w *Watcher[T]) {
 	b.readers = deleteWatcher(b.readers, w)
+	b.limiters = deleteWatcher(b.limiters, w)
+	b.lappers = deleteWatcher(b.lappers, w)
+	if b.blocker == w {
+		b.blocker = nil
+	}
 	if w.inFull {
 		b.full = deleteWatcher(b.full, w)
 		w.inFull = false
@@ -348,12 +373,51 @@ func deleteWatcher[T any](ws []*Watcher[T], w *Watcher[T]) []*Watcher[T] {
 	return ws
 }
 
-// signalRoom wakes a publisher waiting for a ring reader to make room.
+// signalRoom wakes every publisher waiting for a ring reader to make room.
 func (b *Broadcaster[T]) signalRoom() {
-	select {
-	case b.room <- struct{}{}:
+	b.roomMu.Lock()
+	for i, ch := range b.roomWaiters {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+		b.roomWaiters[i] = nil
+	}
+	b.roomWaiters = b.roomWaiters[:0]
+	b.roomMu.Unlock()
+}
+
+// waitForRoom registers a room waiter's channel. Caller has counted itself
+// in roomWait. The channels are kept for reuse by the broadcaster itself
+// (not in a sync.Pool: a channel made in one testing/synctest bubble cannot
+// be used in another), so that waiting does not allocate.
+func (b *Broadcaster[T]) waitForRoom() chan struct{} {
+	b.roomMu.Lock()
+	var ch chan struct{}
+	if n := len(b.spareWake); n > 0 {
+		ch = b.spareWake[n-1]
+		b.spareWake = b.spareWake[:n-1]
+	} else {
+		ch = make(chan struct{}, 1)
+	}
+	b.roomWaiters = append(b.roomWaiters, ch)
+	b.roomMu.Unlock()
+	return ch
+}
+
+// doneWaiting unregisters a room waiter's channel, if no reader took it
+// meanwhile, and puts it back empty.
+func (b *Broadcaster[T]) doneWaiting(ch chan struct{}) {
+	b.roomMu.Lock()
+	defer b.roomMu.Unlock()
+	if i := slices.Index(b.roomWaiters, ch); i >= 0 {
+		b.roomWaiters = slices.Delete(b.roomWaiters, i, i+1)
+	}
+	select { // readers send under roomMu: none can come after this
+	case <-ch:
 	default:
 	}
+	b.spareWake = append(b.spareWake, ch)
 }
 
 // wakeParked wakes every ring reader waiting for a value. It takes the list
@@ -369,9 +433,7 @@ func (b *Broadcaster[T]) wakeParked() {
 	}
 	b.parkMu.Unlock()
 	for i, w := range parked {
-		w.mu.Lock()
-		w.signal()
-		w.mu.Unlock()
+		w.signal() // w.wake was set before w was parked, under parkMu
 		parked[i] = nil
 	}
 	b.parkMu.Lock()
@@ -418,7 +480,7 @@ func (b *Broadcaster[T]) Shutdown() {
 		w.signal()
 		w.mu.Unlock()
 	}
-	b.readers, b.full = nil, nil
+	b.readers, b.limiters, b.lappers, b.full, b.blocker = nil, nil, nil, nil, nil
 	b.mu.Unlock()
 	b.wakeParked()
 	log.report(b)

@@ -21,12 +21,12 @@ const (
 // called, the pull methods read that channel. Every method is safe for
 // concurrent use.
 type Watcher[T any] struct {
-	b        *Broadcaster[T]
-	id       uint64
-	q        int // queue capacity
-	behavior FullChannelBehavior
-	onDrop   func(Drop)
-
+	// fullAt and pin are the ring reader's marks for the publisher (see
+	// reader.go): stored by whoever changes the queue, under mu. They come
+	// first, with what the publisher reads beside them, so that a scan of
+	// the readers touches one cache line of each.
+	fullAt atomic.Uint64
+	pin    atomic.Uint64
 	kind   kind
 	lazy   bool  // a lossy built-in without drop handler: drops settled lazily
 	inFull bool  // listed in b.full (guarded by b.mu)
@@ -36,10 +36,11 @@ type Watcher[T any] struct {
 	waiters atomic.Int32
 	exposed atomic.Bool // ResultChan has returned cs.ch
 
-	// fullAt and pin are the ring reader's marks for the publisher (see
-	// reader.go): stored by whoever changes the queue, under mu.
-	fullAt atomic.Uint64
-	pin    atomic.Uint64
+	b        *Broadcaster[T]
+	id       uint64
+	q        int // queue capacity
+	behavior FullChannelBehavior
+	onDrop   func(Drop)
 
 	// Guarded by the broadcaster's mu.
 	ps *pubState     // decisions and runs of misses; nil for the kinds that need none
@@ -186,10 +187,13 @@ func (w *Watcher[T]) tryRecv(ctx context.Context, buf []T) (n int, wake chan str
 	if n, r := w.settle(h); n > 0 {
 		w.count(r, n, &log, nil)
 	}
+	before := w.o + w.c
 	n = w.take(buf, h, b.ring.Load())
+	wakePublishers := false
 	if n > 0 {
 		w.taken += uint64(n)
 		w.publishMarks()
+		wakePublishers = w.madeRoom(before)
 	}
 	if n == 0 && w.queued(h) == 0 {
 		err = w.err // closed and drained
@@ -204,11 +208,27 @@ func (w *Watcher[T]) tryRecv(ctx context.Context, buf []T) (n int, wake chan str
 		w.passWake()
 	}
 	w.mu.Unlock()
-	if n > 0 && !w.lazy && b.roomWait.Load() > 0 {
+	if wakePublishers {
 		b.signalRoom()
 	}
 	log.report(b)
 	return n, wake, h, err
+}
+
+// madeRoom reports whether a read that moved fullAt from before on should
+// wake the waiting publishers: for a WaitIfChannelFull reader, when it was
+// the last of the full ones to make room for the value they wait for (see
+// waitFull); for a reader decided per value, whenever a publisher waits.
+func (w *Watcher[T]) madeRoom(before uint64) bool {
+	b := w.b
+	switch {
+	case w.kind == kindWait:
+		bs := b.blockedAt.Load()
+		return bs != 0 && before < bs && w.o+w.c >= bs && b.nblocked.Add(-1) <= 0
+	case w.lazy:
+		return false
+	}
+	return b.roomWait.Load() > 0
 }
 
 // passWake passes a wake-up on to another goroutine parked on this watcher:
