@@ -146,24 +146,32 @@ func New[T any](opts ...Option) *Broadcaster[T] {
 		lap:   math.MaxUint64,
 	}
 	if b.err == nil && cfg.history > 0 {
-		b.ensureRing(0)
+		b.ensureRing(&Watcher[T]{})
 		b.ringOn = true
 	}
 	return b
 }
 
-// ringSize returns the ring size readers of queue length q and the history
-// need: twice the queue, so that a lossy reader that does not read is moved
-// off the ring at most once per q values, and the history plus one.
-func (b *Broadcaster[T]) ringSize(q int) int {
-	return max(minRingSize, 2*q, b.cfg.history+1)
+// ringSize returns the ring size a reader of queue length q and the history
+// need: the history plus one; twice the queue, so that a DropOldest reader
+// that does not read settles at most once per q values; and sixteen times the
+// queue of a lazy DropIfChannelFull reader, which keeps its oldest values and
+// has them copied off the ring when a publisher is about to overwrite them:
+// at 2x, with 100 readers lagging behind a free-running publisher, those
+// copies made up most of the publisher's time.
+func (b *Broadcaster[T]) ringSize(w *Watcher[T]) int {
+	n := max(minRingSize, 2*w.q, b.cfg.history+1)
+	if w.lazy && w.kind == kindDropNew {
+		n = max(n, 16*w.q)
+	}
+	return n
 }
 
-// ensureRing makes the ring big enough for a reader of queue length q. A
+// ensureRing makes the ring big enough for the reader w. A
 // bigger ring takes over the values of the old one; readers that still copy
 // from the old one find them unchanged. Caller holds b.mu.
-func (b *Broadcaster[T]) ensureRing(q int) {
-	need := b.ringSize(q)
+func (b *Broadcaster[T]) ensureRing(w *Watcher[T]) {
+	need := b.ringSize(w)
 	old := b.ring.Load()
 	if old == nil {
 		b.ring.Store(ring.New[T](need))
@@ -227,7 +235,7 @@ func (b *Broadcaster[T]) watch(prefix []T, opts []Option) (*Watcher[T], error) {
 		b.addChan(w, 0, nil)
 		return w, nil
 	}
-	b.ensureRing(w.q)
+	b.ensureRing(w)
 	if len(prefix) > 0 {
 		w.privq().PushSlice(prefix)
 	}

@@ -51,13 +51,14 @@ func (q *FIFO[T]) Drop(n int) int {
 	return n
 }
 
-// compact releases the storage of an empty queue, and moves the values to
-// the front once more than half of the storage is spent, so that a queue
-// that is pushed and popped in turn does not grow without bound.
+// compact rewinds an empty queue, keeping its storage for the next values,
+// and moves the values to the front once more than half of the storage is
+// spent, so that a queue that is pushed and popped in turn does not grow
+// without bound.
 func (q *FIFO[T]) compact() {
 	switch {
 	case q.head == len(q.buf):
-		q.buf, q.head = nil, 0
+		q.buf, q.head = q.buf[:0], 0
 	case q.head > len(q.buf)/2:
 		n := copy(q.buf, q.buf[q.head:])
 		clear(q.buf[n:])

@@ -38,7 +38,10 @@ func TestPoppedValuesAreNotRetained(t *testing.T) {
 		assert.Nil(t, v)
 	}
 	q.Pop(dst)
-	assert.Nil(t, q.buf, "an empty queue keeps no storage")
+	assert.Zero(t, q.Len())
+	for _, v := range q.buf[:cap(q.buf)] {
+		assert.Nil(t, v, "an empty queue keeps its storage, cleared")
+	}
 }
 
 func TestAlternatingPushPopStaysBounded(t *testing.T) {
