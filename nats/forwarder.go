@@ -111,7 +111,7 @@ type Forwarder[T any] struct {
 	mu  sync.Mutex
 	err error
 
-	received, published, failed, abandoned atomic.Uint64
+	received, published, failed, abandoned  atomic.Uint64
 	retries, duplicates, flushes, flushErrs atomic.Uint64
 	bytes                                   atomic.Uint64
 }
