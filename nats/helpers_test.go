@@ -2,6 +2,8 @@ package fanoutnats_test
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -39,6 +41,48 @@ func recv[T any](t testing.TB, w *fanout.Watcher[T], n int) []T {
 		out = append(out, buf[:k]...)
 	}
 	return out
+}
+
+// recvAll reads n values from each watcher, concurrently (a watcher that
+// waits when full holds up the others' producer).
+func recvAll[T any](t testing.TB, ws []*fanout.Watcher[T], n int) [][]T {
+	t.Helper()
+	out := make([][]T, len(ws))
+	errs := make(chan error, len(ws))
+	var wg sync.WaitGroup
+	for i, w := range ws {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+			defer cancel()
+			buf := make([]T, 256)
+			for len(out[i]) < n {
+				k, err := w.Recv(ctx, buf[:min(len(buf), n-len(out[i]))])
+				if err != nil {
+					errs <- fmt.Errorf("watcher %d, after %d of %d values: %w", i, len(out[i]), n, err)
+					return
+				}
+				out[i] = append(out[i], buf[:k]...)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// closeWithin closes c, giving up after d: for clean-ups, which must not
+// hang when a test failed half-way.
+func closeWithin(c closer, d time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	_ = c.Close(ctx)
+	select {
+	case <-c.Done():
+	case <-time.After(hangGuard):
+	}
 }
 
 // closer is what the bridges have in common.
