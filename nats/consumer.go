@@ -282,7 +282,7 @@ func (c *Consumer[T]) onNextError(err error) bool {
 		c.mu.Unlock()
 		if !closing { // the iterator ended on its own: report why
 			cause := err
-			if errors.Is(err, nats.ErrConnectionClosed) {
+			if c.js.Conn().IsClosed() {
 				cause = nats.ErrConnectionClosed
 			}
 			c.in.setErr(cause)
