@@ -374,7 +374,7 @@ func (f *Forwarder[T]) sendJetStream(batch []T) {
 			continue
 		}
 		p := jsPending{msg: &nats.Msg{Subject: subject, Data: data, Header: nats.Header{}}, id: id}
-		p.fut, p.err = f.js.PublishMsgAsync(p.msg, jetstream.WithMsgID(id))
+		p.fut, p.err = f.js.PublishMsgAsync(p.msg, jetstream.WithMsgID(id), jetstream.WithRetryAttempts(0))
 		pending = append(pending, p)
 	}
 	for i := range pending {
@@ -449,7 +449,7 @@ func (f *Forwarder[T]) retry(p *jsPending, before error) {
 		case <-t.C:
 		}
 		ctx, cancel := context.WithTimeout(f.ctx, f.cfg.AckTimeout)
-		ack, err := f.js.PublishMsg(ctx, p.msg, jetstream.WithMsgID(p.id))
+		ack, err := f.js.PublishMsg(ctx, p.msg, jetstream.WithMsgID(p.id), jetstream.WithRetryAttempts(0))
 		cancel()
 		if err == nil {
 			if ack.Duplicate {

@@ -30,8 +30,10 @@ type SinkConfig[T any] struct {
 	// values written within the window are therefore stored once: give an
 	// ID of your own (an event's unique ID) if they must all be stored.
 	MsgID func(v T) string
-	// Timeout bounds each write when the context the recorder passes has no
-	// deadline. The default is [DefaultTimeout].
+	// Timeout bounds each write (an earlier deadline of the context the
+	// recorder passes applies too). The default is [DefaultTimeout]. A
+	// write the server denies fails when it expires: the server reports a
+	// permissions violation asynchronously, and the sink reads it then.
 	Timeout time.Duration
 }
 
@@ -91,14 +93,12 @@ func (s *Sink[T]) publish(ctx context.Context, v T) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, s.cfg.Timeout)
-		defer cancel()
-	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
 	nc := s.js.Conn()
 	before := nc.LastError()
-	ack, err := s.js.PublishMsg(ctx, &nats.Msg{Subject: subject, Data: data, Header: nats.Header{}}, jetstream.WithMsgID(id))
+	ack, err := s.js.PublishMsg(ctx, &nats.Msg{Subject: subject, Data: data, Header: nats.Header{}}, jetstream.WithMsgID(id),
+		jetstream.WithRetryAttempts(0)) // the recorder's policy retries
 	if err != nil {
 		if perr := denied(nc, before, "Publish", subject); perr != nil {
 			err = perr
