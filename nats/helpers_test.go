@@ -43,6 +43,43 @@ func recv[T any](t testing.TB, w *fanout.Watcher[T], n int) []T {
 	return out
 }
 
+// recvAsync reads n values from w on a goroutine of its own; receive the
+// result with wait, on the test's goroutine.
+func recvAsync[T any](w *fanout.Watcher[T], n int) *pending[T] {
+	p := &pending[T]{done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+		defer cancel()
+		buf := make([]T, 256)
+		for len(p.vals) < n {
+			k, err := w.Recv(ctx, buf[:min(len(buf), n-len(p.vals))])
+			if err != nil {
+				p.err = fmt.Errorf("after %d of %d values: %w", len(p.vals), n, err)
+				return
+			}
+			p.vals = append(p.vals, buf[:k]...)
+		}
+	}()
+	return p
+}
+
+// pending is the result of recvAsync.
+type pending[T any] struct {
+	done chan struct{}
+	vals []T
+	err  error
+}
+
+func (p *pending[T]) wait(t testing.TB) []T {
+	t.Helper()
+	<-p.done
+	if p.err != nil {
+		t.Fatal(p.err)
+	}
+	return p.vals
+}
+
 // recvAll reads n values from each watcher, concurrently (a watcher that
 // waits when full holds up the others' producer).
 func recvAll[T any](t testing.TB, ws []*fanout.Watcher[T], n int) [][]T {
