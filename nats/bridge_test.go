@@ -203,6 +203,15 @@ func TestServerRestartLosesAndDuplicatesNothingWithLosslessSettings(t *testing.T
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { closeWithin(cons, time.Second) })
+	// A second consuming process, with an ordered consumer.
+	in2 := fanout.New[event]()
+	w2, _ := in2.Watch()
+	ordered, err := fanoutnats.Consume(guardCtx(t), natstest.JetStream(t, srv.Connect(t)), in2,
+		fanoutnats.ConsumeConfig[event]{Stream: "EV", Start: fanoutnats.StartAll()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeWithin(ordered, time.Second) })
 
 	go func() {
 		for i := range n {
@@ -210,14 +219,15 @@ func TestServerRestartLosesAndDuplicatesNothingWithLosslessSettings(t *testing.T
 			_ = rec.Record(event{Seq: i})
 		}
 	}()
-	received := recvAsync(w, n)
+	received, received2 := recvAsync(w, n), recvAsync(w2, n)
 	natstest.Eventually(t, "a third of the values", func() bool { return cons.Stats().Delivered >= n/3 })
 	srv.Restart(t)
-	got := received.wait(t)
+	got, got2 := received.wait(t), received2.wait(t)
 
 	// End to end: every value once, in the stream's order.
-	if !slices.Equal(got, streamOrder(t, admin, "EV", n)) {
-		t.Fatal("the consumer's order differs from the stream's")
+	stream := streamOrder(t, admin, "EV", n)
+	if !slices.Equal(got, stream) || !slices.Equal(got2, stream) {
+		t.Fatal("a consumer's order differs from the stream's")
 	}
 	slices.SortFunc(got, func(a, b event) int { return a.Seq - b.Seq })
 	for i, e := range got {
@@ -239,7 +249,7 @@ func TestServerRestartLosesAndDuplicatesNothingWithLosslessSettings(t *testing.T
 		t.Fatal(err)
 	}
 	t.Logf("forwarder %+v", fwd.Stats())
-	t.Logf("consumer %+v; sink %+v", cons.Stats(), sink.Stats())
+	t.Logf("durable %+v; ordered %+v; sink %+v", cons.Stats(), ordered.Stats(), sink.Stats())
 }
 
 func TestSlowRemoteConsumerHoldsBackLocalProducersOnlyWhenTheirStrategyWaits(t *testing.T) {
