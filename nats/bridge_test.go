@@ -165,62 +165,61 @@ func streamOrder(t *testing.T, js jetstream.JetStream, name string, n int) []eve
 	return out
 }
 
+// lossless is a producing process (a forwarder in JetStream mode behind a
+// watcher that waits, and a recorder whose queue holds everything and
+// whose retries outlast an outage) and two consuming processes (a durable
+// and an ordered consumer feeding watchers that wait).
+type lossless struct {
+	out              *fanout.Broadcaster[event]
+	fwd              *fanoutnats.Forwarder[event]
+	rec              *fanout.Recorder[event]
+	sink             *fanoutnats.Sink[event]
+	durable, ordered *fanoutnats.Consumer[event]
+	w, w2            *fanout.Watcher[event]
+}
+
+func newLossless(t *testing.T, srv *natstest.Server, n int) *lossless {
+	t.Helper()
+	l := &lossless{out: fanout.New[event](fanout.WithQueueLength(256))}
+	var err error
+	l.fwd, err = fanoutnats.Forward(l.out, srv.Connect(t), fanoutnats.ForwardConfig[event]{
+		Subject: "ev", JetStream: true, Batch: 64, AckTimeout: 500 * time.Millisecond, RetryWait: 20 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeWithin(l.fwd, time.Second) })
+	l.sink, err = fanoutnats.NewSink(natstest.JetStream(t, srv.Connect(t)),
+		fanoutnats.SinkConfig[event]{Subject: "rec", Timeout: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.rec = newRecorder(t, l.sink, 100_000, fanout.WithQueueLength(n))
+	in, in2 := fanout.New[event](), fanout.New[event]()
+	l.w, _ = in.Watch()
+	l.w2, _ = in2.Watch()
+	l.durable = consume(t, natstest.JetStream(t, srv.Connect(t)), in,
+		fanoutnats.ConsumeConfig[event]{Stream: "EV", Durable: "d", Start: fanoutnats.StartAll(), AckWait: time.Second})
+	l.ordered = consume(t, natstest.JetStream(t, srv.Connect(t)), in2,
+		fanoutnats.ConsumeConfig[event]{Stream: "EV", Start: fanoutnats.StartAll()})
+	return l
+}
+
 func TestServerRestartLosesAndDuplicatesNothingWithLosslessSettings(t *testing.T) {
 	srv := natstest.New(t)
 	admin := natstest.JetStream(t, srv.Connect(t))
 	natstest.Stream(t, admin, "EV", "ev")
 	natstest.Stream(t, admin, "REC", "rec")
 	const n = 3000
-
-	// Producer: lossless watcher, JetStream with retries.
-	out := fanout.New[event](fanout.WithQueueLength(256))
-	fwd, err := fanoutnats.Forward(out, srv.Connect(t), fanoutnats.ForwardConfig[event]{
-		Subject: "ev", JetStream: true, Batch: 64, AckTimeout: 500 * time.Millisecond, RetryWait: 20 * time.Millisecond,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Recorder: a queue that holds everything, retries that outlast the
-	// restart, a message ID per value.
-	sink, err := fanoutnats.NewSink(natstest.JetStream(t, srv.Connect(t)),
-		fanoutnats.SinkConfig[event]{Subject: "rec", Timeout: 500 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec, err := fanout.NewRecorder[event](fanout.WithQueueLength(n), fanout.WithRetry(fastRetry(100_000)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := rec.StartSink(sink, nil); err != nil {
-		t.Fatal(err)
-	}
-	// Consumer: durable, acknowledging what its lossless watcher accepted.
-	in := fanout.New[event]()
-	w, _ := in.Watch()
-	cons, err := fanoutnats.Consume(guardCtx(t), natstest.JetStream(t, srv.Connect(t)), in,
-		fanoutnats.ConsumeConfig[event]{Stream: "EV", Durable: "d", Start: fanoutnats.StartAll(), AckWait: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { closeWithin(cons, time.Second) })
-	// A second consuming process, with an ordered consumer.
-	in2 := fanout.New[event]()
-	w2, _ := in2.Watch()
-	ordered, err := fanoutnats.Consume(guardCtx(t), natstest.JetStream(t, srv.Connect(t)), in2,
-		fanoutnats.ConsumeConfig[event]{Stream: "EV", Start: fanoutnats.StartAll()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { closeWithin(ordered, time.Second) })
-
+	l := newLossless(t, srv, n)
 	go func() {
 		for i := range n {
-			_ = out.Action(event{Seq: i})
-			_ = rec.Record(event{Seq: i})
+			_ = l.out.Action(event{Seq: i})
+			_ = l.rec.Record(event{Seq: i})
 		}
 	}()
-	received, received2 := recvAsync(w, n), recvAsync(w2, n)
-	natstest.Eventually(t, "a third of the values", func() bool { return cons.Stats().Delivered >= n/3 })
+	received, received2 := recvAsync(l.w, n), recvAsync(l.w2, n)
+	natstest.Eventually(t, "a third of the values", func() bool { return l.durable.Stats().Delivered >= n/3 })
 	srv.Restart(t)
 	got, got2 := received.wait(t), received2.wait(t)
 
@@ -235,21 +234,18 @@ func TestServerRestartLosesAndDuplicatesNothingWithLosslessSettings(t *testing.T
 			t.Fatalf("sorted, value %d has seq %d: a value was lost or duplicated", i, e.Seq)
 		}
 	}
-	closeAndWait(t, fwd)
-	if fs := fwd.Stats(); fs.Published != n || fs.Failed != 0 || streamMsgs(t, admin, "EV") != n {
+	closeAndWait(t, l.fwd)
+	if fs := l.fwd.Stats(); fs.Published != n || fs.Failed != 0 || streamMsgs(t, admin, "EV") != n {
 		t.Fatalf("forwarder %+v, stream EV holds %d: want %d, each once", fs, streamMsgs(t, admin, "EV"), n)
 	}
-	if err := rec.Flush(guardCtx(t)); err != nil {
+	if err := l.rec.Flush(guardCtx(t)); err != nil {
 		t.Fatal(err)
 	}
-	if rs := rec.Stats(); rs.Written != n || rs.Dropped != 0 || streamMsgs(t, admin, "REC") != n {
+	if rs := l.rec.Stats(); rs.Written != n || rs.Dropped != 0 || streamMsgs(t, admin, "REC") != n {
 		t.Fatalf("recorder %+v, stream REC holds %d: want %d, each once", rs, streamMsgs(t, admin, "REC"), n)
 	}
-	if err := rec.Shutdown(guardCtx(t)); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("forwarder %+v", fwd.Stats())
-	t.Logf("durable %+v; ordered %+v; sink %+v", cons.Stats(), ordered.Stats(), sink.Stats())
+	t.Logf("forwarder %+v", l.fwd.Stats())
+	t.Logf("durable %+v; ordered %+v; sink %+v", l.durable.Stats(), l.ordered.Stats(), l.sink.Stats())
 }
 
 func TestSlowRemoteConsumerHoldsBackLocalProducersOnlyWhenTheirStrategyWaits(t *testing.T) {

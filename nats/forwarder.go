@@ -103,6 +103,9 @@ type Forwarder[T any] struct {
 
 	idPrefix string
 	nextID   uint64 // owned by the goroutine
+	// recovered (owned by the goroutine) is set when a retry succeeded:
+	// the next value that failed with it is retried without a pause.
+	recovered bool
 
 	ctx    context.Context // cancelled when Close gives up: abandon the rest
 	cancel context.CancelFunc
@@ -392,6 +395,7 @@ func (f *Forwarder[T]) sendJetStream(batch []T) {
 		}
 		f.retry(p, before)
 	}
+	f.recovered = false
 }
 
 func (f *Forwarder[T]) msgID(v T) (id string, err error) {
@@ -440,14 +444,11 @@ func (f *Forwarder[T]) retry(p *jsPending, before error) {
 		}
 		f.retries.Add(1)
 		f.rep.report(&Error{Op: "publish", Subject: p.msg.Subject, Err: fmt.Errorf("will retry: %w", p.err)})
-		t := time.NewTimer(f.cfg.RetryWait)
-		select {
-		case <-f.ctx.Done():
-			t.Stop()
+		if !f.recovered && !f.pause() {
 			f.abandoned.Add(1)
 			return
-		case <-t.C:
 		}
+		f.recovered = false
 		ctx, cancel := context.WithTimeout(f.ctx, f.cfg.AckTimeout)
 		ack, err := f.js.PublishMsg(ctx, p.msg, jetstream.WithMsgID(p.id), jetstream.WithRetryAttempts(0))
 		cancel()
@@ -456,6 +457,7 @@ func (f *Forwarder[T]) retry(p *jsPending, before error) {
 				f.duplicates.Add(1)
 			}
 			f.confirm(p)
+			f.recovered = true // the values sent with it failed for the same reason
 			return
 		}
 		if f.ctx.Err() != nil {
@@ -463,6 +465,18 @@ func (f *Forwarder[T]) retry(p *jsPending, before error) {
 			return
 		}
 		p.err = err
+	}
+}
+
+// pause waits RetryWait, and reports false if Close gave up first.
+func (f *Forwarder[T]) pause() bool {
+	t := time.NewTimer(f.cfg.RetryWait)
+	defer t.Stop()
+	select {
+	case <-f.ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }
 

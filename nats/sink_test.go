@@ -23,9 +23,9 @@ func fastRetry(tries int) fanout.RetryPolicy {
 	return p
 }
 
-func newRecorder(t *testing.T, sink fanout.Sink[event], tries int) *fanout.Recorder[event] {
+func newRecorder(t *testing.T, sink fanout.Sink[event], tries int, opts ...fanout.Option) *fanout.Recorder[event] {
 	t.Helper()
-	rec, err := fanout.NewRecorder[event](fanout.WithRetry(fastRetry(tries)))
+	rec, err := fanout.NewRecorder[event](append(opts, fanout.WithRetry(fastRetry(tries)))...)
 	if err != nil {
 		t.Fatal(err)
 	}
