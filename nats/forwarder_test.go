@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -316,5 +317,72 @@ func TestForwarderCloseOnADeadServerReturnsAtItsDeadline(t *testing.T) {
 	st := f.Stats()
 	if st.Published != 0 || st.Abandoned+st.Failed != st.Received || st.Received != 50 {
 		t.Fatalf("stats %+v: every value must be abandoned", st)
+	}
+}
+
+func TestForwarderCountsValuesTheServerDeniedAsFailed(t *testing.T) {
+	srv := natstest.New(t, func(o *server.Options) {
+		o.Users = []*server.User{{Username: "u", Password: "p", Permissions: &server.Permissions{
+			Publish: &server.SubjectPermission{Deny: []string{"ev.secret"}},
+		}}}
+	})
+	sub := rawSub(t, srv.Connect(t, nats.UserInfo("u", "p")), "ev.*")
+	var mu sync.Mutex
+	var errs []error
+	b := fanout.New[event]()
+	f, err := fanoutnats.Forward(b, srv.Connect(t, nats.UserInfo("u", "p")), fanoutnats.ForwardConfig[event]{
+		SubjectOf: func(e event) string {
+			if e.Src == 1 {
+				return "ev.secret"
+			}
+			return "ev.public"
+		},
+		OnError: func(err error) { mu.Lock(); errs = append(errs, err); mu.Unlock() },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = b.Action(event{Src: 0, Seq: 0})
+	_ = b.Action(event{Src: 1, Seq: 1})
+	closeAndWait(t, f)
+	if got := nextEvents(t, sub, 1); got[0].Seq != 0 {
+		t.Fatalf("got %v", got)
+	}
+	if st := f.Stats(); st.Published != 1 || st.Failed != 1 {
+		t.Fatalf("stats %+v, want the denied value counted as failed", st)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(errs) == 0 || !errors.Is(errs[len(errs)-1], nats.ErrPermissionViolation) {
+		t.Fatalf("OnError got %v, want a permissions violation", errs)
+	}
+}
+
+func TestForwardersWithAValueMsgIDStoreEachValueOnce(t *testing.T) {
+	srv := natstest.New(t)
+	js := natstest.JetStream(t, srv.Connect(t))
+	natstest.Stream(t, js, "EV", "ev")
+	const n = 100
+	var fwds []*fanoutnats.Forwarder[event]
+	for range 2 { // two processes publishing the same values
+		b := fanout.New[event]()
+		f, err := fanoutnats.Forward(b, srv.Connect(t), fanoutnats.ForwardConfig[event]{
+			Subject: "ev", JetStream: true, MsgID: func(e event) string { return fmt.Sprint("value-", e.Seq) },
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range n {
+			_ = b.Action(event{Seq: i})
+		}
+		closeAndWait(t, f)
+		fwds = append(fwds, f)
+	}
+	if got := streamMsgs(t, js, "EV"); got != n {
+		t.Fatalf("stream holds %d messages, want %d", got, n)
+	}
+	a, b := fwds[0].Stats(), fwds[1].Stats()
+	if a.Published != n || b.Published != n || a.Duplicates != 0 || b.Duplicates != n {
+		t.Fatalf("stats %+v and %+v: want the second forwarder's values acknowledged as duplicates", a, b)
 	}
 }
