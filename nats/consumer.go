@@ -381,7 +381,7 @@ func (c *Consumer[T]) repairGap() bool {
 		if closing {
 			return false // what was buffered is redelivered to the next consumer
 		}
-		it.Stop()
+		c.stopAndWait(it)
 		if attempt > 0 && !c.pause() {
 			return false
 		}
@@ -402,6 +402,40 @@ func (c *Consumer[T]) repairGap() bool {
 		c.mu.Unlock()
 		c.lastCseq = 0
 		return true
+	}
+}
+
+// closedNotifier is implemented by nats.go's pull iterators: Closed
+// returns a channel closed once the iterator's subscription is gone.
+type closedNotifier interface{ Closed() <-chan struct{} }
+
+// stopAndWait stops an iterator and waits until its subscription is gone.
+// Stop only asks the iterator's goroutine to unsubscribe; a reset sent
+// before the unsubscription would let the server deliver the first values
+// after the reset to the old inbox, where they are lost, and the consumer
+// would find a gap again. Closed is asked again every millisecond: in
+// nats.go v1.55 a channel it returned while the unsubscription was under
+// way may never be closed, while a call after it returns a closed one.
+func (c *Consumer[T]) stopAndWait(it jetstream.MessagesContext) {
+	it.Stop()
+	cn, ok := it.(closedNotifier)
+	if !ok {
+		return
+	}
+	deadline := time.NewTimer(DefaultTimeout)
+	defer deadline.Stop()
+	poll := time.NewTicker(time.Millisecond)
+	defer poll.Stop()
+	for {
+		select {
+		case <-cn.Closed():
+			return
+		case <-poll.C:
+		case <-deadline.C:
+			return
+		case <-c.in.ctx.Done():
+			return
+		}
 	}
 }
 

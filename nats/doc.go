@@ -65,8 +65,10 @@
 //     stream acknowledges them, and the message IDs make the stream store
 //     a retried value once.
 //   - Nothing is lost silently: every value that is not carried is counted
-//     ([ForwarderStats], [InboundStats], [SinkStats] and the core's drop
-//     counters) and reported to the OnError callback and the logger.
+//     ([ForwarderStats], [InboundStats], [SinkStats]) and reported to the
+//     OnError callback and the logger, except what a local watcher's
+//     strategy drops, which the core counts ([fanout.WatcherStats], also in
+//     ForwarderStats.Watcher) and reports to [fanout.WithDropHandler].
 //
 // # Goroutines
 //
@@ -77,7 +79,9 @@
 // when it gives up the rest without waiting further. The goroutine also
 // ends by itself when the broadcaster shuts down (after forwarding every
 // value accepted before), when the watcher is evicted, or when the
-// connection is closed.
+// connection is closed (noticed when a value comes, which then fails with
+// the values still queued, and the watcher is unregistered so that no
+// producer waits for it).
 //
 // A [Subscriber] owns one goroutine, and the NATS client delivers into its
 // buffer. [Subscriber.Close] unsubscribes at once and blocks until the

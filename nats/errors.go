@@ -22,8 +22,8 @@ var (
 	// ErrInvalidSubject reports a subject that cannot be published to:
 	// empty, with white space or an empty token, or with a wildcard.
 	ErrInvalidSubject = errors.New("fanoutnats: invalid subject")
-	// ErrClosed is returned by the methods of a closed bridge, and reported
-	// for the values a bridge gave up when its Close context ended.
+	// ErrClosed is reported (wrapped in an [*Error]) for the values a
+	// bridge gave up because its Close context ended.
 	ErrClosed = errors.New("fanoutnats: closed")
 )
 

@@ -122,11 +122,13 @@ func (s *Server) Varz(t testing.TB) *server.Varz {
 }
 
 // Connect returns a client connected in-process, which reconnects forever,
-// every 10 ms, and is closed at the end of the test.
+// every 10 ms, and is closed at the end of the test. Its asynchronous
+// errors are not printed (the tests check what the bridges report).
 func (s *Server) Connect(t testing.TB, opts ...nats.Option) *nats.Conn {
 	t.Helper()
 	all := append([]nats.Option{nats.InProcessServer(s), nats.MaxReconnects(-1),
-		nats.ReconnectWait(10 * time.Millisecond), nats.ReconnectJitter(0, 0)}, opts...)
+		nats.ReconnectWait(10 * time.Millisecond), nats.ReconnectJitter(0, 0),
+		nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {})}, opts...)
 	nc, err := nats.Connect("", all...)
 	if err != nil {
 		t.Fatal(err)
