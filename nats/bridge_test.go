@@ -409,3 +409,37 @@ func TestSlowSubscriberCountsWhatTheNATSClientDrops(t *testing.T) {
 		}
 	}
 }
+
+func TestCloseNeverHangsOnADeadServer(t *testing.T) {
+	srv := natstest.New(t)
+	admin := natstest.JetStream(t, srv.Connect(t))
+	natstest.Stream(t, admin, "EV", "ev")
+	jsPublish(t, admin, "ev", events(0, 10)...)
+	var bridges []closer
+	for _, durable := range []string{"", "d"} {
+		b, _ := blockedWatcher() // the consumer holds a value it cannot deliver
+		bridges = append(bridges, consume(t, natstest.JetStream(t, srv.Connect(t)), b,
+			fanoutnats.ConsumeConfig[event]{Stream: "EV", Durable: durable, Start: fanoutnats.StartAll()}))
+	}
+	b, _ := blockedWatcher()
+	bridges = append(bridges, subscribe(t, srv.Connect(t), b, fanoutnats.SubscribeConfig[event]{Subject: "ev"}))
+	fb := fanout.New[event]()
+	fwd, err := fanoutnats.Forward(fb, srv.Connect(t), fanoutnats.ForwardConfig[event]{Subject: "ev", JetStream: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bridges = append(bridges, fwd)
+	jsPublish(t, admin, "ev", events(10, 20)...)
+	_ = fb.Action(event{Seq: 20})
+	srv.Shutdown() // the clients try to reconnect, for ever
+	for i, br := range bridges {
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		start := time.Now()
+		err := br.Close(ctx)
+		cancel()
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("bridge %d: Close took %v with a 50ms deadline (err %v)", i, d, err)
+		}
+		waitDone(t, br)
+	}
+}

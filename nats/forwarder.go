@@ -311,7 +311,8 @@ func (f *Forwarder[T]) fail(op, subject string, err error) {
 // flush: the batch's values to that subject are then counted as failed.
 func (f *Forwarder[T]) sendCore(batch []T) {
 	before := f.nc.LastError()
-	var bySubject map[string]int
+	type sent struct{ values, bytes uint64 }
+	var bySubject map[string]sent
 	for _, v := range batch {
 		subject, data, ok := f.prepare(v)
 		if !ok {
@@ -322,10 +323,10 @@ func (f *Forwarder[T]) sendCore(batch []T) {
 			continue
 		}
 		if bySubject == nil {
-			bySubject = make(map[string]int, 1)
+			bySubject = make(map[string]sent, 1)
 		}
-		bySubject[subject]++
-		f.bytes.Add(uint64(len(data)))
+		s := bySubject[subject]
+		bySubject[subject] = sent{s.values + 1, s.bytes + uint64(len(data))}
 	}
 	if len(bySubject) == 0 {
 		return
@@ -335,11 +336,12 @@ func (f *Forwarder[T]) sendCore(batch []T) {
 	}
 	for subject, n := range bySubject {
 		if err := denied(f.nc, before, "Publish", subject); err != nil {
-			f.failed.Add(uint64(n))
-			f.rep.report(&Error{Op: "publish", Subject: subject, Err: fmt.Errorf("%d values: %w", n, err)})
+			f.failed.Add(n.values)
+			f.rep.report(&Error{Op: "publish", Subject: subject, Err: fmt.Errorf("%d values: %w", n.values, err)})
 			continue
 		}
-		f.published.Add(uint64(n))
+		f.published.Add(n.values)
+		f.bytes.Add(n.bytes)
 	}
 }
 

@@ -1,10 +1,12 @@
 package fanoutnats_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -386,3 +388,32 @@ func TestForwardersWithAValueMsgIDStoreEachValueOnce(t *testing.T) {
 		t.Fatalf("stats %+v and %+v: want the second forwarder's values acknowledged as duplicates", a, b)
 	}
 }
+
+func TestForwarderLogsFailuresWithItsLogger(t *testing.T) {
+	srv := natstest.New(t)
+	var buf bytes.Buffer
+	var mu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return buf.Write(p)
+	}), nil))
+	b := fanout.New[event]()
+	f, err := fanoutnats.Forward(b, srv.Connect(t), fanoutnats.ForwardConfig[event]{
+		SubjectOf: func(event) string { return "bad subject" }, Logger: logger,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = b.Action(event{Seq: 1})
+	closeAndWait(t, f)
+	mu.Lock()
+	defer mu.Unlock()
+	if out := buf.String(); !strings.Contains(out, "level=WARN") || !strings.Contains(out, "op=subject") || !strings.Contains(out, "invalid subject") {
+		t.Fatalf("log: %q", out)
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
