@@ -127,7 +127,7 @@ func fanoutSubscriber(srv *server.Server, n, m int, r *rig) error {
 			defer r.done.Done()
 			buf := make([]value, localQueue)
 			for count.Load() < int64(m) {
-				k, err := w.Recv(nil, buf)
+				k, err := w.Recv(context.Background(), buf)
 				if err != nil {
 					return
 				}
