@@ -11,6 +11,13 @@
 //	fanout-bench [-watchers 1,10,100,1000] [-producers 1,4] [-reps 7]
 //	             [-duration 60ms] [-record-events 20000] [-json FILE] [-svg FILE]
 //	             [-quick] [-only throughput,stall,latency,idle_memory,idle_cpu,record]
+//	             [-nats=false]
+//
+// The nats group (package natsbench) follows: one producer through an
+// embedded NATS server to 3 subscriber connections of N = 10 and 100
+// watchers, fanout's Subscriber against one NATS subscription per watcher.
+// It runs unless -nats=false, or -only is given without -nats; its JSON
+// lines have kind "nats".
 //
 // Run it with -h for the other flags.
 //
@@ -39,6 +46,7 @@ import (
 	"strings"
 
 	"github.com/fanout-go/fanout/bench/internal/harness"
+	"github.com/fanout-go/fanout/bench/internal/natsbench"
 )
 
 func main() {
@@ -106,6 +114,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		quiet      = fs.Bool("q", false, "no progress lines on stderr")
 		strict     = fs.Bool("strict", false, "exit with status 3 if a target fails")
 		only       = fs.String("only", "", "comma-separated kinds of case to measure, of "+strings.Join(harness.Kinds, ","))
+		natsGroup  = fs.Bool("nats", true, "run the nats group, fanout over NATS vs one NATS subscription per watcher (~12 s; off with -only unless given)")
 	)
 	fs.Var(&watchers, "watchers", "comma-separated watcher counts `LIST`")
 	fs.Var(&producers, "producers", "comma-separated producer counts `LIST`")
@@ -149,11 +158,23 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	natsRes, err := runNATS(*natsGroup && (!set["only"] || set["nats"]), *quick, progress)
+	if err != nil {
+		return err
+	}
 	if err := harness.WriteReport(stdout, res); err != nil {
 		return err
 	}
+	if err := natsbench.WriteReport(stdout, natsRes); err != nil {
+		return err
+	}
 	if *jsonFile != "" {
-		if err := writeFile(*jsonFile, func(w io.Writer) error { return harness.WriteJSON(w, res) }); err != nil {
+		if err := writeFile(*jsonFile, func(w io.Writer) error {
+			if err := harness.WriteJSON(w, res); err != nil {
+				return err
+			}
+			return natsbench.WriteJSON(w, natsRes)
+		}); err != nil {
 			return err
 		}
 	}
@@ -163,13 +184,26 @@ func run(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if *strict {
-		for _, t := range res.Targets {
+		for _, t := range append(res.Targets, natsRes.Targets...) {
 			if t.Status == harness.Fail {
 				return exitError(3)
 			}
 		}
 	}
 	return nil
+}
+
+// runNATS runs the nats group (natsbench) if on, and returns empty results
+// otherwise.
+func runNATS(on, quick bool, progress io.Writer) (*natsbench.Results, error) {
+	if !on {
+		return &natsbench.Results{}, nil
+	}
+	cfg := natsbench.DefaultConfig()
+	if quick {
+		cfg = natsbench.QuickConfig()
+	}
+	return natsbench.Run(cfg, progress)
 }
 
 // writeFile creates path and fills it with write.

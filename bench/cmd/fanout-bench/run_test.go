@@ -13,7 +13,7 @@ import (
 // tiny makes every measurement of a run take a few milliseconds.
 var tiny = []string{"-q", "-watchers", "2", "-producers", "1", "-reps", "1", "-events", "100",
 	"-latency", "10ms", "-latency-watchers", "2", "-latency-rate", "1000", "-stall-watchers", "2",
-	"-idle-watchers", "20", "-idle", "2ms", "-record-events", "300"}
+	"-idle-watchers", "20", "-idle", "2ms", "-record-events", "300", "-nats=false"}
 
 func TestRunWritesReportJSONAndSVG(t *testing.T) {
 	dir := t.TempDir()

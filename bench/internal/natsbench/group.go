@@ -1,0 +1,101 @@
+package natsbench
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// runGroup measures the systems at n watchers per subscriber on a server
+// of their own: calibration (which warms up too), then the repetitions,
+// interleaved.
+func runGroup(cfg Config, n int) ([]Case, error) {
+	srv, err := startServer()
+	if err != nil {
+		return nil, err
+	}
+	defer func() { srv.Shutdown(); srv.WaitForShutdown() }()
+	systems := []system{fanoutSystem(cfg.Subscribers, n), natsSystem(cfg.Subscribers, n), rawSystem()}
+	values := make([]int, len(systems))
+	for i, s := range systems {
+		if values[i], err = calibrate(srv, s, cfg); err != nil {
+			return nil, err
+		}
+	}
+	samples := make([][]sample, len(systems))
+	for rep := range cfg.Reps {
+		for k := range systems {
+			i := (rep + k) % len(systems)
+			smp, err := systems[i].measure(srv, values[i], cfg.Window)
+			if err != nil {
+				return nil, fmt.Errorf("natsbench: %s, N=%d: %w", systems[i].name, n, err)
+			}
+			samples[i] = append(samples[i], smp)
+		}
+	}
+	cases := make([]Case, len(systems))
+	for i, s := range systems {
+		cases[i] = summarize(s, cfg, samples[i])
+	}
+	// Ratios against one subscription per watcher, per repetition.
+	ratios := make([]float64, cfg.Reps)
+	for rep := range cfg.Reps {
+		ratios[rep] = samples[0][rep].deliveredPerSec() / samples[1][rep].deliveredPerSec()
+	}
+	r := median(ratios)
+	cases[0].RatioVsNATS = &r
+	return cases, nil
+}
+
+// calibrate returns the value count for which one measurement of s takes
+// about cfg.Target, from a probe of cfg.MinValues values.
+func calibrate(srv *server.Server, s system, cfg Config) (int, error) {
+	probe, err := s.measure(srv, cfg.MinValues, cfg.Window)
+	if err != nil {
+		return 0, fmt.Errorf("natsbench: calibrating %s: %w", s.name, err)
+	}
+	perValue := probe.elapsed / time.Duration(cfg.MinValues)
+	m := cfg.MaxValues
+	if perValue > 0 {
+		m = int(cfg.Target / perValue)
+	}
+	return min(max(m, cfg.MinValues), cfg.MaxValues), nil
+}
+
+func (s sample) deliveredPerSec() float64 { return float64(s.delivered) / s.elapsed.Seconds() }
+
+func summarize(s system, cfg Config, smp []sample) Case {
+	rates := make([]float64, len(smp))
+	pubRates := make([]float64, len(smp))
+	var lost int64
+	for i, x := range smp {
+		rates[i] = x.deliveredPerSec()
+		pubRates[i] = float64(x.published) / x.elapsed.Seconds()
+		lost += int64(x.published)*int64(s.deliveryPer) - x.delivered
+	}
+	med := median(rates)
+	last := smp[len(smp)-1]
+	queue := 0
+	if s.name == SystemFanout {
+		queue = localQueue
+	}
+	return Case{
+		Kind: Kind, Label: fmt.Sprintf("%s N=%d", s.name, s.n), System: s.name, API: s.api, Queue: queue,
+		Watchers: s.subs * s.n, Subscribers: s.subs, WatchersPerSubscriber: s.n, Producers: 1, Reps: cfg.Reps,
+		Published: int64(last.published), DeliveredPerSec: med, PublishedPerSec: median(pubRates),
+		SpreadPct:   (slices.Max(rates) - slices.Min(rates)) / med * 100,
+		NetworkMsgs: last.networkMsgs, NetworkMsgsPerValue: float64(last.networkMsgs) / float64(last.published),
+		Lost: lost,
+	}
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}

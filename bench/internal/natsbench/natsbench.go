@@ -1,0 +1,171 @@
+// Package natsbench measures github.com/fanout-go/fanout/nats: one producer
+// publishes to NATS, and 3 subscriber connections, standing for 3
+// processes, each deliver every value to N local watchers. It compares
+//
+//   - fanout: each connection has one subscription, a fanoutnats.Subscriber
+//     that decodes each message once and publishes the value into a local
+//     broadcaster with N watchers (WaitIfChannelFull, queue 100, each read
+//     with Recv by its own goroutine);
+//   - nats: each connection has N subscriptions, one per watcher, each
+//     decoding every message in its own handler (the nats.go client runs
+//     one goroutine per subscription);
+//
+// and, as the ceiling, the raw NATS rate: one subscription, no decoding.
+// The server is embedded (nats-server, in-process connections, no port),
+// so the figures are the client and server costs without a network.
+//
+// Method: the producer paces itself so that no subscriber lags more than a
+// window of values (so that neither client nor server drops a message as a
+// slow consumer); each measurement runs from the first publish until every
+// watcher has received every value; the systems of a group run in turn,
+// the order rotated per repetition, and medians are reported. Network
+// messages are the server's in and out message counts over the
+// measurement.
+package natsbench
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/fanout-go/fanout/bench/internal/harness"
+)
+
+// Kind is the kind of the JSON Lines objects of this group.
+const Kind = "nats"
+
+// The systems measured.
+const (
+	SystemFanout = "fanout+nats" // one Subscriber per connection, N local watchers
+	SystemNATS   = "nats"        // one NATS subscription per watcher
+	SystemRaw    = "nats-raw"    // one subscription, no decoding: the ceiling
+)
+
+// TargetRatio is the target at N = 100: fanout's delivered/s at least this
+// many times that of one NATS subscription per watcher.
+const TargetRatio = 5.0
+
+// Config says what to measure.
+type Config struct {
+	// Watchers lists N, the watchers per subscriber connection.
+	Watchers []int
+	// Subscribers is the number of subscriber connections.
+	Subscribers int
+	// Reps is the number of repetitions; medians are reported.
+	Reps int
+	// Target is how long one measurement should take: each system's value
+	// count is calibrated to it once per group.
+	Target time.Duration
+	// MinValues and MaxValues bound the calibrated value count.
+	MinValues, MaxValues int
+	// Window is the most values a subscriber may lag behind the producer.
+	Window int
+}
+
+// DefaultConfig is what fanout-bench runs: N = 10 and 100, 3 subscriber
+// connections, 5 repetitions of about 150 ms per system (about 15 s).
+func DefaultConfig() Config {
+	return Config{Watchers: []int{10, 100}, Subscribers: 3, Reps: 5, Target: 150 * time.Millisecond,
+		MinValues: 1000, MaxValues: 2_000_000, Window: 4096}
+}
+
+// QuickConfig is a smoke run of a few seconds: one repetition of about
+// 20 ms per system.
+func QuickConfig() Config {
+	c := DefaultConfig()
+	c.Reps, c.Target, c.MinValues = 1, 20*time.Millisecond, 100
+	return c
+}
+
+// Validate reports a configuration that cannot run.
+func (c Config) Validate() error {
+	if len(c.Watchers) == 0 || slices.ContainsFunc(c.Watchers, func(n int) bool { return n < 1 }) ||
+		c.Subscribers < 1 || c.Reps < 1 || c.Target <= 0 || c.MinValues < 1 || c.MaxValues < c.MinValues || c.Window < 1 {
+		return errors.New("natsbench: invalid config: need watchers, subscribers, reps, target, 1 <= MinValues <= MaxValues and a window")
+	}
+	return nil
+}
+
+// Case is one measured system in one setting, and one JSON line. Fields
+// shared with the harness's cases keep their names.
+type Case struct {
+	Kind   string `json:"kind"`   // "nats"
+	Label  string `json:"label"`  // e.g. "fanout+nats N=100"
+	System string `json:"system"` // SystemFanout, SystemNATS or SystemRaw
+	API    string `json:"api"`    // how the watchers receive
+	Queue  int    `json:"queue"`  // local watcher queue (fanout), else 0
+	// Watchers is the total number of watchers, Subscribers × N;
+	// WatchersPerSubscriber is N.
+	Watchers              int `json:"watchers"`
+	Subscribers           int `json:"subscribers"`
+	WatchersPerSubscriber int `json:"watchers_per_subscriber"`
+	Producers             int `json:"producers"`
+	Reps                  int `json:"reps"`
+	// Published is the values published per repetition.
+	Published int64 `json:"published"`
+	// DeliveredPerSec is the values received by all watchers per second
+	// (median); PublishedPerSec the values published per second.
+	DeliveredPerSec float64 `json:"delivered_per_sec"`
+	PublishedPerSec float64 `json:"published_per_sec"`
+	SpreadPct       float64 `json:"spread_pct"`
+	// RatioVsNATS is the median per-repetition ratio of DeliveredPerSec to
+	// that of SystemNATS in the same group; nil for SystemNATS and the raw
+	// ceiling.
+	RatioVsNATS *float64 `json:"ratio_vs_nats"`
+	// NetworkMsgs is the server's messages in + out per repetition;
+	// NetworkMsgsPerValue the same per published value.
+	NetworkMsgs         int64   `json:"network_msgs"`
+	NetworkMsgsPerValue float64 `json:"network_msgs_per_value"`
+	// Lost is the deliveries that did not happen (0: lossless).
+	Lost int64 `json:"lost"`
+}
+
+// Results is everything one run of the group measured.
+type Results struct {
+	Machine harness.Machine
+	Config  Config
+	Cases   []Case
+	Targets []harness.Target
+	Elapsed time.Duration
+}
+
+// Run measures every group of cfg. Progress lines go to progress, if not
+// nil.
+func Run(cfg Config, progress io.Writer) (*Results, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if progress == nil {
+		progress = io.Discard
+	}
+	start := time.Now()
+	res := &Results{Machine: harness.DescribeMachine(), Config: cfg}
+	for _, n := range cfg.Watchers {
+		fmt.Fprintf(progress, "[%5.1fs] nats: %d subscribers × %d watchers\n", time.Since(start).Seconds(), cfg.Subscribers, n)
+		cases, err := runGroup(cfg, n)
+		if err != nil {
+			return nil, err
+		}
+		res.Cases = append(res.Cases, cases...)
+	}
+	res.Targets = []harness.Target{target(res.Cases)}
+	res.Elapsed = time.Since(start)
+	return res, nil
+}
+
+func target(cases []Case) harness.Target {
+	t := harness.Target{Name: "nats: fanout+nats vs one NATS subscription per watcher, N=100 per subscriber",
+		Want: fmt.Sprintf("≥ %.0f×", TargetRatio), Measured: "-", Status: harness.NA}
+	for _, c := range cases {
+		if c.System == SystemFanout && c.WatchersPerSubscriber == 100 && c.RatioVsNATS != nil {
+			t.Measured = harness.FormatRatio(c.RatioVsNATS)
+			t.Status = harness.Fail
+			if *c.RatioVsNATS >= TargetRatio {
+				t.Status = harness.Pass
+			}
+		}
+	}
+	return t
+}

@@ -1,0 +1,461 @@
+package fanoutnats
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/fanout-go/fanout"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Start says where in a stream a [Consumer] begins: the JetStream form of
+// the core's registration and replay. The zero Start is [StartNew].
+type Start struct {
+	kind startKind
+	seq  uint64
+	time time.Time
+}
+
+type startKind uint8
+
+const (
+	startNew startKind = iota
+	startAll
+	startSeq
+	startTime
+	startLast
+)
+
+// StartNew begins with the first message stored after the consumer is
+// created, as a watcher receives the values accepted after Watch returns.
+// It is the zero [Start].
+func StartNew() Start { return Start{} }
+
+// StartAll begins with the first message the stream holds.
+func StartAll() Start { return Start{kind: startAll} }
+
+// StartAtSequence begins with the message of stream sequence seq (or the
+// first after it, if seq was deleted or filtered out).
+func StartAtSequence(seq uint64) Start { return Start{kind: startSeq, seq: seq} }
+
+// StartAtTime begins with the first message stored at or after t.
+func StartAtTime(t time.Time) Start { return Start{kind: startTime, time: t} }
+
+// StartLast begins with the n-th last message of the stream, so that the
+// last n values are replayed before the new ones, with no gap between
+// them. With FilterSubjects, it counts the stream's messages, of any
+// subject, and delivers those of them that match. StartLast(0) is
+// [StartNew].
+func StartLast(n uint64) Start { return Start{kind: startLast, seq: n} }
+
+// ConsumeConfig configures [Consume]. Stream is required.
+type ConsumeConfig[T any] struct {
+	// Stream is the JetStream stream to consume.
+	Stream string
+	// Durable, if set, names a durable consumer, created if it does not
+	// exist. The consumer acknowledges each value only once the local
+	// broadcaster has accepted it, and resumes where the last one left
+	// off. Give each process its own durable: processes sharing a durable
+	// share its values instead of each receiving all of them. Empty means
+	// an ordered consumer: ephemeral, never acknowledging, recreated by
+	// the client as needed.
+	Durable string
+	// FilterSubjects limits the consumer to these subjects of the stream.
+	FilterSubjects []string
+	// Start says where a new consumer begins; an existing durable resumes
+	// from its ack floor instead. The zero value is [StartNew].
+	Start Start
+	// Codec decodes the payloads; the zero Codec is JSON.
+	Codec Codec[T]
+	// AckWait is how long the server waits for a durable consumer's ack
+	// before redelivering, when the durable is created. Zero means the
+	// server's default (30 s).
+	AckWait time.Duration
+	// MaxAckPending bounds a new durable consumer's unacknowledged
+	// messages. Zero means the server's default (1000).
+	MaxAckPending int
+	// OnError, if set, is called with an [*Error] for every message that
+	// did not decode or that the broadcaster refused, and for errors of the
+	// consumer. It runs on the consumer's goroutine; a panic in it is
+	// contained and counted.
+	OnError func(error)
+	// Logger, if set, logs the same failures at level Warn.
+	Logger *slog.Logger
+}
+
+// Consumer publishes the values of a JetStream stream into a local
+// [fanout.Broadcaster], in the stream's order, so that one consumer serves
+// any number of local watchers. It owns one goroutine (and the NATS
+// client's for the pull subscription). Create one with [Consume]; stop it
+// with [Consumer.Close].
+type Consumer[T any] struct {
+	in      inbound[T]
+	js      jetstream.JetStream
+	cons    jetstream.Consumer
+	stream  string
+	durable string
+
+	mu      sync.Mutex
+	it      jetstream.MessagesContext
+	closing bool
+
+	// Owned by the goroutine: the last stream sequence delivered (or
+	// terminated) and the last consumer sequence seen, to skip redeliveries
+	// and detect gaps (durable only).
+	lastSeq, lastCseq uint64
+}
+
+// Consume starts publishing the messages of cfg.Stream into b, as cfg
+// says. ctx bounds the set-up calls to JetStream. It returns an error if js
+// or b is nil, if the stream does not exist, if the consumer cannot be
+// created, or if an existing durable is not a pull consumer with explicit
+// acks.
+//
+// A durable consumer is reset to its ack floor when Consume starts it (the
+// consumer reset API, nats-server 2.14 or later): the values after the ack
+// floor are redelivered in the stream's order, so a value a crashed process
+// had received but not acknowledged is not lost, and the order holds.
+func Consume[T any](ctx context.Context, js jetstream.JetStream, b *fanout.Broadcaster[T], cfg ConsumeConfig[T]) (*Consumer[T], error) {
+	if js == nil || b == nil {
+		return nil, errors.New("fanoutnats: Consume: nil JetStream or broadcaster")
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	stream, err := js.Stream(ctx, cfg.Stream)
+	if err != nil {
+		return nil, &Error{Op: "consume", Subject: cfg.Stream, Err: err}
+	}
+	c := &Consumer[T]{js: js, stream: cfg.Stream, durable: cfg.Durable}
+	if cfg.Durable == "" {
+		c.cons, err = orderedConsumer(ctx, stream, cfg)
+	} else {
+		c.cons, err = durableConsumer(ctx, js, stream, cfg)
+	}
+	if err != nil {
+		return nil, &Error{Op: "consume", Subject: cfg.Stream, Err: err}
+	}
+	c.it, err = c.cons.Messages()
+	if err != nil {
+		return nil, &Error{Op: "consume", Subject: cfg.Stream, Err: err}
+	}
+	c.in.init(b, cfg.Codec, cfg.OnError, cfg.Logger)
+	go c.run()
+	return c, nil
+}
+
+// deliverPolicy translates a Start into JetStream's terms.
+func deliverPolicy(s Start, info *jetstream.StreamInfo) (jetstream.DeliverPolicy, uint64, *time.Time) {
+	switch s.kind {
+	case startAll:
+		return jetstream.DeliverAllPolicy, 0, nil
+	case startSeq:
+		return jetstream.DeliverByStartSequencePolicy, max(s.seq, 1), nil
+	case startTime:
+		t := s.time
+		return jetstream.DeliverByStartTimePolicy, 0, &t
+	case startLast:
+		last := info.State.LastSeq
+		if s.seq == 0 || last == 0 {
+			return jetstream.DeliverNewPolicy, 0, nil
+		}
+		first := max(info.State.FirstSeq, 1)
+		if s.seq > last-first {
+			return jetstream.DeliverByStartSequencePolicy, first, nil
+		}
+		return jetstream.DeliverByStartSequencePolicy, last - s.seq + 1, nil
+	}
+	return jetstream.DeliverNewPolicy, 0, nil
+}
+
+func orderedConsumer[T any](ctx context.Context, stream jetstream.Stream, cfg ConsumeConfig[T]) (jetstream.Consumer, error) {
+	policy, seq, t := deliverPolicy(cfg.Start, stream.CachedInfo())
+	return stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		FilterSubjects: cfg.FilterSubjects,
+		DeliverPolicy:  policy,
+		OptStartSeq:    seq,
+		OptStartTime:   t,
+	})
+}
+
+func durableConsumer[T any](ctx context.Context, js jetstream.JetStream, stream jetstream.Stream, cfg ConsumeConfig[T]) (jetstream.Consumer, error) {
+	cons, err := stream.Consumer(ctx, cfg.Durable)
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		policy, seq, t := deliverPolicy(cfg.Start, stream.CachedInfo())
+		cons, err = stream.CreateConsumer(ctx, jetstream.ConsumerConfig{
+			Durable:        cfg.Durable,
+			FilterSubjects: cfg.FilterSubjects,
+			DeliverPolicy:  policy,
+			OptStartSeq:    seq,
+			OptStartTime:   t,
+			AckPolicy:      jetstream.AckExplicitPolicy,
+			AckWait:        cfg.AckWait,
+			MaxAckPending:  cfg.MaxAckPending,
+			MaxDeliver:     -1,
+		})
+	}
+	if err != nil {
+		return nil, err
+	}
+	if info := cons.CachedInfo(); info.Config.AckPolicy != jetstream.AckExplicitPolicy || info.Config.DeliverSubject != "" {
+		return nil, fmt.Errorf("durable %q is not a pull consumer with explicit acks", cfg.Durable)
+	}
+	if _, err := js.ResetConsumer(ctx, cfg.Stream, cfg.Durable); err != nil {
+		return nil, fmt.Errorf("resetting durable %q to its ack floor (needs nats-server 2.14 or later): %w", cfg.Durable, err)
+	}
+	return cons, nil
+}
+
+// Close stops the consumer. It stops pulling at once, then waits until
+// the messages already received are published into the broadcaster (and,
+// for a durable, acknowledged). If ctx ends first, it gives up the rest
+// and returns ctx.Err() without waiting further (see [Consumer.Done]); a
+// durable's unacknowledged messages are redelivered to its next consumer.
+// It is idempotent; a nil ctx means no deadline.
+func (c *Consumer[T]) Close(ctx context.Context) error {
+	return c.in.close(ctx, func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.closing = true
+		c.it.Drain()
+	})
+}
+
+// Done returns a channel closed when the consumer's goroutine has exited:
+// after Close, once the broadcaster is shut down, or once the consumer
+// ended on an error (see [Consumer.Err]).
+func (c *Consumer[T]) Done() <-chan struct{} { return c.in.done }
+
+// Err returns why the consumer stopped on its own: [fanout.ErrStopped] (the
+// broadcaster shut down), or the JetStream error that ended it (the
+// consumer was deleted, the connection closed, ...). It is nil while the
+// consumer runs and after Close.
+func (c *Consumer[T]) Err() error { return c.in.getErr() }
+
+// Stats returns the consumer's counters. They stay readable after Close.
+func (c *Consumer[T]) Stats() InboundStats { return c.in.stats() }
+
+func (c *Consumer[T]) run() {
+	defer close(c.in.done)
+	defer c.stopIterator()
+	for {
+		it := c.iterator()
+		msg, err := it.Next(jetstream.NextContext(c.in.ctx))
+		if err != nil {
+			if !c.onNextError(err) {
+				return
+			}
+			continue
+		}
+		if !c.handle(msg) {
+			return
+		}
+	}
+}
+
+func (c *Consumer[T]) iterator() jetstream.MessagesContext {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.it
+}
+
+func (c *Consumer[T]) stopIterator() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.it.Stop()
+}
+
+// onNextError decides what an error of the iterator means, and reports
+// whether to go on.
+func (c *Consumer[T]) onNextError(err error) bool {
+	switch {
+	case isClosing(err):
+		return false // Close gave up
+	case errors.Is(err, jetstream.ErrMsgIteratorClosed):
+		c.mu.Lock()
+		closing := c.closing
+		c.mu.Unlock()
+		if !closing { // the iterator ended on its own: report why
+			cause := err
+			if c.js.Conn().IsClosed() {
+				cause = nats.ErrConnectionClosed
+			}
+			c.in.setErr(cause)
+			c.in.rep.report(&Error{Op: "consume", Subject: c.stream, Err: err})
+		}
+		return false
+	}
+	// Missing heartbeats, a reconnect, a consumer status: the iterator
+	// goes on (a terminal status closes it, and the next call says so).
+	c.in.rep.report(&Error{Op: "consume", Subject: c.stream, Err: err})
+	return true
+}
+
+// handle delivers one message and reports whether to go on.
+func (c *Consumer[T]) handle(msg jetstream.Msg) bool {
+	meta, err := msg.Metadata()
+	if err != nil { // not a JetStream message: cannot be placed in the order
+		c.in.received.Add(1)
+		c.in.decodeErrs.Add(1)
+		c.in.rep.report(&Error{Op: "decode", Subject: msg.Subject(), Err: err})
+		return true
+	}
+	if c.durable != "" {
+		switch c.checkDurable(meta) {
+		case seqGap:
+			return c.repairGap()
+		case seqDuplicate:
+			c.in.received.Add(1)
+			c.in.duplicates.Add(1)
+			c.ack(msg, meta)
+			return true
+		}
+	}
+	switch c.in.deliver(msg.Subject(), meta.Sequence.Stream, msg.Data()) {
+	case refused:
+		return false // unacknowledged: redelivered to the durable's next consumer
+	case undecodable:
+		if c.durable != "" {
+			c.lastSeq = meta.Sequence.Stream
+			if err := msg.TermWithReason("fanoutnats: payload does not decode"); err != nil {
+				c.in.rep.report(&Error{Op: "ack", Subject: msg.Subject(), Sequence: meta.Sequence.Stream, Err: err})
+			}
+		}
+		return true
+	}
+	if c.durable != "" {
+		c.lastSeq = meta.Sequence.Stream
+		c.ack(msg, meta)
+	}
+	return true
+}
+
+func (c *Consumer[T]) ack(msg jetstream.Msg, meta *jetstream.MsgMetadata) {
+	if err := msg.Ack(); err != nil {
+		c.in.rep.report(&Error{Op: "ack", Subject: msg.Subject(), Sequence: meta.Sequence.Stream, Err: err})
+	}
+}
+
+type seqCheck uint8
+
+const (
+	seqNext      seqCheck = iota // deliver it
+	seqDuplicate                 // delivered before: ack and skip
+	seqGap                       // a delivery before it was lost: reset
+)
+
+// checkDurable places a durable's message in the order. Deliveries carry
+// consecutive consumer sequences (1 after a reset), redeliveries included,
+// so a jump means one was lost on the way (a reconnect); accepting this
+// message would put it before the lost one, which would then be skipped.
+// A stream sequence at or below the last delivered one is a redelivery of
+// a value already delivered (its ack was lost).
+func (c *Consumer[T]) checkDurable(meta *jetstream.MsgMetadata) seqCheck {
+	if meta.Sequence.Consumer != c.lastCseq+1 {
+		return seqGap
+	}
+	c.lastCseq = meta.Sequence.Consumer
+	if meta.Sequence.Stream <= c.lastSeq {
+		return seqDuplicate
+	}
+	return seqNext
+}
+
+// repairGap restarts delivery after the last value delivered: it stops the
+// iterator (discarding what it buffered, unacknowledged), resets the
+// durable to its ack floor, and pulls again; values up to the last one
+// delivered come again and are skipped as duplicates. It reports whether
+// to go on. c.mu is not held during the calls to the server, so that Close
+// never waits for them.
+func (c *Consumer[T]) repairGap() bool {
+	c.in.resets.Add(1)
+	for attempt := 0; ; attempt++ {
+		c.mu.Lock()
+		closing, it := c.closing, c.it
+		c.mu.Unlock()
+		if closing {
+			return false // what was buffered is redelivered to the next consumer
+		}
+		c.stopAndWait(it)
+		if attempt > 0 && !c.pause() {
+			return false
+		}
+		next, err := c.resetOnce()
+		if err != nil {
+			c.in.rep.report(&Error{Op: "consume", Subject: c.stream, Err: fmt.Errorf("repairing a gap: %w", err)})
+			if errors.Is(err, nats.ErrConnectionClosed) {
+				c.in.setErr(err)
+				return false
+			}
+			continue
+		}
+		c.mu.Lock()
+		c.it = next
+		if c.closing {
+			next.Drain()
+		}
+		c.mu.Unlock()
+		c.lastCseq = 0
+		return true
+	}
+}
+
+// closedNotifier is implemented by nats.go's pull iterators: Closed
+// returns a channel closed once the iterator's subscription is gone.
+type closedNotifier interface{ Closed() <-chan struct{} }
+
+// stopAndWait stops an iterator and waits until its subscription is gone.
+// Stop only asks the iterator's goroutine to unsubscribe; a reset sent
+// before the unsubscription would let the server deliver the first values
+// after the reset to the old inbox, where they are lost, and the consumer
+// would find a gap again. Closed is asked again every millisecond: in
+// nats.go v1.55 a channel it returned while the unsubscription was under
+// way may never be closed, while a call after it returns a closed one.
+func (c *Consumer[T]) stopAndWait(it jetstream.MessagesContext) {
+	it.Stop()
+	cn, ok := it.(closedNotifier)
+	if !ok {
+		return
+	}
+	deadline := time.NewTimer(DefaultTimeout)
+	defer deadline.Stop()
+	poll := time.NewTicker(time.Millisecond)
+	defer poll.Stop()
+	for {
+		select {
+		case <-cn.Closed():
+			return
+		case <-poll.C:
+		case <-deadline.C:
+			return
+		case <-c.in.ctx.Done():
+			return
+		}
+	}
+}
+
+// pause waits DefaultRetryWait, and reports false if Close gave up first.
+func (c *Consumer[T]) pause() bool {
+	t := time.NewTimer(DefaultRetryWait)
+	defer t.Stop()
+	select {
+	case <-c.in.ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+func (c *Consumer[T]) resetOnce() (jetstream.MessagesContext, error) {
+	ctx, cancel := context.WithTimeout(c.in.ctx, DefaultTimeout)
+	defer cancel()
+	if _, err := c.js.ResetConsumer(ctx, c.stream, c.durable); err != nil {
+		return nil, err
+	}
+	return c.cons.Messages()
+}

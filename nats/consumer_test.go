@@ -1,0 +1,300 @@
+package fanoutnats_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/fanout-go/fanout"
+	fanoutnats "github.com/fanout-go/fanout/nats"
+	"github.com/fanout-go/fanout/nats/internal/natstest"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// jsPublish stores events in the stream capturing subject, one by one,
+// waiting for each ack.
+func jsPublish(t *testing.T, js jetstream.JetStream, subject string, evs ...event) {
+	t.Helper()
+	for _, e := range evs {
+		data, _ := json.Marshal(e)
+		if _, err := js.Publish(guardCtx(t), subject, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func consume(t *testing.T, js jetstream.JetStream, b *fanout.Broadcaster[event], cfg fanoutnats.ConsumeConfig[event]) *fanoutnats.Consumer[event] {
+	t.Helper()
+	c, err := fanoutnats.Consume(guardCtx(t), js, b, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeWithin(c, time.Second) })
+	return c
+}
+
+func TestConsumerStartsWhereItsStartSays(t *testing.T) {
+	srv := natstest.New(t)
+	js := natstest.JetStream(t, srv.Connect(t))
+	natstest.Stream(t, js, "EV", "ev")
+	jsPublish(t, js, "ev", events(1, 6)...)
+	mid := time.Now()
+	jsPublish(t, js, "ev", events(6, 11)...)
+	tests := []struct {
+		name  string
+		start fanoutnats.Start
+		want  []int // before the live value 11
+	}{
+		{"new", fanoutnats.StartNew(), nil},
+		{"zero", fanoutnats.Start{}, nil},
+		{"all", fanoutnats.StartAll(), []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}},
+		{"sequence", fanoutnats.StartAtSequence(4), []int{4, 5, 6, 7, 8, 9, 10}},
+		{"time", fanoutnats.StartAtTime(mid), []int{6, 7, 8, 9, 10}},
+		{"last 3", fanoutnats.StartLast(3), []int{8, 9, 10}},
+		{"last 0", fanoutnats.StartLast(0), nil},
+		{"last 100", fanoutnats.StartLast(100), []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}},
+	}
+	type start struct {
+		c *fanoutnats.Consumer[event]
+		w *fanout.Watcher[event]
+	}
+	var started []start
+	for _, tt := range tests {
+		for _, durable := range []string{"", "d-" + tt.name[:min(len(tt.name), 4)] + fmt.Sprint(len(started))} {
+			b := fanout.New[event](fanout.WithQueueLength(64))
+			w, _ := b.Watch()
+			c := consume(t, js, b, fanoutnats.ConsumeConfig[event]{Stream: "EV", Durable: durable, Start: tt.start})
+			started = append(started, start{c, w})
+		}
+	}
+	jsPublish(t, js, "ev", event{Seq: 11})
+	for i, s := range started {
+		tt := tests[i/2]
+		want := append(slices.Clone(tt.want), 11)
+		if got := seqs(recv(t, s.w, len(want))); !slices.Equal(got, want) {
+			t.Errorf("%s (durable %v): got %v, want %v", tt.name, i%2 == 1, got, want)
+		}
+		closeAndWait(t, s.c)
+	}
+}
+
+func TestConsumeRejectsAMissingStream(t *testing.T) {
+	srv := natstest.New(t)
+	js := natstest.JetStream(t, srv.Connect(t))
+	_, err := fanoutnats.Consume(guardCtx(t), js, fanout.New[event](), fanoutnats.ConsumeConfig[event]{Stream: "NOPE"})
+	if !errors.Is(err, jetstream.ErrStreamNotFound) {
+		t.Fatalf("Consume on a missing stream: %v, want ErrStreamNotFound", err)
+	}
+}
+
+func TestConsumeRejectsADurableWithoutExplicitAcks(t *testing.T) {
+	srv := natstest.New(t)
+	js := natstest.JetStream(t, srv.Connect(t))
+	natstest.Stream(t, js, "EV", "ev")
+	if _, err := js.CreateConsumer(guardCtx(t), "EV", jetstream.ConsumerConfig{Durable: "none", AckPolicy: jetstream.AckNonePolicy}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := fanoutnats.Consume(guardCtx(t), js, fanout.New[event](), fanoutnats.ConsumeConfig[event]{Stream: "EV", Durable: "none"})
+	if err == nil {
+		t.Fatal("Consume accepted a durable that never acknowledges")
+	}
+}
+
+func TestDurableConsumerResumesWhatACrashedProcessLeftUnacknowledged(t *testing.T) {
+	srv := natstest.New(t)
+	nc := srv.Connect(t)
+	js := natstest.JetStream(t, nc)
+	natstest.Stream(t, js, "EV", "ev")
+	b, _ := blockedWatcher() // takes value 1, then blocks on 2 for good
+	c := consume(t, js, b, fanoutnats.ConsumeConfig[event]{Stream: "EV", Durable: "proc", Start: fanoutnats.StartAll()})
+	jsPublish(t, js, "ev", events(1, 11)...)
+	natstest.Eventually(t, "the consumer to block on value 2", func() bool { return c.Stats().Received == 2 })
+	expired, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := c.Close(expired); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Close = %v", err)
+	}
+	waitDone(t, c)
+	if st := c.Stats(); st.Delivered != 1 || st.Abandoned != 1 {
+		t.Fatalf("stats %+v, want 1 delivered and 1 abandoned", st)
+	}
+	if err := nc.Flush(); err != nil { // the ack of value 1 has reached the server
+		t.Fatal(err)
+	}
+
+	// The next process, on its own connection, gets 2 to 10 in order.
+	js2 := natstest.JetStream(t, srv.Connect(t))
+	b2 := fanout.New[event]()
+	w2, _ := b2.Watch()
+	c2 := consume(t, js2, b2, fanoutnats.ConsumeConfig[event]{Stream: "EV", Durable: "proc"})
+	if got, want := seqs(recv(t, w2, 9)), []int{2, 3, 4, 5, 6, 7, 8, 9, 10}; !slices.Equal(got, want) {
+		t.Fatalf("after the crash: got %v, want %v", got, want)
+	}
+	closeAndWait(t, c2)
+}
+
+func TestDurableConsumerSkipsRedeliveriesOfValuesItDelivered(t *testing.T) {
+	srv := natstest.New(t)
+	js := natstest.JetStream(t, srv.Connect(t))
+	natstest.Stream(t, js, "EV", "ev")
+	b, w := blockedWatcher()
+	c := consume(t, js, b, fanoutnats.ConsumeConfig[event]{
+		Stream: "EV", Durable: "slow", Start: fanoutnats.StartAll(), AckWait: 100 * time.Millisecond,
+	})
+	jsPublish(t, js, "ev", events(1, 4)...)
+	// Value 2 is held, unacknowledged, past AckWait: the server redelivers
+	// it (and 3) while the first copies are still to be delivered.
+	natstest.Eventually(t, "a redelivery", func() bool {
+		info, err := js.Consumer(guardCtx(t), "EV", "slow")
+		if err != nil {
+			return false
+		}
+		ci, err := info.Info(guardCtx(t))
+		return err == nil && ci.NumRedelivered > 0
+	})
+	if got := seqs(recv(t, w, 3)); !slices.Equal(got, []int{1, 2, 3}) {
+		t.Fatalf("got %v, want 1 2 3", got)
+	}
+	jsPublish(t, js, "ev", event{Seq: 4})
+	if got := recv(t, w, 1); got[0].Seq != 4 {
+		t.Fatalf("after the redeliveries got %v, want 4: a value was delivered twice", got)
+	}
+	natstest.Eventually(t, "4 delivered", func() bool { return c.Stats().Delivered == 4 })
+	if st := c.Stats(); st.Duplicates == 0 {
+		t.Fatalf("stats %+v, want the redeliveries counted as duplicates", st)
+	}
+}
+
+func TestDurableConsumerRepairsAGapInItsDeliveries(t *testing.T) {
+	srv := natstest.New(t)
+	js := natstest.JetStream(t, srv.Connect(t))
+	natstest.Stream(t, js, "EV", "ev")
+	b := fanout.New[event](fanout.WithQueueLength(1000))
+	w, _ := b.Watch()
+	c := consume(t, js, b, fanoutnats.ConsumeConfig[event]{Stream: "EV", Durable: "gap", Start: fanoutnats.StartAll()})
+
+	// Another client pulls one message of the same durable and never
+	// acknowledges it: for the consumer, a delivery lost on the way.
+	thiefConn := srv.Connect(t)
+	thief, err := natstest.JetStream(t, thiefConn).Consumer(guardCtx(t), "EV", "gap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch, err := thief.Fetch(1, jetstream.FetchMaxWait(hangGuard))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := thiefConn.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	stolen := make(chan struct{})
+	go func() {
+		for range batch.Messages() {
+		}
+		close(stolen)
+	}()
+	n := 0
+	for stole := false; !stole; {
+		n++
+		jsPublish(t, js, "ev", event{Seq: n})
+		select {
+		case <-stolen:
+			stole = true
+		default:
+		}
+	}
+	jsPublish(t, js, "ev", events(n+1, n+6)...)
+	n += 5
+	want := make([]int, n)
+	for i := range want {
+		want[i] = i + 1
+	}
+	if got := seqs(recv(t, w, n)); !slices.Equal(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	if st := c.Stats(); st.Resets == 0 {
+		t.Fatalf("stats %+v, want a reset", st)
+	}
+}
+
+func TestConsumerTerminatesUndecodableMessagesAndGoesOn(t *testing.T) {
+	srv := natstest.New(t)
+	js := natstest.JetStream(t, srv.Connect(t))
+	natstest.Stream(t, js, "EV", "ev")
+	var errs []error
+	for _, durable := range []string{"", "d"} {
+		b := fanout.New[event]()
+		w, _ := b.Watch()
+		c := consume(t, js, b, fanoutnats.ConsumeConfig[event]{Stream: "EV", Durable: durable, Start: fanoutnats.StartAll(),
+			OnError: func(err error) { errs = append(errs, err) }})
+		if durable == "" {
+			if _, err := js.Publish(guardCtx(t), "ev", []byte("garbage")); err != nil {
+				t.Fatal(err)
+			}
+			jsPublish(t, js, "ev", event{Seq: 1})
+		}
+		if got := recv(t, w, 1); got[0].Seq != 1 {
+			t.Fatalf("durable %q: got %v", durable, got)
+		}
+		closeAndWait(t, c)
+		if st := c.Stats(); st.DecodeErrors != 1 || st.Delivered != 1 {
+			t.Fatalf("durable %q: stats %+v", durable, st)
+		}
+	}
+	if len(errs) != 2 || !errors.Is(errs[0], fanoutnats.ErrDecode) || !errors.Is(errs[1], fanoutnats.ErrDecode) {
+		t.Fatalf("OnError got %v, want two decode errors", errs)
+	}
+	var fe *fanoutnats.Error
+	if !errors.As(errs[1], &fe) || fe.Sequence != 1 {
+		t.Fatalf("the decode error %v does not name stream sequence 1", errs[1])
+	}
+	// Terminated, the garbage is not redelivered to the durable.
+	b := fanout.New[event]()
+	w, _ := b.Watch()
+	consume(t, js, b, fanoutnats.ConsumeConfig[event]{Stream: "EV", Durable: "d"})
+	jsPublish(t, js, "ev", event{Seq: 2})
+	if got := recv(t, w, 1); got[0].Seq != 2 {
+		t.Fatalf("the durable's next consumer got %v, want only the new value", got)
+	}
+}
+
+func TestConsumerStopsWhenTheBroadcasterShutsDownLeavingTheValueUnacknowledged(t *testing.T) {
+	srv := natstest.New(t)
+	js := natstest.JetStream(t, srv.Connect(t))
+	natstest.Stream(t, js, "EV", "ev")
+	b := fanout.New[event]()
+	c := consume(t, js, b, fanoutnats.ConsumeConfig[event]{Stream: "EV", Durable: "d"})
+	b.Shutdown()
+	jsPublish(t, js, "ev", event{Seq: 1})
+	waitDone(t, c)
+	if !errors.Is(c.Err(), fanout.ErrStopped) || c.Stats().Failed != 1 {
+		t.Fatalf("Err = %v, stats %+v: want ErrStopped and one failed value", c.Err(), c.Stats())
+	}
+	b2 := fanout.New[event]()
+	w2, _ := b2.Watch()
+	consume(t, js, b2, fanoutnats.ConsumeConfig[event]{Stream: "EV", Durable: "d"})
+	if got := recv(t, w2, 1); got[0].Seq != 1 {
+		t.Fatalf("the refused value was not redelivered: got %v", got)
+	}
+}
+
+func TestConsumerStopsWhenTheConnectionCloses(t *testing.T) {
+	srv := natstest.New(t)
+	nc := srv.Connect(t)
+	js := natstest.JetStream(t, nc)
+	natstest.Stream(t, js, "EV", "ev")
+	for _, durable := range []string{"", "d"} {
+		nc := srv.Connect(t)
+		c := consume(t, natstest.JetStream(t, nc), fanout.New[event](), fanoutnats.ConsumeConfig[event]{Stream: "EV", Durable: durable})
+		nc.Close()
+		waitDone(t, c)
+		if !errors.Is(c.Err(), nats.ErrConnectionClosed) {
+			t.Fatalf("durable %q: Err = %v, want nats.ErrConnectionClosed", durable, c.Err())
+		}
+	}
+}

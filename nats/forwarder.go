@@ -1,0 +1,565 @@
+package fanoutnats
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fanout-go/fanout"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Defaults of [ForwardConfig].
+const (
+	// DefaultBatch is the most values a [Forwarder] publishes per flush or
+	// per round of JetStream acks.
+	DefaultBatch = 256
+	// DefaultTimeout bounds a flush, a JetStream ack wait and a JetStream
+	// publish attempt when the configuration does not say otherwise.
+	DefaultTimeout = 5 * time.Second
+	// DefaultRetryWait is the pause before a [Forwarder] in JetStream mode
+	// retries a publish that failed with a retryable error.
+	DefaultRetryWait = 250 * time.Millisecond
+)
+
+// ForwardConfig configures [Forward]. Subject or SubjectOf is required;
+// every other field has a default.
+type ForwardConfig[T any] struct {
+	// Subject is the subject every value is published to, unless SubjectOf
+	// is set.
+	Subject string
+	// SubjectOf, if set, returns each value's subject. A value whose
+	// subject is invalid (see [ErrInvalidSubject]), or for which SubjectOf
+	// panics, is counted as failed and reported.
+	SubjectOf func(v T) string
+	// Codec encodes the values; the zero Codec is JSON.
+	Codec Codec[T]
+	// Watch holds the options of the forwarder's watcher on the
+	// broadcaster, such as [fanout.WithQueueLength],
+	// [fanout.WithFullChannelBehavior] and [fanout.WithDropHandler]; by
+	// default the broadcaster's. The behaviour decides what a full queue
+	// does to local producers when NATS is slower than they are:
+	// [fanout.WaitIfChannelFull] makes them wait (back-pressure),
+	// [fanout.DropOldestIfChannelFull] never slows them and counts what the
+	// forwarder missed.
+	Watch []fanout.Option
+	// Batch is the most values published before one flush (core NATS) or
+	// one round of acks (JetStream). The default is [DefaultBatch]. In
+	// JetStream mode, 1 keeps the publisher's order even when a publish
+	// has to be retried.
+	Batch int
+	// FlushTimeout bounds each flush of core NATS publishes. The default
+	// is [DefaultTimeout].
+	FlushTimeout time.Duration
+
+	// JetStream makes the forwarder publish through JetStream: every
+	// value carries a Nats-Msg-Id header, the forwarder waits for the
+	// stream's ack, and retries a publish that failed with a [Retryable]
+	// error, every RetryWait, until it is acknowledged or the forwarder is
+	// closed. A stream must capture the subjects.
+	JetStream bool
+	// MsgID returns a value's Nats-Msg-Id in JetStream mode. The default
+	// is an identifier unique to the forwarder and the value, so that the
+	// forwarder's own retries are recognised as duplicates by the stream
+	// (within its Duplicates window, 2 minutes by default). Give one
+	// derived from the value to also deduplicate values published twice
+	// by different processes.
+	MsgID func(v T) string
+	// AckTimeout bounds the wait for each JetStream ack. The default is
+	// [DefaultTimeout].
+	AckTimeout time.Duration
+	// RetryWait is the pause before retrying a JetStream publish. The
+	// default is [DefaultRetryWait].
+	RetryWait time.Duration
+
+	// OnError, if set, is called with an [*Error] for every value that
+	// could not be published, every failed attempt that will be retried,
+	// and every failed flush. It runs on the forwarder's goroutine, which
+	// waits for it; a panic in it is contained and counted.
+	OnError func(error)
+	// Logger, if set, logs the same failures at level Warn.
+	Logger *slog.Logger
+}
+
+// Forwarder publishes the values of a [fanout.Broadcaster] to NATS. It is
+// an ordinary watcher of the broadcaster, with its own queue and full-queue
+// strategy, drained by one goroutine that encodes each value, publishes it
+// and flushes once per batch. Create one with [Forward]; stop it with
+// [Forwarder.Close].
+type Forwarder[T any] struct {
+	nc  *nats.Conn
+	js  jetstream.JetStream // nil in core mode
+	w   *fanout.Watcher[T]
+	cfg ForwardConfig[T]
+	rep reporter
+
+	idPrefix string
+	nextID   uint64 // owned by the goroutine
+	// recovered (owned by the goroutine) is set when a retry succeeded:
+	// the next value that failed with it is retried without a pause.
+	recovered bool
+
+	ctx    context.Context // cancelled when Close gives up: abandon the rest
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu  sync.Mutex
+	err error
+
+	received, published, failed, abandoned  atomic.Uint64
+	retries, duplicates, flushes, flushErrs atomic.Uint64
+	bytes                                   atomic.Uint64
+}
+
+// Forward starts forwarding the values b accepts from now on to NATS over
+// nc, as cfg says. It registers a watcher on b with cfg.Watch and starts
+// one goroutine. It returns an error if nc or b is nil, if no valid subject
+// is configured, if a watch option is invalid, or if b is shut down.
+func Forward[T any](b *fanout.Broadcaster[T], nc *nats.Conn, cfg ForwardConfig[T]) (*Forwarder[T], error) {
+	if b == nil || nc == nil {
+		return nil, errors.New("fanoutnats: Forward: nil broadcaster or connection")
+	}
+	if cfg.SubjectOf == nil && !validSubject(cfg.Subject) {
+		return nil, fmt.Errorf("%w: %q (ForwardConfig.Subject)", ErrInvalidSubject, cfg.Subject)
+	}
+	cfg.Batch = orDefault(cfg.Batch, DefaultBatch)
+	cfg.FlushTimeout = orDefault(cfg.FlushTimeout, DefaultTimeout)
+	cfg.AckTimeout = orDefault(cfg.AckTimeout, DefaultTimeout)
+	cfg.RetryWait = orDefault(cfg.RetryWait, DefaultRetryWait)
+	f := &Forwarder[T]{nc: nc, cfg: cfg, rep: reporter{onError: cfg.OnError, logger: cfg.Logger}, done: make(chan struct{})}
+	if cfg.JetStream {
+		js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(cfg.AckTimeout),
+			jetstream.WithPublishAsyncMaxPending(cfg.Batch))
+		if err != nil {
+			return nil, fmt.Errorf("fanoutnats: Forward: %w", err)
+		}
+		f.js = js
+		f.idPrefix = randomID()
+	}
+	w, err := b.Watch(cfg.Watch...)
+	if err != nil {
+		return nil, err
+	}
+	f.w = w
+	f.ctx, f.cancel = context.WithCancel(context.Background())
+	go f.run()
+	return f, nil
+}
+
+func orDefault[N int | time.Duration](v, def N) N {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
+// randomID returns 96 random bits in hex, to tell forwarders apart in
+// message IDs.
+func randomID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand documents it)
+	return hex.EncodeToString(b[:])
+}
+
+// Close stops the forwarder. It unregisters the watcher at once, so that
+// values accepted by the broadcaster from then on are not forwarded, and
+// waits until every value the watcher had already taken is published and
+// flushed (core NATS) or acknowledged (JetStream). If ctx ends first, it
+// gives up the values left, counts them as abandoned, and returns
+// ctx.Err() without waiting further: the goroutine then exits as soon as
+// the NATS call in flight returns (see [Forwarder.Done]). Close never
+// waits for a dead server longer than ctx allows. It is idempotent; a nil
+// ctx means no deadline.
+func (f *Forwarder[T]) Close(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	f.w.Stop()
+	select {
+	case <-f.done:
+		return nil
+	case <-ctx.Done():
+	}
+	f.cancel()
+	return ctx.Err()
+}
+
+// Done returns a channel closed when the forwarder's goroutine has exited:
+// after Close, after the broadcaster's Shutdown once everything accepted
+// was forwarded, after its watcher was evicted, or once the connection
+// is closed.
+func (f *Forwarder[T]) Done() <-chan struct{} { return f.done }
+
+// Err returns why the forwarder stopped on its own: [fanout.ErrStopped]
+// (the broadcaster shut down; everything it accepted before was
+// forwarded), [fanout.ErrEvicted] (the watcher's behaviour evicted it), or
+// [nats.ErrConnectionClosed] (the values left were counted as failed). It
+// is nil while the forwarder runs and after Close.
+func (f *Forwarder[T]) Err() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.err
+}
+
+func (f *Forwarder[T]) run() {
+	defer close(f.done)
+	if f.js != nil {
+		defer f.js.CleanupPublisher()
+	}
+	buf := make([]T, f.cfg.Batch)
+	for {
+		n, err := f.w.Recv(f.ctx, buf)
+		if err != nil {
+			f.stop(err, buf)
+			return
+		}
+		f.received.Add(uint64(n))
+		if f.js != nil {
+			f.sendJetStream(buf[:n])
+		} else {
+			f.sendCore(buf[:n])
+		}
+		clear(buf[:n])
+		if f.nc.IsClosed() {
+			f.stop(nats.ErrConnectionClosed, buf)
+			return
+		}
+	}
+}
+
+// stop ends the forwarding for reason and accounts for the values still
+// queued: abandoned when Close gave up, failed when the connection closed.
+func (f *Forwarder[T]) stop(reason error, buf []T) {
+	switch {
+	case errors.Is(reason, fanout.ErrWatcherStopped):
+		return // Close, and the queue is drained
+	case f.ctx.Err() != nil:
+		reason = nil
+		f.discard(buf, &f.abandoned, ErrClosed)
+	case errors.Is(reason, nats.ErrConnectionClosed):
+		f.discard(buf, &f.failed, reason)
+	}
+	f.mu.Lock()
+	f.err = reason
+	f.mu.Unlock()
+}
+
+// discard stops the watcher and counts what it still holds in n.
+func (f *Forwarder[T]) discard(buf []T, n *atomic.Uint64, cause error) {
+	f.w.Stop()
+	var total uint64
+	for {
+		k, err := f.w.Recv(context.Background(), buf)
+		if err != nil {
+			break
+		}
+		total += uint64(k)
+		clear(buf[:k])
+	}
+	if total > 0 {
+		f.received.Add(total)
+		n.Add(total)
+		f.rep.report(&Error{Op: "publish", Err: fmt.Errorf("%d queued values not published: %w", total, cause)})
+	}
+}
+
+// prepare returns a value's subject and payload, or counts it as failed.
+func (f *Forwarder[T]) prepare(v T) (subject string, data []byte, ok bool) {
+	subject = f.cfg.Subject
+	if f.cfg.SubjectOf != nil {
+		if err := f.callSubject(v, &subject); err != nil {
+			f.fail("subject", "", err)
+			return "", nil, false
+		}
+	}
+	data, err := f.cfg.Codec.encode(v)
+	if err != nil {
+		f.fail("encode", subject, err)
+		return "", nil, false
+	}
+	return subject, data, true
+}
+
+func (f *Forwarder[T]) callSubject(v T, subject *string) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%w: SubjectOf panicked: %v", ErrInvalidSubject, p)
+		}
+	}()
+	*subject = f.cfg.SubjectOf(v)
+	if !validSubject(*subject) {
+		return fmt.Errorf("%w: %q", ErrInvalidSubject, *subject)
+	}
+	return nil
+}
+
+func (f *Forwarder[T]) fail(op, subject string, err error) {
+	f.failed.Add(1)
+	f.rep.report(&Error{Op: op, Subject: subject, Err: err})
+}
+
+// sendCore publishes a batch with core NATS and flushes once. A permission
+// violation, which the server reports asynchronously, is known after the
+// flush: the batch's values to that subject are then counted as failed.
+func (f *Forwarder[T]) sendCore(batch []T) {
+	before := f.nc.LastError()
+	type sent struct{ values, bytes uint64 }
+	var bySubject map[string]sent
+	for _, v := range batch {
+		subject, data, ok := f.prepare(v)
+		if !ok {
+			continue
+		}
+		if err := f.nc.Publish(subject, data); err != nil {
+			f.fail("publish", subject, err)
+			continue
+		}
+		if bySubject == nil {
+			bySubject = make(map[string]sent, 1)
+		}
+		s := bySubject[subject]
+		bySubject[subject] = sent{s.values + 1, s.bytes + uint64(len(data))}
+	}
+	if len(bySubject) == 0 {
+		return
+	}
+	if f.nc.IsConnected() { // while reconnecting, values wait in the client's buffer
+		f.flush()
+	}
+	for subject, n := range bySubject {
+		if err := denied(f.nc, before, "Publish", subject); err != nil {
+			f.failed.Add(n.values)
+			f.rep.report(&Error{Op: "publish", Subject: subject, Err: fmt.Errorf("%d values: %w", n.values, err)})
+			continue
+		}
+		f.published.Add(n.values)
+		f.bytes.Add(n.bytes)
+	}
+}
+
+func (f *Forwarder[T]) flush() {
+	ctx, cancel := context.WithTimeout(f.ctx, f.cfg.FlushTimeout)
+	defer cancel()
+	f.flushes.Add(1)
+	if err := f.nc.FlushWithContext(ctx); err != nil {
+		f.flushErrs.Add(1)
+		f.rep.report(&Error{Op: "flush", Err: err})
+	}
+}
+
+// jsPending is a JetStream publish waiting for its ack.
+type jsPending struct {
+	msg *nats.Msg
+	id  string
+	fut jetstream.PubAckFuture
+	err error
+}
+
+// sendJetStream publishes a batch asynchronously, then waits for each ack
+// in order and retries the publishes that failed.
+func (f *Forwarder[T]) sendJetStream(batch []T) {
+	before := f.nc.LastError()
+	pending := make([]jsPending, 0, len(batch))
+	for _, v := range batch {
+		subject, data, ok := f.prepare(v)
+		if !ok {
+			continue
+		}
+		id, err := f.msgID(v)
+		if err != nil {
+			f.fail("publish", subject, err)
+			continue
+		}
+		p := jsPending{msg: &nats.Msg{Subject: subject, Data: data, Header: nats.Header{}}, id: id}
+		p.fut, p.err = f.js.PublishMsgAsync(p.msg, jetstream.WithMsgID(id), jetstream.WithRetryAttempts(0))
+		pending = append(pending, p)
+	}
+	for i := range pending {
+		p := &pending[i]
+		if p.err == nil {
+			p.err = f.await(p.fut)
+		}
+		if p.err == nil {
+			f.confirm(p)
+			continue
+		}
+		if f.ctx.Err() != nil {
+			f.abandoned.Add(uint64(len(pending) - i))
+			return
+		}
+		f.retry(p, before)
+	}
+	f.recovered = false
+}
+
+func (f *Forwarder[T]) msgID(v T) (id string, err error) {
+	if f.cfg.MsgID == nil {
+		f.nextID++
+		return f.idPrefix + "-" + strconv.FormatUint(f.nextID, 36), nil
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("fanoutnats: MsgID panicked: %v", p)
+		}
+	}()
+	return f.cfg.MsgID(v), nil
+}
+
+// await waits for a publish's ack; a duplicate ack counts as success.
+func (f *Forwarder[T]) await(fut jetstream.PubAckFuture) error {
+	select {
+	case ack := <-fut.Ok():
+		if ack.Duplicate {
+			f.duplicates.Add(1)
+		}
+		return nil
+	case err := <-fut.Err():
+		return err
+	case <-f.ctx.Done():
+		return ErrClosed
+	}
+}
+
+func (f *Forwarder[T]) confirm(p *jsPending) {
+	f.published.Add(1)
+	f.bytes.Add(uint64(len(p.msg.Data)))
+}
+
+// retry publishes p synchronously until the stream acknowledges it, the
+// error is not retryable, or Close gives up.
+func (f *Forwarder[T]) retry(p *jsPending, before error) {
+	for {
+		if err := denied(f.nc, before, "Publish", p.msg.Subject); err != nil {
+			p.err = err
+		}
+		if !Retryable(p.err) {
+			f.fail("publish", p.msg.Subject, p.err)
+			return
+		}
+		f.retries.Add(1)
+		f.rep.report(&Error{Op: "publish", Subject: p.msg.Subject, Err: fmt.Errorf("will retry: %w", p.err)})
+		if !f.recovered && !f.pause() {
+			f.abandoned.Add(1)
+			return
+		}
+		f.recovered = false
+		ctx, cancel := context.WithTimeout(f.ctx, f.cfg.AckTimeout)
+		ack, err := f.js.PublishMsg(ctx, p.msg, jetstream.WithMsgID(p.id), jetstream.WithRetryAttempts(0))
+		cancel()
+		if err == nil {
+			if ack.Duplicate {
+				f.duplicates.Add(1)
+			}
+			f.confirm(p)
+			f.recovered = true // the values sent with it failed for the same reason
+			return
+		}
+		if f.ctx.Err() != nil {
+			f.abandoned.Add(1)
+			return
+		}
+		p.err = err
+	}
+}
+
+// pause waits RetryWait, and reports false if Close gave up first.
+func (f *Forwarder[T]) pause() bool {
+	t := time.NewTimer(f.cfg.RetryWait)
+	defer t.Stop()
+	select {
+	case <-f.ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// ForwarderStats is a snapshot of a [Forwarder]'s counters. Every value the
+// forwarder took from its watcher (Received) ends as exactly one of
+// Published, Failed or Abandoned, or is still being published; the values
+// its watcher missed, by reason, are in Watcher.
+type ForwarderStats struct {
+	// Received counts values taken from the watcher's queue.
+	Received uint64
+	// Published counts values handed to NATS: for core NATS, accepted by
+	// the client and, if the connection was up, flushed to the server
+	// without a permissions violation; in JetStream mode, acknowledged by
+	// the stream.
+	Published uint64
+	// Failed counts values that were not published: their subject or
+	// encoding failed, the client refused them (payload too large, closed
+	// connection, ...), the server denied the subject, or (JetStream) the
+	// error was not retryable.
+	Failed uint64
+	// Abandoned counts values given up because Close's context ended.
+	Abandoned uint64
+	// Retries counts JetStream publishes tried again.
+	Retries uint64
+	// Duplicates counts JetStream acks that reported a duplicate: a retry
+	// of a value the stream had already stored, stored once.
+	Duplicates uint64
+	// Flushes and FlushErrors count core NATS flushes, one per batch, and
+	// those that failed (time-out, closed connection).
+	Flushes, FlushErrors uint64
+	// Bytes counts the payload bytes of the published values.
+	Bytes uint64
+	// CallbackPanics counts panics of OnError and the logger, contained.
+	CallbackPanics uint64
+	// Watcher holds the forwarder's watcher's counters: values queued and
+	// the values it missed, by [fanout.DropReason].
+	Watcher fanout.WatcherStats
+}
+
+// Stats returns the forwarder's counters. They stay readable after Close.
+func (f *Forwarder[T]) Stats() ForwarderStats {
+	return ForwarderStats{
+		Received:       f.received.Load(),
+		Published:      f.published.Load(),
+		Failed:         f.failed.Load(),
+		Abandoned:      f.abandoned.Load(),
+		Retries:        f.retries.Load(),
+		Duplicates:     f.duplicates.Load(),
+		Flushes:        f.flushes.Load(),
+		FlushErrors:    f.flushErrs.Load(),
+		Bytes:          f.bytes.Load(),
+		CallbackPanics: f.rep.panics.Load(),
+		Watcher:        f.w.Stats(),
+	}
+}
+
+// Metrics returns the statistics as Prometheus samples:
+// fanoutnats_forwarder_values_total{result=received|published|failed|abandoned},
+// fanoutnats_forwarder_dropped_total{reason=full|oldest|timeout|evicted},
+// fanoutnats_forwarder_retries_total, _duplicates_total, _flushes_total,
+// _flush_errors_total, _bytes_total, _callback_panics_total and the gauge
+// fanoutnats_forwarder_queued.
+func (s ForwarderStats) Metrics() []Metric {
+	const values, dropped = "fanoutnats_forwarder_values_total", "fanoutnats_forwarder_dropped_total"
+	const vHelp = "Values taken from the local watcher, by outcome."
+	const dHelp = "Values the forwarder's local watcher missed, by reason."
+	return []Metric{
+		counter(values, vHelp, s.Received, Label{"result", "received"}),
+		counter(values, vHelp, s.Published, Label{"result", "published"}),
+		counter(values, vHelp, s.Failed, Label{"result", "failed"}),
+		counter(values, vHelp, s.Abandoned, Label{"result", "abandoned"}),
+		counter(dropped, dHelp, s.Watcher.DroppedFull, Label{"reason", "full"}),
+		counter(dropped, dHelp, s.Watcher.DroppedOldest, Label{"reason", "oldest"}),
+		counter(dropped, dHelp, s.Watcher.DroppedTimeout, Label{"reason", "timeout"}),
+		counter(dropped, dHelp, s.Watcher.DroppedEvicted, Label{"reason", "evicted"}),
+		counter("fanoutnats_forwarder_retries_total", "JetStream publishes tried again.", s.Retries),
+		counter("fanoutnats_forwarder_duplicates_total", "JetStream acks reporting a duplicate.", s.Duplicates),
+		counter("fanoutnats_forwarder_flushes_total", "Core NATS flushes.", s.Flushes),
+		counter("fanoutnats_forwarder_flush_errors_total", "Core NATS flushes that failed.", s.FlushErrors),
+		counter("fanoutnats_forwarder_bytes_total", "Payload bytes published.", s.Bytes),
+		counter("fanoutnats_forwarder_callback_panics_total", "Panics of OnError or the logger, contained.", s.CallbackPanics),
+		gauge("fanoutnats_forwarder_queued", "Values waiting in the local watcher's queue.", float64(s.Watcher.Queued)),
+	}
+}

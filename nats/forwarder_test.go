@@ -1,0 +1,419 @@
+package fanoutnats_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fanout-go/fanout"
+	fanoutnats "github.com/fanout-go/fanout/nats"
+	"github.com/fanout-go/fanout/nats/internal/natstest"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+)
+
+// rawSub subscribes to subject with a plain NATS subscription, as a
+// remote consumer that does not use this package.
+func rawSub(t *testing.T, nc *nats.Conn, subject string) *nats.Subscription {
+	t.Helper()
+	sub, err := nc.SubscribeSync(subject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return sub
+}
+
+func nextEvents(t *testing.T, sub *nats.Subscription, n int) []event {
+	t.Helper()
+	out := make([]event, 0, n)
+	for len(out) < n {
+		m, err := sub.NextMsg(hangGuard)
+		if err != nil {
+			t.Fatalf("after %d of %d messages: %v", len(out), n, err)
+		}
+		var e event
+		if err := json.Unmarshal(m.Data, &e); err != nil {
+			t.Fatalf("message %q: %v", m.Data, err)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func TestForwarderPublishesEveryValueInOrder(t *testing.T) {
+	srv := natstest.New(t)
+	sub := rawSub(t, srv.Connect(t), "ev")
+	b := fanout.New[event]()
+	f, err := fanoutnats.Forward(b, srv.Connect(t), fanoutnats.ForwardConfig[event]{Subject: "ev"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 2000
+	for i := range n {
+		if err := b.Action(event{Seq: i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := nextEvents(t, sub, n)
+	for i, e := range got {
+		if e.Seq != i {
+			t.Fatalf("message %d has seq %d: order not kept", i, e.Seq)
+		}
+	}
+	closeAndWait(t, f)
+	st := f.Stats()
+	if st.Received != n || st.Published != n || st.Failed != 0 || st.Flushes == 0 || st.Flushes > n {
+		t.Fatalf("stats %+v, want %d received and published, batched flushes", st, n)
+	}
+	if f.Err() != nil {
+		t.Fatalf("Err after Close = %v, want nil", f.Err())
+	}
+}
+
+func TestForwardRejectsAMissingSubject(t *testing.T) {
+	srv := natstest.New(t)
+	b := fanout.New[event]()
+	for _, subject := range []string{"", "a.*", "a b", "a..b"} {
+		_, err := fanoutnats.Forward(b, srv.Connect(t), fanoutnats.ForwardConfig[event]{Subject: subject})
+		if !errors.Is(err, fanoutnats.ErrInvalidSubject) {
+			t.Errorf("subject %q: %v, want ErrInvalidSubject", subject, err)
+		}
+	}
+	if b.Stats().Watchers != 0 {
+		t.Fatal("a rejected Forward left a watcher registered")
+	}
+}
+
+func TestForwarderRoutesBySubjectOfAndCountsInvalidSubjects(t *testing.T) {
+	srv := natstest.New(t)
+	subA, subB := rawSub(t, srv.Connect(t), "ev.a"), rawSub(t, srv.Connect(t), "ev.b")
+	var mu sync.Mutex
+	var errs []error
+	b := fanout.New[event]()
+	f, err := fanoutnats.Forward(b, srv.Connect(t), fanoutnats.ForwardConfig[event]{
+		SubjectOf: func(e event) string {
+			switch e.Src {
+			case 0:
+				return "ev.a"
+			case 1:
+				return "ev.b"
+			case 2:
+				return "ev.*" // a wildcard cannot be published to
+			}
+			panic("no subject")
+		},
+		OnError: func(err error) { mu.Lock(); errs = append(errs, err); mu.Unlock() },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, src := range []int{0, 1, 2, 3, 0, 1} {
+		_ = b.Action(event{Src: src, Seq: i})
+	}
+	closeAndWait(t, f)
+	if a := nextEvents(t, subA, 2); a[0].Seq != 0 || a[1].Seq != 4 {
+		t.Fatalf("ev.a got %v", a)
+	}
+	if bb := nextEvents(t, subB, 2); bb[0].Seq != 1 || bb[1].Seq != 5 {
+		t.Fatalf("ev.b got %v", bb)
+	}
+	st := f.Stats()
+	if st.Published != 4 || st.Failed != 2 || st.Received != 6 {
+		t.Fatalf("stats %+v, want 4 published, 2 failed", st)
+	}
+	if len(errs) != 2 || !errors.Is(errs[0], fanoutnats.ErrInvalidSubject) || !errors.Is(errs[1], fanoutnats.ErrInvalidSubject) {
+		t.Fatalf("OnError got %v, want two ErrInvalidSubject", errs)
+	}
+	var fe *fanoutnats.Error
+	if !errors.As(errs[0], &fe) || fe.Op != "subject" {
+		t.Fatalf("OnError got %#v, want an *Error with Op subject", errs[0])
+	}
+}
+
+func TestForwarderCountsEncodeErrorsAndOversizedPayloads(t *testing.T) {
+	srv := natstest.New(t, func(o *server.Options) { o.MaxPayload = 1024 })
+	sub := rawSub(t, srv.Connect(t), "ev")
+	var mu sync.Mutex
+	var errs []error
+	b := fanout.New[event]()
+	f, err := fanoutnats.Forward(b, srv.Connect(t), fanoutnats.ForwardConfig[event]{
+		Subject: "ev",
+		Codec: fanoutnats.Codec[event]{Encode: func(e event) ([]byte, error) {
+			switch e.Src {
+			case 1:
+				return nil, errors.New("cannot encode")
+			case 2:
+				return []byte(`{"seq":` + strings.Repeat(" ", 2000) + `1}`), nil // over MaxPayload
+			case 3:
+				panic("encoder bug")
+			}
+			return json.Marshal(e)
+		}},
+		OnError: func(err error) { mu.Lock(); errs = append(errs, err); mu.Unlock() },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, src := range []int{0, 1, 2, 3, 0} {
+		_ = b.Action(event{Src: src, Seq: i})
+	}
+	closeAndWait(t, f)
+	got := nextEvents(t, sub, 2)
+	if got[0].Seq != 0 || got[1].Seq != 4 {
+		t.Fatalf("subscriber got %v, want seq 0 and 4", got)
+	}
+	st := f.Stats()
+	if st.Published != 2 || st.Failed != 3 {
+		t.Fatalf("stats %+v, want 2 published and 3 failed", st)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(errs) != 3 || !errors.Is(errs[0], fanoutnats.ErrEncode) || !errors.Is(errs[1], nats.ErrMaxPayload) || !errors.Is(errs[2], fanoutnats.ErrEncode) {
+		t.Fatalf("OnError got %v, want ErrEncode, ErrMaxPayload, ErrEncode", errs)
+	}
+	if fanoutnats.Retryable(errs[1]) {
+		t.Fatal("an oversized payload is classified retryable")
+	}
+}
+
+func TestForwarderCloseDrainsWhatItsWatcherAccepted(t *testing.T) {
+	srv := natstest.New(t)
+	sub := rawSub(t, srv.Connect(t), "ev")
+	b := fanout.New[event](fanout.WithQueueLength(1000))
+	f, err := fanoutnats.Forward(b, srv.Connect(t), fanoutnats.ForwardConfig[event]{Subject: "ev", Batch: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 1000
+	for i := range n {
+		_ = b.Action(event{Seq: i})
+	}
+	closeAndWait(t, f) // right after publishing: most values are still queued
+	if err := b.Action(event{Seq: n}); err != nil {
+		t.Fatal(err)
+	}
+	if st := f.Stats(); st.Published != n || st.Received != n || st.Watcher.Queued != 0 {
+		t.Fatalf("stats %+v, want all %d published and nothing after Close", st, n)
+	}
+	if got := nextEvents(t, sub, n); got[n-1].Seq != n-1 {
+		t.Fatalf("last value %v", got[n-1])
+	}
+}
+
+func TestForwarderStopsWhenTheBroadcasterShutsDown(t *testing.T) {
+	srv := natstest.New(t)
+	sub := rawSub(t, srv.Connect(t), "ev")
+	b := fanout.New[event]()
+	f, err := fanoutnats.Forward(b, srv.Connect(t), fanoutnats.ForwardConfig[event]{Subject: "ev"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100 {
+		_ = b.Action(event{Seq: i})
+	}
+	b.Shutdown()
+	waitDone(t, f)
+	if !errors.Is(f.Err(), fanout.ErrStopped) {
+		t.Fatalf("Err = %v, want fanout.ErrStopped", f.Err())
+	}
+	if got := nextEvents(t, sub, 100); got[99].Seq != 99 {
+		t.Fatalf("values accepted before Shutdown were not all forwarded: %v", got[99])
+	}
+	if err := f.Close(context.Background()); err != nil {
+		t.Fatalf("Close after the forwarder stopped: %v", err)
+	}
+}
+
+func TestForwarderStopsAndReleasesProducersWhenTheConnectionCloses(t *testing.T) {
+	srv := natstest.New(t)
+	nc := srv.Connect(t)
+	b := fanout.New[event](fanout.WithQueueLength(4))
+	f, err := fanoutnats.Forward(b, nc, fanoutnats.ForwardConfig[event]{Subject: "ev"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc.Close()
+	// The forwarder's watcher waits when full: producers would block for
+	// good if the forwarder kept it registered after the connection died.
+	ctx := guardCtx(t)
+	for i := range 100 {
+		if err := b.ActionContext(ctx, event{Seq: i}); err != nil {
+			t.Fatalf("publish %d: %v", i, err)
+		}
+	}
+	waitDone(t, f)
+	if !errors.Is(f.Err(), nats.ErrConnectionClosed) {
+		t.Fatalf("Err = %v, want nats.ErrConnectionClosed", f.Err())
+	}
+	st := f.Stats()
+	if st.Published != 0 || st.Failed != st.Received || st.Received+st.Watcher.Dropped+uint64(st.Watcher.Queued) > 100 || st.Received == 0 {
+		t.Fatalf("stats %+v: every value taken must be counted failed", st)
+	}
+	if b.Stats().Watchers != 0 {
+		t.Fatal("the forwarder's watcher is still registered")
+	}
+}
+
+func TestForwarderPanickingOnErrorDoesNotStopIt(t *testing.T) {
+	srv := natstest.New(t)
+	sub := rawSub(t, srv.Connect(t), "ev")
+	b := fanout.New[event]()
+	f, err := fanoutnats.Forward(b, srv.Connect(t), fanoutnats.ForwardConfig[event]{
+		SubjectOf: func(e event) string {
+			if e.Seq%2 == 1 {
+				return ""
+			}
+			return "ev"
+		},
+		OnError: func(error) { panic("handler bug") },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		_ = b.Action(event{Seq: i})
+	}
+	closeAndWait(t, f)
+	nextEvents(t, sub, 5)
+	if st := f.Stats(); st.Published != 5 || st.Failed != 5 || st.CallbackPanics != 5 {
+		t.Fatalf("stats %+v, want 5 published, 5 failed, 5 contained panics", st)
+	}
+}
+
+func TestForwarderCloseOnADeadServerReturnsAtItsDeadline(t *testing.T) {
+	srv := natstest.New(t)
+	js := natstest.JetStream(t, srv.Connect(t))
+	natstest.Stream(t, js, "EV", "ev")
+	b := fanout.New[event]()
+	f, err := fanoutnats.Forward(b, srv.Connect(t), fanoutnats.ForwardConfig[event]{
+		Subject: "ev", JetStream: true, AckTimeout: 50 * time.Millisecond, RetryWait: 10 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Shutdown()
+	for i := range 50 {
+		_ = b.Action(event{Seq: i})
+	}
+	natstest.Eventually(t, "a retry", func() bool { return f.Stats().Retries > 0 })
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if err := f.Close(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Close = %v, want DeadlineExceeded", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("Close took %v past its 100ms deadline", d)
+	}
+	waitDone(t, f)
+	st := f.Stats()
+	if st.Published != 0 || st.Abandoned+st.Failed != st.Received || st.Received != 50 {
+		t.Fatalf("stats %+v: every value must be abandoned", st)
+	}
+}
+
+func TestForwarderCountsValuesTheServerDeniedAsFailed(t *testing.T) {
+	srv := natstest.New(t, func(o *server.Options) {
+		o.Users = []*server.User{{Username: "u", Password: "p", Permissions: &server.Permissions{
+			Publish: &server.SubjectPermission{Deny: []string{"ev.secret"}},
+		}}}
+	})
+	sub := rawSub(t, srv.Connect(t, nats.UserInfo("u", "p")), "ev.*")
+	var mu sync.Mutex
+	var errs []error
+	b := fanout.New[event]()
+	f, err := fanoutnats.Forward(b, srv.Connect(t, nats.UserInfo("u", "p")), fanoutnats.ForwardConfig[event]{
+		SubjectOf: func(e event) string {
+			if e.Src == 1 {
+				return "ev.secret"
+			}
+			return "ev.public"
+		},
+		OnError: func(err error) { mu.Lock(); errs = append(errs, err); mu.Unlock() },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = b.Action(event{Src: 0, Seq: 0})
+	_ = b.Action(event{Src: 1, Seq: 1})
+	closeAndWait(t, f)
+	if got := nextEvents(t, sub, 1); got[0].Seq != 0 {
+		t.Fatalf("got %v", got)
+	}
+	if st := f.Stats(); st.Published != 1 || st.Failed != 1 {
+		t.Fatalf("stats %+v, want the denied value counted as failed", st)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(errs) == 0 || !errors.Is(errs[len(errs)-1], nats.ErrPermissionViolation) {
+		t.Fatalf("OnError got %v, want a permissions violation", errs)
+	}
+}
+
+func TestForwardersWithAValueMsgIDStoreEachValueOnce(t *testing.T) {
+	srv := natstest.New(t)
+	js := natstest.JetStream(t, srv.Connect(t))
+	natstest.Stream(t, js, "EV", "ev")
+	const n = 100
+	var fwds []*fanoutnats.Forwarder[event]
+	for range 2 { // two processes publishing the same values
+		b := fanout.New[event]()
+		f, err := fanoutnats.Forward(b, srv.Connect(t), fanoutnats.ForwardConfig[event]{
+			Subject: "ev", JetStream: true, MsgID: func(e event) string { return fmt.Sprint("value-", e.Seq) },
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range n {
+			_ = b.Action(event{Seq: i})
+		}
+		closeAndWait(t, f)
+		fwds = append(fwds, f)
+	}
+	if got := streamMsgs(t, js, "EV"); got != n {
+		t.Fatalf("stream holds %d messages, want %d", got, n)
+	}
+	a, b := fwds[0].Stats(), fwds[1].Stats()
+	if a.Published != n || b.Published != n || a.Duplicates != 0 || b.Duplicates != n {
+		t.Fatalf("stats %+v and %+v: want the second forwarder's values acknowledged as duplicates", a, b)
+	}
+}
+
+func TestForwarderLogsFailuresWithItsLogger(t *testing.T) {
+	srv := natstest.New(t)
+	var buf bytes.Buffer
+	var mu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return buf.Write(p)
+	}), nil))
+	b := fanout.New[event]()
+	f, err := fanoutnats.Forward(b, srv.Connect(t), fanoutnats.ForwardConfig[event]{
+		SubjectOf: func(event) string { return "bad subject" }, Logger: logger,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = b.Action(event{Seq: 1})
+	closeAndWait(t, f)
+	mu.Lock()
+	defer mu.Unlock()
+	if out := buf.String(); !strings.Contains(out, "level=WARN") || !strings.Contains(out, "op=subject") || !strings.Contains(out, "invalid subject") {
+		t.Fatalf("log: %q", out)
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

@@ -1,0 +1,44 @@
+package fanoutnats
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+)
+
+// reporter hands each failure to the user's OnError callback and logger.
+// A panic in either is contained and counted: the bridge goes on.
+type reporter struct {
+	onError func(error)
+	logger  *slog.Logger
+	panics  atomic.Uint64
+}
+
+func (r *reporter) report(e *Error) {
+	if r.logger != nil {
+		r.safe(func() {
+			attrs := []slog.Attr{slog.String("op", e.Op), slog.String("err", fmt.Sprint(e.Err))}
+			if e.Subject != "" {
+				attrs = append(attrs, slog.String("subject", e.Subject))
+			}
+			if e.Sequence != 0 {
+				attrs = append(attrs, slog.Uint64("stream_seq", e.Sequence))
+			}
+			r.logger.LogAttrs(context.Background(), slog.LevelWarn, "fanoutnats: "+e.Op+" failed", attrs...)
+		})
+	}
+	if r.onError != nil {
+		r.safe(func() { r.onError(e) })
+	}
+}
+
+// safe runs f, counting a panic instead of letting it end the goroutine.
+func (r *reporter) safe(f func()) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.panics.Add(1)
+		}
+	}()
+	f()
+}

@@ -1,0 +1,84 @@
+package fanoutnats_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/fanout-go/fanout"
+	fanoutnats "github.com/fanout-go/fanout/nats"
+)
+
+// checkMetrics checks what a Prometheus registry would reject: a name
+// used with different label names, help or type, a counter not named
+// _total, a sample given twice.
+func checkMetrics(t *testing.T, ms []fanoutnats.Metric) map[string]float64 {
+	t.Helper()
+	type shape struct {
+		help   string
+		typ    fanoutnats.MetricType
+		labels []string
+	}
+	shapes := map[string]shape{}
+	values := map[string]float64{}
+	for _, m := range ms {
+		var names, key []string
+		for _, l := range m.Labels {
+			names = append(names, l.Name)
+			key = append(key, l.Name+"="+l.Value)
+		}
+		sh := shape{m.Help, m.Type, names}
+		if prev, ok := shapes[m.Name]; ok && (prev.help != sh.help || prev.typ != sh.typ || !slices.Equal(prev.labels, sh.labels)) {
+			t.Errorf("%s: samples disagree on help, type or label names", m.Name)
+		}
+		shapes[m.Name] = sh
+		if (m.Type == fanoutnats.Counter) != strings.HasSuffix(m.Name, "_total") {
+			t.Errorf("%s is a %v", m.Name, m.Type)
+		}
+		if !strings.HasPrefix(m.Name, "fanoutnats_") || m.Help == "" {
+			t.Errorf("%s: want the fanoutnats_ prefix and a help text", m.Name)
+		}
+		id := m.Name + "{" + strings.Join(key, ",") + "}"
+		if _, dup := values[id]; dup {
+			t.Errorf("sample %s given twice", id)
+		}
+		values[id] = m.Value
+	}
+	return values
+}
+
+func TestMetricsAreValidPrometheusSamplesOfTheStats(t *testing.T) {
+	fs := fanoutnats.ForwarderStats{Received: 10, Published: 7, Failed: 2, Abandoned: 1, Retries: 3,
+		Watcher: fanout.WatcherStats{Queued: 4, DroppedOldest: 5}}
+	v := checkMetrics(t, fs.Metrics())
+	for id, want := range map[string]float64{
+		"fanoutnats_forwarder_values_total{result=published}": 7,
+		"fanoutnats_forwarder_values_total{result=abandoned}": 1,
+		"fanoutnats_forwarder_dropped_total{reason=oldest}":   5,
+		"fanoutnats_forwarder_retries_total{}":                3,
+		"fanoutnats_forwarder_queued{}":                       4,
+	} {
+		if v[id] != want {
+			t.Errorf("%s = %v, want %v", id, v[id], want)
+		}
+	}
+	is := fanoutnats.InboundStats{Received: 9, Delivered: 6, DecodeErrors: 1, Duplicates: 2, SlowConsumerDropped: 8, Pending: 3}
+	v = checkMetrics(t, is.Metrics())
+	for id, want := range map[string]float64{
+		"fanoutnats_inbound_messages_total{result=delivered}":             6,
+		"fanoutnats_inbound_messages_total{result=decode_error}":          1,
+		"fanoutnats_inbound_messages_total{result=slow_consumer_dropped}": 8,
+		"fanoutnats_inbound_pending{}":                                    3,
+	} {
+		if v[id] != want {
+			t.Errorf("%s = %v, want %v", id, v[id], want)
+		}
+	}
+	v = checkMetrics(t, fanoutnats.SinkStats{Published: 5, Duplicates: 1, Failures: 2}.Metrics())
+	if v["fanoutnats_sink_writes_total{result=duplicate}"] != 1 {
+		t.Errorf("sink metrics %v", v)
+	}
+	if fanoutnats.Counter.String() != "counter" || fanoutnats.Gauge.String() != "gauge" {
+		t.Error("MetricType names are not Prometheus's")
+	}
+}

@@ -1,0 +1,210 @@
+package fanoutnats
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+
+	"github.com/fanout-go/fanout"
+	"github.com/nats-io/nats.go"
+)
+
+// DefaultBuffer is the number of messages the NATS client may hold for a
+// [Subscriber] that has not taken them yet.
+const DefaultBuffer = 64 * 1024
+
+// SubscribeConfig configures [Subscribe]. Subject is required.
+type SubscribeConfig[T any] struct {
+	// Subject is the subject to subscribe to; it may hold wildcards.
+	Subject string
+	// Codec decodes the payloads; the zero Codec is JSON.
+	Codec Codec[T]
+	// Buffer is the number of messages the NATS client may hold for the
+	// subscriber while it waits for the local broadcaster. Beyond it, the
+	// client drops messages (core NATS is at most once), counted in
+	// [InboundStats].SlowConsumerDropped and reported. The default is
+	// [DefaultBuffer].
+	Buffer int
+	// OnError, if set, is called with an [*Error] for every message that
+	// did not decode or that the broadcaster refused, and when the client
+	// dropped messages. It runs on the subscriber's goroutine; a panic in
+	// it is contained and counted.
+	OnError func(error)
+	// Logger, if set, logs the same failures at level Warn.
+	Logger *slog.Logger
+}
+
+// Subscriber publishes the values of a core NATS subscription into a local
+// [fanout.Broadcaster], so that one network subscription serves any number
+// of local watchers, each with its own queue and strategy. It owns one
+// goroutine, which decodes each message and publishes the value with
+// [fanout.Broadcaster.ActionContext], waiting as the watchers' behaviours
+// say. Create one with [Subscribe]; stop it with [Subscriber.Close].
+type Subscriber[T any] struct {
+	in      inbound[T]
+	nc      *nats.Conn
+	sub     *nats.Subscription
+	subject string
+	ch      chan *nats.Msg
+	closing chan struct{} // closed by Close after unsubscribing
+	status  chan nats.Status
+	once    chanOnce
+	dropped atomic.Uint64 // the client's drop count, kept past Unsubscribe
+}
+
+// Subscribe subscribes to cfg.Subject on nc and publishes every decoded
+// value into b. When it returns, the server has registered the
+// subscription: every message published after that reaches the
+// subscriber. It returns an error if nc or b is nil, if the subject is
+// invalid, if the subscription cannot be made, or if the server denies it
+// (an error wrapping [nats.ErrPermissionViolation]).
+func Subscribe[T any](nc *nats.Conn, b *fanout.Broadcaster[T], cfg SubscribeConfig[T]) (*Subscriber[T], error) {
+	if nc == nil || b == nil {
+		return nil, errors.New("fanoutnats: Subscribe: nil connection or broadcaster")
+	}
+	s := &Subscriber[T]{nc: nc, subject: cfg.Subject, closing: make(chan struct{})}
+	s.ch = make(chan *nats.Msg, orDefault(cfg.Buffer, DefaultBuffer))
+	before := nc.LastError()
+	sub, err := nc.ChanSubscribe(cfg.Subject, s.ch)
+	if err != nil {
+		return nil, &Error{Op: "subscribe", Subject: cfg.Subject, Err: err}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), DefaultTimeout)
+	defer cancel()
+	err = nc.FlushWithContext(ctx)
+	if err == nil {
+		err = denied(nc, before, "Subscription", cfg.Subject)
+	}
+	if err != nil {
+		_ = sub.Unsubscribe()
+		return nil, &Error{Op: "subscribe", Subject: cfg.Subject, Err: err}
+	}
+	s.sub = sub
+	s.status = nc.StatusChanged(nats.CLOSED)
+	s.in.init(b, cfg.Codec, cfg.OnError, cfg.Logger)
+	go s.run()
+	return s, nil
+}
+
+// Close stops the subscriber. It unsubscribes at once, then waits until
+// the messages the client had already received are published into the
+// broadcaster. If ctx ends first, it gives up the rest (counted as
+// abandoned) and returns ctx.Err() without waiting further (see
+// [Subscriber.Done]). It never waits for a dead server longer than ctx
+// allows. It is idempotent; a nil ctx means no deadline.
+func (s *Subscriber[T]) Close(ctx context.Context) error {
+	return s.in.close(ctx, func() {
+		s.once.do(s.closing, func() { _ = s.sub.Unsubscribe() })
+	})
+}
+
+// Done returns a channel closed when the subscriber's goroutine has exited:
+// after Close, once the broadcaster is shut down, or once the connection
+// is closed.
+func (s *Subscriber[T]) Done() <-chan struct{} { return s.in.done }
+
+// Err returns why the subscriber stopped on its own: [fanout.ErrStopped]
+// (the broadcaster shut down) or [nats.ErrConnectionClosed]. It is nil
+// while the subscriber runs and after Close.
+func (s *Subscriber[T]) Err() error { return s.in.getErr() }
+
+// Stats returns the subscriber's counters. They stay readable after Close.
+func (s *Subscriber[T]) Stats() InboundStats {
+	st := s.in.stats()
+	st.Pending = len(s.ch)
+	st.SlowConsumerDropped = s.droppedNow()
+	return st
+}
+
+func (s *Subscriber[T]) run() {
+	defer close(s.in.done)
+	defer s.nc.RemoveStatusListener(s.status)
+	var reported uint64
+	for {
+		select {
+		case m := <-s.ch:
+			if !s.handle(m) {
+				return
+			}
+			reported = s.reportDrops(reported)
+		case <-s.closing:
+			s.drain()
+			return
+		case <-s.status:
+			s.in.setErr(nats.ErrConnectionClosed)
+			s.stop()
+			return
+		case <-s.in.ctx.Done():
+			s.stop()
+			return
+		}
+	}
+}
+
+// handle delivers one message, and reports whether to go on.
+func (s *Subscriber[T]) handle(m *nats.Msg) bool {
+	if s.in.deliver(m.Subject, 0, m.Data) == refused {
+		s.stop()
+		return false
+	}
+	return true
+}
+
+// drain delivers what the client received before Close unsubscribed.
+func (s *Subscriber[T]) drain() {
+	for {
+		select {
+		case m := <-s.ch:
+			if !s.handle(m) {
+				return
+			}
+		default:
+			return
+		}
+	}
+}
+
+// stop unsubscribes and accounts for the messages left in the buffer:
+// abandoned when Close gave up, failed otherwise (the broadcaster refused).
+func (s *Subscriber[T]) stop() {
+	s.droppedNow()
+	s.once.do(s.closing, func() { _ = s.sub.Unsubscribe() })
+	n := uint64(len(s.ch))
+	for range n {
+		<-s.ch
+	}
+	if n == 0 {
+		return
+	}
+	s.in.received.Add(n)
+	cause := s.in.getErr()
+	if s.in.ctx.Err() != nil || cause == nil {
+		s.in.abandoned.Add(n)
+		cause = ErrClosed
+	} else {
+		s.in.failed.Add(n)
+	}
+	s.in.rep.report(&Error{Op: "deliver", Subject: s.subject, Err: fmt.Errorf("%d buffered messages not delivered: %w", n, cause)})
+}
+
+// droppedNow returns the number of messages the client dropped for the
+// subscription, which it forgets once unsubscribed.
+func (s *Subscriber[T]) droppedNow() uint64 {
+	if n, err := s.sub.Dropped(); err == nil && uint64(n) > s.dropped.Load() {
+		s.dropped.Store(uint64(n))
+	}
+	return s.dropped.Load()
+}
+
+// reportDrops reports messages the client dropped since the last report.
+func (s *Subscriber[T]) reportDrops(reported uint64) uint64 {
+	n := s.droppedNow()
+	if n <= reported {
+		return reported
+	}
+	s.in.rep.report(&Error{Op: "subscribe", Subject: s.subject,
+		Err: fmt.Errorf("%w: the client dropped %d messages (buffer full)", nats.ErrSlowConsumer, n-reported)})
+	return n
+}

@@ -1,0 +1,236 @@
+package fanoutnats_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fanout-go/fanout"
+	fanoutnats "github.com/fanout-go/fanout/nats"
+	"github.com/fanout-go/fanout/nats/internal/natstest"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+)
+
+func publishJSON(t *testing.T, nc *nats.Conn, subject string, evs ...event) {
+	t.Helper()
+	for _, e := range evs {
+		data, _ := json.Marshal(e)
+		if err := nc.Publish(subject, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func events(from, to int) []event {
+	out := make([]event, 0, to-from)
+	for i := from; i < to; i++ {
+		out = append(out, event{Seq: i})
+	}
+	return out
+}
+
+func subscribe(t *testing.T, nc *nats.Conn, b *fanout.Broadcaster[event], cfg fanoutnats.SubscribeConfig[event]) *fanoutnats.Subscriber[event] {
+	t.Helper()
+	s, err := fanoutnats.Subscribe(nc, b, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeWithin(s, time.Second) })
+	return s
+}
+
+func TestSubscriberDeliversEveryMessageToEveryLocalWatcher(t *testing.T) {
+	srv := natstest.New(t)
+	b := fanout.New[event]()
+	var ws []*fanout.Watcher[event]
+	for range 10 {
+		w, _ := b.Watch()
+		ws = append(ws, w)
+	}
+	s := subscribe(t, srv.Connect(t), b, fanoutnats.SubscribeConfig[event]{Subject: "ev.>"})
+	const n = 500
+	publishJSON(t, srv.Connect(t), "ev.x", events(0, n)...)
+	for i, got := range recvAll(t, ws, n) {
+		for j, e := range got {
+			if e.Seq != j {
+				t.Fatalf("watcher %d: value %d has seq %d", i, j, e.Seq)
+			}
+		}
+	}
+	closeAndWait(t, s)
+	if st := s.Stats(); st.Received != n || st.Delivered != n || st.DecodeErrors != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+func TestSubscribeRejectsABadSubject(t *testing.T) {
+	srv := natstest.New(t)
+	if _, err := fanoutnats.Subscribe(srv.Connect(t), fanout.New[event](), fanoutnats.SubscribeConfig[event]{Subject: "a b"}); err == nil {
+		t.Fatal("Subscribe accepted subject \"a b\"")
+	}
+}
+
+func TestSubscriberCountsGarbageAndGoesOn(t *testing.T) {
+	srv := natstest.New(t)
+	b := fanout.New[event]()
+	w, _ := b.Watch()
+	var mu sync.Mutex
+	var errs []error
+	s := subscribe(t, srv.Connect(t), b, fanoutnats.SubscribeConfig[event]{
+		Subject: "ev",
+		OnError: func(err error) { mu.Lock(); errs = append(errs, err); mu.Unlock() },
+	})
+	nc := srv.Connect(t)
+	publishJSON(t, nc, "ev", event{Seq: 1})
+	for _, garbage := range []string{"", "not json", `{"seq":"x"}`, "\xff\xfe"} {
+		if err := nc.Publish("ev", []byte(garbage)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	publishJSON(t, nc, "ev", event{Seq: 2})
+	if got := seqs(recv(t, w, 2)); got[0] != 1 || got[1] != 2 {
+		t.Fatalf("watcher got %v, want the two valid values", got)
+	}
+	closeAndWait(t, s)
+	if st := s.Stats(); st.Received != 6 || st.Delivered != 2 || st.DecodeErrors != 4 {
+		t.Fatalf("stats %+v, want 6 received, 2 delivered, 4 decode errors", st)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, err := range errs {
+		var fe *fanoutnats.Error
+		if !errors.Is(err, fanoutnats.ErrDecode) || !errors.As(err, &fe) || fe.Op != "decode" || fe.Subject != "ev" {
+			t.Fatalf("OnError got %v, want a decode *Error on ev", err)
+		}
+	}
+	if len(errs) != 4 {
+		t.Fatalf("OnError called %d times, want 4", len(errs))
+	}
+}
+
+func TestSubscriberSurvivesPanickingDecoderAndCallback(t *testing.T) {
+	srv := natstest.New(t)
+	b := fanout.New[event]()
+	w, _ := b.Watch()
+	s := subscribe(t, srv.Connect(t), b, fanoutnats.SubscribeConfig[event]{
+		Subject: "ev",
+		Codec: fanoutnats.Codec[event]{Decode: func(data []byte) (event, error) {
+			if string(data) == "boom" {
+				panic("decoder bug")
+			}
+			var e event
+			return e, json.Unmarshal(data, &e)
+		}},
+		OnError: func(error) { panic("callback bug") },
+	})
+	nc := srv.Connect(t)
+	_ = nc.Publish("ev", []byte("boom"))
+	publishJSON(t, nc, "ev", event{Seq: 7})
+	if got := recv(t, w, 1); got[0].Seq != 7 {
+		t.Fatalf("got %v", got)
+	}
+	if st := s.Stats(); st.DecodeErrors != 1 || st.CallbackPanics != 1 {
+		t.Fatalf("stats %+v, want 1 decode error and 1 contained panic", st)
+	}
+}
+
+func TestSubscribeReportsAPermissionViolation(t *testing.T) {
+	srv := natstest.New(t, func(o *server.Options) {
+		o.Users = []*server.User{{Username: "u", Password: "p", Permissions: &server.Permissions{
+			Subscribe: &server.SubjectPermission{Allow: []string{"ev.public", "_INBOX.>"}},
+		}}}
+	})
+	nc := srv.Connect(t, nats.UserInfo("u", "p"))
+	b := fanout.New[event]()
+	_, err := fanoutnats.Subscribe(nc, b, fanoutnats.SubscribeConfig[event]{Subject: "ev.secret"})
+	if !errors.Is(err, nats.ErrPermissionViolation) {
+		t.Fatalf("Subscribe to a denied subject: %v, want ErrPermissionViolation", err)
+	}
+	if fanoutnats.Retryable(err) {
+		t.Fatal("a permissions violation is classified retryable")
+	}
+	s := subscribe(t, nc, b, fanoutnats.SubscribeConfig[event]{Subject: "ev.public"})
+	closeAndWait(t, s)
+}
+
+// blockedWatcher returns a broadcaster whose only watcher waits when full
+// and holds one value: the subscriber blocks on the second value until the
+// watcher is read.
+func blockedWatcher() (*fanout.Broadcaster[event], *fanout.Watcher[event]) {
+	b := fanout.New[event](fanout.WithQueueLength(1))
+	w, _ := b.Watch()
+	return b, w
+}
+
+func TestSubscriberCloseDeliversWhatTheClientAlreadyReceived(t *testing.T) {
+	srv := natstest.New(t)
+	b, w := blockedWatcher()
+	s := subscribe(t, srv.Connect(t), b, fanoutnats.SubscribeConfig[event]{Subject: "ev"})
+	const n = 50
+	publishJSON(t, srv.Connect(t), "ev", events(0, n)...)
+	natstest.Eventually(t, "the client to buffer the messages", func() bool { return s.Stats().Pending == n-2 })
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close(guardCtx(t)) }()
+	got := recv(t, w, n)
+	if err := <-closed; err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if got[n-1].Seq != n-1 {
+		t.Fatalf("last value %v", got[n-1])
+	}
+	if st := s.Stats(); st.Delivered != n || st.Abandoned != 0 {
+		t.Fatalf("stats %+v, want all %d delivered", st, n)
+	}
+}
+
+func TestSubscriberCloseGivesUpAtItsDeadlineAndCountsTheRest(t *testing.T) {
+	srv := natstest.New(t)
+	b, _ := blockedWatcher() // never read
+	s := subscribe(t, srv.Connect(t), b, fanoutnats.SubscribeConfig[event]{Subject: "ev"})
+	const n = 20
+	publishJSON(t, srv.Connect(t), "ev", events(0, n)...)
+	natstest.Eventually(t, "the client to buffer the messages", func() bool { return s.Stats().Pending == n-2 })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if err := s.Close(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Close = %v, want DeadlineExceeded", err)
+	}
+	waitDone(t, s)
+	st := s.Stats()
+	if st.Received != n || st.Delivered != 1 || st.Abandoned != n-1 {
+		t.Fatalf("stats %+v, want 1 delivered and %d abandoned of %d", st, n-1, n)
+	}
+}
+
+func TestSubscriberStopsWhenTheBroadcasterShutsDown(t *testing.T) {
+	srv := natstest.New(t)
+	b := fanout.New[event]()
+	s := subscribe(t, srv.Connect(t), b, fanoutnats.SubscribeConfig[event]{Subject: "ev"})
+	b.Shutdown()
+	publishJSON(t, srv.Connect(t), "ev", event{Seq: 1})
+	waitDone(t, s)
+	if !errors.Is(s.Err(), fanout.ErrStopped) {
+		t.Fatalf("Err = %v, want fanout.ErrStopped", s.Err())
+	}
+	if st := s.Stats(); st.Failed != 1 {
+		t.Fatalf("stats %+v, want the value refused counted as failed", st)
+	}
+}
+
+func TestSubscriberStopsWhenTheConnectionCloses(t *testing.T) {
+	srv := natstest.New(t)
+	nc := srv.Connect(t)
+	s := subscribe(t, nc, fanout.New[event](), fanoutnats.SubscribeConfig[event]{Subject: "ev"})
+	nc.Close()
+	waitDone(t, s)
+	if !errors.Is(s.Err(), nats.ErrConnectionClosed) {
+		t.Fatalf("Err = %v, want nats.ErrConnectionClosed", s.Err())
+	}
+}
