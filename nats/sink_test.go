@@ -23,7 +23,7 @@ func fastRetry(tries int) fanout.RetryPolicy {
 	return p
 }
 
-func newRecorder(t *testing.T, sink fanout.Sink[event], tries int, opts ...fanout.Option) *fanout.Recorder[event] {
+func newRecorder(t *testing.T, sink fanout.Sink[event], tries int, opts ...fanout.RecorderOption) *fanout.Recorder[event] {
 	t.Helper()
 	rec, err := fanout.NewRecorder[event](append(opts, fanout.WithRetry(fastRetry(tries)))...)
 	if err != nil {
