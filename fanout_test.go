@@ -60,8 +60,8 @@ func TestErrStoppedText(t *testing.T) {
 	assert.Equal(t, "broadcaster already stopped", fanout.ErrStopped.Error())
 }
 
-// Semantics 1 and 2: one total order, and a watcher sees exactly the values
-// accepted after it registered.
+// One total order, and a watcher sees exactly the values accepted after it
+// registered.
 func TestRegistrationIsOrderedWithValues(t *testing.T) {
 	for _, r := range readers {
 		t.Run(r.name, func(t *testing.T) {
@@ -93,7 +93,7 @@ func TestEveryWatcherGetsEveryValueInOrder(t *testing.T) {
 	}
 }
 
-// Semantic 3.
+// A prefix comes first, then the live values, with no gap and no duplicate.
 func TestWatchWithPrefix(t *testing.T) {
 	for _, r := range readers {
 		t.Run(r.name, func(t *testing.T) {
@@ -149,7 +149,7 @@ func TestWatchWithPrefixUnderConcurrentProducer(t *testing.T) {
 	}
 }
 
-// Semantic 4.
+// An unread watcher holds exactly its queue length of values.
 func TestQueueLengthIsExact(t *testing.T) {
 	for _, r := range readers {
 		t.Run(r.name+"/drop-new", func(t *testing.T) {
@@ -214,7 +214,8 @@ func TestHandOff(t *testing.T) {
 	}
 }
 
-// Semantic 5: strategies, per watcher.
+// Each full-queue behaviour keeps, drops and counts per watcher, and never
+// affects the other watchers.
 func TestFullChannelBehaviors(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -375,7 +376,8 @@ func TestDropHandler(t *testing.T) {
 	assert.Equal(t, uint64(2), b.Stats().Dropped)
 }
 
-// Semantic 6.
+// ActionOrDrop never waits: a full waiting watcher makes it refuse, and a
+// refused value reaches nobody.
 func TestActionOrDropNeverBlocksAndIsAllOrNothing(t *testing.T) {
 	for _, r := range readers {
 		t.Run(r.name, func(t *testing.T) {
@@ -450,7 +452,8 @@ func TestActionContextChannelWatchersAllOrNothing(t *testing.T) {
 	})
 }
 
-// Semantic 7.
+// Stop is idempotent, keeps what was queued readable, then closes with
+// ErrWatcherStopped.
 func TestStop(t *testing.T) {
 	for _, r := range readers {
 		t.Run(r.name+"/queued values stay readable", func(t *testing.T) {
@@ -522,7 +525,8 @@ func TestStopOtherWatcherWhileProducerBlocked(t *testing.T) {
 	})
 }
 
-// Semantic 8.
+// Shutdown is idempotent, keeps every accepted value readable, closes every
+// watcher with ErrStopped and makes every later call return it.
 func TestShutdown(t *testing.T) {
 	for _, r := range readers {
 		t.Run(r.name+"/keeps accepted values readable", func(t *testing.T) {
@@ -605,7 +609,8 @@ func TestShutdown(t *testing.T) {
 	})
 }
 
-// Semantic 9: k8s crashes on an event whose type is its internal marker.
+// No value is special (k8s crashes on an event whose type is its internal
+// marker).
 func TestNoValueIsSpecial(t *testing.T) {
 	type event struct {
 		Type   string
@@ -645,8 +650,8 @@ func TestBadInput(t *testing.T) {
 	assert.Equal(t, 7, v)
 }
 
-// Semantic 10: the broadcaster owns no goroutine, so an idle one costs no
-// CPU and nothing can leak.
+// The broadcaster owns no goroutine, so an idle one costs no CPU and nothing
+// can leak.
 func TestNoGoroutines(t *testing.T) {
 	require.NoError(t, goleak.Find(), "goroutines of earlier tests have exited")
 	before := runtime.NumGoroutine()
@@ -667,7 +672,7 @@ func TestNoGoroutines(t *testing.T) {
 	assert.Equal(t, before, runtime.NumGoroutine())
 }
 
-// Semantic 11: no heap allocation per published value for pointer-sized T.
+// No heap allocation per published value for pointer-sized T.
 func TestNoAllocationPerValue(t *testing.T) {
 	for _, mode := range []string{"ring", "chan", "drop"} {
 		t.Run(mode, func(t *testing.T) {
