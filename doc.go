@@ -197,6 +197,12 @@
 // shared ring keeps references to the last values published (up to the
 // ring's size) until they are overwritten.
 //
+// # Contexts
+//
+// Only calls that can block take a context. A nil context is accepted
+// everywhere and means context.Background() (no deadline); staticcheck's
+// SA1012 still asks callers to pass context.TODO instead.
+//
 // # Options
 //
 // A broadcaster and its watchers take [Option]s; a [Recorder] takes

@@ -131,7 +131,8 @@ func (b *Broadcaster[T]) ActionBatch(vs []T) (int, error) {
 
 // ActionBatchContext is [Broadcaster.ActionBatch] bounded by ctx: it
 // returns ctx.Err() with the number of values accepted before ctx was done,
-// and no watcher with room has received the value that was waiting.
+// and no watcher with room has received the value that was waiting. A nil
+// ctx means context.Background().
 func (b *Broadcaster[T]) ActionBatchContext(ctx context.Context, vs []T) (int, error) {
 	if ctx == nil {
 		ctx = context.Background()

@@ -314,6 +314,7 @@ func (r *Recorder[T]) start(name string, handle func(*Runner[T], T)) (*Runner[T]
 // A runner that has exited counts as done. Flush does not wait for plain
 // watchers (see [Recorder.Watch]). Called from a sink or handler, it waits
 // for its own runner, which cannot progress: give it a context that ends.
+// A nil ctx means context.Background(), as everywhere in this package.
 func (r *Recorder[T]) Flush(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
@@ -348,7 +349,7 @@ func (r *Recorder[T]) Flush(ctx context.Context) error {
 // retries to play out.
 //
 // Called from a sink or handler, Shutdown waits for that very runner, so
-// give it a context that ends.
+// give it a context that ends. A nil ctx means context.Background().
 func (r *Recorder[T]) Shutdown(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
@@ -507,7 +508,7 @@ func (run *Runner[T]) loop() {
 	defer run.exit()
 	buf := make([]T, 1) // one at a time: the queue length stays exact
 	for {
-		n, err := run.w.Recv(nil, buf)
+		n, err := run.w.Recv(context.Background(), buf)
 		if err != nil {
 			return
 		}
