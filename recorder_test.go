@@ -17,78 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fanout-go/fanout"
+	"github.com/fanout-go/fanout/fanouttest"
 )
-
-// call is one sink call as the test sink saw it.
-type call struct {
-	Op  string // "create" or "update"
-	Ev  ev
-	At  time.Time
-	Err error
-}
-
-// testSink records calls. fail, if set, decides each call's error; block,
-// if set, is received from before each call returns (so the test decides
-// when a write ends).
-type testSink struct {
-	mu    sync.Mutex
-	calls []call
-	fail  func(op string, e ev, attempt int) error
-	block chan struct{}
-	ids   int
-}
-
-func (s *testSink) do(ctx context.Context, op string, e ev) (ev, error) {
-	if s.block != nil {
-		select {
-		case <-s.block:
-		case <-ctx.Done():
-			s.mu.Lock()
-			s.calls = append(s.calls, call{Op: op, Ev: e, At: time.Now(), Err: ctx.Err()})
-			s.mu.Unlock()
-			return ev{}, ctx.Err()
-		}
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var err error
-	if s.fail != nil {
-		n := 0
-		for _, c := range s.calls {
-			if c.Ev.Msg == e.Msg {
-				n++
-			}
-		}
-		err = s.fail(op, e, n+1)
-	}
-	s.calls = append(s.calls, call{Op: op, Ev: e, At: time.Now(), Err: err})
-	if err != nil {
-		return ev{}, err
-	}
-	if op == "create" {
-		s.ids++
-		e.ID = fmt.Sprint("id-", s.ids)
-	}
-	return e, nil
-}
-
-func (s *testSink) Create(ctx context.Context, e ev) (ev, error) { return s.do(ctx, "create", e) }
-func (s *testSink) Update(ctx context.Context, e ev) (ev, error) { return s.do(ctx, "update", e) }
-
-func (s *testSink) Calls() []call {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]call(nil), s.calls...)
-}
-
-func (s *testSink) ok() (n int) {
-	for _, c := range s.Calls() {
-		if c.Err == nil {
-			n++
-		}
-	}
-	return n
-}
 
 func newRecorder(t *testing.T, opts ...fanout.RecorderOption) *fanout.Recorder[ev] {
 	t.Helper()
@@ -130,7 +60,7 @@ func TestRecorderStampAndCreate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		clk := newManualClock()
 		r := newRecorder(t, fanout.WithClock(clk), fanout.WithStamp(func(e ev, now time.Time) ev { e.First, e.Last = now, now; return e }))
-		sink := &testSink{}
+		sink := &fanouttest.Sink[ev]{}
 		_, err := r.StartSink(sink, nil)
 		require.NoError(t, err)
 		for i := range 3 {
@@ -143,8 +73,8 @@ func TestRecorderStampAndCreate(t *testing.T) {
 		start := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 		for i, c := range calls {
 			assert.Equal(t, "create", c.Op, "no correlator: every value is created")
-			assert.Equal(t, fmt.Sprint(i), c.Ev.Msg, "in order")
-			assert.Equal(t, start.Add(time.Duration(i)*time.Minute), c.Ev.First, "stamped with the recorder's clock")
+			assert.Equal(t, fmt.Sprint(i), c.Value.Msg, "in order")
+			assert.Equal(t, start.Add(time.Duration(i)*time.Minute), c.Value.First, "stamped with the recorder's clock")
 		}
 		st := r.Stats()
 		assert.Equal(t, uint64(3), st.Recorded)
@@ -159,7 +89,12 @@ func TestRecorderSinkWithCorrelator(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRecorder(t)
 		c := newCorrelator(t, fanout.CorrelatorConfig[ev]{Dedup: dedupStage(), Spam: spamStage(3, 1e-9)})
-		sink := &testSink{}
+		sink := &fanouttest.Sink[ev]{Store: func(op string, e ev) ev {
+			if op == "create" {
+				e.ID = "stored " + e.Msg
+			}
+			return e
+		}}
 		run, err := r.StartSink(sink, c)
 		require.NoError(t, err)
 		for range 5 {
@@ -171,8 +106,8 @@ func TestRecorderSinkWithCorrelator(t *testing.T) {
 		assert.Equal(t, "create", calls[0].Op)
 		for i, c := range calls[1:] {
 			assert.Equal(t, "update", c.Op)
-			assert.Equal(t, i+2, c.Ev.Count)
-			assert.Equal(t, "id-1", c.Ev.ID, "updates refer to the stored record")
+			assert.Equal(t, i+2, c.Value.Count)
+			assert.Equal(t, "stored m", c.Value.ID, "updates refer to the stored record")
 		}
 		st := run.Stats()
 		assert.Equal(t, uint64(5), st.Received)
@@ -194,7 +129,7 @@ func TestRecorderRetrySchedule(t *testing.T) {
 			mu.Unlock()
 		}))
 		boom := errors.New("connection refused")
-		sink := &testSink{fail: func(string, ev, int) error { return boom }}
+		sink := &fanouttest.Sink[ev]{Fail: func(string, ev, int) error { return boom }}
 		run, err := r.StartSink(sink, nil)
 		require.NoError(t, err)
 		start := time.Now()
@@ -225,7 +160,7 @@ func TestRecorderRetrySchedule(t *testing.T) {
 func TestRecorderRetryJitter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRecorder(t, fanout.WithRetry(fanout.RetryPolicy{MaxTries: 30, Sleep: 10 * time.Second, Jitter: 0.25}))
-		sink := &testSink{fail: func(string, ev, int) error { return errors.New("down") }}
+		sink := &fanouttest.Sink[ev]{Fail: func(string, ev, int) error { return errors.New("down") }}
 		_, err := r.StartSink(sink, nil)
 		require.NoError(t, err)
 		require.NoError(t, r.Record(ev{Msg: "m"}))
@@ -246,12 +181,15 @@ func TestRecorderRetryJitter(t *testing.T) {
 func TestRecorderRetryThenSucceed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRecorder(t, fastRetry(5))
-		sink := &testSink{fail: func(_ string, _ ev, attempt int) error {
-			if attempt < 3 {
-				return errors.New("flaky")
-			}
-			return nil
-		}}
+		sink := &fanouttest.Sink[ev]{
+			Key: func(e ev) string { return e.Msg },
+			Fail: func(_ string, _ ev, attempt int) error {
+				if attempt < 3 {
+					return errors.New("flaky")
+				}
+				return nil
+			},
+		}
 		run, err := r.StartSink(sink, nil)
 		require.NoError(t, err)
 		require.NoError(t, r.Record(ev{Msg: "a"}))
@@ -259,7 +197,7 @@ func TestRecorderRetryThenSucceed(t *testing.T) {
 		require.NoError(t, r.Flush(t.Context()))
 		var order []string
 		for _, c := range sink.Calls() {
-			order = append(order, fmt.Sprint(c.Ev.Msg, c.Err == nil))
+			order = append(order, fmt.Sprint(c.Value.Msg, c.Err == nil))
 		}
 		assert.Equal(t, []string{"afalse", "afalse", "atrue", "bfalse", "bfalse", "btrue"}, order,
 			"one write at a time, in order")
@@ -275,7 +213,7 @@ func TestRecorderNotRetryable(t *testing.T) {
 		invalid := errors.New("invalid")
 		r := newRecorder(t, fanout.WithRetry(fanout.RetryPolicy{MaxTries: 12, Sleep: time.Second,
 			Retryable: func(err error) bool { return !errors.Is(err, invalid) }}))
-		sink := &testSink{fail: func(_ string, e ev, _ int) error {
+		sink := &fanouttest.Sink[ev]{Fail: func(_ string, e ev, _ int) error {
 			if e.Msg == "bad" {
 				return fmt.Errorf("rejected: %w", invalid)
 			}
@@ -293,19 +231,10 @@ func TestRecorderNotRetryable(t *testing.T) {
 	})
 }
 
-type panicSink struct{ testSink }
-
-func (s *panicSink) Create(ctx context.Context, e ev) (ev, error) {
-	if e.Msg == "panic" {
-		panic("sink bug")
-	}
-	return s.testSink.Create(ctx, e)
-}
-
 func TestRecorderPanicsAreContained(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRecorder(t, fastRetry(3))
-		sink := &panicSink{}
+		sink := &fanouttest.Sink[ev]{Panic: func(e ev) bool { return e.Msg == "panic" }}
 		run, err := r.StartSink(sink, nil)
 		require.NoError(t, err)
 		var handled []string
@@ -320,7 +249,7 @@ func TestRecorderPanicsAreContained(t *testing.T) {
 			require.NoError(t, r.Record(ev{Msg: m}))
 		}
 		require.NoError(t, r.Flush(t.Context()))
-		assert.Equal(t, 2, sink.ok())
+		assert.Equal(t, 2, len(sink.Written()))
 		assert.Equal(t, uint64(1), run.Stats().DroppedRejected)
 		assert.Equal(t, []string{"a", "b"}, handled)
 		assert.Equal(t, uint64(1), hrun.Stats().DroppedRejected)
@@ -338,7 +267,7 @@ func TestRecorderFullQueueDropsForThatRunnerOnly(t *testing.T) {
 				full.Add(1)
 			}
 		}))
-		slow := &testSink{block: make(chan struct{})}
+		slow := &fanouttest.Sink[ev]{Block: make(chan struct{})}
 		srun, err := r.StartSink(slow, nil)
 		require.NoError(t, err)
 		var got []string
@@ -355,11 +284,11 @@ func TestRecorderFullQueueDropsForThatRunnerOnly(t *testing.T) {
 		assert.Equal(t, int64(15), full.Load())
 		assert.Len(t, got, 20, "the other runner got every value")
 
-		close(slow.block)
+		close(slow.Block)
 		require.NoError(t, r.Flush(t.Context()))
 		var written []string
 		for _, c := range slow.Calls() {
-			written = append(written, c.Ev.Msg)
+			written = append(written, c.Value.Msg)
 		}
 		assert.Equal(t, []string{"0", "1", "2", "3", "4"}, written)
 		total := r.Stats()
@@ -372,7 +301,7 @@ func TestRecorderFullQueueDropsForThatRunnerOnly(t *testing.T) {
 func TestFlushWaitsForWrites(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRecorder(t)
-		sink := &testSink{block: make(chan struct{})}
+		sink := &fanouttest.Sink[ev]{Block: make(chan struct{})}
 		_, err := r.StartSink(sink, nil)
 		require.NoError(t, err)
 		for i := range 3 {
@@ -386,11 +315,11 @@ func TestFlushWaitsForWrites(t *testing.T) {
 		for i := range 3 {
 			synctest.Wait()
 			assert.False(t, flushed.Load(), "Flush returned with %d of 3 written", i)
-			sink.block <- struct{}{}
+			sink.Block <- struct{}{}
 		}
 		synctest.Wait()
 		assert.True(t, flushed.Load())
-		assert.Equal(t, 3, sink.ok())
+		assert.Equal(t, 3, len(sink.Written()))
 	})
 }
 
@@ -398,7 +327,7 @@ func TestFlushWaitsForWrites(t *testing.T) {
 func TestFlushIgnoresLaterValues(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRecorder(t)
-		sink := &testSink{block: make(chan struct{})}
+		sink := &fanouttest.Sink[ev]{Block: make(chan struct{})}
 		_, err := r.StartSink(sink, nil)
 		require.NoError(t, err)
 		require.NoError(t, r.Record(ev{Msg: "before"}))
@@ -406,24 +335,24 @@ func TestFlushIgnoresLaterValues(t *testing.T) {
 		go func() { done <- r.Flush(context.Background()) }()
 		synctest.Wait()
 		require.NoError(t, r.Record(ev{Msg: "after"}))
-		sink.block <- struct{}{}
+		sink.Block <- struct{}{}
 		require.NoError(t, <-done)
-		assert.Equal(t, 1, sink.ok())
-		sink.block <- struct{}{}
+		assert.Equal(t, 1, len(sink.Written()))
+		sink.Block <- struct{}{}
 	})
 }
 
 func TestFlushContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRecorder(t)
-		sink := &testSink{block: make(chan struct{})}
+		sink := &fanouttest.Sink[ev]{Block: make(chan struct{})}
 		_, err := r.StartSink(sink, nil)
 		require.NoError(t, err)
 		require.NoError(t, r.Record(ev{Msg: "stuck"}))
 		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 		defer cancel()
 		assert.ErrorIs(t, r.Flush(ctx), context.DeadlineExceeded)
-		close(sink.block)
+		close(sink.Block)
 	})
 }
 
@@ -432,7 +361,7 @@ func TestFlushContext(t *testing.T) {
 func TestFlushCountsDrops(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRecorder(t, fanout.WithQueueLength(1))
-		sink := &testSink{block: make(chan struct{})}
+		sink := &fanouttest.Sink[ev]{Block: make(chan struct{})}
 		_, err := r.StartSink(sink, nil)
 		require.NoError(t, err)
 		w, err := r.Watch(fanout.WithFullChannelBehavior(fanout.WaitIfChannelFull), fanout.WithQueueLength(1))
@@ -452,8 +381,8 @@ func TestFlushCountsDrops(t *testing.T) {
 
 		done := make(chan error)
 		go func() { done <- r.Flush(context.Background()) }()
-		sink.block <- struct{}{}
-		sink.block <- struct{}{}
+		sink.Block <- struct{}{}
+		sink.Block <- struct{}{}
 		require.NoError(t, <-done)
 		st := r.Stats()
 		assert.Equal(t, uint64(1), st.Refused)
@@ -474,7 +403,7 @@ func TestRecorderShutdown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r, err := fanout.NewRecorder[ev](fanout.WithRetry(fanout.DefaultRetryPolicy()))
 		require.NoError(t, err)
-		sink := &testSink{fail: func(_ string, e ev, _ int) error {
+		sink := &fanouttest.Sink[ev]{Fail: func(_ string, e ev, _ int) error {
 			if e.Msg == "failing" {
 				return errors.New("down")
 			}
@@ -493,7 +422,7 @@ func TestRecorderShutdown(t *testing.T) {
 		assert.Equal(t, start, time.Now(), "Shutdown cuts the retry pause short")
 		calls := sink.Calls()
 		require.Len(t, calls, tries+1, "no retry after Shutdown; the queued value is tried once")
-		assert.Equal(t, "queued", calls[tries].Ev.Msg)
+		assert.Equal(t, "queued", calls[tries].Value.Msg)
 		assert.NoError(t, calls[tries].Err)
 		st := run.Stats()
 		assert.Equal(t, uint64(1), st.DroppedShutdown)
@@ -520,7 +449,7 @@ func TestRecorderShutdownContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r, err := fanout.NewRecorder[ev]()
 		require.NoError(t, err)
-		sink := &testSink{block: make(chan struct{})} // never released
+		sink := &fanouttest.Sink[ev]{Block: make(chan struct{})} // never released
 		run, err := r.StartSink(sink, nil)
 		require.NoError(t, err)
 		for i := range 5 {
@@ -540,7 +469,7 @@ func TestRecorderShutdownContext(t *testing.T) {
 func TestRunnerStop(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRecorder(t, fanout.WithRetry(fanout.DefaultRetryPolicy()))
-		sink := &testSink{fail: func(string, ev, int) error { return errors.New("down") }}
+		sink := &fanouttest.Sink[ev]{Fail: func(string, ev, int) error { return errors.New("down") }}
 		run, err := r.StartSink(sink, nil)
 		require.NoError(t, err)
 		var handled atomic.Int64
@@ -578,7 +507,7 @@ func TestRecorderLogging(t *testing.T) {
 		_, err := r.StartSlog(slog.New(slog.NewTextHandler(&logs, nil)), slog.LevelInfo, "event",
 			func(e ev) []slog.Attr { return []slog.Attr{slog.String("reason", e.Reason), slog.String("msg", e.Msg)} })
 		require.NoError(t, err)
-		_, err = r.StartSink(&testSink{fail: func(string, ev, int) error { return errors.New("down") }}, nil)
+		_, err = r.StartSink(&fanouttest.Sink[ev]{Fail: func(string, ev, int) error { return errors.New("down") }}, nil)
 		require.NoError(t, err)
 		require.NoError(t, r.Record(ev{Reason: "Started", Msg: "hello"}))
 		require.NoError(t, r.Flush(t.Context()))
@@ -599,8 +528,7 @@ func TestRecorderLogging(t *testing.T) {
 // written or counted as dropped, and each Flush sees its values written.
 func TestRecorderConcurrentAccounting(t *testing.T) {
 	r := newRecorder(t, fanout.WithQueueLength(8))
-	var written atomic.Int64
-	sink := &countSink{n: &written}
+	sink := &fanouttest.Sink[ev]{}
 	run, err := r.StartSink(sink, nil)
 	require.NoError(t, err)
 	var wg sync.WaitGroup
@@ -626,13 +554,8 @@ func TestRecorderConcurrentAccounting(t *testing.T) {
 	require.NoError(t, r.Flush(context.Background()))
 	st := run.Stats()
 	assert.Equal(t, uint64(8000), st.Written+st.DroppedFull)
-	assert.Equal(t, int64(st.Written), written.Load())
+	assert.Equal(t, int(st.Written), len(sink.Written()))
 }
-
-type countSink struct{ n *atomic.Int64 }
-
-func (s *countSink) Create(_ context.Context, e ev) (ev, error) { s.n.Add(1); return e, nil }
-func (s *countSink) Update(_ context.Context, e ev) (ev, error) { s.n.Add(1); return e, nil }
 
 // seriesSinkCorrelator is a custom SinkCorrelator: the first value of a message is
 // created, the second updates it, later ones are merged (not written) and
@@ -655,7 +578,7 @@ func TestRecorderCustomSinkCorrelatorMerges(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRecorder(t)
 		c := &seriesSinkCorrelator{seen: map[string]int{}}
-		sink := &testSink{}
+		sink := &fanouttest.Sink[ev]{}
 		run, err := r.StartSink(sink, c)
 		require.NoError(t, err)
 		for range 4 {
@@ -679,7 +602,7 @@ func TestRecorderCustomSinkCorrelatorMerges(t *testing.T) {
 func TestRecorderTypedNilCorrelator(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRecorder(t)
-		sink := &testSink{}
+		sink := &fanouttest.Sink[ev]{}
 		var c *fanout.Correlator[ev]
 		_, err := r.StartSink(sink, c)
 		require.NoError(t, err)
