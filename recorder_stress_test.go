@@ -13,18 +13,22 @@ import (
 	"time"
 
 	"github.com/fanout-go/fanout"
+	"github.com/fanout-go/fanout/fanouttest"
 )
 
 // Record, Flush, Stop, StartSink/StartHandler and several Shutdowns race from
-// many goroutines, with a sink that fails, panics and is spam-filtered. No
-// race or panic; every Record returns nil or ErrStopped; afterwards every
-// runner has exited and every value is accounted for exactly:
+// many goroutines, with a sink that fails, panics, is spam-filtered and
+// holds every write until a feeder goroutine lets it through (so that
+// writes are in flight when Shutdown's context ends). No race or panic;
+// every Record returns nil or ErrStopped; afterwards every runner has exited
+// and every value is accounted for exactly:
 //   - per runner: Written + drops other than Full == Received;
 //   - for runners registered throughout: Received + DroppedFull == Recorded;
+//   - the recorder's counters are the sums over its runners;
 //   - the drop handler saw exactly the recorder's drop counters.
 //
-// Flush errors are not checked here (see
-// TestFlushReturnsWhenItsRunnerExitsConcurrently).
+// Flush errors are not checked here (TestFlushReturnsWhenItsRunnerExitsConcurrently
+// checks that Flush returns).
 func TestRecorderAccountsForEveryValueUnderChurn(t *testing.T) {
 	for round := range 3 {
 		var reasons [16]atomic.Int64
@@ -35,23 +39,19 @@ func TestRecorderAccountsForEveryValueUnderChurn(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sink := funcSink{func(ctx context.Context, _ string, v item) (item, error) {
-			switch v.N % 11 {
-			case 1:
-				return item{}, errors.New("transient")
-			case 2:
-				return item{}, errors.New("fatal")
-			case 3:
-				panic("sink bug")
-			case 4:
-				select {
-				case <-ctx.Done():
-					return item{}, ctx.Err()
-				case <-time.After(20 * time.Microsecond):
+		sink := &fanouttest.Sink[item]{
+			Block: make(chan struct{}),
+			Panic: func(v item) bool { return v.N%11 == 3 },
+			Fail: func(_ string, v item, _ int) error {
+				switch v.N % 11 {
+				case 1:
+					return errors.New("transient")
+				case 2:
+					return errors.New("fatal")
 				}
-			}
-			return v, nil
-		}}
+				return nil
+			},
+		}
 		corr := func() *fanout.Correlator[item] {
 			c, err := fanout.NewCorrelator(fanout.CorrelatorConfig[item]{
 				Dedup: &fanout.DedupStage[item]{Key: func(v item) string { return fmt.Sprint(v.N % 7) }},
@@ -86,11 +86,25 @@ func TestRecorderAccountsForEveryValueUnderChurn(t *testing.T) {
 		})
 		add(stable2, err)
 
-		var recorded atomic.Uint64
 		var wg sync.WaitGroup
 		stopping := make(chan struct{})
+		wg.Go(func() { // lets the sink's writes through, one at a time
+			for {
+				select {
+				case <-stopping:
+					return
+				case sink.Block <- struct{}{}:
+				}
+			}
+		})
+
+		var recorded atomic.Uint64
+		threshold := uint64(1500 + 1000*round)
+		reached := make(chan struct{})     // closed when threshold values are recorded
+		progress := make(chan struct{}, 1) // paces the churn by the recording
+		var rwg sync.WaitGroup
 		for g := range 4 {
-			wg.Go(func() {
+			rwg.Go(func() {
 				for i := range 1_000_000 {
 					if i%8 == 0 {
 						runtime.Gosched() // let the runners keep up a little
@@ -98,7 +112,16 @@ func TestRecorderAccountsForEveryValueUnderChurn(t *testing.T) {
 					err := r.Record(item{N: g*1_000_000 + i})
 					switch {
 					case err == nil:
-						recorded.Add(1)
+						n := recorded.Add(1)
+						if n == threshold {
+							close(reached)
+						}
+						if n%64 == 0 {
+							select {
+							case progress <- struct{}{}:
+							default:
+							}
+						}
 					case errors.Is(err, fanout.ErrStopped):
 						return
 					default:
@@ -108,12 +131,12 @@ func TestRecorderAccountsForEveryValueUnderChurn(t *testing.T) {
 				}
 			})
 		}
-		wg.Go(func() { // churn
+		wg.Go(func() { // churn: start a runner and stop a random one, every 64 values or so
 			for i := 0; ; i++ {
 				select {
 				case <-stopping:
 					return
-				default:
+				case <-progress:
 				}
 				if i%2 == 0 {
 					run, err := r.StartSink(sink, corr())
@@ -131,7 +154,6 @@ func TestRecorderAccountsForEveryValueUnderChurn(t *testing.T) {
 				if victim != nil {
 					victim.Stop()
 				}
-				time.Sleep(100 * time.Microsecond)
 			}
 		})
 		for range 2 {
@@ -150,8 +172,12 @@ func TestRecorderAccountsForEveryValueUnderChurn(t *testing.T) {
 			})
 		}
 		// Shut down while the recorders are still going.
-		for recorded.Load() < uint64(1500+1000*round) {
-			time.Sleep(100 * time.Microsecond)
+		recordersDone := make(chan struct{})
+		go func() { rwg.Wait(); close(recordersDone) }()
+		select {
+		case <-reached:
+		case <-recordersDone:
+			t.Fatalf("round %d: the recorders stopped after %d values", round, recorded.Load())
 		}
 		var shutErr [3]error
 		var sg sync.WaitGroup
@@ -167,6 +193,7 @@ func TestRecorderAccountsForEveryValueUnderChurn(t *testing.T) {
 			})
 		}
 		sg.Wait()
+		<-recordersDone
 		close(stopping)
 		wg.Wait()
 		for k, err := range shutErr {
