@@ -18,12 +18,12 @@ import (
 	"github.com/fanout-go/fanout/fanouttest"
 )
 
+// Flush returns only once every value recorded before it is written.
 func TestFlushWaitsForWrites(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRecorder(t)
+		r := newRecorder[ev](t)
 		sink := &fanouttest.Sink[ev]{Block: make(chan struct{})}
-		_, err := r.StartSink(sink, nil)
-		require.NoError(t, err)
+		startSink(t, r, sink, nil)
 		for i := range 3 {
 			require.NoError(t, r.Record(ev{Msg: fmt.Sprint(i)}))
 		}
@@ -39,17 +39,16 @@ func TestFlushWaitsForWrites(t *testing.T) {
 		}
 		synctest.Wait()
 		assert.True(t, flushed.Load())
-		assert.Equal(t, 3, len(sink.Written()))
+		assert.Len(t, sink.Written(), 3)
 	})
 }
 
 // Values recorded after Flush began are not waited for.
 func TestFlushDoesNotWaitForLaterValues(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRecorder(t)
+		r := newRecorder[ev](t)
 		sink := &fanouttest.Sink[ev]{Block: make(chan struct{})}
-		_, err := r.StartSink(sink, nil)
-		require.NoError(t, err)
+		startSink(t, r, sink, nil)
 		require.NoError(t, r.Record(ev{Msg: "before"}))
 		done := make(chan error)
 		go func() { done <- r.Flush(context.Background()) }()
@@ -57,21 +56,23 @@ func TestFlushDoesNotWaitForLaterValues(t *testing.T) {
 		require.NoError(t, r.Record(ev{Msg: "after"}))
 		sink.Block <- struct{}{}
 		require.NoError(t, <-done)
-		assert.Equal(t, 1, len(sink.Written()))
+		assert.Len(t, sink.Written(), 1)
 		sink.Block <- struct{}{}
 	})
 }
 
+// Flush gives up with the context's error when its context ends first.
 func TestFlushReturnsWhenItsContextEnds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRecorder(t)
+		r := newRecorder[ev](t)
 		sink := &fanouttest.Sink[ev]{Block: make(chan struct{})}
-		_, err := r.StartSink(sink, nil)
-		require.NoError(t, err)
+		startSink(t, r, sink, nil)
 		require.NoError(t, r.Record(ev{Msg: "stuck"}))
 		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 		defer cancel()
+		start := time.Now()
 		assert.ErrorIs(t, r.Flush(ctx), context.DeadlineExceeded)
+		assert.Equal(t, time.Minute, time.Since(start))
 		close(sink.Block)
 	})
 }
@@ -80,10 +81,9 @@ func TestFlushReturnsWhenItsContextEnds(t *testing.T) {
 // a full queue, nor for refused ones.
 func TestFlushDoesNotWaitForDroppedValues(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRecorder(t, fanout.WithQueueLength(1))
+		r := newRecorder[ev](t, fanout.WithQueueLength(1))
 		sink := &fanouttest.Sink[ev]{Block: make(chan struct{})}
-		_, err := r.StartSink(sink, nil)
-		require.NoError(t, err)
+		startSink(t, r, sink, nil)
 		w, err := r.Watch(fanout.WithFullChannelBehavior(fanout.WaitIfChannelFull), fanout.WithQueueLength(1))
 		require.NoError(t, err)
 
@@ -114,23 +114,23 @@ func TestFlushDoesNotWaitForDroppedValues(t *testing.T) {
 }
 
 func TestFlushWithoutRunnersReturnsAtOnce(t *testing.T) {
-	r := newRecorder(t)
+	r := newRecorder[ev](t)
 	require.NoError(t, r.Record(ev{}))
 	assert.NoError(t, r.Flush(context.Background()))
 }
 
 // Flush called from inside a handler waits for its own runner, which cannot
 // finish the value in hand until the handler returns: it returns only when
-// its ctx ends (with context.Background() it never returns). Flush from a
-// handler for another runner's values works. Not documented; see the report.
+// its context ends, as Flush's documentation warns. Another runner's values
+// are flushed meanwhile.
 func TestFlushFromInsideAHandlerWaitsForItsOwnRunner(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRev(t)
+		r := newRecorder[item](t)
 		res := make(chan error, 1)
 		var waited time.Duration
 		var other atomic.Int32
-		_ = must[*fanout.Runner[item]](t)(r.StartHandler(func(item) { other.Add(1) }))
-		_ = must[*fanout.Runner[item]](t)(r.StartHandler(func(v item) {
+		startHandler(t, r, func(item) { other.Add(1) })
+		startHandler(t, r, func(v item) {
 			if v.N != 1 {
 				return
 			}
@@ -140,8 +140,8 @@ func TestFlushFromInsideAHandlerWaitsForItsOwnRunner(t *testing.T) {
 			err := r.Flush(ctx)
 			waited = time.Since(start)
 			res <- err
-		}))
-		_ = r.Record(item{N: 1})
+		})
+		require.NoError(t, r.Record(item{N: 1}))
 		if err := <-res; !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("Flush from a handler = %v, want DeadlineExceeded (it waits for itself)", err)
 		}
@@ -159,21 +159,21 @@ func TestFlushFromInsideAHandlerWaitsForItsOwnRunner(t *testing.T) {
 // other runner goes on and is flushed too.
 func TestFlushReturnsWhenItsRunnerIsStopped(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRev(t, fanout.WithRetry(fanout.RetryPolicy{MaxTries: 3, Sleep: time.Hour}))
-		block := make(chan struct{})
-		var written atomic.Int32
-		run := must[*fanout.Runner[item]](t)(r.StartSink(funcSink{func(_ context.Context, _ string, v item) (item, error) {
-			if v.N == 0 {
-				<-block
-				return item{}, errors.New("failed once")
-			}
-			written.Add(1)
-			return v, nil
-		}}, nil))
+		r := newRecorder[item](t, fanout.WithRetry(fanout.RetryPolicy{MaxTries: 3, Sleep: time.Hour}))
+		sink := &fanouttest.Sink[item]{
+			Block: make(chan struct{}), // holds value 0 until closed
+			Fail: func(_ string, v item, _ int) error {
+				if v.N == 0 {
+					return errors.New("failed once")
+				}
+				return nil
+			},
+		}
+		run := startSink(t, r, sink, nil)
 		var handled atomic.Int32
-		_ = must[*fanout.Runner[item]](t)(r.StartHandler(func(item) { handled.Add(1) }))
+		startHandler(t, r, func(item) { handled.Add(1) })
 		for i := range 3 {
-			_ = r.Record(item{N: i})
+			require.NoError(t, r.Record(item{N: i}))
 		}
 		done := make(chan error, 1)
 		go func() { done <- r.Flush(context.Background()) }()
@@ -186,126 +186,102 @@ func TestFlushReturnsWhenItsRunnerIsStopped(t *testing.T) {
 			t.Fatal("Flush returned while a write was in flight")
 		default:
 		}
-		close(block)
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
+		close(sink.Block)
+		require.NoError(t, <-done)
 		<-run.Done()
 		st := run.Stats()
-		if st.Written != 2 || st.DroppedShutdown != 1 || written.Load() != 2 {
-			t.Errorf("stats %+v: want the failed value dropped at once (no retry after Stop), the 2 queued written", st)
+		if written := len(sink.Written()); st.Written != 2 || st.DroppedShutdown != 1 || written != 2 {
+			t.Errorf("stats %+v, %d written: want the failed value dropped at once (no retry after Stop), the 2 queued written", st, written)
 		}
-		_ = r.Record(item{N: 9})
-		if err := r.Flush(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, r.Record(item{N: 9}))
+		require.NoError(t, r.Flush(context.Background()))
 		if handled.Load() != 4 {
 			t.Errorf("other runner handled %d, want 4", handled.Load())
 		}
 	})
 }
 
-// TestFlushReturnsWhenItsRunnerExitsConcurrently: Flush must return once
-// a runner it waits for has exited ("A runner that has exited counts as
-// done").
-//
-// Before the fix: it can wait forever. Runner.exit (recorder.go:506-512) closes the
-// registered waiters under run.mu, releases run.mu and only then closes
-// run.done. waitHandled (recorder.go:533-547) checks run.done under run.mu
-// and, seeing it still open, registers a waiter. A Flush that took its
-// snapshot while the runner was still listed and reaches waitHandled in that
-// gap registers a waiter nobody will ever close. The target is out of reach
-// whenever values were recorded between Runner.Stop and the runner's exit:
-// Record counts them in run.enqueued (recorder.go:174-176, the runner is
-// still in r.runners) although its stopped watcher never delivers them.
-//
-// The fix: close(run.done) before run.mu.Unlock() in exit (or set an "exited"
-// flag under run.mu that waitHandled checks).
+// Flush returns when a runner it waits for is stopped and exits while
+// hundreds of Flush calls wait for it or are about to move on to it from
+// another runner, with a value recorded after the Stop that the stopped
+// runner never receives. A Flush that missed its wake-up would block for
+// good; in the synctest bubble its 3 s deadline then passes at once and
+// the test fails instead of hanging.
 func TestFlushReturnsWhenItsRunnerExitsConcurrently(t *testing.T) {
-	const iterations = 150
-	for i := range iterations {
-		r, err := fanout.NewRecorder[item]()
-		if err != nil {
-			t.Fatal(err)
-		}
-		// Runner A blocks on value 2, runner B (registered after A, so each
-		// Flush waits for A first) on value 0.
-		enteredA, releaseA := make(chan struct{}), make(chan struct{})
-		enteredB, releaseB := make(chan struct{}), make(chan struct{})
-		_ = must[*fanout.Runner[item]](t)(r.StartHandler(func(v item) {
-			if v.N == 2 {
-				close(enteredA)
-				<-releaseA
-			}
-		}))
-		runB := must[*fanout.Runner[item]](t)(r.StartHandler(func(v item) {
-			if v.N == 0 {
-				close(enteredB)
-				<-releaseB
-			}
-		}))
-		_ = r.Record(item{N: 0})
-		<-enteredB
-		runB.Stop()
-		// Recorded after B's Stop, before it exits: counted in B's enqueued
-		// count, never delivered, so only B's exit ends a Flush waiting for B.
-		_ = r.Record(item{N: 1})
+	for i := range 150 {
+		synctest.Test(t, func(t *testing.T) {
+			r, err := fanout.NewRecorder[item]()
+			require.NoError(t, err)
+			// Runner A blocks on value 2, runner B (registered after A, so each
+			// Flush waits for A first) on value 0.
+			enteredA, releaseA := make(chan struct{}), make(chan struct{})
+			enteredB, releaseB := make(chan struct{}), make(chan struct{})
+			startHandler(t, r, func(v item) {
+				if v.N == 2 {
+					close(enteredA)
+					<-releaseA
+				}
+			})
+			runB := startHandler(t, r, func(v item) {
+				if v.N == 0 {
+					close(enteredB)
+					<-releaseB
+				}
+			})
+			require.NoError(t, r.Record(item{N: 0}))
+			<-enteredB
+			runB.Stop()
+			// Recorded after B's Stop, before it exits: never delivered to B.
+			require.NoError(t, r.Record(item{N: 1}))
 
-		var wg sync.WaitGroup
-		var stuck atomic.Int32
-		flush := func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-			defer cancel()
-			if r.Flush(ctx) != nil {
-				stuck.Add(1)
+			var wg sync.WaitGroup
+			var stuck atomic.Int32
+			flush := func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+				defer cancel()
+				if r.Flush(ctx) != nil {
+					stuck.Add(1)
+				}
 			}
-		}
-		// Waiters on B: B's exit holds B's lock a while to close them.
-		for range 300 {
-			wg.Go(flush)
-		}
-		time.Sleep(3 * time.Millisecond)
-		// Flush calls that snapshot both runners now, wait for A, and move
-		// on to B while B is exiting.
-		_ = r.Record(item{N: 2})
-		<-enteredA
-		for range 200 {
-			wg.Go(flush)
-		}
-		time.Sleep(2 * time.Millisecond)
-		close(releaseB)
-		close(releaseA)
-		<-runB.Done()
-		wg.Wait()
-		_ = r.Shutdown(context.Background())
-		if n := stuck.Load(); n > 0 {
-			t.Errorf("iteration %d: %d Flush calls waited until their 3 s deadline although the runner they waited for had exited", i, n)
+			// Flush calls that wait for B.
+			for range 300 {
+				wg.Go(flush)
+			}
+			synctest.Wait() // all 300 wait for B
+			// Flush calls that snapshot both runners now, wait for A, and
+			// move on to B while B is exiting.
+			require.NoError(t, r.Record(item{N: 2}))
+			<-enteredA
+			for range 200 {
+				wg.Go(flush)
+			}
+			synctest.Wait() // all 200 wait for A
+			close(releaseB)
+			close(releaseA)
+			<-runB.Done()
+			wg.Wait()
+			require.NoError(t, r.Shutdown(context.Background()))
+			if n := stuck.Load(); n > 0 {
+				t.Errorf("round %d: %d Flush calls waited until their 3 s deadline although the runner they waited for had exited", i, n)
+			}
+		})
+		if t.Failed() {
 			return
 		}
 	}
 }
 
-// TestFlushThatGivesUpRetainsNothing: a Flush that returns ctx.Err()
-// has given up and should leave nothing behind.
-//
-// Before the fix: waitHandled appends a flushWaiter (and a channel) to run.waiters
-// (recorder.go:545-553) and does not remove it when ctx ends; it stays until
-// the runner reaches the target or exits, and every markHandled scans it
-// under run.mu. A health check calling Flush with a timeout while a sink is
-// stuck (or a caller polling with an expired ctx) grows the list without
-// bound: here 100,000 calls with a cancelled ctx retain megabytes.
-//
-// The fix: on ctx end, remove the waiter under run.mu (or share one channel per
-// target).
+// A Flush that gives up when its context ends leaves nothing behind: 100,000
+// calls with a cancelled context while a sink is stuck retain no memory.
 func TestFlushThatGivesUpRetainsNothing(t *testing.T) {
-	r := newRev(t)
+	r := newRecorder[item](t)
 	entered, release := make(chan struct{}), make(chan struct{})
-	_ = must[*fanout.Runner[item]](t)(r.StartHandler(func(item) {
+	startHandler(t, r, func(item) {
 		close(entered)
 		<-release
-	}))
+	})
 	defer close(release)
-	_ = r.Record(item{})
+	require.NoError(t, r.Record(item{}))
 	<-entered
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -327,17 +303,16 @@ func TestFlushThatGivesUpRetainsNothing(t *testing.T) {
 }
 
 // Many goroutines record while others flush: every recorded value is
-// written or counted as dropped, and each Flush sees its values written.
+// written or counted as dropped, and each Flush sees its values handled.
 func TestConcurrentFlushesSeeEveryEarlierValueHandled(t *testing.T) {
-	r := newRecorder(t, fanout.WithQueueLength(8))
+	r := newRecorder[ev](t, fanout.WithQueueLength(8))
 	sink := &fanouttest.Sink[ev]{}
-	run, err := r.StartSink(sink, nil)
-	require.NoError(t, err)
+	run := startSink(t, r, sink, nil)
 	var wg sync.WaitGroup
 	for range 4 {
 		wg.Go(func() {
 			for range 2000 {
-				require.NoError(t, r.Record(ev{Msg: "m"}))
+				assert.NoError(t, r.Record(ev{Msg: "m"}))
 			}
 		})
 	}
@@ -345,7 +320,7 @@ func TestConcurrentFlushesSeeEveryEarlierValueHandled(t *testing.T) {
 		wg.Go(func() {
 			for range 50 {
 				before := r.Stats()
-				require.NoError(t, r.Flush(context.Background()))
+				assert.NoError(t, r.Flush(context.Background()))
 				after := run.Stats()
 				assert.GreaterOrEqual(t, after.Written+after.Dropped, before.Recorded-before.Refused,
 					"everything recorded before Flush is written or dropped")

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -19,21 +17,21 @@ import (
 	"github.com/fanout-go/fanout/fanouttest"
 )
 
-// client-go's schedule: after the first failure a random pause in [0, Sleep),
-// then Sleep each time; MaxTries attempts in all.
+// The default policy is client-go's schedule: after the first failure a
+// random pause in [0, Sleep), then Sleep each time; MaxTries attempts in
+// all, then the value is dropped as DropRetries with the last error.
 func TestRetryDefaultPolicyFollowsClientGosSchedule(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var drops []fanout.Drop
 		var mu sync.Mutex
-		r := newRecorder(t, fanout.WithRetry(fanout.DefaultRetryPolicy()), fanout.WithDropHandler(func(d fanout.Drop) {
+		r := newRecorder[ev](t, fanout.WithRetry(fanout.DefaultRetryPolicy()), fanout.WithDropHandler(func(d fanout.Drop) {
 			mu.Lock()
 			drops = append(drops, d)
 			mu.Unlock()
 		}))
 		boom := errors.New("connection refused")
 		sink := &fanouttest.Sink[ev]{Fail: func(string, ev, int) error { return boom }}
-		run, err := r.StartSink(sink, nil)
-		require.NoError(t, err)
+		run := startSink(t, r, sink, nil)
 		start := time.Now()
 		require.NoError(t, r.Record(ev{Msg: "m"}))
 		require.NoError(t, r.Flush(t.Context()))
@@ -59,12 +57,12 @@ func TestRetryDefaultPolicyFollowsClientGosSchedule(t *testing.T) {
 	})
 }
 
+// Jitter lengthens each pause by a random extra of up to Jitter×Sleep.
 func TestRetryJitterAddsUpToJitterTimesSleep(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRecorder(t, fanout.WithRetry(fanout.RetryPolicy{MaxTries: 30, Sleep: 10 * time.Second, Jitter: 0.25}))
+		r := newRecorder[ev](t, fanout.WithRetry(fanout.RetryPolicy{MaxTries: 30, Sleep: 10 * time.Second, Jitter: 0.25}))
 		sink := &fanouttest.Sink[ev]{Fail: func(string, ev, int) error { return errors.New("down") }}
-		_, err := r.StartSink(sink, nil)
-		require.NoError(t, err)
+		startSink(t, r, sink, nil)
 		require.NoError(t, r.Record(ev{Msg: "m"}))
 		require.NoError(t, r.Flush(t.Context()))
 		calls := sink.Calls()
@@ -80,9 +78,11 @@ func TestRetryJitterAddsUpToJitterTimesSleep(t *testing.T) {
 	})
 }
 
+// A value is retried until a write succeeds; the runner makes one write at
+// a time, so the next value waits for it.
 func TestRetryUntilAWriteSucceedsOneValueAtATime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRecorder(t, fastRetry(5))
+		r := newRecorder[ev](t, fastRetry(5))
 		sink := &fanouttest.Sink[ev]{
 			Key: func(e ev) string { return e.Msg },
 			Fail: func(_ string, _ ev, attempt int) error {
@@ -92,8 +92,7 @@ func TestRetryUntilAWriteSucceedsOneValueAtATime(t *testing.T) {
 				return nil
 			},
 		}
-		run, err := r.StartSink(sink, nil)
-		require.NoError(t, err)
+		run := startSink(t, r, sink, nil)
 		require.NoError(t, r.Record(ev{Msg: "a"}))
 		require.NoError(t, r.Record(ev{Msg: "b"}))
 		require.NoError(t, r.Flush(t.Context()))
@@ -110,10 +109,12 @@ func TestRetryUntilAWriteSucceedsOneValueAtATime(t *testing.T) {
 	})
 }
 
+// An error that Retryable rejects drops the value as DropRejected at once,
+// without a retry.
 func TestRetryableRejectingAnErrorDropsTheValueAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		invalid := errors.New("invalid")
-		r := newRecorder(t, fanout.WithRetry(fanout.RetryPolicy{MaxTries: 12, Sleep: time.Second,
+		r := newRecorder[ev](t, fanout.WithRetry(fanout.RetryPolicy{MaxTries: 12, Sleep: time.Second,
 			Retryable: func(err error) bool { return !errors.Is(err, invalid) }}))
 		sink := &fanouttest.Sink[ev]{Fail: func(_ string, e ev, _ int) error {
 			if e.Msg == "bad" {
@@ -121,8 +122,7 @@ func TestRetryableRejectingAnErrorDropsTheValueAtOnce(t *testing.T) {
 			}
 			return nil
 		}}
-		run, err := r.StartSink(sink, nil)
-		require.NoError(t, err)
+		run := startSink(t, r, sink, nil)
 		require.NoError(t, r.Record(ev{Msg: "bad"}))
 		require.NoError(t, r.Record(ev{Msg: "good"}))
 		require.NoError(t, r.Flush(t.Context()))
@@ -133,132 +133,105 @@ func TestRetryableRejectingAnErrorDropsTheValueAtOnce(t *testing.T) {
 	})
 }
 
-// TestRetryablePanicDropsTheValueAsRejected: the pipeline contains panics of
-// the user functions it calls on a runner goroutine (safeCall around sinks,
-// handlers, correlator functions and Observe): "a panicking sink, handler or
-// correlator function drops one value instead of the process".
-// RetryPolicy.Retryable is such a function, called per failed write on the
-// runner goroutine.
-//
-// Expected: the value is dropped as DropRejected (its error cannot be judged
-// retryable) and the runner goes on. Actual: Retryable is called outside
-// safeCall (recorder.go:598), so its panic kills the whole process. The same
-// holds for the WithDropHandler function and the WithLogger handler, which
-// run.drop (recorder.go:556-559) calls on the runner goroutine.
-//
-// The fix: call Retryable (and report's callbacks on runner goroutines) through
-// safeCall.
+// A panic in Retryable, a user function called on the runner's goroutine,
+// drops the value as DropRejected (its error cannot be judged retryable)
+// and the runner goes on, as for a panicking sink or handler.
 func TestRetryablePanicDropsTheValueAsRejected(t *testing.T) {
-	if inChild(t.Name()) {
-		r := newRev(t, fanout.WithRetry(fanout.RetryPolicy{MaxTries: 3, Sleep: time.Millisecond,
-			Retryable: func(err error) bool { panic("Retryable bug: " + err.Error()) }}))
-		run := must[*fanout.Runner[item]](t)(r.StartSink(funcSink{func(context.Context, string, item) (item, error) {
-			return item{}, errors.New("down")
-		}}, nil))
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var drops []fanout.Drop
+		r := newRecorder[item](t,
+			fanout.WithRetry(fanout.RetryPolicy{MaxTries: 3, Sleep: time.Millisecond,
+				Retryable: func(err error) bool { panic("Retryable bug: " + err.Error()) }}),
+			fanout.WithDropHandler(func(d fanout.Drop) {
+				mu.Lock()
+				defer mu.Unlock()
+				drops = append(drops, d)
+			}))
+		sink := &fanouttest.Sink[item]{Fail: func(string, item, int) error { return errors.New("down") }}
+		run := startSink(t, r, sink, nil)
 		for i := range 2 {
-			_ = r.Record(item{N: i})
+			require.NoError(t, r.Record(item{N: i}))
 		}
-		if err := r.Flush(context.Background()); err != nil {
-			t.Fatal(err)
+		require.NoError(t, r.Flush(context.Background()))
+		st := run.Stats()
+		assert.Equal(t, uint64(2), st.DroppedRejected, "both values dropped, the runner alive")
+		assert.Len(t, sink.Calls(), 2, "no retry")
+		mu.Lock()
+		defer mu.Unlock()
+		require.Len(t, drops, 2)
+		for _, d := range drops {
+			assert.Equal(t, fanout.DropRejected, d.Reason)
+			assert.ErrorContains(t, d.Err, "Retryable bug: down")
 		}
-		fmt.Println("CONTAINED", run.Stats().DroppedRejected)
-		return
-	}
-	out, err := runChild(t)
-	if err != nil || !strings.Contains(out, "CONTAINED 2") {
-		t.Errorf("expected both values dropped as DropRejected and the runner alive; the process died: %v\n%s", err, tail(out, 8))
-	}
+	})
 }
 
-// TestRetryPauseSaturatesAtTheLongestDuration: RetryPolicy documents Sleep as the pause
-// between attempts and Jitter as an extra of up to Jitter×Sleep; validate
-// accepts any non-negative, non-NaN Jitter and any non-negative Sleep.
-//
-// Expected: either NewRecorder rejects the policy, or no pause is shorter
-// than Sleep. Actual: pause (recorder.go:66-75) converts an out-of-range
-// float64 to time.Duration (Jitter=+Inf, or Jitter×Sleep > MaxInt64: the
-// result is math.MinInt64 on amd64/arm64) and adds durations without
-// saturation, so the pause turns negative and the runner retries at once, a
-// hot retry loop against a failing server.
-//
-// The fix: reject Jitter=+Inf in validate and compute the pause in float64,
-// clamped to math.MaxInt64.
+// A pause longer than the longest Duration is cut to it, never wrapped
+// around to a negative one (which would retry at once, a hot loop against
+// a failing server); Shutdown still ends it at once. An infinite Jitter is
+// rejected by NewRecorder (see TestNewRecorderRejectsInvalidConfig).
 func TestRetryPauseSaturatesAtTheLongestDuration(t *testing.T) {
-	for name, p := range map[string]fanout.RetryPolicy{
-		"jitter +Inf":          {MaxTries: 3, Sleep: time.Second, Jitter: math.Inf(1)},
-		"huge sleep, jitter 1": {MaxTries: 3, Sleep: math.MaxInt64, Jitter: 1},
-	} {
-		t.Run(name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				r, err := fanout.NewRecorder[item](fanout.WithRetry(p))
-				if err != nil {
-					return // rejected: fine
-				}
-				var tries atomic.Int32
-				_ = must[*fanout.Runner[item]](t)(r.StartSink(funcSink{func(context.Context, string, item) (item, error) {
-					tries.Add(1)
-					return item{}, errors.New("down")
-				}}, nil))
-				if err := r.Record(item{}); err != nil {
-					t.Fatal(err)
-				}
-				synctest.Wait()
-				if n := tries.Load(); n != 1 {
-					t.Errorf("%d attempts at the same instant; want 1 (the next one at least Sleep=%v later)", n, p.Sleep)
-				}
-				_ = r.Shutdown(context.Background())
-			})
-		})
-	}
+	synctest.Test(t, func(t *testing.T) {
+		p := fanout.RetryPolicy{MaxTries: 3, Sleep: math.MaxInt64, Jitter: 1}
+		r, err := fanout.NewRecorder[item](fanout.WithRetry(p))
+		require.NoError(t, err)
+		sink := &fanouttest.Sink[item]{Fail: func(string, item, int) error { return errors.New("down") }}
+		run := startSink(t, r, sink, nil)
+		require.NoError(t, r.Record(item{}))
+		synctest.Wait()
+		if n := len(sink.Calls()); n != 1 {
+			t.Errorf("%d attempts at the same instant; want 1 (the next one at least Sleep=%v later)", n, p.Sleep)
+		}
+		start := time.Now()
+		require.NoError(t, r.Shutdown(context.Background()))
+		assert.Equal(t, start, time.Now(), "Shutdown ends the pause at once")
+		assert.Len(t, sink.Calls(), 1)
+		assert.Equal(t, uint64(1), run.Stats().DroppedShutdown)
+	})
 }
 
-// Retry edge cases: MaxTries 1 makes one attempt; Sleep 0 retries at once;
-// RandomFirst with Jitter keeps the first pause in [0, Sleep×(1+Jitter)) and
-// the later ones in [Sleep, Sleep×(1+Jitter)].
+// The policy's edge cases: MaxTries 1 makes one attempt; Sleep 0 retries at
+// once; RandomFirst with Jitter keeps the first pause in
+// [0, Sleep×(1+Jitter)) and the later ones in [Sleep, Sleep×(1+Jitter)].
 func TestRetryPolicyEdgeCases(t *testing.T) {
 	type result struct {
-		at []time.Duration
+		at []time.Duration // when each attempt was made, from the start
 		st fanout.RunnerStats
 	}
 	run := func(t *testing.T, p fanout.RetryPolicy, values int) result {
 		var res result
 		synctest.Test(t, func(t *testing.T) {
 			r, err := fanout.NewRecorder[item](fanout.WithRetry(p))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var mu sync.Mutex
+			require.NoError(t, err)
 			start := time.Now()
-			run := must[*fanout.Runner[item]](t)(r.StartSink(funcSink{func(_ context.Context, _ string, v item) (item, error) {
-				mu.Lock()
-				defer mu.Unlock()
-				res.at = append(res.at, time.Since(start))
-				return item{}, fmt.Errorf("down %d", v.N)
-			}}, nil))
+			sink := &fanouttest.Sink[item]{Fail: func(_ string, v item, _ int) error { return fmt.Errorf("down %d", v.N) }}
+			run := startSink(t, r, sink, nil)
 			for i := range values {
-				_ = r.Record(item{N: i})
+				require.NoError(t, r.Record(item{N: i}))
 			}
-			if err := r.Flush(context.Background()); err != nil {
-				t.Error(err)
+			assert.NoError(t, r.Flush(context.Background()))
+			for _, c := range sink.Calls() {
+				res.at = append(res.at, c.At.Sub(start))
 			}
 			res.st = run.Stats()
-			_ = r.Shutdown(context.Background())
+			assert.NoError(t, r.Shutdown(context.Background()))
 		})
 		return res
 	}
-	t.Run("MaxTries=1", func(t *testing.T) {
+	t.Run("MaxTries=1 makes one attempt", func(t *testing.T) {
 		res := run(t, fanout.RetryPolicy{MaxTries: 1, Sleep: time.Hour}, 3)
 		if len(res.at) != 3 || res.at[2] != 0 || res.st.DroppedRetries != 3 || res.st.Failures != 3 {
 			t.Errorf("attempts at %v, stats %+v", res.at, res.st)
 		}
 	})
-	t.Run("Sleep=0", func(t *testing.T) {
+	t.Run("Sleep=0 retries at once", func(t *testing.T) {
 		res := run(t, fanout.RetryPolicy{MaxTries: 4, Jitter: 3, RandomFirst: true}, 2)
 		if len(res.at) != 8 || res.at[7] != 0 || res.st.DroppedRetries != 2 {
 			t.Errorf("attempts at %v, stats %+v", res.at, res.st)
 		}
 	})
-	t.Run("RandomFirst+Jitter", func(t *testing.T) {
+	t.Run("RandomFirst with Jitter keeps pauses in bounds", func(t *testing.T) {
 		const sleep, tries = 10 * time.Second, 4
 		res := run(t, fanout.RetryPolicy{MaxTries: tries, Sleep: sleep, Jitter: 0.5, RandomFirst: true}, 40)
 		if len(res.at) != 40*tries {

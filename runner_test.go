@@ -23,7 +23,7 @@ import (
 // returned, and spam is skipped and counted.
 func TestSinkRunnerUpdatesRepeatsAndSkipsSpam(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRecorder(t)
+		r := newRecorder[ev](t)
 		c := newCorrelator(t, fanout.CorrelatorConfig[ev]{Dedup: dedupStage(), Spam: spamStage(3, 1e-9)})
 		sink := &fanouttest.Sink[ev]{Store: func(op string, e ev) ev {
 			if op == "create" {
@@ -31,8 +31,7 @@ func TestSinkRunnerUpdatesRepeatsAndSkipsSpam(t *testing.T) {
 			}
 			return e
 		}}
-		run, err := r.StartSink(sink, c)
-		require.NoError(t, err)
+		run := startSink(t, r, sink, c)
 		for range 5 {
 			require.NoError(t, r.Record(ev{Obj: "pod", Reason: "R", Msg: "m"}))
 		}
@@ -40,6 +39,7 @@ func TestSinkRunnerUpdatesRepeatsAndSkipsSpam(t *testing.T) {
 		calls := sink.Calls()
 		require.Len(t, calls, 3, "burst 3: two skipped")
 		assert.Equal(t, "create", calls[0].Op)
+		assert.Empty(t, calls[0].Value.ID)
 		for i, c := range calls[1:] {
 			assert.Equal(t, "update", c.Op)
 			assert.Equal(t, i+2, c.Value.Count)
@@ -70,13 +70,14 @@ func (c *seriesSinkCorrelator) Correlate(v ev) fanout.Correlation[ev] {
 
 func (c *seriesSinkCorrelator) Observe(v ev) { c.observed = append(c.observed, v) }
 
+// A custom SinkCorrelator may merge values into an earlier record: they are
+// counted as merged and handled, not written and not dropped.
 func TestSinkRunnerCountsMergedValuesAsHandled(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRecorder(t)
+		r := newRecorder[ev](t)
 		c := &seriesSinkCorrelator{seen: map[string]int{}}
 		sink := &fanouttest.Sink[ev]{}
-		run, err := r.StartSink(sink, c)
-		require.NoError(t, err)
+		run := startSink(t, r, sink, c)
 		for range 4 {
 			require.NoError(t, r.Record(ev{Msg: "m"}))
 		}
@@ -95,13 +96,13 @@ func TestSinkRunnerCountsMergedValuesAsHandled(t *testing.T) {
 	})
 }
 
+// A typed nil *Correlator means no correlation, as an untyped nil does.
 func TestSinkRunnerTreatsTypedNilCorrelatorAsNone(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRecorder(t)
+		r := newRecorder[ev](t)
 		sink := &fanouttest.Sink[ev]{}
 		var c *fanout.Correlator[ev]
-		_, err := r.StartSink(sink, c)
-		require.NoError(t, err)
+		startSink(t, r, sink, c)
 		require.NoError(t, r.Record(ev{Msg: "m"}))
 		require.NoError(t, r.Record(ev{Msg: "m"}))
 		require.NoError(t, r.Flush(t.Context()))
@@ -111,25 +112,26 @@ func TestSinkRunnerTreatsTypedNilCorrelatorAsNone(t *testing.T) {
 	})
 }
 
+// A panic in a sink or a handler drops that one value as DropRejected,
+// without a retry, and the runner goes on.
 func TestRunnerPanicInSinkOrHandlerDropsOneValue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRecorder(t, fastRetry(3))
+		r := newRecorder[ev](t, fastRetry(3))
 		sink := &fanouttest.Sink[ev]{Panic: func(e ev) bool { return e.Msg == "panic" }}
-		run, err := r.StartSink(sink, nil)
-		require.NoError(t, err)
+		run := startSink(t, r, sink, nil)
 		var handled []string
-		hrun, err := r.StartHandler(func(e ev) {
+		hrun := startHandler(t, r, func(e ev) {
 			if e.Msg == "panic" {
 				panic("handler bug")
 			}
 			handled = append(handled, e.Msg)
 		})
-		require.NoError(t, err)
 		for _, m := range []string{"a", "panic", "b"} {
 			require.NoError(t, r.Record(ev{Msg: m}))
 		}
 		require.NoError(t, r.Flush(t.Context()))
-		assert.Equal(t, 2, len(sink.Written()))
+		assert.Len(t, sink.Written(), 2)
+		assert.Equal(t, uint64(1), run.Stats().Failures, "the panicking write is not retried")
 		assert.Equal(t, uint64(1), run.Stats().DroppedRejected)
 		assert.Equal(t, []string{"a", "b"}, handled)
 		assert.Equal(t, uint64(1), hrun.Stats().DroppedRejected)
@@ -137,7 +139,7 @@ func TestRunnerPanicInSinkOrHandlerDropsOneValue(t *testing.T) {
 	})
 }
 
-// Panics in correlator functions drop the value as DropRejected and the
+// A panic in a correlator function drops the value as DropRejected and the
 // runner goes on; a panic in Observe (after the write) loses nothing.
 func TestRunnerPanicInCorrelatorDropsOneValue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -157,27 +159,23 @@ func TestRunnerPanicInCorrelatorDropsOneValue(t *testing.T) {
 				},
 			},
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		var rejected atomic.Int32
-		r := newRev(t, fanout.WithDropHandler(func(d fanout.Drop) {
+		r := newRecorder[item](t, fanout.WithDropHandler(func(d fanout.Drop) {
 			if d.Reason == fanout.DropRejected && d.Err != nil && strings.Contains(d.Err.Error(), "key bug") {
 				rejected.Add(1)
 			}
 		}))
-		run := must[*fanout.Runner[item]](t)(r.StartSink(funcSink{func(_ context.Context, _ string, v item) (item, error) {
+		run := startSink(t, r, &fanouttest.Sink[item]{Store: func(_ string, v item) item {
 			if v.Key == "observe" {
 				v.ID = "stored-bad"
 			}
-			return v, nil
-		}}, c))
+			return v
+		}}, c)
 		for _, k := range []string{"a", "bad key", "observe", "b"} {
-			_ = r.Record(item{Key: k})
+			require.NoError(t, r.Record(item{Key: k}))
 		}
-		if err := r.Flush(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, r.Flush(context.Background()))
 		st := run.Stats()
 		if st.Written != 3 || st.DroppedRejected != 1 || rejected.Load() != 1 {
 			t.Errorf("stats %+v, rejected reports %d", st, rejected.Load())
@@ -190,17 +188,15 @@ func TestRunnerPanicInCorrelatorDropsOneValue(t *testing.T) {
 func TestFullQueueDropsForThatRunnerOnly(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var full atomic.Int64
-		r := newRecorder(t, fanout.WithQueueLength(4), fanout.WithDropHandler(func(d fanout.Drop) {
+		r := newRecorder[ev](t, fanout.WithQueueLength(4), fanout.WithDropHandler(func(d fanout.Drop) {
 			if d.Reason == fanout.DropFull {
 				full.Add(1)
 			}
 		}))
 		slow := &fanouttest.Sink[ev]{Block: make(chan struct{})}
-		srun, err := r.StartSink(slow, nil)
-		require.NoError(t, err)
+		srun := startSink(t, r, slow, nil)
 		var got []string
-		_, err = r.StartHandler(func(e ev) { got = append(got, e.Msg) })
-		require.NoError(t, err)
+		startHandler(t, r, func(e ev) { got = append(got, e.Msg) })
 
 		for i := range 20 {
 			require.NoError(t, r.Record(ev{Msg: fmt.Sprint(i)}), "Record never blocks")
@@ -215,8 +211,8 @@ func TestFullQueueDropsForThatRunnerOnly(t *testing.T) {
 		close(slow.Block)
 		require.NoError(t, r.Flush(t.Context()))
 		var written []string
-		for _, c := range slow.Calls() {
-			written = append(written, c.Value.Msg)
+		for _, v := range slow.Written() {
+			written = append(written, v.Msg)
 		}
 		assert.Equal(t, []string{"0", "1", "2", "3", "4"}, written)
 		total := r.Stats()
@@ -232,39 +228,30 @@ func TestFullQueueDropsForThatRunnerOnly(t *testing.T) {
 func TestRunnerWithQueueZeroMissesValuesWhileBusy(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var full atomic.Int32
-		r := newRev(t, fanout.WithQueueLength(0), fanout.WithDropHandler(func(d fanout.Drop) {
+		r := newRecorder[item](t, fanout.WithQueueLength(0), fanout.WithDropHandler(func(d fanout.Drop) {
 			if d.Reason == fanout.DropFull {
 				full.Add(1)
 			}
 		}))
 		block := make(chan struct{})
 		var got []int
-		h := must[*fanout.Runner[item]](t)(r.StartHandler(func(v item) {
+		h := startHandler(t, r, func(v item) {
 			if v.N < 0 {
 				<-block
 			}
 			got = append(got, v.N)
-		}))
-		var created atomic.Int32
-		s := must[*fanout.Runner[item]](t)(r.StartSink(funcSink{func(_ context.Context, _ string, v item) (item, error) {
-			created.Add(1)
-			return v, nil
-		}}, nil))
+		})
+		sink := &fanouttest.Sink[item]{}
+		s := startSink(t, r, sink, nil)
 		synctest.Wait() // both runners wait in their receive
 		for i := range 5 {
-			if err := r.Record(item{N: i}); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, r.Record(item{N: i}))
 			synctest.Wait()
 		}
-		if err := r.Record(item{N: -1}); err != nil { // the handler blocks on it
-			t.Fatal(err)
-		}
+		require.NoError(t, r.Record(item{N: -1})) // the handler blocks on it
 		synctest.Wait()
 		for i := range 3 {
-			if err := r.Record(item{N: 10 + i}); err != nil { // the handler is busy: missed
-				t.Fatal(err)
-			}
+			require.NoError(t, r.Record(item{N: 10 + i})) // the handler is busy: missed
 			synctest.Wait()
 		}
 		if st := h.Stats(); st.Queued != 0 || st.DroppedFull != 3 || st.Received != 6 {
@@ -279,13 +266,11 @@ func TestRunnerWithQueueZeroMissesValuesWhileBusy(t *testing.T) {
 		default:
 		}
 		close(block)
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, <-done)
 		if want := []int{0, 1, 2, 3, 4, -1}; fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("handler got %v, want %v", got, want)
 		}
-		if c := created.Load(); c != 9 {
+		if c := len(sink.Written()); c != 9 {
 			t.Errorf("sink created %d values, want 9 (it kept up)", c)
 		}
 		st := r.Stats()
@@ -301,20 +286,22 @@ func TestRunnerWithQueueZeroMissesValuesWhileBusy(t *testing.T) {
 	})
 }
 
+// Stop is idempotent, ends the stopped runner's retry pause at once (the
+// value is dropped as DropShutdown) and leaves the other runners running.
 func TestRunnerStopEndsRetriesAndLeavesOtherRunners(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRecorder(t, fanout.WithRetry(fanout.DefaultRetryPolicy()))
+		r := newRecorder[ev](t, fanout.WithRetry(fanout.DefaultRetryPolicy()))
 		sink := &fanouttest.Sink[ev]{Fail: func(string, ev, int) error { return errors.New("down") }}
-		run, err := r.StartSink(sink, nil)
-		require.NoError(t, err)
+		run := startSink(t, r, sink, nil)
 		var handled atomic.Int64
-		other, err := r.StartHandler(func(ev) { handled.Add(1) })
-		require.NoError(t, err)
+		other := startHandler(t, r, func(ev) { handled.Add(1) })
 		require.NoError(t, r.Record(ev{Msg: "a"}))
 		synctest.Wait()
+		start := time.Now()
 		run.Stop()
 		run.Stop()
 		<-run.Done()
+		assert.Equal(t, start, time.Now(), "Stop cuts the retry pause short")
 		assert.Len(t, sink.Calls(), 1)
 		assert.Equal(t, uint64(1), run.Stats().DroppedShutdown)
 
@@ -327,33 +314,30 @@ func TestRunnerStopEndsRetriesAndLeavesOtherRunners(t *testing.T) {
 	})
 }
 
-// Only one goroutine per runner, however many values are queued or retrying.
+// Each runner is one goroutine, however many values are queued or
+// retrying, and none is left after Shutdown.
 func TestGoroutinesAreBoundedByRunners(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r, err := fanout.NewRecorder[item](fanout.WithRetry(fanout.DefaultRetryPolicy()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		failing := funcSink{func(context.Context, string, item) (item, error) { return item{}, errors.New("down") }}
-		_ = must[*fanout.Runner[item]](t)(r.StartSink(failing, nil))
-		_ = must[*fanout.Runner[item]](t)(r.StartSlog(slog.New(slog.DiscardHandler), slog.LevelInfo, "v", nil))
-		_ = must[*fanout.Runner[item]](t)(r.StartHandler(func(item) {}))
+		require.NoError(t, err)
+		startSink(t, r, &fanouttest.Sink[item]{Fail: func(string, item, int) error { return errors.New("down") }}, nil)
+		_, err = r.StartSlog(slog.New(slog.DiscardHandler), slog.LevelInfo, "v", nil)
+		require.NoError(t, err)
+		startHandler(t, r, func(item) {})
 		for i := range 2000 {
-			_ = r.Record(item{N: i})
+			require.NoError(t, r.Record(item{N: i}))
 		}
 		for range 3 {
 			synctest.Wait()
 			if n := fanoutGoroutines(); n != 3 {
-				t.Errorf("%d pipeline goroutines for 3 runners", n)
+				t.Errorf("%d goroutines of package fanout for 3 runners", n)
 			}
-			time.Sleep(7 * time.Second)
+			time.Sleep(7 * time.Second) // fake time: the sink runner retries
 		}
-		if err := r.Shutdown(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, r.Shutdown(context.Background()))
 		synctest.Wait() // a runner closes Done just before its goroutine returns
 		if n := fanoutGoroutines(); n != 0 {
-			t.Errorf("%d pipeline goroutines left after Shutdown", n)
+			t.Errorf("%d goroutines of package fanout left after Shutdown", n)
 		}
 	})
 }
