@@ -645,7 +645,8 @@ func TestBadInput(t *testing.T) {
 	assert.NoError(t, err)
 	//lint:ignore SA1012 a nil context is documented to mean no deadline
 	require.NoError(t, b.ActionContext(nil, 7)) //nolint:staticcheck
-	v, err := w.Next(nil)                       //nolint:staticcheck
+	//lint:ignore SA1012 a nil context is documented to mean no deadline
+	v, err := w.Next(nil) //nolint:staticcheck
 	require.NoError(t, err)
 	assert.Equal(t, 7, v)
 }
