@@ -48,7 +48,7 @@ func TestRunWritesReportJSONAndSVG(t *testing.T) {
 		}
 		kinds[c.Kind]++
 	}
-	if kinds["throughput"] != 15 || kinds["stall"] != 14 || kinds["latency"] == 0 || kinds["idle_memory"] == 0 || kinds["idle_cpu"] == 0 ||
+	if kinds["throughput"] != 18 || kinds["stall"] != 14 || kinds["latency"] == 0 || kinds["idle_memory"] == 0 || kinds["idle_cpu"] == 0 ||
 		kinds["record"] != 2 {
 		t.Errorf("JSON cases per kind: %v", kinds)
 	}

@@ -42,6 +42,8 @@ func idleSystem(s System, n int, keep []any) (func(), error) {
 			keep[i] = w
 		}
 		return b.Shutdown, nil
+	case SystemTeivah, SystemKelindar:
+		return idlePeer(s, n, keep), nil
 	default:
 		chans := make([]chan *Event, n)
 		for i := range chans {

@@ -12,7 +12,8 @@ import (
 // Config says what to measure and for how long. [DefaultConfig] is what
 // `make bench` runs; [QuickConfig] is a smoke run of a few seconds.
 type Config struct {
-	// Watchers lists the watcher counts N of the throughput cases.
+	// Watchers lists the watcher counts N of the throughput cases. From
+	// [LargeWatchers] on, a group measures [LargeSystems] only.
 	Watchers []int
 	// Producers lists the numbers of concurrent producers of the
 	// throughput cases.
@@ -191,6 +192,9 @@ type Case struct {
 	Reps int `json:"reps"`
 	// Published is the number of values published per repetition.
 	Published int64 `json:"published"`
+	// Batch is the number of values per publish call: 1 for single-value
+	// publishing, 16 for fanout's ActionBatch system.
+	Batch int `json:"batch"`
 
 	// DeliveredPerSec is values received by all watchers per second, from
 	// the first publish until every consumer has received its last value.
@@ -251,7 +255,7 @@ type Case struct {
 }
 
 func newCase(kind string, s System) Case {
-	return Case{Kind: kind, Label: s.Label(), System: s.Name, Strategy: s.Strategy, API: s.API, Queue: s.Queue}
+	return Case{Kind: kind, Label: s.Label(), System: s.Name, Strategy: s.Strategy, API: s.API, Queue: s.Queue, Batch: s.batch()}
 }
 
 // Results is everything one run measured.
@@ -310,9 +314,9 @@ func Run(cfg Config, progress io.Writer) (*Results, error) {
 			continue
 		}
 		if ph.kind == KindThroughput {
-			systems := ThroughputSystems()
 			for _, p := range cfg.Producers {
 				for _, n := range cfg.Watchers {
+					systems := ThroughputSystemsFor(n)
 					say("throughput: %s, %s, %d systems", plural(n, "watcher"), plural(p, "producer"), len(systems))
 					cases, err := throughputGroup(cfg, res, systems, n, p)
 					if err != nil {

@@ -71,7 +71,8 @@ func TestRunTiny(t *testing.T) {
 	for _, c := range res.Cases {
 		switch c.Kind {
 		case KindThroughput:
-			if c.Reps != 2 || c.Published != 200 || c.RatioVsK8s == nil || *c.DeliveredPerSec < 0 || *c.NsPerPublish <= 0 {
+			if c.Reps != 2 || c.Published != 200 || c.RatioVsK8s == nil || *c.DeliveredPerSec < 0 || *c.NsPerPublish <= 0 ||
+				c.Batch != max(1, strings.Count(c.Label, " b16")*16) {
 				t.Errorf("%s N=%d P=%d: %+v", c.Label, c.Watchers, c.Producers, c)
 			}
 			if c.Label == Reference.Label() && *c.RatioVsK8s != 1 {
@@ -141,7 +142,7 @@ func TestWriteJSON(t *testing.T) {
 	if err := WriteJSON(&buf, res); err != nil {
 		t.Fatal(err)
 	}
-	required := []string{"kind", "system", "strategy", "api", "watchers", "queue", "producers", "delivered_per_sec",
+	required := []string{"kind", "system", "strategy", "api", "watchers", "queue", "producers", "batch", "delivered_per_sec",
 		"ns_per_publish", "allocs_per_event", "drop_pct", "idle_bytes_per_watcher", "p50_latency_ns", "p99_latency_ns", "p999_latency_ns"}
 	measures := map[string][]string{
 		KindThroughput: {"delivered_per_sec", "ns_per_publish", "allocs_per_event", "drop_pct", "ratio_vs_k8s_wait_q100"},
@@ -170,9 +171,12 @@ func TestWriteJSON(t *testing.T) {
 				t.Errorf("line %d (%s): %s = %v", lines, kind, f, m[f])
 			}
 		}
-		if sys := m["system"]; sys != "fanout" && sys != "k8s" && sys != "chan" && !(kind == KindIdleCPU && sys == "none") &&
-			!(kind == KindRecord && sys == SystemClientGo) {
+		if sys := m["system"]; sys != "fanout" && sys != "k8s" && sys != "chan" && sys != "teivah" && sys != "kelindar" &&
+			!(kind == KindIdleCPU && sys == "none") && !(kind == KindRecord && sys == SystemClientGo) {
 			t.Errorf("line %d: system %v", lines, sys)
+		}
+		if b, _ := m["batch"].(float64); kind != KindIdleCPU && b != 1 && !(kind == KindThroughput && b == DefaultBatch) {
+			t.Errorf("line %d: batch %v", lines, m["batch"])
 		}
 		if n, _ := m["watchers"].(float64); kind != KindIdleCPU && n < 1 {
 			t.Errorf("line %d: watchers %v", lines, m["watchers"])
@@ -195,7 +199,7 @@ func TestWriteReport(t *testing.T) {
 		"vs k8s wait q100", "1.00×", "== stalled watcher", "== publish→receive latency", "== idle memory",
 		"== idle CPU", FloorLabel, "== targets ==", res.Machine.String(), "fanout wait-timeout chan",
 		"== k8s record: 600 events about 200 pods", "200 Create + 400 Patch", "fanout k8s/record", "client-go tools/record",
-		"k8s record vs client-go record",
+		"k8s record vs client-go record", "fanout wait pull b16", "teivah q100", "kelindar q50000",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q", want)

@@ -48,7 +48,7 @@ func findCase(cases []Case, kind string, s System, n, producers, stalled int) *C
 	for i := range cases {
 		c := &cases[i]
 		if c.Kind == kind && c.System == s.Name && c.Strategy == s.Strategy && c.API == s.API &&
-			c.Queue == s.Queue && c.Watchers == n && c.Producers == producers && c.StalledWatchers == stalled {
+			c.Queue == s.Queue && c.Batch == s.batch() && c.Watchers == n && c.Producers == producers && c.StalledWatchers == stalled {
 			return c
 		}
 	}
@@ -60,7 +60,7 @@ func findCase(cases []Case, kind string, s System, n, producers, stalled int) *C
 func findOne(cases []Case, kind string, s System) *Case {
 	for i := range cases {
 		c := &cases[i]
-		if c.Kind == kind && c.System == s.Name && c.Strategy == s.Strategy && c.API == s.API && c.Queue == s.Queue {
+		if c.Kind == kind && c.System == s.Name && c.Strategy == s.Strategy && c.API == s.API && c.Queue == s.Queue && c.Batch == s.batch() {
 			return c
 		}
 	}
