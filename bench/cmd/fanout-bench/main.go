@@ -10,6 +10,7 @@
 //
 //	fanout-bench [-watchers 1,10,100,1000] [-producers 1,4] [-reps 7]
 //	             [-duration 60ms] [-record-events 20000] [-json FILE] [-svg FILE]
+//	             [-latency-producers 1,4] [-idle-pull-watchers 100000]
 //	             [-quick] [-only throughput,stall,latency,idle_memory,idle_cpu,record]
 //
 // Run it with -h for the other flags.
@@ -91,6 +92,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		quick      = fs.Bool("quick", false, "a smoke run of a few seconds: N=10,100, 1 producer, 3 short reps (other flags given override it)")
 		watchers   = intList(def.Watchers)
 		producers  = intList(def.Producers)
+		latProd    = intList(def.LatencyProducers)
+		idlePull   = fs.Int("idle-pull-watchers", def.IdlePullWatchers, "idle watchers of the memory measurement of fanout wait pull")
 		reps       = fs.Int("reps", def.Reps, "measured repetitions per case (medians are reported)")
 		duration   = fs.Duration("duration", def.Target, "target time of one throughput measurement (sets the events per measurement)")
 		events     = fs.Int("events", 0, "fixed events per throughput measurement instead of -duration")
@@ -109,6 +112,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	)
 	fs.Var(&watchers, "watchers", "comma-separated watcher counts `LIST`")
 	fs.Var(&producers, "producers", "comma-separated producer counts `LIST`")
+	fs.Var(&latProd, "latency-producers", "comma-separated producer counts `LIST` of the latency measurement")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -139,6 +143,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 	apply("idle-watchers", func() { cfg.IdleWatchers = *idleWatch })
 	apply("idle", func() { cfg.IdleCPUDuration = *idleCPU })
 	apply("record-events", func() { cfg.RecordEvents = *recEvents })
+	apply("latency-producers", func() { cfg.LatencyProducers = latProd })
+	apply("idle-pull-watchers", func() { cfg.IdlePullWatchers = *idlePull })
 	apply("only", func() { cfg.Only = strings.Split(*only, ",") })
 
 	var progress io.Writer = stderr

@@ -19,7 +19,8 @@ func tinyConfig() Config {
 		Watchers: []int{1, 3}, Producers: []int{1, 2}, Reps: 2, Events: 200,
 		StallWatchers:   3,
 		LatencyWatchers: 2, LatencyRate: 2000, LatencyDuration: 20 * time.Millisecond, LatencyReps: 2,
-		IdleWatchers: 50, IdleMemReps: 1,
+		LatencyProducers: []int{1, 2},
+		IdleWatchers:     50, IdlePullWatchers: 80, IdleMemReps: 1,
 		IdleCPUWatchers: 2, IdleCPUDuration: 5 * time.Millisecond,
 		RecordEvents: 600,
 	}
@@ -58,7 +59,7 @@ func TestRunTiny(t *testing.T) {
 	want := map[string]int{
 		KindThroughput: len(ThroughputSystems()) * 2 * 2,
 		KindStall:      2 * len(StallSystems()),
-		KindLatency:    len(LatencySystems()),
+		KindLatency:    len(LatencySystems(1)) + len(LatencySystems(2)),
 		KindIdleMemory: len(IdleMemorySystems()),
 		KindIdleCPU:    len(IdleCPUSystems()) + 1,
 		KindRecord:     len(RecordSystems()),
@@ -90,9 +91,14 @@ func TestRunTiny(t *testing.T) {
 				t.Errorf("%s: latency %d/%d/%d over %d samples", c.Label, *c.P50LatencyNs, *c.P99LatencyNs, *c.P999LatencyNs, *c.LatencySamples)
 			}
 		case KindIdleMemory:
-			if *c.IdleBytesPerWatcher <= 0 {
-				t.Errorf("%s: %v bytes per idle watcher", c.Label, *c.IdleBytesPerWatcher)
+			want := 50
+			if c.Label == "fanout wait pull" {
+				want = 80
 			}
+			if *c.IdleBytesPerWatcher <= 0 || c.Watchers != want {
+				t.Errorf("%s: %v bytes per idle watcher, %d watchers (want %d)", c.Label, *c.IdleBytesPerWatcher, c.Watchers, want)
+			}
+
 		case KindIdleCPU:
 			if v := *c.IdleCPUMsPerSec; v < 0 || math.IsNaN(v) {
 				t.Errorf("%s: idle CPU %v", c.Label, v)
@@ -113,7 +119,11 @@ func TestRunTiny(t *testing.T) {
 		t.Fatalf("%d targets", len(res.Targets))
 	}
 	for _, tg := range res.Targets {
-		na := strings.Contains(tg.Name, "N=10:") || strings.Contains(tg.Name, "N=100") // not measured: N is 1 and 3
+		// Not measured: N is 1 and 3, producers 1 and 2, 80 idle pull
+		// watchers, record producers 1 and 2.
+		na := strings.Contains(tg.Name, "N=10:") || strings.Contains(tg.Name, "N=10 ") || strings.Contains(tg.Name, "N=100") ||
+			strings.Contains(tg.Name, "4 producers") || strings.Contains(tg.Name, "8 producers") ||
+			strings.Contains(tg.Name, "N=1000") || strings.Contains(tg.Name, "100000 watchers")
 		if na != (tg.Status == NA) {
 			t.Errorf("target %q: status %s", tg.Name, tg.Status)
 		}
@@ -125,9 +135,11 @@ func TestRunRejectsBadConfig(t *testing.T) {
 	cfg.Watchers = []int{0}
 	cfg.Reps = 0
 	cfg.RecordEvents = 0
+	cfg.LatencyProducers = nil
 	cfg.Only = []string{KindRecord, "bogus"}
 	_, err := Run(cfg, nil)
-	for _, want := range []string{"watcher count 0", "reps 0", "record events 0", `unknown kind "bogus"`} {
+	for _, want := range []string{"watcher count 0", "reps 0", "record events 0", `unknown kind "bogus"`,
+		"no latency producer counts"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Run with N=0, no reps, no record events and kind bogus: %v; want %q", err, want)
 		}
@@ -200,6 +212,7 @@ func TestWriteReport(t *testing.T) {
 		"== idle CPU", FloorLabel, "== targets ==", res.Machine.String(), "fanout wait-timeout chan",
 		"== k8s record: 600 events about 200 pods", "200 Create + 400 Patch", "fanout k8s/record", "client-go tools/record",
 		"k8s record vs client-go record", "fanout wait pull b16", "teivah q100", "kelindar q50000",
+		"== publish→receive latency: 2 watchers, 2 producers",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q", want)

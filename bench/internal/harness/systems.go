@@ -204,9 +204,14 @@ func StallSystems() []System {
 	return append(out, K8s(StrategyDrop, DefaultQueue))
 }
 
-// LatencySystems returns the systems of the latency comparison: fanout and
-// k8s wait and drop, the peers and raw channels.
-func LatencySystems() []System {
+// LatencySystems returns the systems of the latency comparison with the
+// given number of producers: with one, fanout and k8s wait and drop, the
+// peers and raw channels; with more, the lossless systems the targets
+// compare (fanout wait pull and chan, k8s wait q100) and raw channels.
+func LatencySystems(producers int) []System {
+	if producers > 1 {
+		return []System{Fanout(StrategyWait, APIPull), Fanout(StrategyWait, APIChan), Reference, Baseline}
+	}
 	out := []System{Fanout(StrategyWait, APIPull), Fanout(StrategyWait, APIChan),
 		Fanout(StrategyDrop, APIPull), Fanout(StrategyDrop, APIChan),
 		K8s(StrategyWait, 100), K8s(StrategyDrop, 100)}

@@ -135,18 +135,23 @@ func TestCalibrate(t *testing.T) {
 	}
 }
 
+// Every latency system, with one producer and with several sharing the
+// rate: one sample per value and watcher for the lossless ones, none
+// negative.
 func TestMeasureLatency(t *testing.T) {
-	for _, s := range LatencySystems() {
-		samples, err := measureLatency(s, 3, 2000, 20*time.Millisecond)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if s.Lossless() && len(samples) != 40*3 {
-			t.Errorf("%s: %d samples, want 120", s.Label(), len(samples))
-		}
-		for _, v := range samples {
-			if v < 0 {
-				t.Fatalf("%s: negative latency %d", s.Label(), v)
+	for _, producers := range []int{1, 4} {
+		for _, s := range LatencySystems(producers) {
+			samples, err := measureLatency(s, 3, producers, 2000, 20*time.Millisecond)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Lossless() && len(samples) != 40*3 {
+				t.Errorf("%s P=%d: %d samples, want 120", s.Label(), producers, len(samples))
+			}
+			for _, v := range samples {
+				if v < 0 {
+					t.Fatalf("%s P=%d: negative latency %d", s.Label(), producers, v)
+				}
 			}
 		}
 	}
