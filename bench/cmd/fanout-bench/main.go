@@ -11,7 +11,7 @@
 //	fanout-bench [-watchers 1,10,100,1000] [-producers 1,4] [-reps 7]
 //	             [-duration 60ms] [-record-events 20000] [-json FILE] [-svg FILE]
 //	             [-latency-producers 1,4] [-idle-pull-watchers 100000]
-//	             [-quick] [-only throughput,stall,latency,idle_memory,idle_cpu,record]
+//	             [-quick] [-only throughput,stall,latency,idle_memory,idle_cpu,replay,record]
 //
 // Run it with -h for the other flags.
 //

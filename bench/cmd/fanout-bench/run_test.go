@@ -28,7 +28,7 @@ func TestRunWritesReportJSONAndSVG(t *testing.T) {
 	}
 	for _, want := range []string{"== throughput: 2 watchers, 1 producer ==", "== targets ==", "machine: ",
 		"== k8s record: 300 events about 200 pods", "200 Create + 100 Patch", "k8s record vs client-go record",
-		"== publish→receive latency: 2 watchers, 2 producers", "teivah q100", "kelindar q50000",
+		"== publish→receive latency: 2 watchers, 2 producers", "== replay:", "teivah q100", "kelindar q50000",
 		"fanout wait pull b16"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, stdout.String())
@@ -61,7 +61,7 @@ func TestRunWritesReportJSONAndSVG(t *testing.T) {
 		}
 	}
 	if kinds["throughput"] != 18 || kinds["stall"] != 14 || kinds["latency"] != 9+4 || kinds["idle_memory"] != 7 || kinds["idle_cpu"] != 7 ||
-		kinds["record"] != 2 {
+		kinds["replay"] != 3 || kinds["record"] != 2 {
 		t.Errorf("JSON cases per kind: %v", kinds)
 	}
 

@@ -61,12 +61,13 @@ func plural(n int, word string) string {
 
 // WriteReport writes the human-readable report of res: throughput tables
 // grouped by producers and N with ratios against k8s wait q100, then the
-// stalled-watcher, latency, idle-memory, idle-CPU and k8s record tables, any warnings and the targets with PASS/FAIL.
+// stalled-watcher, latency, idle-memory, idle-CPU, replay and k8s record
+// tables, any warnings and the targets with PASS/FAIL.
 func WriteReport(w io.Writer, res *Results) error {
 	var b strings.Builder
 	for _, section := range []func(*strings.Builder, *Results) error{
 		reportHeader, reportThroughput, reportStall, reportLatency, reportIdleMemory, reportIdleCPU,
-		reportRecord, reportWarnings, reportTargets,
+		reportReplay, reportRecord, reportWarnings, reportTargets,
 	} {
 		if err := section(&b, res); err != nil {
 			return err
@@ -184,6 +185,25 @@ func reportIdleCPU(b *strings.Builder, res *Results) error {
 	fmt.Fprintf(tw, "%s\tCPU ms/s\t\n", head)
 	for i, c := range cs {
 		fmt.Fprintf(tw, "%s\t%s\t\n", labels[i], num(c.IdleCPUMsPerSec, f("%.3f")))
+	}
+	return tw.Flush()
+}
+
+func reportReplay(b *strings.Builder, res *Results) error {
+	cs := casesOf(res.Cases, KindReplay)
+	if len(cs) == 0 {
+		return nil
+	}
+	fmt.Fprintf(b, "\n== replay: a late joiner starts with the last %d values of a history of %d (%d published): register + read them all ==\n",
+		cs[0].Replay, cs[0].History, 2*cs[0].History)
+	b.WriteString("   fanout WithReplay: WithHistory on the broadcaster; WatchWithPrefix: the application keeps the history in a ring under its own lock\n")
+	b.WriteString("   (publish + remember, copy + register); fanout read with Recv, k8s from ResultChan; Stop not timed; vs k8s = median of per-repetition ratios\n")
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	head, labels := padLabels(cs)
+	fmt.Fprintf(tw, "%s\tvalues/s\tvs k8s\tns/value\tallocs/value\tspread\tvalues/rep\t\n", head)
+	for i, c := range cs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n", labels[i], num(c.DeliveredPerSec, FormatRate), FormatRatio(c.RatioVsK8s),
+			num(c.NsPerReplayedValue, f("%.1f")), num(c.AllocsPerEvent, f("%.4f")), num(c.SpreadPct, f("%.0f%%")), c.Published)
 	}
 	return tw.Flush()
 }

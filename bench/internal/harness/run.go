@@ -65,6 +65,11 @@ type Config struct {
 	// that they make the same sink calls.
 	RecordEvents int
 
+	// ReplayHistory is H of the replay comparison: the broadcaster's (or
+	// the application's) history, and the values each late joiner starts
+	// with.
+	ReplayHistory int
+
 	// Only, if not empty, limits the run to these kinds of case (the Kind*
 	// constants); targets that need the others are then N/A.
 	Only []string
@@ -76,9 +81,9 @@ func (c Config) runs(kind string) bool { return len(c.Only) == 0 || slices.Conta
 // DefaultConfig returns the configuration of `make bench`: N = 1, 10, 100,
 // 1000 with 1 and 4 producers, 7 repetitions of ~60 ms, 1 s of latency per
 // system with 1 and 4 producers, 100,000 idle fanout pull watchers and
-// 10,000 of the other systems, 1 s of idle CPU per system and 20,000
-// recorded Kubernetes events per record measurement. It takes about two
-// minutes on a 2-core machine.
+// 10,000 of the other systems, 1 s of idle CPU per system, replay of 1000
+// values and 20,000 recorded Kubernetes events per record measurement. It
+// takes about two and a half minutes on a 2-core machine.
 func DefaultConfig() Config {
 	return Config{
 		Watchers:         []int{1, 10, 100, 1000},
@@ -99,6 +104,7 @@ func DefaultConfig() Config {
 		IdleCPUWatchers:  100,
 		IdleCPUDuration:  time.Second,
 		RecordEvents:     20_000,
+		ReplayHistory:    1000,
 	}
 }
 
@@ -152,6 +158,9 @@ func (c Config) Validate() error {
 	if c.RecordEvents < 1 {
 		errs = append(errs, fmt.Errorf("record events %d", c.RecordEvents))
 	}
+	if c.ReplayHistory < 1 {
+		errs = append(errs, fmt.Errorf("replay history %d", c.ReplayHistory))
+	}
 	for _, k := range c.Only {
 		if !slices.Contains(Kinds, k) {
 			errs = append(errs, fmt.Errorf("unknown kind %q (kinds: %s)", k, strings.Join(Kinds, ", ")))
@@ -181,10 +190,11 @@ const (
 	KindIdleMemory = "idle_memory" // bytes per idle, unread watcher
 	KindIdleCPU    = "idle_cpu"    // process CPU while watchers are parked
 	KindRecord     = "record"      // Kubernetes events recorded into a no-op sink, k8s/record vs client-go
+	KindReplay     = "replay"      // a late joiner starting with the last values published
 )
 
 // Kinds lists every kind of case, in report order.
-var Kinds = []string{KindThroughput, KindStall, KindLatency, KindIdleMemory, KindIdleCPU, KindRecord}
+var Kinds = []string{KindThroughput, KindStall, KindLatency, KindIdleMemory, KindIdleCPU, KindReplay, KindRecord}
 
 // Case is the result of one measured case: one system in one setting. It is
 // also one line of the JSON Lines output. Every figure is present in every
@@ -207,11 +217,17 @@ type Case struct {
 	StalledWatchers int `json:"stalled_watchers"`
 	// Reps is the number of repetitions the medians are taken over.
 	Reps int `json:"reps"`
-	// Published is the number of values published per repetition.
+	// Published is the number of values published per repetition (for
+	// replay: values replayed).
 	Published int64 `json:"published"`
 	// Batch is the number of values per publish call: 1 for single-value
 	// publishing, 16 for fanout's ActionBatch system.
 	Batch int `json:"batch"`
+	// History and Replay are, for the replay kind, the history kept (by the
+	// broadcaster, or by the application) and the values each late joiner
+	// starts with; 0 elsewhere.
+	History int `json:"history"`
+	Replay  int `json:"replay"`
 
 	// DeliveredPerSec is values received by all watchers per second, from
 	// the first publish until every consumer has received its last value.
@@ -222,7 +238,8 @@ type Case struct {
 	// RatioVsK8s compares DeliveredPerSec with that of k8s wait q100 in
 	// the same group (same N and producers): the median over repetitions
 	// of the ratio of the two measured in the same repetition. For the
-	// record kind the reference is k8s's client-go tools/record instead.
+	// record kind the reference is k8s's client-go tools/record instead;
+	// for replay, k8s WatchWithPrefix.
 	RatioVsK8s *float64 `json:"ratio_vs_k8s_wait_q100"`
 	// NsPerPublish is the measurement's wall time, from the first publish
 	// until every consumer has received its last value, divided by the
@@ -245,6 +262,9 @@ type Case struct {
 	// DropPct is the share of (published × read watchers) deliveries that
 	// did not happen, in percent.
 	DropPct *float64 `json:"drop_pct"`
+	// NsPerReplayedValue is, for the replay kind, the time to register a
+	// late joiner and read the values it starts with, per value.
+	NsPerReplayedValue *float64 `json:"ns_per_replayed_value"`
 
 	// P50LatencyNs, P99LatencyNs and P999LatencyNs are publish→receive
 	// latency percentiles over LatencySamples samples.
@@ -294,8 +314,8 @@ type Results struct {
 
 // Run measures every case of cfg: throughput per (watchers, producers)
 // group, the stalled-watcher comparison, latency per producers, idle
-// memory, idle CPU and the k8s record comparison, then evaluates the
-// targets. Progress lines go to progress, if not nil.
+// memory, idle CPU, replay and the k8s record comparison, then evaluates
+// the targets. Progress lines go to progress, if not nil.
 func Run(cfg Config, progress io.Writer) (*Results, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("harness: invalid config: %w", err)
@@ -355,6 +375,8 @@ func steps(cfg Config, res *Results) []step {
 			func() ([]Case, error) { return idleMemoryGroup(cfg, res, IdleMemorySystems()) }},
 		step{KindIdleCPU, fmt.Sprintf("idle CPU: %d parked watchers", cfg.IdleCPUWatchers),
 			func() ([]Case, error) { return idleCPUGroup(cfg, res, IdleCPUSystems()) }},
+		step{KindReplay, fmt.Sprintf("replay: late joiners starting with the last %d values", cfg.ReplayHistory),
+			func() ([]Case, error) { return replayGroup(cfg, res, ReplaySystems()) }},
 		step{KindRecord, fmt.Sprintf("k8s record: %d events about %d pods per measurement", cfg.RecordEvents, RecordPods),
 			func() ([]Case, error) { return recordGroup(cfg, res, RecordSystems()) }})
 	return out

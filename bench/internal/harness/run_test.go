@@ -22,7 +22,7 @@ func tinyConfig() Config {
 		LatencyProducers: []int{1, 2},
 		IdleWatchers:     50, IdlePullWatchers: 80, IdleMemReps: 1,
 		IdleCPUWatchers: 2, IdleCPUDuration: 5 * time.Millisecond,
-		RecordEvents: 600,
+		RecordEvents: 600, ReplayHistory: 50,
 	}
 }
 
@@ -62,6 +62,7 @@ func TestRunTiny(t *testing.T) {
 		KindLatency:    len(LatencySystems(1)) + len(LatencySystems(2)),
 		KindIdleMemory: len(IdleMemorySystems()),
 		KindIdleCPU:    len(IdleCPUSystems()) + 1,
+		KindReplay:     len(ReplaySystems()),
 		KindRecord:     len(RecordSystems()),
 	}
 	for k, n := range want {
@@ -103,6 +104,11 @@ func TestRunTiny(t *testing.T) {
 			if v := *c.IdleCPUMsPerSec; v < 0 || math.IsNaN(v) {
 				t.Errorf("%s: idle CPU %v", c.Label, v)
 			}
+		case KindReplay:
+			if c.History != 50 || c.Replay != 50 || c.Published < 50 || *c.DeliveredPerSec <= 0 || *c.NsPerReplayedValue <= 0 ||
+				c.RatioVsK8s == nil || (c.System == SystemK8s) != (*c.RatioVsK8s == 1) {
+				t.Errorf("%s: %+v", c.Label, c)
+			}
 		case KindRecord:
 			// 600 events about 200 pods: a Create for the first event of
 			// each pod, a Patch for every repeat.
@@ -136,10 +142,11 @@ func TestRunRejectsBadConfig(t *testing.T) {
 	cfg.Reps = 0
 	cfg.RecordEvents = 0
 	cfg.LatencyProducers = nil
+	cfg.ReplayHistory = 0
 	cfg.Only = []string{KindRecord, "bogus"}
 	_, err := Run(cfg, nil)
 	for _, want := range []string{"watcher count 0", "reps 0", "record events 0", `unknown kind "bogus"`,
-		"no latency producer counts"} {
+		"no latency producer counts", "replay history 0"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Run with N=0, no reps, no record events and kind bogus: %v; want %q", err, want)
 		}
@@ -155,6 +162,7 @@ func TestWriteJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	required := []string{"kind", "system", "strategy", "api", "watchers", "queue", "producers", "batch", "delivered_per_sec",
+		"ns_per_replayed_value", "history", "replay",
 		"ns_per_publish", "allocs_per_event", "drop_pct", "idle_bytes_per_watcher", "p50_latency_ns", "p99_latency_ns", "p999_latency_ns"}
 	measures := map[string][]string{
 		KindThroughput: {"delivered_per_sec", "ns_per_publish", "allocs_per_event", "drop_pct", "ratio_vs_k8s_wait_q100"},
@@ -163,6 +171,7 @@ func TestWriteJSON(t *testing.T) {
 		KindIdleMemory: {"idle_bytes_per_watcher"},
 		KindIdleCPU:    {"idle_cpu_ms_per_sec"},
 		KindRecord:     {"delivered_per_sec", "ns_per_publish", "allocs_per_event", "ratio_vs_k8s_wait_q100", "spread_pct"},
+		KindReplay:     {"delivered_per_sec", "ns_per_replayed_value", "allocs_per_event", "ratio_vs_k8s_wait_q100", "history", "replay"},
 	}
 	sc := bufio.NewScanner(&buf)
 	lines := 0
@@ -212,7 +221,8 @@ func TestWriteReport(t *testing.T) {
 		"== idle CPU", FloorLabel, "== targets ==", res.Machine.String(), "fanout wait-timeout chan",
 		"== k8s record: 600 events about 200 pods", "200 Create + 400 Patch", "fanout k8s/record", "client-go tools/record",
 		"k8s record vs client-go record", "fanout wait pull b16", "teivah q100", "kelindar q50000",
-		"== publish→receive latency: 2 watchers, 2 producers",
+		"== publish→receive latency: 2 watchers, 2 producers", "== replay: a late joiner starts with the last 50 values",
+		"fanout WithReplay", "k8s WatchWithPrefix + app history",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q", want)

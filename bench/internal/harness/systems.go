@@ -113,6 +113,9 @@ func (s System) Label() string {
 	case s.API == APIRecord:
 		return s.Name + " tools/record"
 	}
+	if s.API == APIReplay || s.API == APIPrefix {
+		return replayLabel(s)
+	}
 	switch s.Name {
 	case SystemFanout:
 		l := fmt.Sprintf("fanout %s %s", s.Strategy, s.API)

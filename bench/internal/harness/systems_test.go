@@ -20,6 +20,9 @@ func TestLabels(t *testing.T) {
 		FanoutBatch(16):                     "fanout wait pull b16",
 		Teivah:                              "teivah q100",
 		Kelindar:                            "kelindar q50000",
+		ReplayFanout:                        "fanout WithReplay",
+		ReplayFanoutPrefix:                  "fanout WatchWithPrefix + app history",
+		ReplayK8s:                           "k8s WatchWithPrefix + app history",
 	} {
 		if got := s.Label(); got != want {
 			t.Errorf("%+v.Label() = %q, want %q", s, got, want)
