@@ -10,7 +10,7 @@
 //
 //	fanout-bench [-watchers 1,10,100,1000] [-producers 1,4] [-reps 7]
 //	             [-duration 60ms] [-record-events 20000] [-json FILE] [-svg FILE]
-//	             [-latency-producers 1,4] [-idle-pull-watchers 100000]
+//	             [-latency-producers 1,4] [-idle-pull-watchers 100000] [-record-producers 1,8]
 //	             [-quick] [-only throughput,stall,latency,idle_memory,idle_cpu,replay,record]
 //
 // Run it with -h for the other flags.
@@ -93,6 +93,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		watchers   = intList(def.Watchers)
 		producers  = intList(def.Producers)
 		latProd    = intList(def.LatencyProducers)
+		recProd    = intList(def.RecordProducers)
 		idlePull   = fs.Int("idle-pull-watchers", def.IdlePullWatchers, "idle watchers of the memory measurement of fanout wait pull")
 		reps       = fs.Int("reps", def.Reps, "measured repetitions per case (medians are reported)")
 		duration   = fs.Duration("duration", def.Target, "target time of one throughput measurement (sets the events per measurement)")
@@ -113,6 +114,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.Var(&watchers, "watchers", "comma-separated watcher counts `LIST`")
 	fs.Var(&producers, "producers", "comma-separated producer counts `LIST`")
 	fs.Var(&latProd, "latency-producers", "comma-separated producer counts `LIST` of the latency measurement")
+	fs.Var(&recProd, "record-producers", "comma-separated counts `LIST` of goroutines recording in the k8s record comparison")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -144,6 +146,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	apply("idle", func() { cfg.IdleCPUDuration = *idleCPU })
 	apply("record-events", func() { cfg.RecordEvents = *recEvents })
 	apply("latency-producers", func() { cfg.LatencyProducers = latProd })
+	apply("record-producers", func() { cfg.RecordProducers = recProd })
 	apply("idle-pull-watchers", func() { cfg.IdlePullWatchers = *idlePull })
 	apply("only", func() { cfg.Only = strings.Split(*only, ",") })
 

@@ -208,26 +208,31 @@ func reportReplay(b *strings.Builder, res *Results) error {
 	return tw.Flush()
 }
 
+// reportRecord writes one table per number of recording goroutines.
 func reportRecord(b *strings.Builder, res *Results) error {
-	cs := casesOf(res.Cases, KindRecord)
-	if len(cs) == 0 {
-		return nil
+	for _, cs := range byProducers(casesOf(res.Cases, KindRecord)) {
+		c0 := cs[0]
+		fmt.Fprintf(b, "\n== k8s record: %d events about %d pods into a no-op sink, %s, recorded in rounds of %d, each waited for ==\n",
+			c0.Published, RecordPods, plural(c0.Producers, "producer"), RecordBatch)
+		if c0.Producers > 1 {
+			b.WriteString("   each producer records about its own pods, concurrently; the calls about each pod are checked too\n")
+		}
+		fmt.Fprintf(b, "   same type/reason/message, spam filter off (BurstSize 1<<30); sink calls per repetition, the same for all (checked): %d Create + %d Patch\n",
+			c0.SinkCreates, c0.SinkPatches)
+		b.WriteString("   events/s = events / (first Event call → the sink has seen the last); vs client-go = median of per-repetition ratios\n")
+		tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+		head, labels := padLabels(cs)
+		fmt.Fprintf(tw, "%s\tevents/s\tvs client-go\tns/event\tallocs/event\tspread\tevents/rep\t\n", head)
+		for i, c := range cs {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n", labels[i], num(c.DeliveredPerSec, FormatRate),
+				FormatRatio(c.RatioVsClientGo), num(c.NsPerPublish, f("%.0f")), num(c.AllocsPerEvent, f("%.1f")),
+				num(c.SpreadPct, f("%.0f%%")), c.Published)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
 	}
-	c0 := cs[0]
-	fmt.Fprintf(b, "\n== k8s record: %d events about %d pods into a no-op sink, recorded in batches of %d, each waited for ==\n",
-		c0.Published, RecordPods, RecordBatch)
-	fmt.Fprintf(b, "   same type/reason/message, spam filter off (BurstSize 1<<30); sink calls per repetition, the same for all (checked): %d Create + %d Patch\n",
-		c0.SinkCreates, c0.SinkPatches)
-	b.WriteString("   events/s = events / (first Event call → the sink has seen the last); vs client-go = median of per-repetition ratios\n")
-	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	head, labels := padLabels(cs)
-	fmt.Fprintf(tw, "%s\tevents/s\tvs client-go\tns/event\tallocs/event\tspread\tevents/rep\t\n", head)
-	for i, c := range cs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n", labels[i], num(c.DeliveredPerSec, FormatRate),
-			FormatRatio(c.RatioVsK8s), num(c.NsPerPublish, f("%.0f")), num(c.AllocsPerEvent, f("%.1f")),
-			num(c.SpreadPct, f("%.0f%%")), c.Published)
-	}
-	return tw.Flush()
+	return nil
 }
 
 func reportWarnings(b *strings.Builder, res *Results) error {

@@ -22,7 +22,8 @@ func tinyConfig() Config {
 		LatencyProducers: []int{1, 2},
 		IdleWatchers:     50, IdlePullWatchers: 80, IdleMemReps: 1,
 		IdleCPUWatchers: 2, IdleCPUDuration: 5 * time.Millisecond,
-		RecordEvents: 600, ReplayHistory: 50,
+		RecordEvents: 600, RecordProducers: []int{1, 2},
+		ReplayHistory: 50,
 	}
 }
 
@@ -63,7 +64,7 @@ func TestRunTiny(t *testing.T) {
 		KindIdleMemory: len(IdleMemorySystems()),
 		KindIdleCPU:    len(IdleCPUSystems()) + 1,
 		KindReplay:     len(ReplaySystems()),
-		KindRecord:     len(RecordSystems()),
+		KindRecord:     2 * len(RecordSystems()),
 	}
 	for k, n := range want {
 		if count[k] != n {
@@ -99,25 +100,25 @@ func TestRunTiny(t *testing.T) {
 			if *c.IdleBytesPerWatcher <= 0 || c.Watchers != want {
 				t.Errorf("%s: %v bytes per idle watcher, %d watchers (want %d)", c.Label, *c.IdleBytesPerWatcher, c.Watchers, want)
 			}
-
-		case KindIdleCPU:
-			if v := *c.IdleCPUMsPerSec; v < 0 || math.IsNaN(v) {
-				t.Errorf("%s: idle CPU %v", c.Label, v)
-			}
 		case KindReplay:
 			if c.History != 50 || c.Replay != 50 || c.Published < 50 || *c.DeliveredPerSec <= 0 || *c.NsPerReplayedValue <= 0 ||
 				c.RatioVsK8s == nil || (c.System == SystemK8s) != (*c.RatioVsK8s == 1) {
 				t.Errorf("%s: %+v", c.Label, c)
 			}
+		case KindIdleCPU:
+			if v := *c.IdleCPUMsPerSec; v < 0 || math.IsNaN(v) {
+				t.Errorf("%s: idle CPU %v", c.Label, v)
+			}
 		case KindRecord:
-			// 600 events about 200 pods: a Create for the first event of
-			// each pod, a Patch for every repeat.
+			// 600 events about 200 pods, from 1 or 2 goroutines: a Create
+			// for the first event of each pod, a Patch for every repeat.
 			if c.Reps != 2 || c.Published != 600 || c.SinkCreates != RecordPods || c.SinkPatches != 600-RecordPods ||
-				c.RatioVsK8s == nil || *c.DeliveredPerSec <= 0 || *c.NsPerPublish <= 0 || *c.AllocsPerEvent <= 0 {
+				c.RatioVsClientGo == nil || c.RatioVsK8s == nil || *c.RatioVsK8s != *c.RatioVsClientGo ||
+				*c.DeliveredPerSec <= 0 || *c.NsPerPublish <= 0 || *c.AllocsPerEvent <= 0 || (c.Producers != 1 && c.Producers != 2) {
 				t.Errorf("%s: %+v", c.Label, c)
 			}
-			if c.Label == RecordClientGo.Label() && *c.RatioVsK8s != 1 {
-				t.Errorf("client-go record ratio %v, want 1", *c.RatioVsK8s)
+			if c.Label == RecordClientGo.Label() && *c.RatioVsClientGo != 1 {
+				t.Errorf("client-go record ratio %v, want 1", *c.RatioVsClientGo)
 			}
 		}
 	}
@@ -141,11 +142,12 @@ func TestRunRejectsBadConfig(t *testing.T) {
 	cfg.Watchers = []int{0}
 	cfg.Reps = 0
 	cfg.RecordEvents = 0
+	cfg.RecordProducers = []int{8, 0}
 	cfg.LatencyProducers = nil
 	cfg.ReplayHistory = 0
 	cfg.Only = []string{KindRecord, "bogus"}
 	_, err := Run(cfg, nil)
-	for _, want := range []string{"watcher count 0", "reps 0", "record events 0", `unknown kind "bogus"`,
+	for _, want := range []string{"watcher count 0", "reps 0", "record events 0", `unknown kind "bogus"`, "record producer count 0",
 		"no latency producer counts", "replay history 0"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Run with N=0, no reps, no record events and kind bogus: %v; want %q", err, want)
@@ -162,7 +164,7 @@ func TestWriteJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	required := []string{"kind", "system", "strategy", "api", "watchers", "queue", "producers", "batch", "delivered_per_sec",
-		"ns_per_replayed_value", "history", "replay",
+		"ratio_vs_client_go", "ns_per_replayed_value", "history", "replay",
 		"ns_per_publish", "allocs_per_event", "drop_pct", "idle_bytes_per_watcher", "p50_latency_ns", "p99_latency_ns", "p999_latency_ns"}
 	measures := map[string][]string{
 		KindThroughput: {"delivered_per_sec", "ns_per_publish", "allocs_per_event", "drop_pct", "ratio_vs_k8s_wait_q100"},
@@ -170,7 +172,7 @@ func TestWriteJSON(t *testing.T) {
 		KindLatency:    {"p50_latency_ns", "p99_latency_ns", "p999_latency_ns"},
 		KindIdleMemory: {"idle_bytes_per_watcher"},
 		KindIdleCPU:    {"idle_cpu_ms_per_sec"},
-		KindRecord:     {"delivered_per_sec", "ns_per_publish", "allocs_per_event", "ratio_vs_k8s_wait_q100", "spread_pct"},
+		KindRecord:     {"delivered_per_sec", "ns_per_publish", "allocs_per_event", "ratio_vs_k8s_wait_q100", "ratio_vs_client_go", "spread_pct"},
 		KindReplay:     {"delivered_per_sec", "ns_per_replayed_value", "allocs_per_event", "ratio_vs_k8s_wait_q100", "history", "replay"},
 	}
 	sc := bufio.NewScanner(&buf)
@@ -222,7 +224,7 @@ func TestWriteReport(t *testing.T) {
 		"== k8s record: 600 events about 200 pods", "200 Create + 400 Patch", "fanout k8s/record", "client-go tools/record",
 		"k8s record vs client-go record", "fanout wait pull b16", "teivah q100", "kelindar q50000",
 		"== publish→receive latency: 2 watchers, 2 producers", "== replay: a late joiner starts with the last 50 values",
-		"fanout WithReplay", "k8s WatchWithPrefix + app history",
+		"fanout WithReplay", "k8s WatchWithPrefix + app history", "== k8s record: 600 events about 200 pods into a no-op sink, 2 producers",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q", want)
