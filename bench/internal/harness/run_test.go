@@ -72,55 +72,7 @@ func TestRunTiny(t *testing.T) {
 		}
 	}
 	for _, c := range res.Cases {
-		switch c.Kind {
-		case KindThroughput:
-			if c.Reps != 2 || c.Published != 200 || c.RatioVsK8s == nil || *c.DeliveredPerSec < 0 || *c.NsPerPublish <= 0 ||
-				c.Batch != max(1, strings.Count(c.Label, " b16")*16) {
-				t.Errorf("%s N=%d P=%d: %+v", c.Label, c.Watchers, c.Producers, c)
-			}
-			if c.Label == Reference.Label() && *c.RatioVsK8s != 1 {
-				t.Errorf("reference ratio %v, want 1", *c.RatioVsK8s)
-			}
-			if c.Strategy == StrategyWait && (*c.DropPct != 0 || *c.DeliveredPerSec <= 0) {
-				t.Errorf("%s N=%d P=%d: lossless with drop %v%%, %v/s", c.Label, c.Watchers, c.Producers, *c.DropPct, *c.DeliveredPerSec)
-			}
-		case KindStall:
-			if (c.StalledWatchers == 1) != (c.StallRatio != nil) {
-				t.Errorf("%s stalled=%d: stall ratio %v", c.Label, c.StalledWatchers, c.StallRatio)
-			}
-		case KindLatency:
-			if *c.P50LatencyNs > *c.P99LatencyNs || *c.P99LatencyNs > *c.P999LatencyNs || *c.LatencySamples == 0 {
-				t.Errorf("%s: latency %d/%d/%d over %d samples", c.Label, *c.P50LatencyNs, *c.P99LatencyNs, *c.P999LatencyNs, *c.LatencySamples)
-			}
-		case KindIdleMemory:
-			want := 50
-			if c.Label == "fanout wait pull" {
-				want = 80
-			}
-			if *c.IdleBytesPerWatcher <= 0 || c.Watchers != want {
-				t.Errorf("%s: %v bytes per idle watcher, %d watchers (want %d)", c.Label, *c.IdleBytesPerWatcher, c.Watchers, want)
-			}
-		case KindReplay:
-			if c.History != 50 || c.Replay != 50 || c.Published < 50 || *c.DeliveredPerSec <= 0 || *c.NsPerReplayedValue <= 0 ||
-				c.RatioVsK8s == nil || (c.System == SystemK8s) != (*c.RatioVsK8s == 1) {
-				t.Errorf("%s: %+v", c.Label, c)
-			}
-		case KindIdleCPU:
-			if v := *c.IdleCPUMsPerSec; v < 0 || math.IsNaN(v) {
-				t.Errorf("%s: idle CPU %v", c.Label, v)
-			}
-		case KindRecord:
-			// 600 events about 200 pods, from 1 or 2 goroutines: a Create
-			// for the first event of each pod, a Patch for every repeat.
-			if c.Reps != 2 || c.Published != 600 || c.SinkCreates != RecordPods || c.SinkPatches != 600-RecordPods ||
-				c.RatioVsClientGo == nil || c.RatioVsK8s == nil || *c.RatioVsK8s != *c.RatioVsClientGo ||
-				*c.DeliveredPerSec <= 0 || *c.NsPerPublish <= 0 || *c.AllocsPerEvent <= 0 || (c.Producers != 1 && c.Producers != 2) {
-				t.Errorf("%s: %+v", c.Label, c)
-			}
-			if c.Label == RecordClientGo.Label() && *c.RatioVsClientGo != 1 {
-				t.Errorf("client-go record ratio %v, want 1", *c.RatioVsClientGo)
-			}
-		}
+		checkTinyCase(t, c)
 	}
 	if len(res.Targets) != len(EvaluateTargets(res.Cases)) || len(res.Targets) == 0 {
 		t.Fatalf("%d targets", len(res.Targets))
@@ -133,6 +85,60 @@ func TestRunTiny(t *testing.T) {
 			strings.Contains(tg.Name, "N=1000") || strings.Contains(tg.Name, "100000 watchers")
 		if na != (tg.Status == NA) {
 			t.Errorf("target %q: status %s", tg.Name, tg.Status)
+		}
+	}
+}
+
+// checkTinyCase checks the figures of one case of the tiny run.
+func checkTinyCase(t *testing.T, c Case) {
+	t.Helper()
+	switch c.Kind {
+	case KindThroughput:
+		if c.Reps != 2 || c.Published != 200 || c.RatioVsK8s == nil || *c.DeliveredPerSec < 0 || *c.NsPerPublish <= 0 ||
+			c.Batch != max(1, strings.Count(c.Label, " b16")*16) {
+			t.Errorf("%s N=%d P=%d: %+v", c.Label, c.Watchers, c.Producers, c)
+		}
+		if c.Label == Reference.Label() && *c.RatioVsK8s != 1 {
+			t.Errorf("reference ratio %v, want 1", *c.RatioVsK8s)
+		}
+		if c.Strategy == StrategyWait && (*c.DropPct != 0 || *c.DeliveredPerSec <= 0) {
+			t.Errorf("%s N=%d P=%d: lossless with drop %v%%, %v/s", c.Label, c.Watchers, c.Producers, *c.DropPct, *c.DeliveredPerSec)
+		}
+	case KindStall:
+		if (c.StalledWatchers == 1) != (c.StallRatio != nil) {
+			t.Errorf("%s stalled=%d: stall ratio %v", c.Label, c.StalledWatchers, c.StallRatio)
+		}
+	case KindLatency:
+		if *c.P50LatencyNs > *c.P99LatencyNs || *c.P99LatencyNs > *c.P999LatencyNs || *c.LatencySamples == 0 {
+			t.Errorf("%s: latency %d/%d/%d over %d samples", c.Label, *c.P50LatencyNs, *c.P99LatencyNs, *c.P999LatencyNs, *c.LatencySamples)
+		}
+	case KindIdleMemory:
+		want := 50
+		if c.Label == "fanout wait pull" {
+			want = 80
+		}
+		if *c.IdleBytesPerWatcher <= 0 || c.Watchers != want {
+			t.Errorf("%s: %v bytes per idle watcher, %d watchers (want %d)", c.Label, *c.IdleBytesPerWatcher, c.Watchers, want)
+		}
+	case KindReplay:
+		if c.History != 50 || c.Replay != 50 || c.Published < 50 || *c.DeliveredPerSec <= 0 || *c.NsPerReplayedValue <= 0 ||
+			c.RatioVsK8s == nil || (c.System == SystemK8s) != (*c.RatioVsK8s == 1) {
+			t.Errorf("%s: %+v", c.Label, c)
+		}
+	case KindIdleCPU:
+		if v := *c.IdleCPUMsPerSec; v < 0 || math.IsNaN(v) {
+			t.Errorf("%s: idle CPU %v", c.Label, v)
+		}
+	case KindRecord:
+		// 600 events about 200 pods, from 1 or 2 goroutines: a Create
+		// for the first event of each pod, a Patch for every repeat.
+		if c.Reps != 2 || c.Published != 600 || c.SinkCreates != RecordPods || c.SinkPatches != 600-RecordPods ||
+			c.RatioVsClientGo == nil || c.RatioVsK8s == nil || *c.RatioVsK8s != *c.RatioVsClientGo ||
+			*c.DeliveredPerSec <= 0 || *c.NsPerPublish <= 0 || *c.AllocsPerEvent <= 0 || (c.Producers != 1 && c.Producers != 2) {
+			t.Errorf("%s: %+v", c.Label, c)
+		}
+		if c.Label == RecordClientGo.Label() && *c.RatioVsClientGo != 1 {
+			t.Errorf("client-go record ratio %v, want 1", *c.RatioVsClientGo)
 		}
 	}
 }
