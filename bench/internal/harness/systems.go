@@ -87,12 +87,16 @@ func (e *Event) Type() uint32 { return KelindarEventType }
 
 // System is one configuration of one system under test.
 type System struct {
-	// Name is SystemFanout, SystemK8s or SystemChan.
+	// Name is SystemFanout, SystemK8s, SystemChan, one of the peers
+	// (SystemTeivah, SystemKelindar) or, for the record comparison,
+	// SystemClientGo.
 	Name string
 	// Strategy is the full-queue strategy (the Strategy* constants). The
 	// raw-channel baseline uses blocking sends, so its strategy is wait.
 	Strategy string
-	// API is how the watchers are read: APIPull (fanout only) or APIChan.
+	// API is how the watchers are read: APIPull (fanout only), APIChan or
+	// APIHandler (kelindar); APIReplay and APIPrefix for the replay
+	// comparison, APIRecord for the record comparison.
 	API string
 	// Queue is the per-watcher queue length.
 	Queue int
