@@ -16,7 +16,7 @@ import (
 // tinyConfig runs every kind of measurement in well under a second.
 func tinyConfig() Config {
 	return Config{
-		Watchers: []int{1, 3}, Producers: []int{1, 2}, Reps: 2, Events: 200,
+		Watchers: []int{1, 3}, Producers: []int{1, 2}, Reps: 2, Events: 500,
 		StallWatchers:   3,
 		LatencyWatchers: 2, LatencyRate: 2000, LatencyDuration: 20 * time.Millisecond, LatencyReps: 2,
 		LatencyProducers: []int{1, 2},
@@ -94,7 +94,7 @@ func checkTinyCase(t *testing.T, c Case) {
 	t.Helper()
 	switch c.Kind {
 	case KindThroughput:
-		if c.Reps != 2 || c.Published != 200 || c.RatioVsK8s == nil || *c.DeliveredPerSec < 0 || *c.NsPerPublish <= 0 ||
+		if c.Reps != 2 || c.Published != 500 || c.RatioVsK8s == nil || *c.DeliveredPerSec < 0 || *c.NsPerPublish <= 0 ||
 			c.Batch != max(1, strings.Count(c.Label, " b16")*16) {
 			t.Errorf("%s N=%d P=%d: %+v", c.Label, c.Watchers, c.Producers, c)
 		}

@@ -10,7 +10,7 @@ func thr(s System, n int, perSec float64) Case { return thrP(s, n, 1, perSec) }
 
 func thrP(s System, n, producers int, perSec float64) Case {
 	c := newCase(KindThroughput, s)
-	c.Watchers, c.Producers = n, producers
+	c.Watchers, c.Producers, c.Published = n, producers, 10_000
 	c.DeliveredPerSec, c.AllocsPerEvent = ptr(perSec), ptr(0.0)
 	return c
 }
@@ -29,7 +29,10 @@ func TestEvaluateTargets(t *testing.T) {
 	}
 	timeout := thr(Fanout(StrategyWaitTimeout, APIChan), 10, 1e6)
 	timeout.AllocsPerEvent = ptr(0.2)
-	cases = append(cases, timeout)
+	// 200 values published, 100 counted: too few to resolve 0.01.
+	few := thr(pull, 10_000, 1e6)
+	few.Published, few.AllocsPerEvent = 200, ptr(0.15)
+	cases = append(cases, timeout, few)
 	cases = append(cases, latP(pull, 1, 30e3), latP(ch, 1, 90e3), latP(Reference, 1, 80e3))
 	mem := newCase(KindIdleMemory, pull)
 	mem.IdleBytesPerWatcher = ptr(250.0)
