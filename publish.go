@@ -226,7 +226,7 @@ func (p *pub[T]) enter() error {
 	if err != nil {
 		b.mu.Unlock()
 		if p.next != nil {
-			close(p.next)
+			p.next <- struct{}{}
 		}
 	}
 	return err
@@ -243,7 +243,7 @@ func (p *pub[T]) yieldTurn() error {
 		b.refused++
 		return errRefused
 	}
-	ch := make(chan struct{})
+	ch := b.spareChan()
 	b.turnQ = append(b.turnQ, ch)
 	b.mu.Unlock()
 	p.waitStart()
@@ -258,14 +258,17 @@ func (p *pub[T]) yieldTurn() error {
 	b.mu.Lock()
 	if err == nil {
 		p.turn = true
+		b.putChan(ch)
 		return nil
 	}
 	if i := slices.Index(b.turnQ, ch); i >= 0 {
 		b.turnQ = slices.Delete(b.turnQ, i, i+1)
 	} else { // handed to us meanwhile: pass it on (leave wakes the next)
+		<-ch
 		p.turn = true
 		p.releaseTurn()
 	}
+	b.putChan(ch)
 	return err
 }
 
@@ -301,7 +304,7 @@ func (p *pub[T]) leave(accepted int) {
 	}
 	b.mu.Unlock()
 	if p.next != nil {
-		close(p.next)
+		p.next <- struct{}{} // buffered: the next publisher takes it when it wakes
 	}
 	if accepted > 0 && b.nparked.Load() > 0 {
 		b.wakeParked()
