@@ -3,6 +3,7 @@ package fanout
 import (
 	"context"
 	"iter"
+	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -252,6 +253,10 @@ func (w *Watcher[T]) drainedErr(ch chan T) error {
 	return nil
 }
 
+// parkYields is how many times a reader with nothing to read yields before
+// it parks.
+const parkYields = 2
+
 // park waits until a value past head h may have been published, or the
 // watcher changed mode or closed (both signal wake).
 func (w *Watcher[T]) park(ctx context.Context, wake chan struct{}, h uint64) error {
@@ -264,7 +269,18 @@ func (w *Watcher[T]) park(ctx context.Context, wake chan struct{}, h uint64) err
 	}
 	b.parkMu.Unlock()
 	// A publisher stores head before it loads nparked, and we added to
-	// nparked before loading head: one of us sees the other.
+	// nparked before loading head: one of us sees the other. Yielding
+	// twice first lets a publisher that is about to store more do so, and
+	// saves the park and the wake-up: 71 -> 145 M deliveries/s at N=1000,
+	// 163 -> 229 at N=100, 26 -> 31 at N=1 (lossless pull, one publisher,
+	// medians of 3 interleaved runs of one binary); idle readers still
+	// park at once after that.
+	for range parkYields {
+		if b.head.Load() > h {
+			return nil
+		}
+		runtime.Gosched()
+	}
 	if b.head.Load() > h {
 		return nil
 	}
