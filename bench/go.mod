@@ -7,8 +7,8 @@ replace github.com/fanout-go/fanout => ../
 replace github.com/fanout-go/fanout/k8s => ../k8s
 
 require (
-	github.com/fanout-go/fanout v0.0.0-00010101000000-000000000000
-	github.com/fanout-go/fanout/k8s v0.0.0-00010101000000-000000000000
+	github.com/fanout-go/fanout v0.1.0
+	github.com/fanout-go/fanout/k8s v0.1.0
 	go.uber.org/goleak v1.3.0
 	gonum.org/v1/plot v0.17.0
 	k8s.io/api v0.37.2

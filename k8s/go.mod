@@ -5,7 +5,7 @@ go 1.26.0
 replace github.com/fanout-go/fanout => ../
 
 require (
-	github.com/fanout-go/fanout v0.0.0-00010101000000-000000000000
+	github.com/fanout-go/fanout v0.1.0
 	github.com/go-logr/logr v1.4.3
 	github.com/google/uuid v1.6.0
 	github.com/hashicorp/golang-lru/v2 v2.0.7
