@@ -13,7 +13,7 @@ test: fmt-check tidy-check vet e2e-binaries race
 ## (about 7 minutes the first time, nothing when cached). The e2e tests would build them too;
 ## doing it first keeps the build out of go test's timeout.
 e2e-binaries:
-	@k8s/hack/e2e-binaries.sh >/dev/null
+	@bash k8s/apiservertest/binaries.sh >/dev/null
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
