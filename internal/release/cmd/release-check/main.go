@@ -1,11 +1,14 @@
 // Command release-check checks that the repository's modules are ready to
 // be released at the version recorded in the VERSION file, and prints the
-// Git tags that release them. It changes nothing: see RELEASING.md at the
-// repository root for the steps.
+// Git tags that release them. It changes nothing, unless given -set: see
+// RELEASING.md at the repository root for the steps.
 //
 // Usage (`make release-check` runs it):
 //
-//	go run ./cmd/release-check [-root DIR]
+//	go run ./cmd/release-check [-root DIR] [-set vX.Y.Z]
+//
+// -set first records vX.Y.Z in VERSION and makes every requirement of a
+// sibling module name it (go.mod files rewritten in place).
 //
 // -root is the repository root (default: the parent of the directory
 // holding the nearest go.mod that has a VERSION file beside it, found from
@@ -35,6 +38,7 @@ func main() {
 func run(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("release-check", flag.ContinueOnError)
 	root := fs.String("root", "", "repository root (default: found from the working directory upwards)")
+	set := fs.String("set", "", "record `VERSION` in the VERSION file and in every sibling requirement first")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -44,6 +48,15 @@ func run(args []string, out io.Writer) error {
 			return err
 		}
 		*root = r
+	}
+	if *set != "" {
+		mods, err := release.Modules(*root)
+		if err != nil {
+			return err
+		}
+		if err := release.SetVersion(*root, *set, mods); err != nil {
+			return err
+		}
 	}
 	version, err := release.ReadVersion(*root)
 	if err != nil {
