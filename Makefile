@@ -9,6 +9,8 @@ E2E_TAG := e2e
 # The checks compile with -trimpath, as the release test's consumer builds do
 # (internal/release), so that those reuse the checks' compiled dependencies.
 CHECK_GOFLAGS := $(strip $(GOFLAGS) -trimpath)
+# Modules `make quick` tests at once.
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
 .PHONY: test quick check fmt-check tidy-check vet staticcheck race e2e-binaries bench bench-readme release-check
 
@@ -17,10 +19,14 @@ CHECK_GOFLAGS := $(strip $(GOFLAGS) -trimpath)
 ## staticcheck comes last so that a lint finding does not hide a test failure.
 test: fmt-check tidy-check vet e2e-binaries race staticcheck
 
-## quick: the edit-test loop: go test -race of every module, without the e2e tests and their binaries.
-## Test results are cached as usual; add GOTESTFLAGS=-count=1 to rerun everything.
+## quick: the edit-test loop: go test -race of every module, without the e2e tests and their binaries, the
+## modules side by side (one job per core; each module's output is printed when it is done). Test results are
+## cached as usual; add GOTESTFLAGS=-count=1 to rerun everything.
 quick:
-	@set -e; for m in $(MODULES); do echo "== test -race $$m"; (cd $$m && $(GO) test -race $(GOTESTFLAGS) ./...); done
+	@$(MAKE) --no-print-directory -j$(JOBS) -Otarget $(addprefix quick-module/,$(MODULES))
+
+quick-module/%:
+	@echo "== test -race $*"; cd $* && $(GO) test -race -timeout 20m $(GOTESTFLAGS) ./...
 
 ## check: the static checks of `make test`, without tests: gofmt, go mod tidy, go vet, staticcheck.
 check: fmt-check tidy-check vet staticcheck
