@@ -1,19 +1,41 @@
-# Every directory holding a go.mod is a module; targets loop over all of them,
-# so modules added later (k8s/, bench/) are included without editing this file.
-MODULES := $(patsubst %/go.mod,%,$(shell find . -name go.mod -not -path '*/testdata/*' | sort))
+# Every directory holding a go.mod is a module; the targets loop over all of
+# them, so modules added later are included without editing this file.
+MODULES := $(patsubst %/go.mod,%,$(shell find . -name go.mod -not -path '*/testdata/*' -not -path './.git/*' | sort))
 GO ?= go
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+# The build tag of the tests that need a real kube-apiserver and etcd
+# (k8s/apiservertest); only `make test` sets it.
+E2E_TAG := e2e
+# The checks compile with -trimpath, as the release test's consumer builds do
+# (internal/release), so that those reuse the checks' compiled dependencies.
+CHECK_GOFLAGS := $(strip $(GOFLAGS) -trimpath)
+# Modules `make quick` tests at once.
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: test check vet fmt-check tidy-check race bench e2e-binaries
+.PHONY: test quick check fmt-check tidy-check vet staticcheck race e2e-binaries bench bench-readme release-check
 
-## test: everything CI runs: gofmt, go vet, go mod tidy and go test -race, per module,
-## including the Kubernetes adapter's end-to-end tests against a real kube-apiserver and etcd.
-test: fmt-check tidy-check vet e2e-binaries race
+## test: everything CI runs (.ci/run): gofmt, go mod tidy, go vet, the e2e binaries, go test -race of every
+## module including the end-to-end tests (-tags e2e) and the release test, then staticcheck.
+## staticcheck comes last so that a lint finding does not hide a test failure.
+test: fmt-check tidy-check vet e2e-binaries race staticcheck
 
-## e2e-binaries: build kube-apiserver and etcd from the Go module proxy into the user cache dir
-## (about 7 minutes the first time, nothing when cached). The e2e tests would build them too;
-## doing it first keeps the build out of go test's timeout.
+## quick: the edit-test loop: go test -race of every module, without the e2e tests and their binaries, the
+## modules side by side (one job per core; each module's output is printed when it is done). Test results are
+## cached as usual; add GOTESTFLAGS=-count=1 to rerun everything.
+quick:
+	@$(MAKE) --no-print-directory -j$(JOBS) -Otarget $(addprefix quick-module/,$(MODULES))
+
+quick-module/%:
+	@echo "== test -race $*"; cd $* && $(GO) test -race -timeout 20m $(GOTESTFLAGS) ./...
+
+## check: the static checks of `make test`, without tests: gofmt, go mod tidy, go vet, staticcheck.
+check: fmt-check tidy-check vet staticcheck
+
+## e2e-binaries: build kube-apiserver and etcd from the Go module proxy into the user cache dir (about
+## 7 minutes the first time, with a throwaway build cache; nothing when cached). The e2e tests would build
+## them too (k8s/apiservertest embeds the same script); doing it first keeps the build out of go test's timeout.
 e2e-binaries:
-	@k8s/hack/e2e-binaries.sh >/dev/null
+	@bash k8s/apiservertest/binaries.sh >/dev/null
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -23,13 +45,30 @@ tidy-check:
 	@set -e; for m in $(MODULES); do echo "== tidy $$m"; (cd $$m && $(GO) mod tidy -diff); done
 
 vet:
-	@set -e; for m in $(MODULES); do echo "== vet $$m"; (cd $$m && $(GO) vet ./...); done
+	@set -e; for m in $(MODULES); do echo "== vet $$m"; (cd $$m && GOFLAGS="$(CHECK_GOFLAGS)" $(GO) vet -tags $(E2E_TAG) ./...); done
+
+## staticcheck: every module, e2e files included; reports every module before failing.
+staticcheck:
+	@fail=0; for m in $(MODULES); do echo "== staticcheck $$m"; \
+	(cd $$m && GOFLAGS="$(CHECK_GOFLAGS)" $(GO) run $(STATICCHECK) -tags $(E2E_TAG) ./...) || fail=1; done; exit $$fail
 
 race:
-	@set -e; for m in $(MODULES); do echo "== test -race $$m"; (cd $$m && $(GO) test -race -count=1 -timeout 30m ./...); done
+	@set -e; for m in $(MODULES); do echo "== test -race -tags $(E2E_TAG) $$m"; \
+	(cd $$m && $(GO) test -race -tags $(E2E_TAG) -count=1 -timeout 30m ./...); done
 
-## bench: the main job: the comparison harness bench/cmd/fanout-bench with its defaults (1.5 to 2 minutes on
-## 2 cores): fanout vs k8s watch.Broadcaster vs raw channels, a table with PASS/FAIL targets on stdout,
-## bench.json (JSON Lines, one object per case) and the chart bench/bench.svg.
+## bench: the main command: the comparison harness bench/cmd/fanout-bench with its defaults (about 2 minutes
+## on 2 cores): fanout vs k8s watch.Broadcaster vs raw channels, and k8s/record vs client-go's tools/record.
+## The report goes to stdout; bench.json (JSON Lines) and the chart bench.svg go to bench/out/, which git
+## ignores. Exit status 0 when the run completed; BENCHFLAGS=-strict makes a missed target fail.
 bench:
-	cd bench && $(GO) run ./cmd/fanout-bench -json ../bench.json -svg bench.svg
+	cd bench && $(GO) run ./cmd/fanout-bench -json out/bench.json -svg out/bench.svg $(BENCHFLAGS)
+
+## bench-readme: a full run like `make bench` that also redraws the README's chart, the tracked
+## bench/bench.svg. Deliberate: copy the report's figures into README.md from the same run.
+bench-readme:
+	cd bench && $(GO) run ./cmd/fanout-bench -json out/bench.json -svg bench.svg $(BENCHFLAGS)
+
+## release-check: check that every module requires its siblings at the version in VERSION (with a replace
+## for development), and print the tags that release them. See RELEASING.md.
+release-check:
+	@cd internal/release && $(GO) run ./cmd/release-check -root ../..

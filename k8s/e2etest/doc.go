@@ -1,5 +1,12 @@
 // Package e2etest holds the adapter's end-to-end tests: the record and
-// events packages against a real kube-apiserver and etcd on loopback,
-// which the tests build from the Go module proxy and cache (see
-// internal/e2e). It has no non-test code.
+// events packages against a real kube-apiserver and etcd on loopback (see
+// [github.com/fanout-go/fanout/k8s/apiservertest], which builds them from
+// the Go module proxy the first time and caches them). It has no non-test
+// code.
+//
+// The tests are behind the e2e build tag, which `make test` sets:
+//
+//	go test -race -tags e2e ./e2etest/
+//
+// Without it, `go test ./...` finds no test files here and builds nothing.
 package e2etest

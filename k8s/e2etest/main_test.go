@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2etest
 
 import (
@@ -19,14 +21,14 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
-	"github.com/fanout-go/fanout/k8s/internal/e2e"
+	"github.com/fanout-go/fanout/k8s/apiservertest"
 )
 
 // One kube-apiserver and etcd for the package, started by the first test
 // that needs them and stopped after the last.
 var (
 	envOnce sync.Once
-	env     *e2e.Env
+	env     *apiservertest.Env
 	envErr  error
 )
 
@@ -52,12 +54,12 @@ func TestMain(m *testing.M) {
 // first use. It fails the test if the env cannot start: the binaries are
 // built when missing, never skipped. tune, if given, adjusts the client's
 // configuration.
-func cluster(t *testing.T, tune ...func(*rest.Config)) (*e2e.Env, kubernetes.Interface) {
+func cluster(t *testing.T, tune ...func(*rest.Config)) (*apiservertest.Env, kubernetes.Interface) {
 	t.Helper()
 	envOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 		defer cancel()
-		env, envErr = e2e.New(ctx)
+		env, envErr = apiservertest.New(ctx)
 	})
 	if envErr != nil {
 		t.Fatalf("starting kube-apiserver and etcd: %v", envErr)

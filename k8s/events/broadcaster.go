@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/fanout-go/fanout"
+	"github.com/fanout-go/fanout/k8s/eventstats"
 	"github.com/fanout-go/fanout/k8s/internal/adapt"
-	"github.com/fanout-go/fanout/k8s/metrics"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -59,8 +59,8 @@ type sinkRun struct {
 }
 
 var (
-	_ EventBroadcaster = (*Broadcaster)(nil)
-	_ metrics.Source   = (*Broadcaster)(nil)
+	_ EventBroadcaster  = (*Broadcaster)(nil)
+	_ eventstats.Source = (*Broadcaster)(nil)
 )
 
 // NewBroadcaster returns a broadcaster, a [*Broadcaster], that writes to
@@ -372,7 +372,9 @@ func (b *Broadcaster) ShutdownContext(ctx context.Context) error {
 }
 
 // Stats returns the broadcaster's counters, totals over all its sinks and
-// watchers (see [metrics.NewCollector]). Beyond the runners' counts:
+// watchers (to export them to Prometheus, see
+// [github.com/fanout-go/fanout/k8s/metrics.NewCollector]). Beyond the
+// runners' counts:
 //
 //   - Invalid counts events a recorder could not build (no reference to
 //     the object, a type other than Normal or Warning).
@@ -385,7 +387,7 @@ func (b *Broadcaster) ShutdownContext(ctx context.Context) error {
 //     rejected; DroppedShutdown also counts those of series still open when
 //     recording ended (they are not written, as with client-go).
 //   - Failures also counts failed series refresh and finish writes.
-func (b *Broadcaster) Stats() metrics.Stats {
+func (b *Broadcaster) Stats() eventstats.Stats {
 	s := adapt.Stats(b.rec.Stats(), &b.counters)
 	s.Refused += b.refused.Load()
 	lostFull, lostRejected, lostStopped := b.series.lostFull.Load(), b.series.lostRejected.Load(), b.series.lostStopped.Load()

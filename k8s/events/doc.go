@@ -46,7 +46,7 @@
 //     what they write under the lock, write without it, and check the entry
 //     again before changing it; occurrences recorded meanwhile are merged
 //     at once and their count is kept.
-//   - Counters for everything ([Broadcaster.Stats], a [metrics.Source]):
+//   - Counters for everything ([Broadcaster.Stats], a [eventstats.Source]):
 //     events recorded, written, merged into series, failed attempts, and
 //     every drop by cause. client-go drops silently.
 //   - [Broadcaster.Flush] waits until every event recorded before it was
@@ -141,6 +141,7 @@
 // Occurrences merged into a series and then lost (the cache evicted the
 // series, or the API server rejected its final write) move from Merged to
 // DroppedFull or DroppedRejected; [Broadcaster.SeriesEvicted] counts the
-// evicted series. Register [metrics.NewCollector] to export them to
-// Prometheus.
+// evicted series. Register
+// [github.com/fanout-go/fanout/k8s/metrics.NewCollector] (a separate module)
+// to export them to Prometheus.
 package events

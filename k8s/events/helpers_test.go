@@ -114,13 +114,6 @@ func (s *recordingSink) Ops() []op {
 	return append([]op(nil), s.ops...)
 }
 
-func (s *recordingSink) dump(t *testing.T) {
-	t.Helper()
-	for i, o := range s.Ops() {
-		t.Logf("op %d: %v", i, o)
-	}
-}
-
 var eventsGR = schema.GroupResource{Group: "events.k8s.io", Resource: "events"}
 
 func notFound(name string) error      { return apierrors.NewNotFound(eventsGR, name) }

@@ -60,7 +60,7 @@ func WithSleepDuration(d time.Duration) Option {
 
 // WithQueueLength sets how many events may wait for each sink and watcher
 // (default 1000, as client-go's). An event that meets a full queue is
-// dropped for that sink or watcher and counted in [metrics.Stats]
+// dropped for that sink or watcher and counted in [eventstats.Stats]
 // DroppedFull. n must be 1 to [fanout.MaxQueueLength], else [New] fails.
 func WithQueueLength(n int) Option {
 	return optionFunc(func(c *config) { c.queue = n })

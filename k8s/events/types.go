@@ -42,4 +42,6 @@ type EventSink = clientevents.EventSink
 // [clientevents.EventBroadcasterAdapter].
 //
 // Deprecated: client-go will remove it once the migration is complete.
+//
+//lint:ignore SA1019 mirrors client-go's deprecated name; removed when client-go removes it
 type EventBroadcasterAdapter = clientevents.EventBroadcasterAdapter

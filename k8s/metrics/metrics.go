@@ -1,71 +1,24 @@
-// Package metrics holds what the adapter's event broadcasters
+// Package metrics exports the counters of the adapter's event broadcasters
 // ([github.com/fanout-go/fanout/k8s/record] and
-// [github.com/fanout-go/fanout/k8s/events]) count, and a Prometheus
-// collector for it.
+// [github.com/fanout-go/fanout/k8s/events]), their
+// [github.com/fanout-go/fanout/k8s/eventstats.Stats], as Prometheus metrics.
 //
-// client-go drops events in several places without a trace: a full queue,
-// the spam filter, an exhausted retry budget, an event it cannot build.
-// Every one of them is counted here, by cause. The collector is not
-// registered anywhere: register it yourself, once per broadcaster, with
-// constant labels that tell broadcasters apart when you have several:
+// It is a module of its own, github.com/fanout-go/fanout/k8s/metrics, so
+// that Prometheus is linked only into the programs that import it: the
+// record and events packages do not.
+//
+// The collector is not registered anywhere: register it yourself, once per
+// broadcaster, with constant labels that tell broadcasters apart when you
+// have several:
 //
 //	reg.MustRegister(metrics.NewCollector(b, prometheus.Labels{"component": "my-controller"}))
 package metrics
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/fanout-go/fanout/k8s/eventstats"
 )
-
-// Stats is a snapshot of an event broadcaster's counters. Counters only
-// grow; Queued and Sinks are current values. Every event given to a
-// recorder ends up, for each sink, in exactly one of Written, Merged or a
-// Dropped* counter once it has left the queue, or in Invalid or Refused
-// before it was queued.
-type Stats struct {
-	// Recorded counts events the recorders accepted and queued.
-	Recorded uint64
-	// Invalid counts events refused before queueing because they could not
-	// be built: no object reference, an unsupported type, a nil object.
-	Invalid uint64
-	// Refused counts events refused because the broadcaster was shut down.
-	Refused uint64
-	// Sinks is the number of sinks and watchers still running.
-	Sinks int
-	// Queued is the number of events waiting in sink and watcher queues.
-	Queued int
-	// Written counts events a sink stored (or a watcher or logger took).
-	Written uint64
-	// Merged counts occurrences folded into an earlier event instead of
-	// being written on their own (an events.k8s.io series count).
-	Merged uint64
-	// Failures counts failed write attempts, retried or not.
-	Failures uint64
-	// DroppedFull counts events a sink or watcher missed because its queue
-	// was full.
-	DroppedFull uint64
-	// DroppedSpam counts events the spam filter skipped.
-	DroppedSpam uint64
-	// DroppedRejected counts events the API server rejected (not worth
-	// retrying) or whose sink or handler panicked.
-	DroppedRejected uint64
-	// DroppedRetries counts events that failed every try.
-	DroppedRetries uint64
-	// DroppedShutdown counts events given up because of a shutdown.
-	DroppedShutdown uint64
-}
-
-// Dropped returns the number of events lost, all causes together,
-// including Invalid and Refused.
-func (s Stats) Dropped() uint64 {
-	return s.Invalid + s.Refused + s.DroppedFull + s.DroppedSpam + s.DroppedRejected +
-		s.DroppedRetries + s.DroppedShutdown
-}
-
-// Source is anything with [Stats]: the broadcasters of the record and
-// events packages.
-type Source interface {
-	Stats() Stats
-}
 
 // Metric names the collector exports.
 const (
@@ -90,14 +43,15 @@ const (
 )
 
 type collector struct {
-	src                                                 Source
+	src                                                 eventstats.Source
 	recorded, written, merged, failures, dropped, queue *prometheus.Desc
 	sinks                                               *prometheus.Desc
 }
 
-// NewCollector returns a Prometheus collector reading src's [Stats] at
-// each scrape. constLabels are added to every metric (nil: none).
-func NewCollector(src Source, constLabels prometheus.Labels) prometheus.Collector {
+// NewCollector returns a Prometheus collector reading src's
+// [eventstats.Stats] at each scrape (src is a *record.Broadcaster or an
+// *events.Broadcaster). constLabels are added to every metric (nil: none).
+func NewCollector(src eventstats.Source, constLabels prometheus.Labels) prometheus.Collector {
 	d := func(name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc(name, help, labels, constLabels)
 	}

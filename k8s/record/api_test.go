@@ -2,20 +2,15 @@ package record_test
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	clientrecord "k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
+	"github.com/fanout-go/fanout/k8s/eventstats"
 	"github.com/fanout-go/fanout/k8s/internal/apitest"
-	"github.com/fanout-go/fanout/k8s/metrics"
 	"github.com/fanout-go/fanout/k8s/record"
 )
 
@@ -46,7 +41,7 @@ var (
 	_ func(int) *record.FakeRecorder                                      = record.NewFakeRecorder
 	_ clientrecord.EventRecorderLogger                                    = (*record.FakeRecorder)(nil)
 	_ clientrecord.EventBroadcaster                                       = (*record.Broadcaster)(nil)
-	_ metrics.Source                                                      = (*record.Broadcaster)(nil)
+	_ eventstats.Source                                                   = (*record.Broadcaster)(nil)
 
 	_ clientrecord.EventSink          = record.EventSink(nil)
 	_ clientrecord.EventRecorder      = record.EventRecorder(nil)
@@ -61,27 +56,4 @@ var (
 func TestEveryClientGoNameExists(t *testing.T) {
 	apitest.SameNames(t, "k8s.io/client-go/tools/record", ".", []string{"EventSink", "EventRecorder",
 		"EventRecorderLogger", "EventBroadcaster", "CorrelatorOptions", "EventCorrelateResult"})
-}
-
-func TestStatsAndCollector(t *testing.T) {
-	b := record.New()
-	defer b.Shutdown()
-	r := b.NewRecorder(nil, source)
-	r.Event(nil, v1.EventTypeNormal, "R", "invalid")
-	reg := prometheus.NewPedanticRegistry()
-	require.NoError(t, reg.Register(metrics.NewCollector(b, prometheus.Labels{"component": "test"})))
-	problems, err := testutil.GatherAndLint(reg)
-	require.NoError(t, err)
-	assert.Empty(t, problems)
-	assert.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(`
-# HELP fanout_k8s_events_dropped_total Events lost, by cause.
-# TYPE fanout_k8s_events_dropped_total counter
-fanout_k8s_events_dropped_total{component="test",reason="invalid"} 1
-fanout_k8s_events_dropped_total{component="test",reason="queue_full"} 0
-fanout_k8s_events_dropped_total{component="test",reason="rejected"} 0
-fanout_k8s_events_dropped_total{component="test",reason="retries_exhausted"} 0
-fanout_k8s_events_dropped_total{component="test",reason="shutdown"} 0
-fanout_k8s_events_dropped_total{component="test",reason="shutdown_refused"} 0
-fanout_k8s_events_dropped_total{component="test",reason="spam_filtered"} 0
-`), metrics.NameDropped))
 }

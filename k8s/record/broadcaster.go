@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/fanout-go/fanout"
+	"github.com/fanout-go/fanout/k8s/eventstats"
 	"github.com/fanout-go/fanout/k8s/internal/adapt"
-	"github.com/fanout-go/fanout/k8s/metrics"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -91,7 +91,7 @@ type Broadcaster struct {
 }
 
 var _ EventBroadcaster = (*Broadcaster)(nil)
-var _ metrics.Source = (*Broadcaster)(nil)
+var _ eventstats.Source = (*Broadcaster)(nil)
 
 // NewBroadcaster returns a new event broadcaster, a [*Broadcaster], with
 // client-go's defaults: queues of 1000 events that drop new events when
@@ -298,8 +298,9 @@ func (b *Broadcaster) shutdown(ctx context.Context) error {
 }
 
 // Stats returns the broadcaster's counters, totals over all its sinks and
-// watchers. See also [metrics.NewCollector].
-func (b *Broadcaster) Stats() metrics.Stats {
+// watchers. To export them to Prometheus, see
+// [github.com/fanout-go/fanout/k8s/metrics.NewCollector].
+func (b *Broadcaster) Stats() eventstats.Stats {
 	return adapt.Stats(b.rec.Stats(), &b.counters)
 }
 

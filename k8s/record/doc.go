@@ -40,7 +40,9 @@
 //   - Nothing is lost silently. Every event that is not written is counted by
 //     cause (queue full, spam-filtered, rejected, retries exhausted, invalid
 //     input, shutdown): see [Broadcaster.Stats] and the Prometheus collector
-//     [metrics.NewCollector], which you register yourself.
+//     [github.com/fanout-go/fanout/k8s/metrics.NewCollector] (a separate
+//     module, so that only programs that ask for it link Prometheus), which
+//     you register yourself.
 //   - [Broadcaster.Flush] waits until everything recorded so far has been
 //     written, skipped or dropped.
 //   - Shutdown is bounded ([ShutdownTimeout], or [Broadcaster.ShutdownContext]).

@@ -55,18 +55,6 @@ func parityClientSpamKey(e *v1.Event) string {
 	}, "")
 }
 
-// parityClientEventKey is client-go's unexported getEventKey, restated: the
-// dedup key, and the key EventAggregate returns for an event it does not
-// combine.
-func parityClientEventKey(e *v1.Event) string {
-	return strings.Join([]string{
-		e.Source.Component, e.Source.Host,
-		e.InvolvedObject.Kind, e.InvolvedObject.Namespace, e.InvolvedObject.Name,
-		e.InvolvedObject.FieldPath, string(e.InvolvedObject.UID), e.InvolvedObject.APIVersion,
-		e.Type, e.Reason, e.Message,
-	}, "")
-}
-
 // parityPair runs client-go's EventCorrelator and ours side by side on one
 // fake clock, which only the test moves.
 type parityPair struct {

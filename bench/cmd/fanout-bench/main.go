@@ -31,10 +31,12 @@
 // figure that the case's kind does not measure is null. A record case has
 // events/s in delivered_per_sec, ns per event in ns_per_publish and its
 // ratio against client-go in ratio_vs_k8s_wait_q100. -svg draws
-// delivered/s against watchers.
+// delivered/s against watchers. Both create the file's directory if needed
+// and print where the file went.
 //
-// The exit status is 0 even if a target fails (the figures are noisy);
-// -strict makes a failed target exit with status 3.
+// The exit status is 0 when the run completed, even if a target fails (the
+// figures are noisy); -strict makes a failed target exit with status 3, for
+// CI.
 package main
 
 import (
@@ -43,6 +45,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -178,7 +181,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *jsonFile != "" {
-		if err := writeFile(*jsonFile, func(w io.Writer) error {
+		if err := writeFile(stdout, "JSON", *jsonFile, func(w io.Writer) error {
 			if err := harness.WriteJSON(w, res); err != nil {
 				return err
 			}
@@ -188,7 +191,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if *svgFile != "" {
-		if err := writeFile(*svgFile, func(w io.Writer) error { return harness.WriteChart(w, res) }); err != nil {
+		if err := writeFile(stdout, "chart", *svgFile, func(w io.Writer) error { return harness.WriteChart(w, res) }); err != nil {
 			return err
 		}
 	}
@@ -215,8 +218,12 @@ func runNATS(on, quick bool, progress io.Writer) (*natsbench.Results, error) {
 	return natsbench.Run(cfg, progress)
 }
 
-// writeFile creates path and fills it with write.
-func writeFile(path string, write func(io.Writer) error) (err error) {
+// writeFile creates path (and its directory) and fills it with write, then
+// tells stdout where the file went.
+func writeFile(stdout io.Writer, what, path string, write func(io.Writer) error) (err error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o777); err != nil {
+		return err
+	}
 	f, err := os.Create(path)
 	if err != nil {
 		return err
@@ -224,6 +231,12 @@ func writeFile(path string, write func(io.Writer) error) (err error) {
 	defer func() {
 		if cerr := f.Close(); err == nil {
 			err = cerr
+		}
+		if err == nil {
+			if abs, aerr := filepath.Abs(path); aerr == nil {
+				path = abs
+			}
+			_, err = fmt.Fprintf(stdout, "%s written to %s\n", what, path)
 		}
 	}()
 	return write(f)

@@ -79,6 +79,26 @@ func TestRunWritesReportJSONAndSVG(t *testing.T) {
 	}
 }
 
+// -json and -svg create their directory, and the report says where each
+// file went, so that `make bench` can write into an ignored directory that
+// a fresh clone lacks.
+func TestRunCreatesOutputDirectoryAndPrintsWhereFilesWent(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out", "nested")
+	jsonPath, svgPath := filepath.Join(dir, "bench.json"), filepath.Join(dir, "bench.svg")
+	var stdout bytes.Buffer
+	if err := run(append(tiny, "-only", "throughput", "-json", jsonPath, "-svg", svgPath), &stdout, &stdout); err != nil {
+		t.Fatal(err)
+	}
+	for what, path := range map[string]string{"JSON": jsonPath, "chart": svgPath} {
+		if fi, err := os.Stat(path); err != nil || fi.Size() == 0 {
+			t.Errorf("%s file %s: %v", what, path, err)
+		}
+		if want := what + " written to " + path + "\n"; !strings.Contains(stdout.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, stdout.String())
+		}
+	}
+}
+
 func TestRunOnly(t *testing.T) {
 	var stdout bytes.Buffer
 	if err := run(append(tiny, "-only", "idle_memory"), &stdout, &stdout); err != nil {

@@ -2,14 +2,18 @@
 // through github.com/fanout-go/fanout/k8s/record, the drop-in replacement
 // for client-go's tools/record: the only change from a client-go controller
 // is that import path. It also shows what client-go lacks: the broadcaster's
-// drop counters as Prometheus metrics, and a Flush before exit.
+// drop counters, and a Flush before exit. (To export the counters to
+// Prometheus, register github.com/fanout-go/fanout/k8s/metrics.NewCollector,
+// a separate module: this program, like the record package, links no
+// Prometheus.)
 //
 // With -kubeconfig it watches the pods of a real cluster and records an event
-// for each pod it sees; without, it runs against a fake clientset with a few
-// pods, prints the events it stored and the counters, and exits.
+// for each pod it sees, until interrupted; without, it runs against a fake
+// clientset with a few pods, prints the events it stored, and exits. Both
+// print the counters at the end.
 //
 //	go run ./examples/controller                         # self-contained demo
-//	go run ./examples/controller -kubeconfig ~/.kube/config -metrics :8080
+//	go run ./examples/controller -kubeconfig ~/.kube/config
 package main
 
 import (
@@ -18,13 +22,10 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"net/http"
 	"os"
 	"os/signal"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
@@ -35,26 +36,20 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/fanout-go/fanout/k8s/metrics"
 	"github.com/fanout-go/fanout/k8s/record" // was: "k8s.io/client-go/tools/record"
 )
 
 func main() {
 	kubeconfig := flag.String("kubeconfig", "", "kubeconfig of the cluster to watch (empty: a fake clientset demo)")
-	metricsAddr := flag.String("metrics", "", "address to serve Prometheus metrics on (empty: none)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx, *kubeconfig, *metricsAddr); err != nil {
+	if err := run(ctx, os.Stdout, *kubeconfig); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run(ctx context.Context, kubeconfig, metricsAddr string) error {
-	return runTo(ctx, os.Stdout, kubeconfig, metricsAddr)
-}
-
-func runTo(ctx context.Context, out io.Writer, kubeconfig, metricsAddr string) error {
+func run(ctx context.Context, out io.Writer, kubeconfig string) error {
 	var client kubernetes.Interface
 	demo := kubeconfig == ""
 	if demo {
@@ -78,15 +73,8 @@ func runTo(ctx context.Context, out io.Writer, kubeconfig, metricsAddr string) e
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	recorder := broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: "example-controller"})
 
-	// Beyond client-go: counters by cause, as Prometheus metrics.
+	// Beyond client-go: Flush, Stats and a bounded Shutdown.
 	b := broadcaster.(*record.Broadcaster)
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(metrics.NewCollector(b, prometheus.Labels{"controller": "example"}))
-	if metricsAddr != "" {
-		srv := &http.Server{Addr: metricsAddr, Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ReadHeaderTimeout: 5 * time.Second}
-		go func() { _ = srv.ListenAndServe() }()
-		defer srv.Close()
-	}
 
 	factory := informers.NewSharedInformerFactory(client, 0)
 	pods := factory.Core().V1().Pods().Informer()
@@ -126,8 +114,9 @@ func runTo(ctx context.Context, out io.Writer, kubeconfig, metricsAddr string) e
 		for _, e := range list.Items {
 			fmt.Fprintf(out, "event %s: %s %s %q\n", e.InvolvedObject.Name, e.Type, e.Reason, e.Message)
 		}
-		st := b.Stats()
-		fmt.Fprintf(out, "recorded %d, dropped %d\n", st.Recorded, st.Dropped())
 	}
+	// Beyond client-go: every event is accounted for, by cause.
+	st := b.Stats()
+	fmt.Fprintf(out, "recorded %d, dropped %d\n", st.Recorded, st.Dropped())
 	return nil
 }

@@ -13,7 +13,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // stored by the (fake) API server.
 func TestDemo(t *testing.T) {
 	var out bytes.Buffer
-	if err := runTo(t.Context(), &out, "", ""); err != nil {
+	if err := run(t.Context(), &out, ""); err != nil {
 		t.Fatal(err)
 	}
 	want := `event web-1: Normal Observed "pod web-1 is Running"

@@ -1,13 +1,13 @@
 // Package adapt holds what the record and events packages share: client-go's
 // classification of write errors and the mapping of the core recorder's
-// counters to [metrics.Stats].
+// counters to [eventstats.Stats].
 package adapt
 
 import (
 	"sync/atomic"
 
 	"github.com/fanout-go/fanout"
-	"github.com/fanout-go/fanout/k8s/metrics"
+	"github.com/fanout-go/fanout/k8s/eventstats"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	restclient "k8s.io/client-go/rest"
 )
@@ -35,8 +35,8 @@ type Counters struct {
 }
 
 // Stats combines the core recorder's counters with the adapter's.
-func Stats(rs fanout.RecorderStats, c *Counters) metrics.Stats {
-	return metrics.Stats{
+func Stats(rs fanout.RecorderStats, c *Counters) eventstats.Stats {
+	return eventstats.Stats{
 		Recorded:        rs.Recorded,
 		Invalid:         c.Invalid.Load(),
 		Refused:         rs.Refused + c.Stopped.Load(),

@@ -4,29 +4,33 @@ package apitest
 
 import (
 	"go/ast"
+	"go/build"
 	"go/parser"
 	"go/token"
-	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
 
 // Exported returns the exported top-level names, and Type.Method for the
-// methods of exported types, declared in the non-test Go files of dir.
+// methods of exported types, declared in the Go files of the package in dir
+// that build for this platform (go/build's choice: no test files, and build
+// constraints applied).
 func Exported(dir string) (map[string]bool, error) {
-	names := map[string]bool{}
-	pkgs, err := parser.ParseDir(token.NewFileSet(), dir, func(fi os.FileInfo) bool {
-		return !strings.HasSuffix(fi.Name(), "_test.go")
-	}, 0)
+	pkg, err := build.ImportDir(dir, 0)
 	if err != nil {
 		return nil, err
 	}
-	for _, p := range pkgs {
-		for _, f := range p.Files {
-			for _, d := range f.Decls {
-				addDecl(names, d)
-			}
+	names := map[string]bool{}
+	fset := token.NewFileSet()
+	for _, name := range pkg.GoFiles {
+		f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, parser.SkipObjectResolution)
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range f.Decls {
+			addDecl(names, d)
 		}
 	}
 	return names, nil

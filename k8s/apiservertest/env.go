@@ -1,4 +1,4 @@
-package e2e
+package apiservertest
 
 import (
 	"context"
@@ -144,7 +144,7 @@ func New(ctx context.Context) (_ *Env, err error) {
 	}
 	ca, err := os.ReadFile(filepath.Join(e.certDir, "apiserver.crt"))
 	if err != nil {
-		return nil, fmt.Errorf("e2e: serving certificate: %w", err)
+		return nil, fmt.Errorf("apiservertest: serving certificate: %w", err)
 	}
 	e.config = &rest.Config{
 		Host:            e.Host(),
@@ -191,7 +191,7 @@ func (e *Env) StopAPIServer() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.stopped {
-		return errors.New("e2e: env is stopped")
+		return errors.New("apiservertest: env is stopped")
 	}
 	if e.apiserver != nil {
 		e.apiserver.stop(stopGrace)
@@ -207,11 +207,11 @@ func (e *Env) StartAPIServer() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.stopped {
-		return errors.New("e2e: env is stopped")
+		return errors.New("apiservertest: env is stopped")
 	}
 	if e.apiserver != nil {
 		if !e.apiserver.exited() {
-			return errors.New("e2e: kube-apiserver is already running")
+			return errors.New("apiservertest: kube-apiserver is already running")
 		}
 		e.apiserver = nil
 	}
@@ -376,7 +376,7 @@ func waitReady(ctx context.Context, p *process, url, token string, ok func([]byt
 			return p.exitError()
 		case <-ctx.Done():
 			t.Stop()
-			return fmt.Errorf("e2e: %s not ready (%s: %s): %w; last output (%s):\n%s",
+			return fmt.Errorf("apiservertest: %s not ready (%s: %s): %w; last output (%s):\n%s",
 				p.name, url, last, ctx.Err(), p.logPath, p.logTail(40))
 		}
 	}

@@ -1,43 +1,23 @@
-package e2e
+//go:build e2e
+
+package apiservertest
 
 import (
 	"context"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 )
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
-}
-
-// TestScriptDefaults keeps hack/e2e-binaries.sh's default versions in step
-// with KubeVersion and EtcdVersion, so running the script by hand fills the
-// cache Binaries reads.
-func TestScriptDefaults(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "..", "hack", "e2e-binaries.sh"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{
-		`FANOUT_E2E_KUBE_VERSION:-` + KubeVersion + `}`,
-		`FANOUT_E2E_ETCD_VERSION:-` + EtcdVersion + `}`,
-	} {
-		if !strings.Contains(string(b), want) {
-			t.Errorf("hack/e2e-binaries.sh lacks %q", want)
-		}
-	}
-}
-
-func TestSmoke(t *testing.T) {
+// kube-apiserver is served from the cached binaries with etcd behind it:
+// both event APIs store and list, and after StopAPIServer and StartAPIServer
+// the same clientset finds the data again, while a second StartAPIServer is
+// refused.
+func TestEnvServesEventsAcrossAPIServerRestart(t *testing.T) {
 	start := time.Now()
 	env := Start(t)
 	t.Logf("env up in %v (apiserver %s, etcd %s)", time.Since(start), env.Host(), env.EtcdURL())

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# e2e-binaries.sh builds kube-apiserver and etcd from source through the Go
-# module proxy and caches them for the end-to-end tests of the k8s module.
+# binaries.sh builds kube-apiserver and etcd from source through the Go
+# module proxy and caches them for the end-to-end tests (package
+# github.com/fanout-go/fanout/k8s/apiservertest, which embeds this file and
+# runs it when the binaries are missing; `make e2e-binaries` runs it too).
 #
-# Layout (the same one k8s/internal/e2e expects):
+# Layout (the one apiservertest.Binaries reads):
 #
 #   ${XDG_CACHE_HOME:-$HOME/.cache}/fanout-e2e/kube-apiserver-<version>/kube-apiserver
 #   ${XDG_CACHE_HOME:-$HOME/.cache}/fanout-e2e/etcd-<version>/etcd
@@ -14,6 +16,11 @@
 # concurrently (an flock on fanout-e2e/.lock serialises builders) and installs
 # atomically (a binary is built to a temporary file in its final directory,
 # checked with --version, then renamed into place).
+#
+# The build uses a throwaway Go build cache in a scratch directory that is
+# removed at the end: compiling kube-apiserver and etcd fills about 5 GB of
+# build cache that nothing else reuses. Modules are downloaded into the
+# usual module cache (GOMODCACHE).
 #
 # Environment:
 #   FANOUT_E2E_KUBE_VERSION  kube-apiserver version (default v1.34.4)
@@ -95,6 +102,8 @@ export CGO_ENABLED=0
 unset GOOS GOARCH
 
 scratch="$(mktemp -d "${TMPDIR:-/tmp}/fanout-e2e-build.XXXXXX")"
+# Needed once, reused by nothing: removed with the scratch directory.
+export GOCACHE="$scratch/go-build"
 tmp_bins=()
 cleanup() {
 	rm -rf "$scratch"

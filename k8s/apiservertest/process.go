@@ -1,4 +1,4 @@
-package e2e
+package apiservertest
 
 import (
 	"fmt"
@@ -38,7 +38,7 @@ func startProcess(name, bin string, args []string, logPath string) (*process, er
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = sysProcAttr()
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("e2e: start %s: %w", name, err)
+		return nil, fmt.Errorf("apiservertest: start %s: %w", name, err)
 	}
 	p := &process{name: name, cmd: cmd, logPath: logPath, logOff: off, done: make(chan struct{})}
 	// The only goroutine per process; it ends when the process exits, which
@@ -87,7 +87,7 @@ func (p *process) logTail(n int) string {
 
 // exitError describes an unexpected exit, with the end of the log.
 func (p *process) exitError() error {
-	return fmt.Errorf("e2e: %s exited: %v; last output (%s):\n%s", p.name, p.err, p.logPath, p.logTail(40))
+	return fmt.Errorf("apiservertest: %s exited: %v; last output (%s):\n%s", p.name, p.err, p.logPath, p.logTail(40))
 }
 
 // readFrom reads at most max bytes from the end of path, not before off.

@@ -1,0 +1,133 @@
+package release
+
+import (
+	"bytes"
+	"go/format"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// fence is one fenced code block of a Markdown file.
+type fence struct {
+	lang    string // the info string: "go", "sh", ...
+	section string // the last "## " heading before it
+	line    int    // line of the opening fence, 1-based
+	code    string
+}
+
+// fences returns the fenced code blocks of a Markdown document.
+func fences(md string) []fence {
+	var out []fence
+	var cur *fence
+	section := ""
+	for i, l := range strings.Split(md, "\n") {
+		switch {
+		case cur != nil && strings.HasPrefix(l, "```"):
+			out = append(out, *cur)
+			cur = nil
+		case cur != nil:
+			cur.code += l + "\n"
+		case strings.HasPrefix(l, "```"):
+			cur = &fence{lang: strings.TrimSpace(strings.TrimPrefix(l, "```")), section: section, line: i + 1}
+		case strings.HasPrefix(l, "## "):
+			section = strings.TrimSpace(strings.TrimPrefix(l, "## "))
+		}
+	}
+	return out
+}
+
+// quickStart returns the Go block of the README's "Quick start" section.
+func quickStart(t *testing.T) string {
+	t.Helper()
+	md, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fences(string(md)) {
+		if f.lang == "go" && f.section == "Quick start" {
+			return f.code
+		}
+	}
+	t.Fatal(`README.md has no go block under "## Quick start"`)
+	return ""
+}
+
+// markdownFiles returns the repository's tracked Markdown files that this
+// test reads: README.md and the READMEs of the modules.
+func markdownFiles(t *testing.T) []string {
+	t.Helper()
+	mods, err := Modules(repoRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	for _, m := range mods {
+		p := filepath.Join(repoRoot, filepath.FromSlash(m.Dir), "README.md")
+		if _, err := os.Stat(p); err == nil {
+			files = append(files, p)
+		}
+	}
+	return files
+}
+
+// Every Go block of the READMEs is gofmt-formatted (go/format accepts a
+// partial file: declarations or statements), so that a user who pastes it
+// gets formatted code.
+func TestReadmeGoBlocksAreGofmtClean(t *testing.T) {
+	n := 0
+	for _, file := range markdownFiles(t) {
+		md, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range fences(string(md)) {
+			if f.lang != "go" {
+				continue
+			}
+			n++
+			got, err := format.Source([]byte(f.code))
+			if err != nil {
+				t.Errorf("%s:%d: go block does not parse: %v", file, f.line, err)
+				continue
+			}
+			if !bytes.Equal(got, []byte(f.code)) {
+				t.Errorf("%s:%d: go block is not gofmt-formatted; gofmt makes it:\n%s", file, f.line, got)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no go blocks found: the check proves nothing")
+	}
+}
+
+var goGetLine = regexp.MustCompile(`(?m)^go get (\S+)`)
+
+// Every module the README tells users to `go get` is a released module of
+// this repository.
+func TestReadmeInstallLinesNameReleasedModules(t *testing.T) {
+	md, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mods, err := Modules(repoRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	released := map[string]bool{}
+	for _, m := range mods {
+		released[m.Path] = m.Released()
+	}
+	lines := goGetLine.FindAllStringSubmatch(string(md), -1)
+	if len(lines) == 0 {
+		t.Fatal("README.md has no go get line")
+	}
+	for _, l := range lines {
+		path, _, _ := strings.Cut(l[1], "@")
+		if !released[path] {
+			t.Errorf("README.md: go get %s: not a released module of this repository", l[1])
+		}
+	}
+}
