@@ -17,9 +17,9 @@ import (
 // [ParseConfig]. The route tree and the rule fields are those of
 // kubernetes-event-exporter (see the README for the mapping).
 type Config struct {
-	// APIs lists the Event APIs to watch: [CoreV1] (the default) and/or
-	// [EventsV1].
-	APIs []string `yaml:"apis"`
+	// API is the Event API watched: [CoreV1] (the default) or [EventsV1].
+	// Both show the same events, so only one is watched.
+	API string `yaml:"api"`
 	// Namespace restricts the watch to one namespace; empty watches all.
 	Namespace string `yaml:"namespace"`
 	// Checkpoint says where and how often the checkpoint is written.

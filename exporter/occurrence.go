@@ -2,8 +2,8 @@ package exporter
 
 import (
 	"encoding/json"
-	"sync"
 	"strconv"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"

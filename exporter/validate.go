@@ -40,13 +40,11 @@ func (c *Config) validate() []string {
 	add := func(line int, format string, args ...any) {
 		p = append(p, fmt.Sprintf("line %d: ", line)+fmt.Sprintf(format, args...))
 	}
-	if len(c.APIs) == 0 {
-		c.APIs = []string{CoreV1}
+	if c.API == "" {
+		c.API = CoreV1
 	}
-	for _, a := range c.APIs {
-		if a != CoreV1 && a != EventsV1 {
-			p = append(p, fmt.Sprintf("apis: unknown API %q (want %q or %q)", a, CoreV1, EventsV1))
-		}
+	if c.API != CoreV1 && c.API != EventsV1 {
+		p = append(p, fmt.Sprintf("api: unknown API %q (want %q or %q)", c.API, CoreV1, EventsV1))
 	}
 	if c.Checkpoint.File != "" && c.Checkpoint.ConfigMap != nil {
 		p = append(p, "checkpoint: set file or configMap, not both")
