@@ -46,7 +46,7 @@ func coreEvent(uid string, count int32) *corev1.Event {
 	return &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: uid, UID: types.UID(uid)},
 		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "ns", Name: "p"},
 		Reason:         "BackOff", Message: "back-off", Type: corev1.EventTypeWarning, Count: count,
-		Source: corev1.EventSource{Component: "kubelet"}}
+		Source: corev1.EventSource{Component: "kubelet"}, LastTimestamp: metav1.Now()}
 }
 
 func startSource(t *testing.T, cs *fake.Clientset, api string, ck *Checkpoint) chanTarget {
