@@ -170,4 +170,3 @@ func sameSet(got, want []string) bool {
 	slices.Sort(b)
 	return slices.Equal(a, b)
 }
-
