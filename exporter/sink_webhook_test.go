@@ -31,10 +31,10 @@ func newHook(t *testing.T) *hook {
 			w.WriteHeader(h.status)
 			return
 		}
-		var many []Occurrence
+		var many []*Occurrence
 		if err := json.Unmarshal(body, &many); err != nil {
-			var one Occurrence
-			if err := json.Unmarshal(body, &one); err != nil {
+			one := &Occurrence{}
+			if err := json.Unmarshal(body, one); err != nil {
 				w.WriteHeader(http.StatusBadRequest)
 				return
 			}
