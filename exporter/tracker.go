@@ -27,6 +27,7 @@ type tracker struct {
 	rv        string
 	seq       uint64 // last Seq given out
 	through   uint64 // last Seq committed
+	changed   bool   // committed changed since takeChanged
 }
 
 func newTracker(ck *Checkpoint) *tracker {
@@ -73,7 +74,20 @@ func (t *tracker) commit(w uint64) bool {
 		clear(t.pending[n:])
 		t.pending, t.off = t.pending[:n], 0
 	}
+	if t.off != start {
+		t.changed = true
+	}
 	return t.off != start
+}
+
+// takeChanged reports whether commits changed the state since the last
+// call.
+func (t *tracker) takeChanged() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	c := t.changed
+	t.changed = false
+	return c
 }
 
 // snapshot returns the committed state as a checkpoint (without marks).
@@ -81,6 +95,13 @@ func (t *tracker) snapshot() *Checkpoint {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return &Checkpoint{Version: checkpointVersion, ResourceVersion: t.rv, Counts: maps.Clone(t.committed), Seq: t.through}
+}
+
+// committedThrough returns the last Seq committed.
+func (t *tracker) committedThrough() uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.through
 }
 
 // lag returns the number of changes not committed yet.
