@@ -115,6 +115,10 @@ func run(ctx context.Context, fl *flags, cfg *Config, log *slog.Logger) error {
 		rc.Burst = cfg.KubeBurst
 	}
 	rc.UserAgent = "fanout-eventer"
+	// Protobuf, as Kubernetes components use for built-in types: smaller
+	// and cheaper to decode than JSON.
+	rc.ContentType = "application/vnd.kubernetes.protobuf"
+	rc.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
 	client, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return err
