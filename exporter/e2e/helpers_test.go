@@ -64,11 +64,11 @@ func namespace(t *testing.T, client kubernetes.Interface, name string) string {
 
 // keySet is a set of occurrence keys that signals when it holds a target.
 type keySet struct {
-	mu     sync.Mutex
-	keys   map[string]int // key -> times received
-	want   map[string]bool
+	mu      sync.Mutex
+	keys    map[string]int // key -> times received
+	want    map[string]bool
 	missing int
-	full   chan struct{}
+	full    chan struct{}
 	// atLeast, if set, is closed once threshold distinct keys are in.
 	threshold int
 	atLeast   chan struct{}

@@ -8,8 +8,8 @@ import (
 	"os"
 	"os/signal"
 	"strings"
-	"syscall"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/fanout-go/fanout/exporter"
@@ -20,8 +20,8 @@ import (
 )
 
 // childEnv, set in a child process's environment, makes the test binary
-// run the fanout-eventer command with the arguments it holds (separated by
-// NUL bytes) instead of the tests.
+// run the fanout-eventer command with the arguments it holds (one a line)
+// instead of the tests.
 const childEnv = "FANOUT_EVENTER_E2E_CHILD"
 
 // The API server shared by the package's tests, started by the first test
@@ -35,7 +35,7 @@ var (
 func TestMain(m *testing.M) {
 	if args, ok := os.LookupEnv(childEnv); ok {
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-		code := exporter.Main(ctx, strings.Split(args, "\x00"), os.Stdout, os.Stderr)
+		code := exporter.Main(ctx, strings.Split(args, "\n"), os.Stdout, os.Stderr)
 		stop()
 		os.Exit(code)
 	}

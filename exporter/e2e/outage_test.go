@@ -21,19 +21,25 @@ const (
 	outageEvents = 1000
 )
 
-// countingSink signals once it has stored n occurrences.
+// countingSink signals once it has stored target occurrences
+// (outageEvents if target is 0).
 type countingSink struct {
 	exporter.Sink
-	mu   sync.Mutex
-	n    int
-	done chan struct{}
+	target int
+	mu     sync.Mutex
+	n      int
+	done   chan struct{}
 }
 
 func (s *countingSink) Write(ctx context.Context, batch []*exporter.Occurrence) (int, error) {
 	n, err := s.Sink.Write(ctx, batch)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.n < outageEvents && s.n+n >= outageEvents {
+	target := s.target
+	if target == 0 {
+		target = outageEvents
+	}
+	if s.n < target && s.n+n >= target {
 		close(s.done)
 	}
 	s.n += n

@@ -34,7 +34,7 @@ func startChild(t *testing.T, args ...string) *child {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"="+strings.Join(args, "\x00"))
+	cmd.Env = append(os.Environ(), childEnv+"="+strings.Join(args, "\n"))
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -80,7 +80,7 @@ route:
   match: [{receiver: file}, {receiver: hook}, {receiver: nats}]
 receivers:
   - name: file
-    file: {path: %s, maxBytes: 200000}
+    file: {path: %s, maxBytes: 200000, maxbackups: 100}
   - name: hook
     webhook: {endpoint: %s}
     queue: {strategy: Wait}
