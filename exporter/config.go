@@ -2,10 +2,12 @@ package exporter
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -181,21 +183,35 @@ func ParseConfig(name string, data []byte) (*Config, error) {
 	var c Config
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
+	var problems []string
 	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
 		var te *yaml.TypeError
-		if errors.As(err, &te) {
-			return nil, &ConfigError{File: name, Problems: tidyYAMLErrors(te.Errors)}
+		if !errors.As(err, &te) {
+			return nil, &ConfigError{File: name, Problems: []string{strings.TrimPrefix(err.Error(), "yaml: ")}}
 		}
-		return nil, &ConfigError{File: name, Problems: []string{strings.TrimPrefix(err.Error(), "yaml: ")}}
+		// The decoder went on past these: validate the rest too, so
+		// that every problem is reported at once.
+		problems = tidyYAMLErrors(te.Errors)
 	}
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err == nil {
 		c.setLines(&root)
 	}
-	if p := c.validate(); len(p) > 0 {
-		return nil, &ConfigError{File: name, Problems: p}
+	problems = append(problems, c.validate()...)
+	if len(problems) > 0 {
+		slices.SortStableFunc(problems, func(a, b string) int { return cmp.Compare(problemLine(a), problemLine(b)) })
+		return nil, &ConfigError{File: name, Problems: problems}
 	}
 	return &c, nil
+}
+
+// problemLine returns the line a problem names, or 0.
+func problemLine(p string) int {
+	var n int
+	if _, err := fmt.Sscanf(p, "line %d:", &n); err != nil {
+		return 0
+	}
+	return n
 }
 
 // tidyYAMLErrors makes the YAML library's messages shorter: "field x not
