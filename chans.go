@@ -17,51 +17,69 @@ import (
 // try publish hands v to nobody before it is accepted: it only lists the
 // full watchers that may wait. Either way b.pending lists the full ones.
 func (p *pub[T]) chanPass(v T) {
-	b := p.b
-	pend := b.pending[:0]
 	if p.mode == pubAction {
-		for i := range b.chans {
-			cs := &b.chans[i]
-			if p.marked && cs.w.ps.handed == p.gen {
-				continue
-			}
-			if !p.marked || cs.w.ps.skipGen != p.gen {
-				select {
-				case cs.ch <- v:
-					cs.sent++
-					continue
-				default:
-				}
-			}
-			pend = append(pend, cs.w)
-		}
-		p.offered = true
-		b.pending = pend
+		p.offerAll(v)
 		return
 	}
+	p.checkWaiters(v)
+}
+
+// offerAll hands v to every channel watcher with room that does not have it
+// yet, and lists the others in b.pending.
+func (p *pub[T]) offerAll(v T) {
+	b := p.b
+	pend := b.pending[:0]
+	for i := range b.chans {
+		cs := &b.chans[i]
+		if p.marked && cs.w.ps.handed == p.gen {
+			continue
+		}
+		if !p.marked || cs.w.ps.skipGen != p.gen {
+			select {
+			case cs.ch <- v:
+				cs.sent++
+				continue
+			default:
+			}
+		}
+		pend = append(pend, cs.w)
+	}
+	p.offered = true
+	b.pending = pend
+}
+
+// checkWaiters lists in b.pending the full channel watchers that may wait.
+// A strict publish hands v to a hand-off watcher whose consumer is ready
+// right now; ActionOrDrop leaves that to the delivery.
+func (p *pub[T]) checkWaiters(v T) {
+	b := p.b
+	pend := b.pending[:0]
 	for _, w := range b.waitChans {
 		if p.marked && (w.ps.handed == p.gen || w.ps.skipGen == p.gen) {
 			continue
 		}
 		ch := w.cs.ch
-		if c := cap(ch); c > 0 && len(ch) < c {
+		if c := cap(ch); c > 0 && len(ch) < c || c == 0 && p.mode == pubTry {
 			continue
 		}
-		if cap(ch) == 0 { // hand-off: a consumer may be ready right now
-			if p.mode == pubTry {
-				continue // decided at delivery
-			}
-			select {
-			case ch <- v:
-				w.ps.handed, p.marked = p.gen, true
-				w.cs.in++
-				continue
-			default:
-			}
+		if cap(ch) == 0 && p.tryHandOff(w, v) {
+			continue
 		}
 		pend = append(pend, w)
 	}
 	b.pending = pend
+}
+
+// tryHandOff hands v to a hand-off watcher's consumer if one is waiting.
+func (p *pub[T]) tryHandOff(w *Watcher[T], v T) bool {
+	select {
+	case w.cs.ch <- v:
+		w.ps.handed, p.marked = p.gen, true
+		w.cs.in++
+		return true
+	default:
+		return false
+	}
 }
 
 // markHanded records, before the lock is released, which channel watchers

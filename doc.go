@@ -30,18 +30,27 @@
 //     happens relative to waiting.
 //   - WatchWithPrefix delivers the prefix first, then the live values, with
 //     no gap and no duplicate.
+//   - [WithReplay] delivers the last k accepted values first (kept by
+//     [WithHistory]), then the live values, with no gap and no duplicate:
+//     the replayed values are exactly the k that precede the first live one
+//     in the total order. With a prefix too, the prefix comes first, then
+//     the replayed values, then the live ones.
+//   - Concurrent publishers (Action, ActionContext, ActionOrDrop and
+//     ActionBatch from any number of goroutines) are ordered by the
+//     broadcaster's lock; values of a single publisher keep their order.
+//   - A batch ([Broadcaster.ActionBatch]) is contiguous: no other publisher's
+//     value is accepted between two of its values, and each watcher's
+//     behaviour applies to each value as if it had been published alone.
 //   - Across watchers, the moment at which each one receives a given value
 //     is unspecified.
-//   - Concurrent publishers are ordered by the broadcaster's lock; values of
-//     a single publisher keep their order.
 //
 // # Waiting
 //
 // A watcher that waits when full ([WaitIfChannelFull], or a custom behaviour
 // returning [VerdictWait]) makes the publisher wait, and a value is accepted
-// only once every such watcher has taken it: the publisher waits before the
-// value takes its place in the order, never after. A watcher registered while
-// the publisher waits therefore receives the value.
+// only once every such watcher has room for it: the publisher waits before
+// the value takes its place in the order, never after. A watcher registered
+// while the publisher waits therefore receives the value.
 //
 // Stop of the watcher being waited for releases the publisher from it: that
 // watcher left before the value was accepted. If Shutdown or the publish
@@ -56,21 +65,29 @@
 //     of them. (A channel watcher that was itself full and took the value
 //     while the publisher went on waiting for another full one keeps it.)
 //   - [Broadcaster.Action]: channel watchers with room are handed the value
-//     before the publisher waits, so that their consumers keep working
-//     meanwhile, as with a loop of channel sends; holding it back made
-//     Action 1.2 to 1.4 times slower at 100 to 1000 watchers. Only Shutdown
-//     can end this wait, and then they keep the value as the last one before
-//     their channel closes. Shared-ring watchers never see a value before it
-//     is accepted.
+//     before the publisher waits for a full channel watcher, so that their
+//     consumers keep working meanwhile, as with a loop of channel sends;
+//     holding it back made Action 1.2 to 1.4 times slower at 100 to 1000
+//     watchers. Only Shutdown can end this wait, and then they keep the
+//     value as the last one before their channel closes. Watchers read
+//     with the pull methods never see a value before it is accepted.
+//
+// A publisher that waits for a pull watcher's room does not hold anything
+// that other publishers need: when the full watchers have all made room,
+// every publisher waiting for them is woken (once, by the last of them),
+// and the lock orders them. A publisher that waits for a channel watcher,
+// asks a user's behaviour ([FullChannelBehavior].OnFull), or waits in the
+// middle of a batch holds the publish turn: the other publishers queue
+// behind it, in order. ActionOrDrop never overtakes a waiting publisher: it
+// returns false while one waits.
 //
 // A bounded wait ([WaitTimeoutIfChannelFull], or a [Decision] with a Timeout)
 // is measured from when the publish call first had to wait, including for
 // other publishers ahead of it, so a publish waits at most the longest
-// timeout, however many watchers are full.
+// timeout, however many watchers are full. A negative Timeout means no wait.
 //
 // While a publisher waits, Watch, Stop, ResultChan, Stats and the readers of
-// all watchers proceed; only other publishers queue behind it, and
-// ActionOrDrop returns false at once instead.
+// all watchers proceed.
 //
 // # Read paths and their cost
 //
@@ -78,37 +95,66 @@
 // with the pull methods [Watcher.Recv] (a batch), [Watcher.Next] (one value)
 // and [Watcher.All] (an iterator).
 //
-// Recv is the fastest. A watcher that waits when full and has only been read
-// with the pull methods reads the broadcaster's shared ring: the publisher
+// Every watcher read with the pull methods reads the broadcaster's shared
+// ring, whatever its behaviour, queue length, prefix or replay: the publisher
 // writes each value once, whatever the number of watchers, and a reader
-// copies a batch out under one uncontended lock. On a 2-core machine, one
-// publisher and 100 watchers with queue 100, that moved 100 to 165 million
-// deliveries/s with no allocation across runs: 3 to 6 times a loop sending
-// into 100 buffered channels and 15 to 25 times the k8s broadcaster, each
-// measured in the same run.
+// copies a batch out under one uncontended lock. Only a watcher with queue
+// length 0 (a hand-off) has a channel from the start. The ring grows to twice
+// the largest queue length (sixteen times for DropIfChannelFull without a
+// drop handler, see below) and to the history, at least 64 values.
+//
+// What a publisher pays per value on the ring is O(1), whatever the number
+// of watchers, as long as no watcher is full: it stores the value and
+// advances the head under the lock, and wakes the readers that were parked
+// after unlocking. When a watcher is full:
+//
+//	behaviour                              publisher's cost while it is full
+//	-------------------------------------  ------------------------------------------------
+//	WaitIfChannelFull                      waits; woken once when the full ones made room
+//	DropIfChannelFull, no drop handler     nothing: drops settled lazily (see below)
+//	DropOldestIfChannelFull, no handler    nothing: drops settled lazily
+//	the same with a drop handler           O(1) per value: the drop is decided and reported
+//	EvictIfChannelFull                     O(1), once: the watcher is closed
+//	WaitTimeoutIfChannelFull, custom       O(1) per value, plus the wait or the OnFull call
+//
+// Lazily settled drops are counted as soon as they happen ([Watcher.Stats]
+// and [Broadcaster.Stats] work them out from the sequence numbers) and
+// settled, that is reported to the drop handler if any, when the watcher is
+// next read, its stats are taken, it is stopped, or its oldest values are
+// about to be overwritten: then the publisher moves the values it still
+// holds off the ring, at most once per ring's worth of values.
 //
 // The first call of ResultChan gives the watcher its own channel (moving any
-// queued values into it). Channel watchers, and watchers with any other
-// behaviour, a queue length of 0 or a prefix, get one non-blocking channel
-// send per value: 0.6 to 1 times the throughput of the plain channel-send
-// loop, and 2 to 6 times the k8s broadcaster. An idle shared-ring watcher
-// costs about 250 bytes; a channel watcher adds its channel's buffer (queue
-// length times the size of T).
+// queued values into it). A channel watcher costs one non-blocking channel
+// send per value, under the lock: as a loop of channel sends.
+//
+// Idle, a pull watcher costs about 250 bytes (no goroutine, no channel); a
+// channel watcher adds its channel's buffer (queue length times the size of
+// T).
 //
 // # Goroutines
 //
 // A Broadcaster and its Watchers start no goroutines. Values are delivered by
-// the publishing goroutine, inside Action, ActionContext or ActionOrDrop;
-// waiting readers are parked until a publisher wakes them. So an idle
-// broadcaster uses no CPU (no ticker, no polling), nothing needs to be
+// the publishing goroutine, inside Action, ActionContext, ActionOrDrop or
+// ActionBatch; waiting readers are parked until a publisher wakes them. So an
+// idle broadcaster uses no CPU (no ticker, no polling), nothing needs to be
 // stopped for goroutines to be reclaimed, and Shutdown has no goroutine to
 // wait for: it returns as soon as it has closed intake, released waiting
 // publishers and closed the watchers. It never waits on a consumer.
 //
-// The callbacks a user supplies, [FullChannelBehavior.OnFull] and the
-// [WithDropHandler] function, run on the publishing goroutine while it has
-// the broadcaster to itself: they must be fast and must not call back into
-// the broadcaster or its watchers. Their calls never overlap.
+// The callbacks a user supplies run with no lock of the broadcaster held:
+//
+//   - [FullChannelBehavior].OnFull runs on the publishing goroutine while it
+//     holds the publish turn, so its calls never overlap. It may call the
+//     broadcaster and its watchers, but not a publish method that waits (it
+//     would wait for itself).
+//   - The [WithDropHandler] function runs on whichever goroutine settles
+//     the drop: the publisher, a reader, or the caller of Stats, Stop or
+//     Shutdown, possibly concurrently and after the publish returned. It may
+//     call anything, publishing included.
+//
+// A panic in either is recovered and counted in [Stats].Panics; a panic in
+// OnFull makes that watcher miss that value ([DropPanic]).
 //
 // A [Recorder] starts one goroutine per runner (see "The event pipeline"
 // below), and [Recorder.Shutdown] ends them.
@@ -128,6 +174,7 @@
 //	WaitTimeoutIfChannelFull(d)      wait up to d, then miss the value   no        up to d          timeout
 //	EvictIfChannelFull               watcher is closed, Err=ErrEvicted   no        no               evicted
 //	your FullChannelBehavior         any of the above, per value         -         -                -
+//	  ... whose OnFull panics        watcher misses the value            no        no               panic
 //
 // Queue length is exact: [WithQueueLength](5) with DropIfChannelFull means an
 // unread watcher holds exactly the first 5 values. Length 0 is a hand-off:
@@ -148,8 +195,21 @@
 // No value of T is special: the broadcaster never inspects values, so
 // there is no marker value that could be mistaken for an internal one. The
 // shared ring keeps references to the last values published (up to the
-// ring's size, the queue length rounded up to a power of two, at least 64)
-// until they are overwritten.
+// ring's size) until they are overwritten.
+//
+// # Contexts
+//
+// Only calls that can block take a context. A nil context is accepted
+// everywhere and means context.Background() (no deadline); staticcheck's
+// SA1012 still asks callers to pass context.TODO instead.
+//
+// # Options
+//
+// A broadcaster and its watchers take [Option]s; a [Recorder] takes
+// [RecorderOption]s. [WithQueueLength] and [WithDropHandler] are both
+// ([CommonOption]). An option given to the wrong constructor does not
+// compile; an invalid value given to [New] is returned by every method
+// that returns an error, Action included.
 //
 // # The event pipeline
 //
@@ -166,9 +226,10 @@
 //
 // In detail:
 //
-//   - [Recorder.Record] stamps the value ([WithStamp], [WithClock]) and
+//   - [Recorder.Record] (and [Recorder.RecordBatch], many values for the
+//     cost of one publish) stamps the value ([WithStamp], [WithClock]) and
 //     publishes it on the caller's goroutine without waiting for any
-//     consumer. Each runner has its own queue ([DefaultRecorderQueueLength]
+//     consumer; any number of goroutines may record at once. Each runner has its own queue ([DefaultRecorderQueueLength]
 //     values) that drops new values when full, for that runner only.
 //   - [Recorder.StartSink], [Recorder.StartHandler] and [Recorder.StartSlog]
 //     each start one goroutine, the runner, which takes values from its queue

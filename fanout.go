@@ -395,6 +395,26 @@ func (b *Broadcaster[T]) signalRoom() {
 	b.roomMu.Unlock()
 }
 
+// spareChan returns a channel of buffer one to wait on, reused (see
+// waitForRoom). Caller holds b.mu.
+func (b *Broadcaster[T]) spareChan() chan struct{} {
+	b.roomMu.Lock()
+	defer b.roomMu.Unlock()
+	if n := len(b.spareWake); n > 0 {
+		ch := b.spareWake[n-1]
+		b.spareWake = b.spareWake[:n-1]
+		return ch
+	}
+	return make(chan struct{}, 1)
+}
+
+// putChan keeps an empty channel from spareChan for reuse.
+func (b *Broadcaster[T]) putChan(ch chan struct{}) {
+	b.roomMu.Lock()
+	b.spareWake = append(b.spareWake, ch)
+	b.roomMu.Unlock()
+}
+
 // waitForRoom registers a room waiter's channel. Caller has counted itself
 // in roomWait. The channels are kept for reuse by the broadcaster itself
 // (not in a sync.Pool: a channel made in one testing/synctest bubble cannot

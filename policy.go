@@ -136,8 +136,7 @@ func (w waitTimeoutBehavior) String() string { return fmt.Sprintf("WaitTimeoutIf
 // compared with ==.
 var (
 	// WaitIfChannelFull is lossless: the producer waits for the full
-	// watcher's room. It is the default. Pull-API watchers with this
-	// behaviour use the broadcaster's shared ring, the fastest path.
+	// watcher's room. It is the default.
 	WaitIfChannelFull FullChannelBehavior = waitBehavior{}
 
 	// DropIfChannelFull makes a full watcher miss the new value; other

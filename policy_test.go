@@ -2,6 +2,7 @@ package fanout_test
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -13,6 +14,152 @@ import (
 	"github.com/fanout-go/fanout"
 	"github.com/fanout-go/fanout/fanouttest"
 )
+
+// Each full-queue behaviour keeps, drops and counts per watcher, and never
+// affects the other watchers.
+func TestFullChannelBehaviors(t *testing.T) {
+	tests := []struct {
+		name     string
+		behavior fanout.FullChannelBehavior
+		want     []int
+		stats    fanout.WatcherStats
+		err      error
+	}{
+		{"drop-new", fanout.DropIfChannelFull, []int{1, 2, 3}, fanout.WatcherStats{Delivered: 3, Dropped: 3, DroppedFull: 3}, nil},
+		{"drop-oldest", fanout.DropOldestIfChannelFull, []int{4, 5, 6}, fanout.WatcherStats{Delivered: 3, Dropped: 3, DroppedOldest: 3}, nil},
+		{"evict", fanout.EvictIfChannelFull, []int{1, 2, 3}, fanout.WatcherStats{Delivered: 3, Dropped: 1, DroppedEvicted: 1}, fanout.ErrEvicted},
+		{"wait-timeout", fanout.WaitTimeoutIfChannelFull(time.Second), []int{1, 2, 3}, fanout.WatcherStats{Delivered: 3, Dropped: 3, DroppedTimeout: 3}, nil},
+		{"wait-timeout-zero", fanout.WaitTimeoutIfChannelFull(0), []int{1, 2, 3}, fanout.WatcherStats{Delivered: 3, Dropped: 3, DroppedFull: 3}, nil},
+	}
+	for _, tc := range tests {
+		for _, r := range readers {
+			t.Run(tc.name+"/"+r.name, func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					b := fanout.New[int](fanout.WithQueueLength(3))
+					defer b.Shutdown()
+					slow, err := b.Watch(fanout.WithFullChannelBehavior(tc.behavior))
+					require.NoError(t, err)
+					r.prepare(slow)
+					fast, err := b.Watch()
+					require.NoError(t, err)
+					start := time.Now()
+					for i := 1; i <= 6; i++ {
+						require.NoError(t, b.Action(i))
+						v, err := fast.Next(context.Background())
+						require.NoError(t, err)
+						require.Equal(t, i, v, "other watchers are unaffected")
+					}
+					if _, ok := tc.behavior.(interface{ String() string }); ok && tc.name == "wait-timeout" {
+						assert.Equal(t, 3*time.Second, time.Since(start), "each of the 3 values waited the full timeout")
+					}
+					b.Shutdown()
+					got := r.drain(slow)
+					assert.Equal(t, tc.want, got)
+					s := slow.Stats()
+					s.Queued, s.QueueLength = 0, 0
+					assert.Equal(t, tc.stats, s)
+					if tc.err != nil {
+						assert.ErrorIs(t, slow.Err(), tc.err)
+					}
+				})
+			})
+		}
+	}
+}
+
+// evictAfter is a user-defined strategy: drop new values, but evict the
+// watcher after k consecutive drops.
+type evictAfter struct{ k uint64 }
+
+func (e evictAfter) OnFull(s fanout.FullState) fanout.Decision {
+	if s.ConsecutiveDrops+1 >= e.k {
+		return fanout.Decision{Verdict: fanout.VerdictEvict}
+	}
+	return fanout.Decision{Verdict: fanout.VerdictDropNew}
+}
+
+func TestCustomBehavior(t *testing.T) {
+	b := fanouttest.New[int](t, fanout.WithQueueLength(2))
+	w := fanouttest.Watch(t, b, fanout.WithFullChannelBehavior(evictAfter{k: 3}))
+	publish(t, b, 1, 2, 3, 4) // 3 and 4 dropped
+	v, err := w.Next(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, 1, v)
+	publish(t, b, 5) // room again: consecutive count resets
+	publish(t, b, 6, 7, 8)
+	got, err := fanouttest.CollectAll(t, w)
+	assert.ErrorIs(t, err, fanout.ErrEvicted)
+	assert.Equal(t, []int{2, 5}, got)
+	s := w.Stats()
+	assert.Equal(t, uint64(4), s.DroppedFull, "3, 4, 6 and 7")
+	assert.Equal(t, uint64(1), s.DroppedEvicted, "8")
+}
+
+func TestCustomBehaviorCanWaitWithTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		wait := waitFunc(func(fanout.FullState) fanout.Decision {
+			return fanout.Decision{Verdict: fanout.VerdictWait, Timeout: time.Minute}
+		})
+		b := fanout.New[int](fanout.WithQueueLength(1), fanout.WithFullChannelBehavior(wait))
+		defer b.Shutdown()
+		w, err := b.Watch()
+		require.NoError(t, err)
+		start := time.Now()
+		publish(t, b, 1, 2)
+		assert.Equal(t, time.Minute, time.Since(start))
+		assert.Equal(t, uint64(1), w.Stats().DroppedTimeout)
+	})
+}
+
+type waitFunc func(fanout.FullState) fanout.Decision
+
+func (f waitFunc) OnFull(s fanout.FullState) fanout.Decision { return f(s) }
+
+// FullState.ConsecutiveDrops counts the values missed since the watcher last
+// received one: a delivery ends the run, a refused ActionOrDrop does not
+// count, and another watcher's state does not either.
+func TestConsecutiveDrops(t *testing.T) {
+	var seen []uint64
+	rec := waitFunc(func(s fanout.FullState) fanout.Decision {
+		seen = append(seen, s.ConsecutiveDrops)
+		return fanout.Decision{Verdict: fanout.VerdictDropNew}
+	})
+	b := fanouttest.New[int](t, fanout.WithQueueLength(1))
+	w := fanouttest.Watch(t, b, fanout.WithFullChannelBehavior(rec))
+	blocker := fanouttest.Watch(t, b, fanout.WithQueueLength(4))
+	publish(t, b, 1, 2, 3) // 1 queued; 2 and 3 missed
+	assert.Equal(t, []int{1}, fanouttest.Drain(w))
+	assert.Equal(t, []int{1, 2, 3}, fanouttest.Drain(blocker))
+	publish(t, b, 4)       // delivered: the run ends
+	publish(t, b, 5, 6, 7) // missed; blocker now holds 4..7 and is full
+	ok, err := b.ActionOrDrop(8)
+	require.NoError(t, err)
+	assert.False(t, ok, "refused: reaches nobody")
+	assert.Equal(t, []int{4, 5, 6, 7}, fanouttest.Drain(blocker))
+	publish(t, b, 9) // missed: the refused value did not break the run
+	assert.Equal(t, []uint64{0, 1, 0, 1, 2, 3}, seen)
+	assert.Equal(t, uint64(6), w.Stats().DroppedFull)
+}
+
+func TestDropHandler(t *testing.T) {
+	var mu sync.Mutex
+	var drops []fanout.Drop
+	b := fanouttest.New[int](t, fanout.WithQueueLength(1), fanout.WithDropHandler(func(d fanout.Drop) {
+		mu.Lock()
+		defer mu.Unlock()
+		drops = append(drops, d)
+	}))
+	a := fanouttest.Watch(t, b, fanout.WithFullChannelBehavior(fanout.DropIfChannelFull))
+	o := fanouttest.Watch(t, b, fanout.WithFullChannelBehavior(fanout.DropOldestIfChannelFull))
+	publish(t, b, 1, 2)
+	mu.Lock()
+	defer mu.Unlock()
+	assert.ElementsMatch(t, []fanout.Drop{
+		{WatcherID: a.ID(), Reason: fanout.DropFull},
+		{WatcherID: o.ID(), Reason: fanout.DropOldest},
+	}, drops)
+	assert.Equal(t, uint64(2), b.Stats().Dropped)
+}
 
 // within runs f and fails the test if it does not return within the hang
 // guard: a wedged broadcaster fails the test instead of hanging it.

@@ -53,9 +53,39 @@ const (
 // and v is not accepted (see "Waiting" in the package documentation for the
 // watchers that may already hold it). After Shutdown it returns ErrStopped.
 func (b *Broadcaster[T]) Action(v T) error {
+	if b.tryOne(v) {
+		return nil
+	}
 	vs := [1]T{v}
-	_, err := b.publish(context.Background(), vs[:], pubAction)
+	_, err := b.publishSlow(context.Background(), vs[:], pubAction)
 	return err
+}
+
+// tryOne is the fast path for one value, inline: it accepts v if nobody
+// holds the turn or waits for room, no watcher has a channel or is full,
+// and the ring readers have room. It wakes the parked readers after
+// unlocking. (Through publish, with its slice of one, the same took a third
+// longer with one watcher: 38 against 29 ns per value.)
+func (b *Broadcaster[T]) tryOne(v T) bool {
+	if b.err != nil {
+		return false
+	}
+	b.mu.Lock()
+	h := b.head.Load()
+	if b.stopped || b.turn || len(b.chans) > 0 || len(b.full) > 0 || h >= b.limit || h >= b.lap || b.roomWait.Load() != 0 {
+		b.mu.Unlock()
+		return false
+	}
+	if b.ringOn {
+		b.ring.Load().Put(h, v)
+	}
+	b.head.Store(h + 1)
+	b.accepted++
+	b.mu.Unlock()
+	if b.nparked.Load() > 0 {
+		b.wakeParked()
+	}
+	return true
 }
 
 // ActionContext is [Broadcaster.Action] bounded by ctx: if ctx is done before
@@ -77,6 +107,9 @@ func (b *Broadcaster[T]) ActionContext(ctx context.Context, v T) error {
 // ready at that instant misses v, counted as [DropFull]. After Shutdown it
 // returns (false, [ErrStopped]).
 func (b *Broadcaster[T]) ActionOrDrop(v T) (bool, error) {
+	if b.tryOne(v) {
+		return true, nil
+	}
 	vs := [1]T{v}
 	n, err := b.publish(context.Background(), vs[:], pubTry)
 	if errors.Is(err, errRefused) {
@@ -98,7 +131,8 @@ func (b *Broadcaster[T]) ActionBatch(vs []T) (int, error) {
 
 // ActionBatchContext is [Broadcaster.ActionBatch] bounded by ctx: it
 // returns ctx.Err() with the number of values accepted before ctx was done,
-// and no watcher with room has received the value that was waiting.
+// and no watcher with room has received the value that was waiting. A nil
+// ctx means context.Background().
 func (b *Broadcaster[T]) ActionBatchContext(ctx context.Context, vs []T) (int, error) {
 	if ctx == nil {
 		ctx = context.Background()
@@ -140,6 +174,9 @@ func (b *Broadcaster[T]) publish(ctx context.Context, vs []T, mode pubMode) (int
 
 // publishSlow is publish when the fast path cannot take every value.
 func (b *Broadcaster[T]) publishSlow(ctx context.Context, vs []T, mode pubMode) (int, error) {
+	if b.err != nil {
+		return 0, b.err
+	}
 	p := pub[T]{b: b, ctx: ctx, mode: mode}
 	if err := p.enter(); err != nil {
 		return 0, err
@@ -189,7 +226,7 @@ func (p *pub[T]) enter() error {
 	if err != nil {
 		b.mu.Unlock()
 		if p.next != nil {
-			close(p.next)
+			p.next <- struct{}{}
 		}
 	}
 	return err
@@ -206,7 +243,7 @@ func (p *pub[T]) yieldTurn() error {
 		b.refused++
 		return errRefused
 	}
-	ch := make(chan struct{})
+	ch := b.spareChan()
 	b.turnQ = append(b.turnQ, ch)
 	b.mu.Unlock()
 	p.waitStart()
@@ -221,14 +258,17 @@ func (p *pub[T]) yieldTurn() error {
 	b.mu.Lock()
 	if err == nil {
 		p.turn = true
+		b.putChan(ch)
 		return nil
 	}
 	if i := slices.Index(b.turnQ, ch); i >= 0 {
 		b.turnQ = slices.Delete(b.turnQ, i, i+1)
 	} else { // handed to us meanwhile: pass it on (leave wakes the next)
+		<-ch
 		p.turn = true
 		p.releaseTurn()
 	}
+	b.putChan(ch)
 	return err
 }
 
@@ -264,7 +304,7 @@ func (p *pub[T]) leave(accepted int) {
 	}
 	b.mu.Unlock()
 	if p.next != nil {
-		close(p.next)
+		p.next <- struct{}{} // buffered: the next publisher takes it when it wakes
 	}
 	if accepted > 0 && b.nparked.Load() > 0 {
 		b.wakeParked()

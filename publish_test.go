@@ -92,12 +92,6 @@ func TestBoundedWaitCountsRingWait(t *testing.T) {
 	})
 }
 
-type review3Wait struct{}
-
-func (review3Wait) OnFull(fanout.FullState) fanout.Decision {
-	return fanout.Decision{Verdict: fanout.VerdictWait}
-}
-
 // Optimistic Action, strict ActionOrDrop and strict ActionContext from
 // concurrent goroutines, with slow consumers of channel watchers (built-in and
 // custom waiting behaviour), a hand-off, a shared-ring reader and one
@@ -121,12 +115,18 @@ func TestStressMixedPublishers(t *testing.T) {
 		return r
 	}
 	chanW := add(true)
-	customW := add(true, fanout.WithFullChannelBehavior(review3Wait{}))
+	customW := add(true, fanout.WithFullChannelBehavior(waitFunc(func(fanout.FullState) fanout.Decision {
+		return fanout.Decision{Verdict: fanout.VerdictWait} // waits, through the custom-behaviour path
+	})))
 	handoff := add(false, fanout.WithQueueLength(0))
 	shared := add(true, fanout.WithQueueLength(3))
 	convert := add(true, fanout.WithQueueLength(2))
 
 	var cwg sync.WaitGroup
+	// slow is a deliberate perturbation, not a wait: consumers that now and
+	// then pause for a few microseconds let queues fill, so that publishers
+	// wait, refuse and time out in ever different interleavings. No
+	// assertion depends on how long a pause is.
 	slow := func() {
 		if rand.IntN(4) == 0 {
 			time.Sleep(time.Duration(rand.IntN(20)) * time.Microsecond)

@@ -314,6 +314,7 @@ func (r *Recorder[T]) start(name string, handle func(*Runner[T], T)) (*Runner[T]
 // A runner that has exited counts as done. Flush does not wait for plain
 // watchers (see [Recorder.Watch]). Called from a sink or handler, it waits
 // for its own runner, which cannot progress: give it a context that ends.
+// A nil ctx means context.Background(), as everywhere in this package.
 func (r *Recorder[T]) Flush(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
@@ -348,7 +349,7 @@ func (r *Recorder[T]) Flush(ctx context.Context) error {
 // retries to play out.
 //
 // Called from a sink or handler, Shutdown waits for that very runner, so
-// give it a context that ends.
+// give it a context that ends. A nil ctx means context.Background().
 func (r *Recorder[T]) Shutdown(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
@@ -507,7 +508,7 @@ func (run *Runner[T]) loop() {
 	defer run.exit()
 	buf := make([]T, 1) // one at a time: the queue length stays exact
 	for {
-		n, err := run.w.Recv(nil, buf)
+		n, err := run.w.Recv(context.Background(), buf)
 		if err != nil {
 			return
 		}
@@ -597,34 +598,19 @@ func (run *Runner[T]) drop(reason DropReason, err error) {
 // mirrors client-go's recordToSink: after a failure the tries are counted
 // first, then a pause that Stop or Shutdown cut short ends the value.
 func (run *Runner[T]) write(sink Sink[T], c SinkCorrelator[T], v T) {
-	var res Correlation[T]
-	if err := safeCall(func() {
-		if c != nil {
-			res = c.Correlate(v)
-		} else {
-			res = Correlation[T]{Value: v, Count: 1}
-		}
-	}); err != nil {
-		run.drop(DropRejected, err)
-		return
-	}
-	if res.Skip {
-		run.drop(DropSpam, nil)
-		return
-	}
-	if res.Merged {
-		run.merged.Add(1)
+	res, ok := run.correlate(c, v)
+	if !ok {
 		return
 	}
 	p := run.r.retry
-	for tries := 0; ; {
+	for tries := 1; ; tries++ {
 		stored, err, perr := run.attempt(sink, res)
-		if perr != nil {
+		switch {
+		case perr != nil:
 			run.failures.Add(1)
 			run.drop(DropRejected, perr)
 			return
-		}
-		if err == nil {
+		case err == nil:
 			run.written.Add(1)
 			if c != nil {
 				// The value is stored; a correlator function that panics
@@ -634,34 +620,70 @@ func (run *Runner[T]) write(sink Sink[T], c SinkCorrelator[T], v T) {
 			return
 		}
 		run.failures.Add(1)
-		retry := true
-		if p.Retryable != nil {
-			if perr := safeCall(func() { retry = p.Retryable(err) }); perr != nil {
-				run.drop(DropRejected, perr)
-				return
-			}
+		if reason, why, stop := run.giveUp(p, err, tries); stop {
+			run.drop(reason, why)
+			return
 		}
-		if !retry {
+		if !run.pause(p, tries) {
+			run.drop(DropShutdown, err)
+			return
+		}
+	}
+}
+
+// correlate passes v through c and reports whether there is a value to
+// write: not when the spam filter skipped it, c merged it, or c panicked.
+func (run *Runner[T]) correlate(c SinkCorrelator[T], v T) (Correlation[T], bool) {
+	res := Correlation[T]{Value: v, Count: 1}
+	if c != nil {
+		if err := safeCall(func() { res = c.Correlate(v) }); err != nil {
 			run.drop(DropRejected, err)
-			return
+			return res, false
 		}
-		tries++
-		if tries >= p.MaxTries {
-			run.drop(DropRetries, err)
-			return
+	}
+	switch {
+	case res.Skip:
+		run.drop(DropSpam, nil)
+		return res, false
+	case res.Merged:
+		run.merged.Add(1)
+		return res, false
+	}
+	return res, true
+}
+
+// giveUp decides, after the write failure number tries, whether to stop
+// retrying, why, and the error to report: the policy does not retry err (or
+// its classifier panicked), the tries are used up, or the runner is
+// stopping.
+func (run *Runner[T]) giveUp(p RetryPolicy, err error, tries int) (DropReason, error, bool) {
+	retry := true
+	if p.Retryable != nil {
+		if perr := safeCall(func() { retry = p.Retryable(err) }); perr != nil {
+			return DropRejected, perr, true
 		}
-		if run.ctx.Err() != nil {
-			run.drop(DropShutdown, err)
-			return
-		}
-		t := time.NewTimer(p.pause(tries))
-		select {
-		case <-run.ctx.Done():
-			t.Stop()
-			run.drop(DropShutdown, err)
-			return
-		case <-t.C:
-		}
+	}
+	switch {
+	case !retry:
+		return DropRejected, err, true
+	case tries >= p.MaxTries:
+		return DropRetries, err, true
+	case run.ctx.Err() != nil:
+		return DropShutdown, err, true
+	}
+	return 0, nil, false
+}
+
+// pause sleeps before the next try; it reports false if Stop or Shutdown
+// cut it short.
+func (run *Runner[T]) pause(p RetryPolicy, tries int) bool {
+	t := time.NewTimer(p.pause(tries))
+	defer t.Stop()
+	select {
+	case <-run.ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }
 

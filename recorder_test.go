@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -17,98 +17,63 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fanout-go/fanout"
+	"github.com/fanout-go/fanout/fanouttest"
 )
 
-// call is one sink call as the test sink saw it.
-type call struct {
-	Op  string // "create" or "update"
-	Ev  ev
-	At  time.Time
-	Err error
+// item is a numbered value for the recorder, runner and retry tests: N
+// identifies it (and decides how a fake treats it), Key groups values for a
+// correlator and ID is what a sink stored. The log-like ev of the
+// correlator tests serves where messages and timestamps matter.
+type item struct {
+	N   int
+	Key string
+	ID  string
 }
 
-// testSink records calls. fail, if set, decides each call's error; block,
-// if set, is received from before each call returns (so the test decides
-// when a write ends).
-type testSink struct {
-	mu    sync.Mutex
-	calls []call
-	fail  func(op string, e ev, attempt int) error
-	block chan struct{}
-	ids   int
-}
-
-func (s *testSink) do(ctx context.Context, op string, e ev) (ev, error) {
-	if s.block != nil {
-		select {
-		case <-s.block:
-		case <-ctx.Done():
-			s.mu.Lock()
-			s.calls = append(s.calls, call{Op: op, Ev: e, At: time.Now(), Err: ctx.Err()})
-			s.mu.Unlock()
-			return ev{}, ctx.Err()
-		}
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var err error
-	if s.fail != nil {
-		n := 0
-		for _, c := range s.calls {
-			if c.Ev.Msg == e.Msg {
-				n++
-			}
-		}
-		err = s.fail(op, e, n+1)
-	}
-	s.calls = append(s.calls, call{Op: op, Ev: e, At: time.Now(), Err: err})
-	if err != nil {
-		return ev{}, err
-	}
-	if op == "create" {
-		s.ids++
-		e.ID = fmt.Sprint("id-", s.ids)
-	}
-	return e, nil
-}
-
-func (s *testSink) Create(ctx context.Context, e ev) (ev, error) { return s.do(ctx, "create", e) }
-func (s *testSink) Update(ctx context.Context, e ev) (ev, error) { return s.do(ctx, "update", e) }
-
-func (s *testSink) Calls() []call {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]call(nil), s.calls...)
-}
-
-func (s *testSink) ok() (n int) {
-	for _, c := range s.Calls() {
-		if c.Err == nil {
-			n++
-		}
-	}
-	return n
-}
-
-func newRecorder(t *testing.T, opts ...fanout.RecorderOption) *fanout.Recorder[ev] {
+// newRecorder returns a recorder that is shut down when the test ends.
+func newRecorder[T any](t *testing.T, opts ...fanout.RecorderOption) *fanout.Recorder[T] {
 	t.Helper()
-	r, err := fanout.NewRecorder[ev](opts...)
+	r, err := fanout.NewRecorder[T](opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = r.Shutdown(context.Background()) })
 	return r
 }
 
+// startSink starts a sink runner, failing the test on error.
+func startSink[T any](t *testing.T, r *fanout.Recorder[T], s fanout.Sink[T], c fanout.SinkCorrelator[T]) *fanout.Runner[T] {
+	t.Helper()
+	run, err := r.StartSink(s, c)
+	require.NoError(t, err)
+	return run
+}
+
+// startHandler starts a handler runner, failing the test on error.
+func startHandler[T any](t *testing.T, r *fanout.Recorder[T], f func(T)) *fanout.Runner[T] {
+	t.Helper()
+	run, err := r.StartHandler(f)
+	require.NoError(t, err)
+	return run
+}
+
+// fastRetry retries a failed write tries times in all, a second apart.
 func fastRetry(tries int) fanout.RecorderOption {
 	return fanout.WithRetry(fanout.RetryPolicy{MaxTries: tries, Sleep: time.Second})
 }
 
-func TestRecorderConfigErrors(t *testing.T) {
+// NewRecorder rejects invalid options with an error that names the package,
+// before it allocates or starts anything; the Start methods reject nil.
+func TestNewRecorderRejectsInvalidConfig(t *testing.T) {
 	for name, opt := range map[string]fanout.RecorderOption{
-		"negative queue":   fanout.WithQueueLength(-1),
-		"zero tries":       fanout.WithRetry(fanout.RetryPolicy{}),
-		"negative sleep":   fanout.WithRetry(fanout.RetryPolicy{MaxTries: 1, Sleep: -1}),
-		"negative jitter":  fanout.WithRetry(fanout.RetryPolicy{MaxTries: 1, Jitter: -0.5}),
-		"stamp other type": fanout.WithStamp(func(v int, _ time.Time) int { return v }),
+		"negative queue":              fanout.WithQueueLength(-1),
+		"queue above MaxQueueLength":  fanout.WithQueueLength(fanout.MaxQueueLength + 1),
+		"queue of 1<<45":              fanout.WithQueueLength(1 << 45),
+		"queue of math.MaxInt":        fanout.WithQueueLength(math.MaxInt),
+		"zero tries":                  fanout.WithRetry(fanout.RetryPolicy{}),
+		"negative sleep":              fanout.WithRetry(fanout.RetryPolicy{MaxTries: 1, Sleep: -1}),
+		"negative jitter":             fanout.WithRetry(fanout.RetryPolicy{MaxTries: 1, Jitter: -0.5}),
+		"infinite jitter":             fanout.WithRetry(fanout.RetryPolicy{MaxTries: 3, Sleep: time.Second, Jitter: math.Inf(1)}),
+		"NaN jitter":                  fanout.WithRetry(fanout.RetryPolicy{MaxTries: 3, Sleep: time.Second, Jitter: math.NaN()}),
+		"stamp hook for another type": fanout.WithStamp(func(v int, _ time.Time) int { return v }),
 	} {
 		t.Run(name, func(t *testing.T) {
 			r, err := fanout.NewRecorder[ev](opt)
@@ -117,7 +82,7 @@ func TestRecorderConfigErrors(t *testing.T) {
 			assert.True(t, strings.HasPrefix(err.Error(), "fanout: "), err.Error())
 		})
 	}
-	r := newRecorder(t)
+	r := newRecorder[ev](t)
 	_, err := r.StartSink(nil, nil)
 	assert.Error(t, err)
 	_, err = r.StartHandler(nil)
@@ -126,13 +91,14 @@ func TestRecorderConfigErrors(t *testing.T) {
 	assert.Error(t, err)
 }
 
-func TestRecorderStampAndCreate(t *testing.T) {
+// Record stamps each value with the recorder's clock; a sink runner without
+// a correlator creates every value, in order.
+func TestRecordStampsValuesWithTheRecordersClock(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		clk := newManualClock()
-		r := newRecorder(t, fanout.WithClock(clk), fanout.WithStamp(func(e ev, now time.Time) ev { e.First, e.Last = now, now; return e }))
-		sink := &testSink{}
-		_, err := r.StartSink(sink, nil)
-		require.NoError(t, err)
+		r := newRecorder[ev](t, fanout.WithClock(clk), fanout.WithStamp(func(e ev, now time.Time) ev { e.First, e.Last = now, now; return e }))
+		sink := &fanouttest.Sink[ev]{}
+		startSink(t, r, sink, nil)
 		for i := range 3 {
 			require.NoError(t, r.Record(ev{Msg: fmt.Sprint(i)}))
 			clk.Advance(time.Minute)
@@ -143,8 +109,8 @@ func TestRecorderStampAndCreate(t *testing.T) {
 		start := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 		for i, c := range calls {
 			assert.Equal(t, "create", c.Op, "no correlator: every value is created")
-			assert.Equal(t, fmt.Sprint(i), c.Ev.Msg, "in order")
-			assert.Equal(t, start.Add(time.Duration(i)*time.Minute), c.Ev.First, "stamped with the recorder's clock")
+			assert.Equal(t, fmt.Sprint(i), c.Value.Msg, "in order")
+			assert.Equal(t, start.Add(time.Duration(i)*time.Minute), c.Value.First, "stamped with the recorder's clock")
 		}
 		st := r.Stats()
 		assert.Equal(t, uint64(3), st.Recorded)
@@ -153,337 +119,119 @@ func TestRecorderStampAndCreate(t *testing.T) {
 	})
 }
 
-// With a correlator, repeats become updates that refer to what the sink
-// returned, and spam is skipped and counted.
-func TestRecorderSinkWithCorrelator(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		r := newRecorder(t)
-		c := newCorrelator(t, fanout.CorrelatorConfig[ev]{Dedup: dedupStage(), Spam: spamStage(3, 1e-9)})
-		sink := &testSink{}
-		run, err := r.StartSink(sink, c)
-		require.NoError(t, err)
-		for range 5 {
-			require.NoError(t, r.Record(ev{Obj: "pod", Reason: "R", Msg: "m"}))
-		}
-		require.NoError(t, r.Flush(t.Context()))
-		calls := sink.Calls()
-		require.Len(t, calls, 3, "burst 3: two skipped")
-		assert.Equal(t, "create", calls[0].Op)
-		for i, c := range calls[1:] {
-			assert.Equal(t, "update", c.Op)
-			assert.Equal(t, i+2, c.Ev.Count)
-			assert.Equal(t, "id-1", c.Ev.ID, "updates refer to the stored record")
-		}
-		st := run.Stats()
-		assert.Equal(t, uint64(5), st.Received)
-		assert.Equal(t, uint64(3), st.Written)
-		assert.Equal(t, uint64(2), st.DroppedSpam)
-		assert.Equal(t, uint64(2), st.Dropped)
-	})
+// A plain watcher with queue length 0 (hand-off) that waits when full cannot
+// make Record wait: it misses each value its reader is not already waiting
+// for, counted in its own stats (documented on Recorder.Watch).
+func TestHandOffPlainWatcherNeverMakesRecordWait(t *testing.T) {
+	r := newRecorder[item](t, fanout.WithQueueLength(0))
+	w, err := r.Watch(fanout.WithFullChannelBehavior(fanout.WaitIfChannelFull))
+	require.NoError(t, err)
+	defer w.Stop()
+	require.NoError(t, r.Record(item{N: 1})) // nobody is receiving from w
+	assert.Equal(t, uint64(1), w.Stats().DroppedFull)
+	assert.Equal(t, uint64(1), r.Stats().Recorded)
 }
 
-// client-go's schedule: after the first failure a random pause in [0, Sleep),
-// then Sleep each time; MaxTries attempts in all.
-func TestRecorderRetrySchedule(t *testing.T) {
+// Record and StartHandler called from inside a handler and a sink work (the
+// recorder is not held while runners run), and the recorded values reach
+// the other runners; Flush from outside then sees all of them.
+func TestRunnersMayRecordAndStartRunners(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var drops []fanout.Drop
-		var mu sync.Mutex
-		r := newRecorder(t, fanout.WithRetry(fanout.DefaultRetryPolicy()), fanout.WithDropHandler(func(d fanout.Drop) {
-			mu.Lock()
-			drops = append(drops, d)
-			mu.Unlock()
-		}))
-		boom := errors.New("connection refused")
-		sink := &testSink{fail: func(string, ev, int) error { return boom }}
-		run, err := r.StartSink(sink, nil)
-		require.NoError(t, err)
-		start := time.Now()
-		require.NoError(t, r.Record(ev{Msg: "m"}))
-		require.NoError(t, r.Flush(t.Context()))
-
-		calls := sink.Calls()
-		require.Len(t, calls, 12, "12 tries")
-		assert.Equal(t, start, calls[0].At, "the first try is immediate")
-		first := calls[1].At.Sub(calls[0].At)
-		assert.GreaterOrEqual(t, first, time.Duration(0))
-		assert.Less(t, first, 10*time.Second, "the first pause is random in [0, 10 s)")
-		for i := 2; i < len(calls); i++ {
-			assert.Equal(t, 10*time.Second, calls[i].At.Sub(calls[i-1].At), "pause %d", i)
-		}
-		st := run.Stats()
-		assert.Equal(t, uint64(12), st.Failures)
-		assert.Equal(t, uint64(1), st.DroppedRetries)
-		mu.Lock()
-		defer mu.Unlock()
-		require.Len(t, drops, 1)
-		assert.Equal(t, fanout.DropRetries, drops[0].Reason)
-		assert.ErrorIs(t, drops[0].Err, boom)
-		assert.Equal(t, run.Stats().Received, uint64(1))
-	})
-}
-
-func TestRecorderRetryJitter(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		r := newRecorder(t, fanout.WithRetry(fanout.RetryPolicy{MaxTries: 30, Sleep: 10 * time.Second, Jitter: 0.25}))
-		sink := &testSink{fail: func(string, ev, int) error { return errors.New("down") }}
-		_, err := r.StartSink(sink, nil)
-		require.NoError(t, err)
-		require.NoError(t, r.Record(ev{Msg: "m"}))
-		require.NoError(t, r.Flush(t.Context()))
-		calls := sink.Calls()
-		require.Len(t, calls, 30)
-		distinct := map[time.Duration]bool{}
-		for i := 1; i < len(calls); i++ {
-			d := calls[i].At.Sub(calls[i-1].At)
-			assert.GreaterOrEqual(t, d, 10*time.Second)
-			assert.LessOrEqual(t, d, 12500*time.Millisecond)
-			distinct[d] = true
-		}
-		assert.Greater(t, len(distinct), 1, "pauses vary")
-	})
-}
-
-func TestRecorderRetryThenSucceed(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		r := newRecorder(t, fastRetry(5))
-		sink := &testSink{fail: func(_ string, _ ev, attempt int) error {
-			if attempt < 3 {
-				return errors.New("flaky")
+		r := newRecorder[item](t)
+		var seen sync.Map
+		var extra *fanout.Runner[item]
+		startHandler(t, r, func(v item) {
+			if v.N < 3 {
+				if err := r.Record(item{N: v.N + 1, Key: "from handler"}); err != nil {
+					t.Error(err)
+				}
 			}
-			return nil
-		}}
-		run, err := r.StartSink(sink, nil)
-		require.NoError(t, err)
-		require.NoError(t, r.Record(ev{Msg: "a"}))
-		require.NoError(t, r.Record(ev{Msg: "b"}))
-		require.NoError(t, r.Flush(t.Context()))
-		var order []string
-		for _, c := range sink.Calls() {
-			order = append(order, fmt.Sprint(c.Ev.Msg, c.Err == nil))
-		}
-		assert.Equal(t, []string{"afalse", "afalse", "atrue", "bfalse", "bfalse", "btrue"}, order,
-			"one write at a time, in order")
-		st := run.Stats()
-		assert.Equal(t, uint64(2), st.Written)
-		assert.Equal(t, uint64(4), st.Failures)
-		assert.Equal(t, uint64(0), st.Dropped)
-	})
-}
-
-func TestRecorderNotRetryable(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		invalid := errors.New("invalid")
-		r := newRecorder(t, fanout.WithRetry(fanout.RetryPolicy{MaxTries: 12, Sleep: time.Second,
-			Retryable: func(err error) bool { return !errors.Is(err, invalid) }}))
-		sink := &testSink{fail: func(_ string, e ev, _ int) error {
-			if e.Msg == "bad" {
-				return fmt.Errorf("rejected: %w", invalid)
+			if v.N == 0 && extra == nil {
+				var err error
+				extra, err = r.StartHandler(func(v item) { seen.Store(fmt.Sprint("extra ", v.N, v.Key), true) })
+				if err != nil {
+					t.Error(err)
+				}
 			}
-			return nil
-		}}
-		run, err := r.StartSink(sink, nil)
-		require.NoError(t, err)
-		require.NoError(t, r.Record(ev{Msg: "bad"}))
-		require.NoError(t, r.Record(ev{Msg: "good"}))
-		require.NoError(t, r.Flush(t.Context()))
-		assert.Len(t, sink.Calls(), 2, "no retry of a rejected value")
-		st := run.Stats()
-		assert.Equal(t, uint64(1), st.DroppedRejected)
-		assert.Equal(t, uint64(1), st.Written)
-	})
-}
-
-type panicSink struct{ testSink }
-
-func (s *panicSink) Create(ctx context.Context, e ev) (ev, error) {
-	if e.Msg == "panic" {
-		panic("sink bug")
-	}
-	return s.testSink.Create(ctx, e)
-}
-
-func TestRecorderPanicsAreContained(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		r := newRecorder(t, fastRetry(3))
-		sink := &panicSink{}
-		run, err := r.StartSink(sink, nil)
-		require.NoError(t, err)
-		var handled []string
-		hrun, err := r.StartHandler(func(e ev) {
-			if e.Msg == "panic" {
-				panic("handler bug")
-			}
-			handled = append(handled, e.Msg)
 		})
-		require.NoError(t, err)
-		for _, m := range []string{"a", "panic", "b"} {
-			require.NoError(t, r.Record(ev{Msg: m}))
+		sink := &fanouttest.Sink[item]{
+			// Store runs inside the sink's write, on the runner's goroutine.
+			Store: func(_ string, v item) item {
+				if v.Key == "" && v.N == 0 {
+					if err := r.Record(item{N: 100, Key: "from sink"}); err != nil {
+						t.Error(err)
+					}
+				}
+				return v
+			},
 		}
-		require.NoError(t, r.Flush(t.Context()))
-		assert.Equal(t, 2, sink.ok())
-		assert.Equal(t, uint64(1), run.Stats().DroppedRejected)
-		assert.Equal(t, []string{"a", "b"}, handled)
-		assert.Equal(t, uint64(1), hrun.Stats().DroppedRejected)
-		assert.Equal(t, uint64(2), hrun.Stats().Written)
-	})
-}
-
-// A sink that cannot keep up loses values from its own queue only, counted;
-// the recorder's caller never waits and other runners get everything.
-func TestRecorderFullQueueDropsForThatRunnerOnly(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		var full atomic.Int64
-		r := newRecorder(t, fanout.WithQueueLength(4), fanout.WithDropHandler(func(d fanout.Drop) {
-			if d.Reason == fanout.DropFull {
-				full.Add(1)
+		startSink(t, r, sink, nil)
+		require.NoError(t, r.Record(item{N: 0}))
+		synctest.Wait()
+		require.NoError(t, r.Flush(context.Background()))
+		for _, v := range sink.Written() {
+			seen.Store(fmt.Sprint("sink ", v.N, v.Key), true)
+		}
+		for _, k := range []string{"sink 0", "sink 1from handler", "sink 3from handler", "sink 100from sink", "extra 3from handler"} {
+			if _, ok := seen.Load(k); !ok {
+				t.Errorf("missing %q", k)
 			}
+		}
+		if st := r.Stats(); st.Recorded != 5 || st.Dropped != 0 {
+			t.Errorf("stats %+v: want 5 recorded, none dropped", st)
+		}
+	})
+}
+
+// Drops are logged at WARN with their reason and error; StartSlog logs each
+// value with the attributes given, or the value itself.
+func TestRecorderLogsDropsAndStartSlogLogsValues(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var logs, drops bytes.Buffer
+		dropLog := slog.New(slog.NewTextHandler(&drops, &slog.HandlerOptions{
+			ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+				if a.Key == slog.TimeKey {
+					return slog.Attr{}
+				}
+				return a
+			},
 		}))
-		slow := &testSink{block: make(chan struct{})}
-		srun, err := r.StartSink(slow, nil)
+		r := newRecorder[ev](t, fanout.WithLogger(dropLog), fastRetry(1))
+		_, err := r.StartSlog(slog.New(slog.NewTextHandler(&logs, nil)), slog.LevelInfo, "event",
+			func(e ev) []slog.Attr { return []slog.Attr{slog.String("reason", e.Reason), slog.String("msg", e.Msg)} })
 		require.NoError(t, err)
-		var got []string
-		_, err = r.StartHandler(func(e ev) { got = append(got, e.Msg) })
-		require.NoError(t, err)
-
-		for i := range 20 {
-			require.NoError(t, r.Record(ev{Msg: fmt.Sprint(i)}), "Record never blocks")
-			synctest.Wait() // the handler keeps up; the sink is stuck in its first write
-		}
-		st := srun.Stats()
-		assert.Equal(t, 4, st.Queued)
-		assert.Equal(t, uint64(15), st.DroppedFull, "1 in flight, 4 queued, 15 dropped")
-		assert.Equal(t, int64(15), full.Load())
-		assert.Len(t, got, 20, "the other runner got every value")
-
-		close(slow.block)
+		startSink(t, r, &fanouttest.Sink[ev]{Fail: func(string, ev, int) error { return errors.New("down") }}, nil)
+		require.NoError(t, r.Record(ev{Reason: "Started", Msg: "hello"}))
 		require.NoError(t, r.Flush(t.Context()))
-		var written []string
-		for _, c := range slow.Calls() {
-			written = append(written, c.Ev.Msg)
-		}
-		assert.Equal(t, []string{"0", "1", "2", "3", "4"}, written)
-		total := r.Stats()
-		assert.Equal(t, uint64(20), total.Recorded)
-		assert.Equal(t, uint64(25), total.Written, "20 handled + 5 written")
-		assert.Equal(t, uint64(15), total.DroppedFull)
+		assert.Contains(t, logs.String(), `level=INFO msg=event reason=Started msg=hello`)
+		assert.Contains(t, drops.String(), `level=WARN msg="fanout: value dropped" reason=retries`)
+		assert.Contains(t, drops.String(), `err=down`)
+
+		var plain bytes.Buffer
+		_, err = r.StartSlog(slog.New(slog.NewTextHandler(&plain, nil)), slog.LevelWarn, "v", nil)
+		require.NoError(t, err)
+		require.NoError(t, r.Record(ev{Msg: "x"}))
+		require.NoError(t, r.Flush(t.Context()))
+		assert.Contains(t, plain.String(), `level=WARN msg=v value="{Obj: Reason: Msg:x`)
 	})
 }
 
-func TestFlushWaitsForWrites(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		r := newRecorder(t)
-		sink := &testSink{block: make(chan struct{})}
-		_, err := r.StartSink(sink, nil)
-		require.NoError(t, err)
-		for i := range 3 {
-			require.NoError(t, r.Record(ev{Msg: fmt.Sprint(i)}))
-		}
-		var flushed atomic.Bool
-		go func() {
-			_ = r.Flush(context.Background())
-			flushed.Store(true)
-		}()
-		for i := range 3 {
-			synctest.Wait()
-			assert.False(t, flushed.Load(), "Flush returned with %d of 3 written", i)
-			sink.block <- struct{}{}
-		}
-		synctest.Wait()
-		assert.True(t, flushed.Load())
-		assert.Equal(t, 3, sink.ok())
-	})
-}
-
-// Values recorded after Flush began are not waited for.
-func TestFlushIgnoresLaterValues(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		r := newRecorder(t)
-		sink := &testSink{block: make(chan struct{})}
-		_, err := r.StartSink(sink, nil)
-		require.NoError(t, err)
-		require.NoError(t, r.Record(ev{Msg: "before"}))
-		done := make(chan error)
-		go func() { done <- r.Flush(context.Background()) }()
-		synctest.Wait()
-		require.NoError(t, r.Record(ev{Msg: "after"}))
-		sink.block <- struct{}{}
-		require.NoError(t, <-done)
-		assert.Equal(t, 1, sink.ok())
-		sink.block <- struct{}{}
-	})
-}
-
-func TestFlushContext(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		r := newRecorder(t)
-		sink := &testSink{block: make(chan struct{})}
-		_, err := r.StartSink(sink, nil)
-		require.NoError(t, err)
-		require.NoError(t, r.Record(ev{Msg: "stuck"}))
-		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-		defer cancel()
-		assert.ErrorIs(t, r.Flush(ctx), context.DeadlineExceeded)
-		close(sink.block)
-	})
-}
-
-// Dropped values count as done: Flush does not wait for values that missed
-// a full queue, nor for refused ones.
-func TestFlushCountsDrops(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		r := newRecorder(t, fanout.WithQueueLength(1))
-		sink := &testSink{block: make(chan struct{})}
-		_, err := r.StartSink(sink, nil)
-		require.NoError(t, err)
-		w, err := r.Watch(fanout.WithFullChannelBehavior(fanout.WaitIfChannelFull), fanout.WithQueueLength(1))
-		require.NoError(t, err)
-
-		require.NoError(t, r.Record(ev{Msg: "0"})) // in flight at the sink; w full
-		synctest.Wait()
-		assert.ErrorIs(t, r.Record(ev{Msg: "refused"}), fanout.ErrDropped)
-		_, err = w.Next(t.Context())
-		require.NoError(t, err)
-		require.NoError(t, r.Record(ev{Msg: "1"})) // queued at the sink
-		_, err = w.Next(t.Context())
-		require.NoError(t, err)
-		require.NoError(t, r.Record(ev{Msg: "2"})) // sink queue full: dropped
-		_, err = w.Next(t.Context())
-		require.NoError(t, err)
-
-		done := make(chan error)
-		go func() { done <- r.Flush(context.Background()) }()
-		sink.block <- struct{}{}
-		sink.block <- struct{}{}
-		require.NoError(t, <-done)
-		st := r.Stats()
-		assert.Equal(t, uint64(1), st.Refused)
-		assert.Equal(t, uint64(1), st.DroppedFull)
-		assert.Equal(t, uint64(2), st.Written)
-		assert.Equal(t, uint64(2), st.Dropped)
-		w.Stop()
-	})
-}
-
-func TestFlushNoRunners(t *testing.T) {
-	r := newRecorder(t)
-	require.NoError(t, r.Record(ev{}))
-	assert.NoError(t, r.Flush(context.Background()))
-}
-
-func TestRecorderShutdown(t *testing.T) {
+// Shutdown ends a retry pause at once and gives a queued value its one
+// attempt; afterwards every call returns ErrStopped, Shutdown and Flush
+// return nil, and the exited runner's counters still count.
+func TestShutdownCutsRetryPausesAndStopsIntake(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r, err := fanout.NewRecorder[ev](fanout.WithRetry(fanout.DefaultRetryPolicy()))
 		require.NoError(t, err)
-		sink := &testSink{fail: func(_ string, e ev, _ int) error {
+		sink := &fanouttest.Sink[ev]{Fail: func(_ string, e ev, _ int) error {
 			if e.Msg == "failing" {
 				return errors.New("down")
 			}
 			return nil
 		}}
-		run, err := r.StartSink(sink, nil)
-		require.NoError(t, err)
+		run := startSink(t, r, sink, nil)
 		require.NoError(t, r.Record(ev{Msg: "failing"}))
-		time.Sleep(45 * time.Second) // retrying: 5 or 6 of 12 tries made
+		time.Sleep(45 * time.Second) // fake time: retrying, 5 or 6 of 12 tries made
 		synctest.Wait()
 		tries := len(sink.Calls())
 		require.NoError(t, r.Record(ev{Msg: "queued"}))
@@ -493,7 +241,7 @@ func TestRecorderShutdown(t *testing.T) {
 		assert.Equal(t, start, time.Now(), "Shutdown cuts the retry pause short")
 		calls := sink.Calls()
 		require.Len(t, calls, tries+1, "no retry after Shutdown; the queued value is tried once")
-		assert.Equal(t, "queued", calls[tries].Ev.Msg)
+		assert.Equal(t, "queued", calls[tries].Value.Msg)
 		assert.NoError(t, calls[tries].Err)
 		st := run.Stats()
 		assert.Equal(t, uint64(1), st.DroppedShutdown)
@@ -514,15 +262,70 @@ func TestRecorderShutdown(t *testing.T) {
 	})
 }
 
+// After Shutdown starts nothing is retried: a value in its retry pause is
+// dropped at once, and each queued value gets at most one attempt although
+// the sink keeps failing. With MaxTries 1 the reason is DropRetries, else
+// DropShutdown. Shutdown takes no (fake) time.
+func TestShutdownGivesEachQueuedValueOneAttempt(t *testing.T) {
+	for _, tries := range []int{1, 5} {
+		t.Run(fmt.Sprint("MaxTries=", tries), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				r, err := fanout.NewRecorder[item](fanout.WithRetry(fanout.RetryPolicy{MaxTries: tries, Sleep: 10 * time.Second}))
+				require.NoError(t, err)
+				sink := &fanouttest.Sink[item]{
+					Block: make(chan struct{}), // holds value 0 until closed
+					Fail:  func(string, item, int) error { return errors.New("down") },
+				}
+				attempts := func() map[int]int {
+					m := map[int]int{}
+					for _, c := range sink.Calls() {
+						m[c.Value.N]++
+					}
+					return m
+				}
+				run := startSink(t, r, sink, nil)
+				for i := range 4 {
+					require.NoError(t, r.Record(item{N: i}))
+				}
+				close(sink.Block)
+				time.Sleep(15 * time.Second) // fake time: value 0 has made 2 attempts if retried, then pauses
+				synctest.Wait()
+				before := attempts()
+				start := time.Now()
+				require.NoError(t, r.Shutdown(context.Background()))
+				if d := time.Since(start); d != 0 {
+					t.Errorf("Shutdown took %v", d)
+				}
+				after := attempts()
+				if after[0] != before[0] {
+					t.Errorf("value 0 retried after Shutdown: %d attempts, %d before", after[0], before[0])
+				}
+				for i := 1; i < 4; i++ {
+					if after[i]-before[i] > 1 {
+						t.Errorf("value %d: %d attempts after Shutdown began", i, after[i]-before[i])
+					}
+				}
+				st := run.Stats()
+				want := st.DroppedShutdown
+				if tries == 1 {
+					want = st.DroppedRetries
+				}
+				if want != 4 || st.Dropped != 4 || st.Received != 4 || st.Written != 0 {
+					t.Errorf("stats %+v", st)
+				}
+			})
+		})
+	}
+}
+
 // Shutdown is bounded by its context: a sink that hangs has its context
 // cancelled and what is still queued is dropped.
-func TestRecorderShutdownContext(t *testing.T) {
+func TestShutdownContextCancelsAHangingSink(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r, err := fanout.NewRecorder[ev]()
 		require.NoError(t, err)
-		sink := &testSink{block: make(chan struct{})} // never released
-		run, err := r.StartSink(sink, nil)
-		require.NoError(t, err)
+		sink := &fanouttest.Sink[ev]{Block: make(chan struct{})} // never released
+		run := startSink(t, r, sink, nil)
 		for i := range 5 {
 			require.NoError(t, r.Record(ev{Msg: fmt.Sprint(i)}))
 		}
@@ -537,157 +340,57 @@ func TestRecorderShutdownContext(t *testing.T) {
 	})
 }
 
-func TestRunnerStop(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		r := newRecorder(t, fanout.WithRetry(fanout.DefaultRetryPolicy()))
-		sink := &testSink{fail: func(string, ev, int) error { return errors.New("down") }}
-		run, err := r.StartSink(sink, nil)
-		require.NoError(t, err)
-		var handled atomic.Int64
-		other, err := r.StartHandler(func(ev) { handled.Add(1) })
-		require.NoError(t, err)
-		require.NoError(t, r.Record(ev{Msg: "a"}))
-		synctest.Wait()
-		run.Stop()
-		run.Stop()
-		<-run.Done()
-		assert.Len(t, sink.Calls(), 1)
-		assert.Equal(t, uint64(1), run.Stats().DroppedShutdown)
-
-		require.NoError(t, r.Record(ev{Msg: "b"}), "the other runners go on")
-		require.NoError(t, r.Flush(t.Context()))
-		assert.Equal(t, int64(2), handled.Load())
-		assert.Equal(t, 1, r.Stats().Runners)
-		other.Stop()
-		<-other.Done()
-	})
-}
-
-func TestRecorderLogging(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		var logs, drops bytes.Buffer
-		dropLog := slog.New(slog.NewTextHandler(&drops, &slog.HandlerOptions{
-			ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
-				if a.Key == slog.TimeKey {
-					return slog.Attr{}
+// Shutdown called from inside a handler or a sink waits for that very
+// runner, which cannot finish until the call returns: it returns
+// context.DeadlineExceeded when its context ends, and the runner then exits.
+// (In the synctest bubble, a Shutdown that never returned would fail the
+// test as a deadlock instead of hanging it.)
+func TestShutdownFromInsideARunnerReturnsWhenItsContextEnds(t *testing.T) {
+	for _, where := range []string{"handler", "sink"} {
+		t.Run(where, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				r, err := fanout.NewRecorder[item]()
+				require.NoError(t, err)
+				res := make(chan error, 1)
+				shut := func() {
+					ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+					defer cancel()
+					res <- r.Shutdown(ctx)
 				}
-				return a
-			},
-		}))
-		r := newRecorder(t, fanout.WithLogger(dropLog), fastRetry(1))
-		_, err := r.StartSlog(slog.New(slog.NewTextHandler(&logs, nil)), slog.LevelInfo, "event",
-			func(e ev) []slog.Attr { return []slog.Attr{slog.String("reason", e.Reason), slog.String("msg", e.Msg)} })
-		require.NoError(t, err)
-		_, err = r.StartSink(&testSink{fail: func(string, ev, int) error { return errors.New("down") }}, nil)
-		require.NoError(t, err)
-		require.NoError(t, r.Record(ev{Reason: "Started", Msg: "hello"}))
-		require.NoError(t, r.Flush(t.Context()))
-		assert.Contains(t, logs.String(), `level=INFO msg=event reason=Started msg=hello`)
-		assert.Contains(t, drops.String(), `level=WARN msg="fanout: value dropped" reason=retries`)
-		assert.Contains(t, drops.String(), `err=down`)
-
-		var plain bytes.Buffer
-		_, err = r.StartSlog(slog.New(slog.NewTextHandler(&plain, nil)), slog.LevelWarn, "v", nil)
-		require.NoError(t, err)
-		require.NoError(t, r.Record(ev{Msg: "x"}))
-		require.NoError(t, r.Flush(t.Context()))
-		assert.Contains(t, plain.String(), `level=WARN msg=v value="{Obj: Reason: Msg:x`)
-	})
-}
-
-// Many goroutines record while others flush: every recorded value is
-// written or counted as dropped, and each Flush sees its values written.
-func TestRecorderConcurrentAccounting(t *testing.T) {
-	r := newRecorder(t, fanout.WithQueueLength(8))
-	var written atomic.Int64
-	sink := &countSink{n: &written}
-	run, err := r.StartSink(sink, nil)
-	require.NoError(t, err)
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Go(func() {
-			for range 2000 {
-				require.NoError(t, r.Record(ev{Msg: "m"}))
-			}
+				var run *fanout.Runner[item]
+				if where == "handler" {
+					run = startHandler(t, r, func(item) { shut() })
+				} else {
+					run = startSink(t, r, &fanouttest.Sink[item]{Fail: func(string, item, int) error {
+						shut() // inside the sink's write, on the runner's goroutine
+						return errors.New("fatal")
+					}}, nil)
+				}
+				start := time.Now()
+				require.NoError(t, r.Record(item{}))
+				select {
+				case err := <-res:
+					assert.ErrorIs(t, err, context.DeadlineExceeded)
+					assert.Equal(t, time.Second, time.Since(start), "Shutdown waited for its whole context")
+				case <-time.After(time.Hour):
+					t.Fatalf("Shutdown(ctx with a 1 s timeout) called from a %s did not return within an hour", where)
+				}
+				<-run.Done()
+			})
 		})
 	}
-	for range 2 {
-		wg.Go(func() {
-			for range 50 {
-				before := r.Stats()
-				require.NoError(t, r.Flush(context.Background()))
-				after := run.Stats()
-				assert.GreaterOrEqual(t, after.Written+after.Dropped, before.Recorded-before.Refused,
-					"everything recorded before Flush is written or dropped")
-			}
-		})
-	}
-	wg.Wait()
-	require.NoError(t, r.Flush(context.Background()))
-	st := run.Stats()
-	assert.Equal(t, uint64(8000), st.Written+st.DroppedFull)
-	assert.Equal(t, int64(st.Written), written.Load())
 }
 
-type countSink struct{ n *atomic.Int64 }
-
-func (s *countSink) Create(_ context.Context, e ev) (ev, error) { s.n.Add(1); return e, nil }
-func (s *countSink) Update(_ context.Context, e ev) (ev, error) { s.n.Add(1); return e, nil }
-
-// seriesSinkCorrelator is a custom SinkCorrelator: the first value of a message is
-// created, the second updates it, later ones are merged (not written) and
-// every stored value is observed.
-type seriesSinkCorrelator struct {
-	seen     map[string]int
-	observed []ev
-}
-
-func (c *seriesSinkCorrelator) Correlate(v ev) fanout.Correlation[ev] {
-	c.seen[v.Msg]++
-	n := c.seen[v.Msg]
-	v.Count = n
-	return fanout.Correlation[ev]{Value: v, Count: n, Merged: n > 2}
-}
-
-func (c *seriesSinkCorrelator) Observe(v ev) { c.observed = append(c.observed, v) }
-
-func TestRecorderCustomSinkCorrelatorMerges(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		r := newRecorder(t)
-		c := &seriesSinkCorrelator{seen: map[string]int{}}
-		sink := &testSink{}
-		run, err := r.StartSink(sink, c)
-		require.NoError(t, err)
-		for range 4 {
-			require.NoError(t, r.Record(ev{Msg: "m"}))
-		}
-		require.NoError(t, r.Flush(t.Context()), "merged values count as handled")
-		calls := sink.Calls()
-		require.Len(t, calls, 2)
-		assert.Equal(t, "create", calls[0].Op)
-		assert.Equal(t, "update", calls[1].Op)
-		assert.Len(t, c.observed, 2, "Observe follows each successful write")
-		st := run.Stats()
-		assert.Equal(t, uint64(4), st.Received)
-		assert.Equal(t, uint64(2), st.Written)
-		assert.Equal(t, uint64(2), st.Merged)
-		assert.Zero(t, st.Dropped, "a merge is not a drop")
-		assert.Equal(t, uint64(2), r.Stats().Merged)
-	})
-}
-
-func TestRecorderTypedNilCorrelator(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		r := newRecorder(t)
-		sink := &testSink{}
-		var c *fanout.Correlator[ev]
-		_, err := r.StartSink(sink, c)
-		require.NoError(t, err)
-		require.NoError(t, r.Record(ev{Msg: "m"}))
-		require.NoError(t, r.Record(ev{Msg: "m"}))
-		require.NoError(t, r.Flush(t.Context()))
-		calls := sink.Calls()
-		require.Len(t, calls, 2, "a typed nil *Correlator means no correlation, not a panic")
-		assert.Equal(t, "create", calls[1].Op)
-	})
+// A nil context means no deadline, for Flush and Shutdown.
+func TestFlushAndShutdownAcceptANilContext(t *testing.T) {
+	r := newRecorder[item](t)
+	var handled []int
+	startHandler(t, r, func(v item) { handled = append(handled, v.N) })
+	require.NoError(t, r.Record(item{N: 1}))
+	//lint:ignore SA1012 nil is documented to mean no deadline
+	require.NoError(t, r.Flush(nil)) //nolint:staticcheck
+	assert.Equal(t, []int{1}, handled, "Flush(nil) waited for the handler")
+	//lint:ignore SA1012 nil is documented to mean no deadline
+	require.NoError(t, r.Shutdown(nil)) //nolint:staticcheck
+	assert.ErrorIs(t, r.Record(item{}), fanout.ErrStopped)
 }

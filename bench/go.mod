@@ -12,8 +12,10 @@ require (
 	github.com/fanout-go/fanout v0.1.0
 	github.com/fanout-go/fanout/k8s v0.0.0-00010101000000-000000000000
 	github.com/fanout-go/fanout/nats v0.1.0
+	github.com/kelindar/event v1.5.2
 	github.com/nats-io/nats-server/v2 v2.15.2
 	github.com/nats-io/nats.go v1.55.0
+	github.com/teivah/broadcast v0.1.0
 	go.uber.org/goleak v1.3.0
 	gonum.org/v1/plot v0.17.0
 	k8s.io/api v0.37.2

@@ -10,7 +10,8 @@
 //
 //	fanout-bench [-watchers 1,10,100,1000] [-producers 1,4] [-reps 7]
 //	             [-duration 60ms] [-record-events 20000] [-json FILE] [-svg FILE]
-//	             [-quick] [-only throughput,stall,latency,idle_memory,idle_cpu,record]
+//	             [-latency-producers 1,4] [-idle-pull-watchers 100000] [-record-producers 1,8]
+//	             [-quick] [-only throughput,stall,latency,idle_memory,idle_cpu,replay,record]
 //	             [-nats=false]
 //
 // The nats group (package natsbench) follows: one producer through an
@@ -99,6 +100,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 		quick      = fs.Bool("quick", false, "a smoke run of a few seconds: N=10,100, 1 producer, 3 short reps (other flags given override it)")
 		watchers   = intList(def.Watchers)
 		producers  = intList(def.Producers)
+		latProd    = intList(def.LatencyProducers)
+		recProd    = intList(def.RecordProducers)
+		idlePull   = fs.Int("idle-pull-watchers", def.IdlePullWatchers, "idle watchers of the memory measurement of fanout wait pull")
 		reps       = fs.Int("reps", def.Reps, "measured repetitions per case (medians are reported)")
 		duration   = fs.Duration("duration", def.Target, "target time of one throughput measurement (sets the events per measurement)")
 		events     = fs.Int("events", 0, "fixed events per throughput measurement instead of -duration")
@@ -118,6 +122,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 	)
 	fs.Var(&watchers, "watchers", "comma-separated watcher counts `LIST`")
 	fs.Var(&producers, "producers", "comma-separated producer counts `LIST`")
+	fs.Var(&latProd, "latency-producers", "comma-separated producer counts `LIST` of the latency measurement")
+	fs.Var(&recProd, "record-producers", "comma-separated counts `LIST` of goroutines recording in the k8s record comparison")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -148,6 +154,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 	apply("idle-watchers", func() { cfg.IdleWatchers = *idleWatch })
 	apply("idle", func() { cfg.IdleCPUDuration = *idleCPU })
 	apply("record-events", func() { cfg.RecordEvents = *recEvents })
+	apply("latency-producers", func() { cfg.LatencyProducers = latProd })
+	apply("record-producers", func() { cfg.RecordProducers = recProd })
+	apply("idle-pull-watchers", func() { cfg.IdlePullWatchers = *idlePull })
 	apply("only", func() { cfg.Only = strings.Split(*only, ",") })
 
 	var progress io.Writer = stderr

@@ -13,7 +13,8 @@ import (
 // tiny makes every measurement of a run take a few milliseconds.
 var tiny = []string{"-q", "-watchers", "2", "-producers", "1", "-reps", "1", "-events", "100",
 	"-latency", "10ms", "-latency-watchers", "2", "-latency-rate", "1000", "-stall-watchers", "2",
-	"-idle-watchers", "20", "-idle", "2ms", "-record-events", "300", "-nats=false"}
+	"-idle-watchers", "20", "-idle-pull-watchers", "30", "-idle", "2ms", "-record-events", "300",
+	"-latency-producers", "1,2", "-record-producers", "1,8", "-nats=false"}
 
 func TestRunWritesReportJSONAndSVG(t *testing.T) {
 	dir := t.TempDir()
@@ -26,7 +27,10 @@ func TestRunWritesReportJSONAndSVG(t *testing.T) {
 		t.Errorf("-q run wrote to stderr: %q", stderr.String())
 	}
 	for _, want := range []string{"== throughput: 2 watchers, 1 producer ==", "== targets ==", "machine: ",
-		"== k8s record: 300 events about 200 pods", "200 Create + 100 Patch", "k8s record vs client-go record"} {
+		"== k8s record: 300 events about 200 pods", "200 Create + 100 Patch", "k8s record vs client-go record",
+		"== k8s record: 296 events about 200 pods into a no-op sink, 8 producers", "200 Create + 96 Patch",
+		"== publish→receive latency: 2 watchers, 2 producers", "== replay:", "teivah q100", "kelindar q50000",
+		"fanout wait pull b16"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, stdout.String())
 		}
@@ -40,16 +44,29 @@ func TestRunWritesReportJSONAndSVG(t *testing.T) {
 	kinds := map[string]int{}
 	for sc.Scan() {
 		var c struct {
-			Kind     string `json:"kind"`
-			Watchers int    `json:"watchers"`
+			Kind      string   `json:"kind"`
+			Watchers  int      `json:"watchers"`
+			Producers int      `json:"producers"`
+			Batch     int      `json:"batch"`
+			System    string   `json:"system"`
+			RatioCG   *float64 `json:"ratio_vs_client_go"`
 		}
 		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
 			t.Fatalf("JSON line %q: %v", sc.Text(), err)
 		}
 		kinds[c.Kind]++
+		if c.Kind == "record" && (c.RatioCG == nil || (c.Producers != 1 && c.Producers != 8)) {
+			t.Errorf("record case %s", sc.Text())
+		}
+		if c.Kind == "throughput" && c.Batch != 1 && !(c.Batch == 16 && c.System == "fanout") {
+			t.Errorf("throughput case %s", sc.Text())
+		}
+		if c.Kind == "idle_memory" && c.Watchers != 20 && !(c.Watchers == 30 && c.System == "fanout") {
+			t.Errorf("idle memory case %s", sc.Text())
+		}
 	}
-	if kinds["throughput"] != 15 || kinds["stall"] != 14 || kinds["latency"] == 0 || kinds["idle_memory"] == 0 || kinds["idle_cpu"] == 0 ||
-		kinds["record"] != 2 {
+	if kinds["throughput"] != 18 || kinds["stall"] != 14 || kinds["latency"] != 9+4 || kinds["idle_memory"] != 7 || kinds["idle_cpu"] != 7 ||
+		kinds["replay"] != 3 || kinds["record"] != 4 {
 		t.Errorf("JSON cases per kind: %v", kinds)
 	}
 
@@ -118,6 +135,9 @@ func TestRunRejectsBadArguments(t *testing.T) {
 		{"-reps", "0"},
 		{"-only", "throughput,bogus"},
 		{"-record-events", "0"},
+		{"-record-producers", "0"},
+		{"-latency-producers", "x"},
+		{"-idle-pull-watchers", "0"},
 		{"-nosuchflag"},
 		{"extra"},
 	} {

@@ -17,7 +17,7 @@ import (
 // ChartSystems are the systems drawn by [WriteChart], one line each.
 func ChartSystems() []System {
 	return []System{Fanout(StrategyWait, APIPull), Fanout(StrategyWait, APIChan),
-		Reference, K8s(StrategyDrop, DefaultQueue), Baseline}
+		Reference, K8s(StrategyDrop, DefaultQueue), Baseline, Teivah, Kelindar}
 }
 
 // chartColors are distinguishable colours, fanout first.
@@ -27,6 +27,8 @@ var chartColors = []color.Color{
 	color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}, // red
 	color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff}, // orange
 	color.RGBA{R: 0x7f, G: 0x7f, B: 0x7f, A: 0xff}, // grey
+	color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff}, // purple
+	color.RGBA{R: 0x8c, G: 0x56, B: 0x4b, A: 0xff}, // brown
 }
 
 // rateTicks are log-scale ticks labelled like "10M".

@@ -1,7 +1,9 @@
 // Package harness measures github.com/fanout-go/fanout against
-// k8s.io/apimachinery/pkg/watch.Broadcaster and a raw-channel baseline, in
-// one process, and reports the figures as a table, JSON Lines and an SVG
-// chart. It is the engine of the fanout-bench command.
+// k8s.io/apimachinery/pkg/watch.Broadcaster, the popular in-process peers
+// github.com/teivah/broadcast and github.com/kelindar/event, and a
+// raw-channel baseline, in one process, and reports the figures as a table,
+// JSON Lines and an SVG chart. It is the engine of the fanout-bench
+// command.
 //
 // # Workload
 //
@@ -20,7 +22,23 @@
 // broadcaster with WaitIfChannelFull and DropIfChannelFull at queue lengths
 // 100 and 1000 (built with NewLongQueueBroadcaster, whose incoming queue is
 // as long as the watchers'); and raw channels: the producer sends, blocking,
-// into N buffered channels of capacity 100.
+// into N buffered channels of capacity 100. fanout wait pull is also
+// measured publishing with ActionBatch, [DefaultBatch] values per call
+// ([FanoutBatch], "b16"; published values are counted, not calls).
+//
+// The peers, each in its idiomatic lossless use: [Teivah]
+// (Relay.Notify, blocking sends into each Listener's channel of capacity
+// 100) and [Kelindar] (event.Publish to event.Subscribe handlers; its
+// per-subscriber queue is the library's fixed 50,000, and its subscribers
+// are woken by a 500 µs ticker, so it delivers in batches and its latency
+// is measured too). kelindar has no close that drains: a measurement ends
+// with a sentinel value that each handler signals (not counted), then the
+// subscriptions are cancelled and the dispatcher closed once the
+// subscribers' goroutines have exited.
+//
+// From [LargeWatchers] (10,000) watchers on, a throughput group measures
+// [LargeSystems] only: fanout wait pull, k8s wait q100, the peers and raw
+// channels.
 //
 // # Method
 //
@@ -42,9 +60,25 @@
 // over the second half of the values, the first half being the warm-up),
 // drop percentage (deliveries that did not happen, from the consumers'
 // counts, so that it is the same measure for every system). Separate measurements
-// give publish→receive latency percentiles at a light fixed rate, bytes per
-// idle unread watcher (growth of HeapAlloc+StackInuse after runtime.GC) and
-// the process CPU time of a system whose watchers are parked.
+// give publish→receive latency percentiles at a light fixed rate (from one
+// producer, and from several sharing the rate), bytes per idle unread
+// watcher (growth of HeapAlloc+StackInuse after runtime.GC; fanout wait
+// pull with [Config].IdlePullWatchers, 100,000, the others with
+// [Config].IdleWatchers) and the process CPU time of a system whose watchers
+// are parked.
+//
+// # Replay
+//
+// Kind "replay" measures what it costs a late joiner to resume: a
+// broadcaster with a history of H = [Config].ReplayHistory values that has
+// published 2H; each join registers a watcher that starts with the last H
+// values and reads them (checking that they are the right ones, in order).
+// fanout's WithHistory + WithReplay ([ReplayFanout]) is compared with the
+// closest alternatives, fanout's and k8s's WatchWithPrefix given a history
+// the application keeps in a ring under its own lock ([ReplayFanoutPrefix],
+// [ReplayK8s]). Joins per measurement are calibrated to [Config].Target;
+// the systems are interleaved as above; the figures are replayed values per
+// second and ns per replayed value (Stop not timed).
 //
 // # Recording Kubernetes events
 //
@@ -53,17 +87,21 @@
 // client-go's tools/record) against k8s.io/client-go/tools/record, in the
 // same run. Each measurement builds a broadcaster with one no-op sink that
 // counts its calls and one recorder, and records [Config].RecordEvents
-// events about [RecordPods] pods in turn, all with the same type, reason
-// and message, so that all but the first event of each pod are repeats,
-// written with a Patch. Both get CorrelatorOptions{BurstSize: 1<<30}, so the
-// spam filter never skips an event. Events are recorded in batches of
-// [RecordBatch], within the 1000-event queue of both, so neither drops; after
-// each batch the harness spins, yielding with runtime.Gosched, until the
-// sink has counted every call. The clock runs from the first event recorded
-// until the sink has seen the last; allocations are counted over the second
-// half of the events. A warm-up of each recorder is discarded, then the two
-// are interleaved as above, and the run fails unless every measurement made
-// exactly the same Create, Patch and Update calls, one per event.
+// events about [RecordPods] pods, all with the same type, reason and
+// message, so that all but the first event of each pod are repeats, written
+// with a Patch, from each number of goroutines of [Config].RecordProducers
+// (1 and 8): goroutine j records about its own pods (i mod P = j) in turn,
+// so the calls about each pod do not depend on the interleaving. Both get
+// CorrelatorOptions{BurstSize: 1<<30}, so the spam filter never skips an
+// event. Events are recorded in rounds of at most [RecordBatch] in all,
+// within the 1000-event queue of both, so neither drops; after each round
+// the harness spins, yielding with runtime.Gosched, until the sink has
+// counted every call. The clock runs from the first event recorded until
+// the sink has seen the last; allocations are counted over the second half
+// of the events. A warm-up of each recorder is discarded, then the two are
+// interleaved as above, and the run fails unless every measurement made
+// exactly the same Create, Patch and Update calls, one per event, and the
+// same about each pod.
 //
 // [Run] measures, [WriteReport], [WriteJSON] and [WriteChart] render, and
 // [EvaluateTargets] checks the project's performance targets.

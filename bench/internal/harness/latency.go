@@ -4,24 +4,27 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"sync"
 	"time"
 )
 
 // measureLatency publishes rate events per second for d to n watchers of s,
-// one producer, and returns one publish→receive latency sample (ns) per
-// delivered value, unsorted.
+// from the given number of producers, and returns one publish→receive
+// latency sample (ns) per delivered value, unsorted.
 //
 // Each value is a distinct *Event stamped with the monotonic time just
 // before it is published; its consumer subtracts that from the time it
 // received it (for a Recv batch, the time Recv returned). Values are evenly
-// spaced: the producer sleeps until each one's due time with a nanosleep
-// system call ([sleepFine]), because time.Sleep lasts about a millisecond
-// and would publish bursts of ten values instead of a steady rate, and
-// spinning would keep one of the machine's cores busy. A producer that falls
-// behind (the sleep overshoots by some tens of microseconds) publishes at
-// once, without skipping values, so the mean rate is exact.
-func measureLatency(s System, n, rate int, d time.Duration) ([]int64, error) {
-	events := max(1, int(int64(rate)*int64(d)/int64(time.Second)))
+// spaced, value i due at i/rate, and producer j publishes the values i with
+// i mod producers = j, so that several producers share the same rate. Each
+// producer sleeps until its next value's due time with a nanosleep system
+// call ([sleepFine]), because time.Sleep lasts about a millisecond and would
+// publish bursts of ten values instead of a steady rate, and spinning would
+// keep one of the machine's cores busy. A producer that falls behind (the
+// sleep overshoots by some tens of microseconds) publishes at once, without
+// skipping values, so the mean rate is exact.
+func measureLatency(s System, n, producers, rate int, d time.Duration) ([]int64, error) {
+	events := latencyEvents(rate, d)
 	base := runtime.NumGoroutine()
 	rec := &recorder{capacity: events}
 	r, err := s.start(n, 0, rec)
@@ -32,14 +35,20 @@ func measureLatency(s System, n, rate int, d time.Duration) ([]int64, error) {
 	interval := time.Second / time.Duration(rate)
 	runtime.GC()
 	rec.epoch = time.Now()
-	for i := range payload {
-		if wait := int64(time.Duration(i)*interval) - rec.now(); wait > 0 {
-			sleepFine(time.Duration(wait))
-		}
-		e := &payload[i]
-		e.Stamp = rec.now()
-		r.inst.publish(e)
+	var wg sync.WaitGroup
+	for j := range producers {
+		wg.Go(func() {
+			for i := j; i < events; i += producers {
+				if wait := int64(time.Duration(i)*interval) - rec.now(); wait > 0 {
+					sleepFine(time.Duration(wait))
+				}
+				e := &payload[i]
+				e.Stamp = rec.now()
+				r.inst.publish(e)
+			}
+		})
 	}
+	wg.Wait()
 	r.finish()
 	settle(base)
 	var all []int64
@@ -49,18 +58,23 @@ func measureLatency(s System, n, rate int, d time.Duration) ([]int64, error) {
 	return all, nil
 }
 
+// latencyEvents is the number of values one latency run publishes.
+func latencyEvents(rate int, d time.Duration) int {
+	return max(1, int(int64(rate)*int64(d)/int64(time.Second)))
+}
+
 // latencyGroup measures each system's latency in cfg.LatencyReps interleaved
 // runs that share cfg.LatencyDuration, and reports the percentiles of the
 // pooled samples, and the median of the runs' own p99, which a burst of
 // load from outside the process during one run does not move.
-func latencyGroup(cfg Config, res *Results, systems []System) ([]Case, error) {
+func latencyGroup(cfg Config, res *Results, systems []System, producers int) ([]Case, error) {
 	pooled := make([][]int64, len(systems))
 	runP99 := make([][]float64, len(systems))
 	d := cfg.LatencyDuration / time.Duration(cfg.LatencyReps)
 	for rep := range cfg.LatencyReps {
 		for k := range systems {
 			i := (k + rep) % len(systems)
-			samples, err := measureLatency(systems[i], cfg.LatencyWatchers, cfg.LatencyRate, d)
+			samples, err := measureLatency(systems[i], cfg.LatencyWatchers, producers, cfg.LatencyRate, d)
 			if err != nil {
 				return nil, err
 			}
@@ -74,8 +88,8 @@ func latencyGroup(cfg Config, res *Results, systems []System) ([]Case, error) {
 		all := pooled[i]
 		slices.Sort(all)
 		c := newCase(KindLatency, s)
-		c.Watchers, c.Producers, c.Reps = cfg.LatencyWatchers, 1, cfg.LatencyReps
-		c.Published = int64(max(1, int(int64(cfg.LatencyRate)*int64(d)/int64(time.Second))))
+		c.Watchers, c.Producers, c.Reps = cfg.LatencyWatchers, producers, cfg.LatencyReps
+		c.Published = int64(latencyEvents(cfg.LatencyRate, d))
 		c.P50LatencyNs = ptr(Percentile(all, 0.50))
 		c.P99LatencyNs = ptr(Percentile(all, 0.99))
 		c.P999LatencyNs = ptr(Percentile(all, 0.999))
@@ -83,7 +97,7 @@ func latencyGroup(cfg Config, res *Results, systems []System) ([]Case, error) {
 		c.MedianRunP99LatencyNs = ptr(int64(Median(runP99[i])))
 		expected := c.Published * int64(cfg.LatencyReps) * int64(c.Watchers)
 		if s.Lossless() && int64(len(all)) != expected {
-			res.Warnings = append(res.Warnings, fmt.Sprintf("latency %s: %d samples, want %d", s.Label(), len(all), expected))
+			res.Warnings = append(res.Warnings, fmt.Sprintf("latency %s P=%d: %d samples, want %d", s.Label(), producers, len(all), expected))
 		}
 		cases[i] = c
 	}

@@ -42,6 +42,8 @@ func idleSystem(s System, n int, keep []any) (func(), error) {
 			keep[i] = w
 		}
 		return b.Shutdown, nil
+	case SystemTeivah, SystemKelindar:
+		return idlePeer(s, n, keep), nil
 	default:
 		chans := make([]chan *Event, n)
 		for i := range chans {
@@ -80,6 +82,18 @@ func measureIdleMemory(s System, n int) (float64, error) {
 	return (float64(after) - float64(before)) / float64(n), nil
 }
 
+// idleWatchers returns the number of idle watchers s is measured with:
+// cfg.IdlePullWatchers for fanout wait pull, the cheapest per watcher, whose
+// target is set at that N; cfg.IdleWatchers for the others, whose watchers
+// hold a channel buffer or a goroutine (k8s q1000 alone would take 3.2 GB
+// at 100,000 watchers).
+func (c Config) idleWatchers(s System) int {
+	if s == Fanout(StrategyWait, APIPull) {
+		return c.IdlePullWatchers
+	}
+	return c.IdleWatchers
+}
+
 // idleMemoryGroup measures the idle memory of each system cfg.IdleMemReps
 // times, interleaved, and reports the medians.
 func idleMemoryGroup(cfg Config, _ *Results, systems []System) ([]Case, error) {
@@ -87,7 +101,7 @@ func idleMemoryGroup(cfg Config, _ *Results, systems []System) ([]Case, error) {
 	for rep := range cfg.IdleMemReps {
 		for k := range systems {
 			i := (k + rep) % len(systems)
-			v, err := measureIdleMemory(systems[i], cfg.IdleWatchers)
+			v, err := measureIdleMemory(systems[i], cfg.idleWatchers(systems[i]))
 			if err != nil {
 				return nil, err
 			}
@@ -97,7 +111,7 @@ func idleMemoryGroup(cfg Config, _ *Results, systems []System) ([]Case, error) {
 	cases := make([]Case, len(systems))
 	for i, s := range systems {
 		c := newCase(KindIdleMemory, s)
-		c.Watchers, c.Reps = cfg.IdleWatchers, cfg.IdleMemReps
+		c.Watchers, c.Reps = cfg.idleWatchers(s), cfg.IdleMemReps
 		c.IdleBytesPerWatcher = ptr(Median(vals[i]))
 		cases[i] = c
 	}

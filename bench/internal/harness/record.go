@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -80,17 +81,63 @@ func recordPods() []*v1.Pod {
 	return pods
 }
 
-// countingSink is a no-op event sink that counts its calls.
-type countingSink struct{ creates, updates, patches atomic.Int64 }
+// countingSink is a no-op event sink that counts its calls, in all and
+// per pod (by the UID of the event's involved object).
+type countingSink struct {
+	creates, updates, patches atomic.Int64
+	uids                      map[types.UID]int // pod index by UID, read-only
+	byPod                     []podCalls        // per pod, then one for any other object
+}
 
-func (s *countingSink) Create(e *v1.Event) (*v1.Event, error) { s.creates.Add(1); return e, nil }
-func (s *countingSink) Update(e *v1.Event) (*v1.Event, error) { s.updates.Add(1); return e, nil }
+// podCalls counts the calls about one pod.
+type podCalls struct{ creates, updates, patches atomic.Int64 }
+
+func newCountingSink(pods []*v1.Pod) *countingSink {
+	s := &countingSink{uids: make(map[types.UID]int, len(pods)), byPod: make([]podCalls, len(pods)+1)}
+	for i, p := range pods {
+		s.uids[p.UID] = i
+	}
+	return s
+}
+
+// pod returns the counters of the pod e is about. The per-pod counter is
+// incremented before the total, so that a waiter that sees the total sees it.
+func (s *countingSink) pod(e *v1.Event) *podCalls {
+	if i, ok := s.uids[e.InvolvedObject.UID]; ok {
+		return &s.byPod[i]
+	}
+	return &s.byPod[len(s.byPod)-1]
+}
+
+func (s *countingSink) Create(e *v1.Event) (*v1.Event, error) {
+	s.pod(e).creates.Add(1)
+	s.creates.Add(1)
+	return e, nil
+}
+
+func (s *countingSink) Update(e *v1.Event) (*v1.Event, error) {
+	s.pod(e).updates.Add(1)
+	s.updates.Add(1)
+	return e, nil
+}
+
 func (s *countingSink) Patch(e *v1.Event, _ []byte) (*v1.Event, error) {
+	s.pod(e).patches.Add(1)
 	s.patches.Add(1)
 	return e, nil
 }
 
 func (s *countingSink) calls() int64 { return s.creates.Load() + s.updates.Load() + s.patches.Load() }
+
+// snapshot returns the calls counted, in all and per pod.
+func (s *countingSink) snapshot() (sinkCalls, []sinkCalls) {
+	by := make([]sinkCalls, len(s.byPod))
+	for i := range s.byPod {
+		p := &s.byPod[i]
+		by[i] = sinkCalls{p.creates.Load(), p.updates.Load(), p.patches.Load()}
+	}
+	return sinkCalls{s.creates.Load(), s.updates.Load(), s.patches.Load()}, by
+}
 
 // waitFor spins, yielding the processor at each turn, until the sink has
 // seen want calls. It gives up if no call arrives for recordStallTimeout.
@@ -125,6 +172,7 @@ func (c sinkCalls) String() string {
 type recordSample struct {
 	events  int64
 	calls   sinkCalls
+	byPod   []sinkCalls   // the calls per pod, then about any other object
 	elapsed time.Duration // first event recorded until the sink saw the last
 	mallocs uint64        // allocations while the counted events were recorded
 	counted int64         // events recorded while allocations were counted
@@ -137,68 +185,140 @@ func (s recordSample) nsPerEvent() float64 {
 }
 func (s recordSample) allocsPerEvent() float64 { return float64(s.mallocs) / float64(s.counted) }
 
+// recordEvents is the events a record measurement records: events rounded
+// down to a multiple of producers, at least one per producer.
+func recordEvents(events, producers int) int { return max(1, events/producers) * producers }
+
 // measureRecord builds the broadcaster of s with one counting no-op sink and
 // one recorder (client-go's scheme resolves the pods' kind), and records
-// events events, each about the next of the pods in turn, in batches of [RecordBatch]: after each batch it spins until the
-// sink has seen every call so far. The clock runs from the first event
-// recorded until the sink has seen the last. Allocations are counted over
-// the second half of the events, as in [measure]: the first half, with the
-// Create of each pod, is the warm-up. Then the broadcaster is shut down and
-// the harness waits for its goroutines to exit.
-func measureRecord(s System, pods []*v1.Pod, events int) (recordSample, error) {
+// events events from the given number of goroutines (see [recordRounds]).
+// The clock runs from the first event recorded until the sink has seen the
+// last. Allocations are counted over the second half of the events, as in
+// [measure]: the first half, with the Create of each pod, is the warm-up.
+// Then the broadcaster is shut down and the harness waits for its
+// goroutines to exit.
+func measureRecord(s System, pods []*v1.Pod, events, producers int) (recordSample, error) {
 	base := runtime.NumGoroutine()
 	b, shutdown, err := newRecordBroadcaster(s)
 	if err != nil {
 		return recordSample{}, err
 	}
-	sink := &countingSink{}
+	sink := newCountingSink(pods)
 	b.StartRecordingToSink(sink)
-	rec := b.NewRecorder(scheme.Scheme, v1.EventSource{Component: "fanout-bench"})
-	var sent int64
-	recordN := func(n int64) error {
-		for end := sent + n; sent < end; {
-			batch := min(RecordBatch, end-sent)
-			for i := range batch {
-				rec.Event(pods[(sent+i)%int64(len(pods))], v1.EventTypeNormal, "Synced", "synced")
-			}
-			sent += batch
-			if err := sink.waitFor(sent); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	first := int64(events / 2)
+	rr := newRecordRounds(b.NewRecorder(scheme.Scheme, v1.EventSource{Component: "fanout-bench"}), sink, pods,
+		recordEvents(events, producers), producers)
 	runtime.GC()
 	var m0, m1 runtime.MemStats
+	var counted int64
 	start := time.Now()
-	err = recordN(first)
-	runtime.ReadMemStats(&m0)
-	if err == nil {
-		err = recordN(int64(events) - first)
-	}
+	err = rr.run(func(sent int64) {
+		runtime.ReadMemStats(&m0)
+		counted = rr.total - sent
+	})
 	elapsed := time.Since(start)
 	runtime.ReadMemStats(&m1)
 	shutdown()
-	smp := recordSample{
-		events:  int64(events),
-		calls:   sinkCalls{sink.creates.Load(), sink.updates.Load(), sink.patches.Load()},
-		elapsed: elapsed,
-		mallocs: m1.Mallocs - m0.Mallocs,
-		counted: int64(events) - first,
-		settled: settle(base),
-	}
+	smp := recordSample{events: rr.total, elapsed: elapsed, mallocs: m1.Mallocs - m0.Mallocs, counted: counted}
+	smp.calls, smp.byPod = sink.snapshot()
+	smp.settled = settle(base)
 	if err != nil {
 		return smp, fmt.Errorf("harness: record %s: %w", s.Label(), err)
 	}
 	return smp, nil
 }
 
+// recordRounds records events about pods from several goroutines, in
+// rounds: in each round every goroutine records its share, at most
+// RecordBatch/producers events (at least two rounds, so that allocations
+// can be counted over the second half), then the coordinator waits until the sink
+// has seen every call so far, so that the recorders' 1000-event queues
+// never overflow. Goroutine j records about its own pods only, the pods i
+// with i mod producers = j, in turn, so that the sink calls about each pod
+// (a Create for its first event, a Patch for every repeat) do not depend on
+// how the goroutines interleave. With one producer it records about every
+// pod in turn, in batches of RecordBatch.
+type recordRounds struct {
+	rec       clientrecord.EventRecorder
+	sink      *countingSink
+	own       [][]*v1.Pod // the pods of each producer
+	per       int         // events per producer
+	share     int         // events per producer per round
+	total     int64
+	start     []chan struct{} // closed to start each round
+	done      sync.WaitGroup  // the producers that finished the round
+	abandoned atomic.Bool     // the coordinator gave up: producers return
+}
+
+func newRecordRounds(rec clientrecord.EventRecorder, sink *countingSink, pods []*v1.Pod, events, producers int) *recordRounds {
+	rr := &recordRounds{rec: rec, sink: sink, own: make([][]*v1.Pod, producers), per: events / producers, total: int64(events)}
+	for i, p := range pods {
+		rr.own[i%producers] = append(rr.own[i%producers], p)
+	}
+	// At least two rounds, of at most RecordBatch events in all, as even
+	// as can be.
+	rounds := max(2, ceilDiv(rr.per, max(1, RecordBatch/producers)))
+	rr.share = max(1, ceilDiv(rr.per, rounds))
+	rr.start = make([]chan struct{}, ceilDiv(rr.per, rr.share))
+	for i := range rr.start {
+		rr.start[i] = make(chan struct{})
+	}
+	return rr
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+// produce is producer j: it records its share of each round.
+func (rr *recordRounds) produce(j int) {
+	own, k := rr.own[j], 0
+	for _, start := range rr.start {
+		<-start
+		if rr.abandoned.Load() {
+			return
+		}
+		for end := min(k+rr.share, rr.per); k < end; k++ {
+			rr.rec.Event(own[k%len(own)], v1.EventTypeNormal, "Synced", "synced")
+		}
+		rr.done.Done()
+	}
+}
+
+// run starts the producers and runs the rounds; half is called once, between
+// two rounds, when half the events or more have been recorded and seen, or
+// before the last round.
+func (rr *recordRounds) run(half func(sent int64)) error {
+	var producers sync.WaitGroup
+	for j := range rr.own {
+		producers.Go(func() { rr.produce(j) })
+	}
+	defer producers.Wait()
+	var sent int64
+	halved := false
+	for r, start := range rr.start {
+		if !halved && (2*sent >= rr.total || r == len(rr.start)-1) {
+			halved = true
+			half(sent)
+		}
+		rr.done.Add(len(rr.own))
+		close(start)
+		rr.done.Wait()
+		sent += int64(min(rr.share, rr.per-r*rr.share) * len(rr.own))
+		if err := rr.sink.waitFor(sent); err != nil {
+			rr.abandoned.Store(true)
+			for _, ch := range rr.start[r+1:] {
+				close(ch)
+			}
+			return err
+		}
+	}
+	return nil
+}
+
 // checkSameSinkCalls reports an error unless every sample of every system
 // made exactly the same sink calls, Create, Patch and Update counted apart,
-// one per event recorded: the recorders are compared doing the same work.
+// one per event recorded, and the same about each pod: the recorders are
+// compared doing the same work.
 func checkSameSinkCalls(systems []System, samples [][]recordSample) error {
-	var want sinkCalls
+	var want recordSample
 	var wantFrom string
 	for i, s := range systems {
 		for rep, smp := range samples[i] {
@@ -207,29 +327,52 @@ func checkSameSinkCalls(systems []System, samples [][]recordSample) error {
 					s.Label(), rep+1, smp.calls.total(), smp.calls, smp.events)
 			}
 			if wantFrom == "" {
-				want, wantFrom = smp.calls, fmt.Sprintf("%s, repetition %d", s.Label(), rep+1)
+				want, wantFrom = smp, fmt.Sprintf("%s, repetition %d", s.Label(), rep+1)
 				continue
 			}
-			if smp.calls != want {
+			if smp.calls != want.calls {
 				return fmt.Errorf("harness: record: different sink calls: %s in %s, repetition %d; %s in %s",
-					smp.calls, s.Label(), rep+1, want, wantFrom)
+					smp.calls, s.Label(), rep+1, want.calls, wantFrom)
+			}
+			if p := firstDiff(smp.byPod, want.byPod); p >= 0 {
+				return fmt.Errorf("harness: record: different sink calls about pod %d: %s in %s, repetition %d; %s in %s",
+					p, at(smp.byPod, p), s.Label(), rep+1, at(want.byPod, p), wantFrom)
 			}
 		}
 	}
 	return nil
 }
 
-// recordGroup runs the record comparison: a discarded warm-up of each
-// system (up to two batches), then cfg.Reps repetitions in which every
-// system records cfg.RecordEvents events, the order rotated by one system per
-// repetition. It checks that every measurement made the same sink calls and
-// returns one case per system, with its ratio against [RecordClientGo] if
-// that is among systems: the median over the repetitions of the ratio of
-// the two systems' events/s in the same repetition.
-func recordGroup(cfg Config, res *Results, systems []System) ([]Case, error) {
+// firstDiff returns the first index at which a and b differ, or -1.
+func firstDiff(a, b []sinkCalls) int {
+	for i := range max(len(a), len(b)) {
+		if at(a, i) != at(b, i) {
+			return i
+		}
+	}
+	return -1
+}
+
+// at returns calls[i], or no calls past the end.
+func at(calls []sinkCalls, i int) sinkCalls {
+	if i < len(calls) {
+		return calls[i]
+	}
+	return sinkCalls{}
+}
+
+// recordGroup runs the record comparison with the given number of
+// recording goroutines: a discarded warm-up of each system (up to two
+// batches), then cfg.Reps repetitions in which every system records
+// cfg.RecordEvents events, the order rotated by one system per repetition.
+// It checks that every measurement made the same sink calls and returns one
+// case per system, with its ratio against [RecordClientGo] if that is among
+// systems: the median over the repetitions of the ratio of the two systems'
+// events/s in the same repetition.
+func recordGroup(cfg Config, res *Results, systems []System, producers int) ([]Case, error) {
 	pods := recordPods()
 	for _, s := range systems {
-		if _, err := measureRecord(s, pods, min(cfg.RecordEvents, 2*RecordBatch)); err != nil {
+		if _, err := measureRecord(s, pods, min(cfg.RecordEvents, 2*RecordBatch), producers); err != nil {
 			return nil, err
 		}
 	}
@@ -237,12 +380,13 @@ func recordGroup(cfg Config, res *Results, systems []System) ([]Case, error) {
 	for rep := range cfg.Reps {
 		for k := range systems {
 			i := (k + rep) % len(systems)
-			smp, err := measureRecord(systems[i], pods, cfg.RecordEvents)
+			smp, err := measureRecord(systems[i], pods, cfg.RecordEvents, producers)
 			if err != nil {
 				return nil, err
 			}
 			if !smp.settled {
-				res.Warnings = append(res.Warnings, fmt.Sprintf("record %s: goroutines still running after the measurement", systems[i].Label()))
+				res.Warnings = append(res.Warnings, fmt.Sprintf("record %s P=%d: goroutines still running after the measurement",
+					systems[i].Label(), producers))
 			}
 			samples[i] = append(samples[i], smp)
 		}
@@ -252,20 +396,7 @@ func recordGroup(cfg Config, res *Results, systems []System) ([]Case, error) {
 	}
 	cases := make([]Case, len(systems))
 	for i, s := range systems {
-		c := newCase(KindRecord, s)
-		c.Watchers, c.Producers, c.Reps, c.Published = 1, 1, len(samples[i]), int64(cfg.RecordEvents)
-		var eps, nse, apc []float64
-		for _, smp := range samples[i] {
-			eps = append(eps, smp.eventsPerSec())
-			nse = append(nse, smp.nsPerEvent())
-			apc = append(apc, smp.allocsPerEvent())
-		}
-		c.DeliveredPerSec = ptr(Median(eps))
-		c.SpreadPct = ptr(Spread(eps))
-		c.NsPerPublish = ptr(Median(nse))
-		c.AllocsPerEvent = ptr(slices.Min(apc)) // as in summarize
-		c.SinkCreates, c.SinkPatches = samples[i][0].calls.creates, samples[i][0].calls.patches
-		cases[i] = c
+		cases[i] = summarizeRecord(s, producers, samples[i])
 	}
 	if r := slices.Index(systems, RecordClientGo); r >= 0 {
 		for i := range cases {
@@ -273,8 +404,28 @@ func recordGroup(cfg Config, res *Results, systems []System) ([]Case, error) {
 			for k := range ratios {
 				ratios[k] = samples[i][k].eventsPerSec() / samples[r][k].eventsPerSec()
 			}
-			cases[i].RatioVsK8s = ptr(Median(ratios))
+			cases[i].RatioVsClientGo = ptr(Median(ratios))
+			cases[i].RatioVsK8s = cases[i].RatioVsClientGo // the field record cases had first
 		}
 	}
 	return cases, nil
+}
+
+// summarizeRecord turns the samples of one record system into a case with
+// medians.
+func summarizeRecord(s System, producers int, samples []recordSample) Case {
+	c := newCase(KindRecord, s)
+	c.Watchers, c.Producers, c.Reps, c.Published = 1, producers, len(samples), samples[0].events
+	var eps, nse, apc []float64
+	for _, smp := range samples {
+		eps = append(eps, smp.eventsPerSec())
+		nse = append(nse, smp.nsPerEvent())
+		apc = append(apc, smp.allocsPerEvent())
+	}
+	c.DeliveredPerSec = ptr(Median(eps))
+	c.SpreadPct = ptr(Spread(eps))
+	c.NsPerPublish = ptr(Median(nse))
+	c.AllocsPerEvent = ptr(slices.Min(apc)) // as in summarize
+	c.SinkCreates, c.SinkPatches = samples[0].calls.creates, samples[0].calls.patches
+	return c
 }

@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -8,33 +9,85 @@ import (
 
 // Both recorders, fed the same events, make the same sink calls: a Create
 // for the first event about each pod, a Patch for every repeat, one call
-// per event.
+// per event, and the same about each pod, from one goroutine or several.
 func TestMeasureRecord(t *testing.T) {
 	pods := recordPods()
-	const events = RecordBatch + 200 // one full batch and a partial one
-	for _, s := range RecordSystems() {
-		smp, err := measureRecord(s, pods, events)
-		if err != nil {
-			t.Fatalf("%s: %v", s.Label(), err)
-		}
-		want := sinkCalls{creates: RecordPods, patches: events - RecordPods}
-		if smp.calls != want || smp.events != events || smp.counted != events/2 {
-			t.Errorf("%s: %s for %d events, %d counted for allocations; want %s, %d", s.Label(), smp.calls, smp.events,
-				smp.counted, want, events/2)
-		}
-		if !smp.settled || smp.elapsed <= 0 || smp.eventsPerSec() <= 0 || smp.mallocs == 0 {
-			t.Errorf("%s: settled %v, elapsed %v, %v events/s, %d mallocs", s.Label(), smp.settled, smp.elapsed,
-				smp.eventsPerSec(), smp.mallocs)
+	const events = RecordBatch + 200 // two rounds
+	for _, producers := range []int{1, 8} {
+		var first []sinkCalls
+		for _, s := range RecordSystems() {
+			name := fmt.Sprintf("%s P=%d", s.Label(), producers)
+			smp, err := measureRecord(s, pods, events, producers)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			n := int64(recordEvents(events, producers))
+			want := sinkCalls{creates: RecordPods, patches: n - RecordPods}
+			// Allocations are counted from the first round boundary at or
+			// past half the events: two rounds, of 350 events, or of 44
+			// then 43 per producer.
+			counted := map[int]int64{1: 350, 8: 696 - 8*44}[producers]
+			if smp.calls != want || smp.events != n || smp.counted != counted {
+				t.Errorf("%s: %s for %d events, %d counted for allocations; want %s, %d, %d", name, smp.calls, smp.events,
+					smp.counted, want, n, counted)
+			}
+			if len(smp.byPod) != RecordPods+1 || smp.byPod[RecordPods] != (sinkCalls{}) || smp.byPod[0].creates != 1 {
+				t.Errorf("%s: calls per pod %v", name, smp.byPod)
+			}
+			if first == nil {
+				first = smp.byPod
+			} else if p := firstDiff(first, smp.byPod); p >= 0 {
+				t.Errorf("%s: calls about pod %d: %s, the other recorder %s", name, p, smp.byPod[p], first[p])
+			}
+			if !smp.settled || smp.elapsed <= 0 || smp.eventsPerSec() <= 0 || smp.mallocs == 0 {
+				t.Errorf("%s: settled %v, elapsed %v, %v events/s, %d mallocs", name, smp.settled, smp.elapsed,
+					smp.eventsPerSec(), smp.mallocs)
+			}
 		}
 	}
-	if _, err := measureRecord(Fanout(StrategyWait, APIPull), pods, 10); err == nil {
+	if _, err := measureRecord(Fanout(StrategyWait, APIPull), pods, 10, 1); err == nil {
 		t.Error("measureRecord of a system that is no recorder: no error")
+	}
+}
+
+// Producer j of P records about the pods i with i mod P = j, in turn, its
+// share of each round: every pod gets events, and no pod two producers.
+func TestRecordRoundsSplitPods(t *testing.T) {
+	pods := recordPods()
+	rr := newRecordRounds(nil, newCountingSink(pods), pods, 2000, 8)
+	// 250 events each, at most 62 per round: 5 rounds of 50.
+	if rr.per != 250 || rr.share != 50 || len(rr.start) != 5 || rr.total != 2000 {
+		t.Errorf("per %d, share %d, rounds %d, total %d", rr.per, rr.share, len(rr.start), rr.total)
+	}
+	seen := map[string]int{}
+	for j, own := range rr.own {
+		if len(own) != RecordPods/8 {
+			t.Errorf("producer %d owns %d pods", j, len(own))
+		}
+		for _, p := range own {
+			seen[p.Name]++
+		}
+	}
+	if len(seen) != RecordPods {
+		t.Errorf("%d pods owned", len(seen))
+	}
+	for name, n := range seen {
+		if n != 1 {
+			t.Errorf("%s owned by %d producers", name, n)
+		}
 	}
 }
 
 func TestCheckSameSinkCalls(t *testing.T) {
 	smp := func(creates, patches, updates int64) recordSample {
-		return recordSample{events: creates + patches + updates, calls: sinkCalls{creates, updates, patches}}
+		return recordSample{events: creates + patches + updates, calls: sinkCalls{creates, updates, patches},
+			byPod: []sinkCalls{{creates, updates, patches}}}
+	}
+	// The same calls in all, but not about the same pods.
+	swapped := func() recordSample {
+		s := smp(200, 800, 0)
+		s.byPod = []sinkCalls{{100, 0, 400}, {100, 0, 400}}
+		return s
 	}
 	systems := RecordSystems()
 	same := [][]recordSample{{smp(200, 800, 0), smp(200, 800, 0)}, {smp(200, 800, 0), smp(200, 800, 0)}}
@@ -52,6 +105,10 @@ func TestCheckSameSinkCalls(t *testing.T) {
 		"an Update instead of a Patch": {
 			[][]recordSample{{smp(200, 800, 0), smp(200, 799, 1)}, {smp(200, 800, 0)}},
 			[]string{"different sink calls", "1 Update", "repetition 2"},
+		},
+		"calls about other pods": {
+			[][]recordSample{{smp(200, 800, 0)}, {smp(200, 800, 0), swapped()}},
+			[]string{"different sink calls about pod 0", "100 Create, 400 Patch", "client-go tools/record, repetition 2"},
 		},
 		"a lost event": {
 			[][]recordSample{{smp(200, 800, 0)}, {{events: 1000, calls: sinkCalls{creates: 200, patches: 799}}}},

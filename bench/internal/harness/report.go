@@ -61,25 +61,41 @@ func plural(n int, word string) string {
 
 // WriteReport writes the human-readable report of res: throughput tables
 // grouped by producers and N with ratios against k8s wait q100, then the
-// stalled-watcher, latency, idle-memory, idle-CPU and k8s record tables,
-// any warnings and the targets with PASS/FAIL.
+// stalled-watcher, latency, idle-memory, idle-CPU, replay and k8s record
+// tables, any warnings and the targets with PASS/FAIL.
 func WriteReport(w io.Writer, res *Results) error {
 	var b strings.Builder
-	cfg := res.Config
-	fmt.Fprintf(&b, "fanout benchmark harness: one process, systems interleaved (order rotated per repetition), medians of %d repetitions\n", cfg.Reps)
-	fmt.Fprintf(&b, "%s\n", res.Machine)
-	fmt.Fprintf(&b, "workload: queue %d per watcher, payload one preallocated *Event pointer, each watcher drained by its own goroutine doing no work;\n", DefaultQueue)
+	for _, section := range []func(*strings.Builder, *Results) error{
+		reportHeader, reportThroughput, reportStall, reportLatency, reportIdleMemory, reportIdleCPU,
+		reportReplay, reportRecord, reportWarnings, reportTargets,
+	} {
+		if err := section(&b, res); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(&b, "\nrun took %s\n", res.Elapsed.Round(100*time.Millisecond))
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func reportHeader(b *strings.Builder, res *Results) error {
+	fmt.Fprintf(b, "fanout benchmark harness: one process, systems interleaved (order rotated per repetition), medians of %d repetitions\n", res.Config.Reps)
+	fmt.Fprintf(b, "%s\n", res.Machine)
+	fmt.Fprintf(b, "workload: queue %d per watcher, payload one preallocated *Event pointer, each watcher drained by its own goroutine doing no work;\n", DefaultQueue)
 	b.WriteString("          delivered/s = values received by all watchers / (first publish → last consumer done); ns/publish = that same time / values published;\n")
 	b.WriteString("          vs k8s = median of per-repetition ratios; allocs/event = Mallocs while the 2nd half is published / its values, least of the reps; spread = (max-min)/median of delivered/s\n")
+	fmt.Fprintf(b, "          b%d = ActionBatch of %d values per call; peers: teivah = github.com/teivah/broadcast Relay.Notify to Listener channels,\n", DefaultBatch, DefaultBatch)
+	fmt.Fprintf(b, "          kelindar = github.com/kelindar/event Publish to Subscribe handlers (queue %d, fixed; woken by a 500 µs ticker)\n", KelindarQueue)
+	return nil
+}
 
-	// Throughput, grouped by producers then N, in the order measured.
+// reportThroughput writes one table per (N, producers) group, in the order
+// measured.
+func reportThroughput(b *strings.Builder, res *Results) error {
 	type group struct{ n, p int }
 	var groups []group
 	byGroup := map[group][]Case{}
-	for _, c := range res.Cases {
-		if c.Kind != KindThroughput {
-			continue
-		}
+	for _, c := range casesOf(res.Cases, KindThroughput) {
 		g := group{c.Watchers, c.Producers}
 		if _, ok := byGroup[g]; !ok {
 			groups = append(groups, g)
@@ -87,8 +103,8 @@ func WriteReport(w io.Writer, res *Results) error {
 		byGroup[g] = append(byGroup[g], c)
 	}
 	for _, g := range groups {
-		fmt.Fprintf(&b, "\n== throughput: %s, %s ==\n", plural(g.n, "watcher"), plural(g.p, "producer"))
-		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintf(b, "\n== throughput: %s, %s ==\n", plural(g.n, "watcher"), plural(g.p, "producer"))
+		tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
 		head, labels := padLabels(byGroup[g])
 		fmt.Fprintf(tw, "%s\tdelivered/s\tvs k8s wait q100\tns/publish\tallocs/event\tdrop %%\tspread\tevents/rep\t\n", head)
 		for i, c := range byGroup[g] {
@@ -100,29 +116,35 @@ func WriteReport(w io.Writer, res *Results) error {
 			return err
 		}
 	}
+	return nil
+}
 
-	if cs := casesOf(res.Cases, KindStall); len(cs) > 0 {
-		fmt.Fprintf(&b, "\n== stalled watcher: %s, one never read, 1 producer ==\n", plural(cs[0].Watchers, "watcher"))
-		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-		head, labels := padLabels(cs)
-		fmt.Fprintf(tw, "%s\tproducer ns/publish\tstalled\tstalled / not\tns/publish e2e\tstalled\tdrop %% stalled\tallocs/event stalled\t\n", head)
-		for i := 0; i+1 < len(cs); i += 2 {
-			free, st := cs[i], cs[i+1]
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", labels[i],
-				num(free.ProducerNsPerPublish, f("%.1f")), num(st.ProducerNsPerPublish, f("%.1f")), FormatRatio(st.StallRatio),
-				num(free.NsPerPublish, f("%.1f")), num(st.NsPerPublish, f("%.1f")), num(st.DropPct, f("%.1f")),
-				num(st.AllocsPerEvent, f("%.4f")))
-		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
+func reportStall(b *strings.Builder, res *Results) error {
+	cs := casesOf(res.Cases, KindStall)
+	if len(cs) == 0 {
+		return nil
 	}
+	fmt.Fprintf(b, "\n== stalled watcher: %s, one never read, 1 producer ==\n", plural(cs[0].Watchers, "watcher"))
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	head, labels := padLabels(cs)
+	fmt.Fprintf(tw, "%s\tproducer ns/publish\tstalled\tstalled / not\tns/publish e2e\tstalled\tdrop %% stalled\tallocs/event stalled\t\n", head)
+	for i := 0; i+1 < len(cs); i += 2 {
+		free, st := cs[i], cs[i+1]
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", labels[i],
+			num(free.ProducerNsPerPublish, f("%.1f")), num(st.ProducerNsPerPublish, f("%.1f")), FormatRatio(st.StallRatio),
+			num(free.NsPerPublish, f("%.1f")), num(st.NsPerPublish, f("%.1f")), num(st.DropPct, f("%.1f")),
+			num(st.AllocsPerEvent, f("%.4f")))
+	}
+	return tw.Flush()
+}
 
-	if cs := casesOf(res.Cases, KindLatency); len(cs) > 0 {
+// reportLatency writes one table per number of producers.
+func reportLatency(b *strings.Builder, res *Results) error {
+	for _, cs := range byProducers(casesOf(res.Cases, KindLatency)) {
 		c0 := cs[0]
-		fmt.Fprintf(&b, "\n== publish→receive latency: %s, %d events/s, %.1f s per system ==\n",
-			plural(c0.Watchers, "watcher"), cfg.LatencyRate, cfg.LatencyDuration.Seconds())
-		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintf(b, "\n== publish→receive latency: %s, %s, %d events/s in all, %.1f s per system ==\n",
+			plural(c0.Watchers, "watcher"), plural(c0.Producers, "producer"), res.Config.LatencyRate, res.Config.LatencyDuration.Seconds())
+		tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
 		head, labels := padLabels(cs)
 		fmt.Fprintf(tw, "%s\tp50\tp99\tp99.9\tsamples\tmedian of %d runs' p99\t\n", head, c0.Reps)
 		for i, c := range cs {
@@ -133,80 +155,126 @@ func WriteReport(w io.Writer, res *Results) error {
 			return err
 		}
 	}
+	return nil
+}
 
-	if cs := casesOf(res.Cases, KindIdleMemory); len(cs) > 0 {
-		fmt.Fprintf(&b, "\n== idle memory: %s nobody reads, Δ(HeapAlloc+StackInuse) after GC per watcher ==\n",
-			plural(cs[0].Watchers, "watcher"))
-		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-		head, labels := padLabels(cs)
-		fmt.Fprintf(tw, "%s\tbytes/watcher\t\n", head)
-		for i, c := range cs {
-			fmt.Fprintf(tw, "%s\t%s\t\n", labels[i], num(c.IdleBytesPerWatcher, f("%.0f")))
-		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
+func reportIdleMemory(b *strings.Builder, res *Results) error {
+	cs := casesOf(res.Cases, KindIdleMemory)
+	if len(cs) == 0 {
+		return nil
 	}
-
-	if cs := casesOf(res.Cases, KindIdleCPU); len(cs) > 0 {
-		fmt.Fprintf(&b, "\n== idle CPU: %s parked, process CPU over %s per system ==\n",
-			plural(cfg.IdleCPUWatchers, "watcher"), cfg.IdleCPUDuration)
-		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-		head, labels := padLabels(cs)
-		fmt.Fprintf(tw, "%s\tCPU ms/s\t\n", head)
-		for i, c := range cs {
-			fmt.Fprintf(tw, "%s\t%s\t\n", labels[i], num(c.IdleCPUMsPerSec, f("%.3f")))
-		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
+	b.WriteString("\n== idle memory: watchers nobody reads, Δ(HeapAlloc+StackInuse) after GC per watcher (goroutines the system starts included) ==\n")
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	head, labels := padLabels(cs)
+	fmt.Fprintf(tw, "%s\twatchers\tbytes/watcher\t\n", head)
+	for i, c := range cs {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t\n", labels[i], c.Watchers, num(c.IdleBytesPerWatcher, f("%.0f")))
 	}
+	return tw.Flush()
+}
 
-	if cs := casesOf(res.Cases, KindRecord); len(cs) > 0 {
+func reportIdleCPU(b *strings.Builder, res *Results) error {
+	cs := casesOf(res.Cases, KindIdleCPU)
+	if len(cs) == 0 {
+		return nil
+	}
+	fmt.Fprintf(b, "\n== idle CPU: %s parked, process CPU over %s per system ==\n",
+		plural(res.Config.IdleCPUWatchers, "watcher"), res.Config.IdleCPUDuration)
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	head, labels := padLabels(cs)
+	fmt.Fprintf(tw, "%s\tCPU ms/s\t\n", head)
+	for i, c := range cs {
+		fmt.Fprintf(tw, "%s\t%s\t\n", labels[i], num(c.IdleCPUMsPerSec, f("%.3f")))
+	}
+	return tw.Flush()
+}
+
+func reportReplay(b *strings.Builder, res *Results) error {
+	cs := casesOf(res.Cases, KindReplay)
+	if len(cs) == 0 {
+		return nil
+	}
+	fmt.Fprintf(b, "\n== replay: a late joiner starts with the last %d values of a history of %d (%d published): register + read them all ==\n",
+		cs[0].Replay, cs[0].History, 2*cs[0].History)
+	b.WriteString("   fanout WithReplay: WithHistory on the broadcaster; WatchWithPrefix: the application keeps the history in a ring under its own lock\n")
+	b.WriteString("   (publish + remember, copy + register); fanout read with Recv, k8s from ResultChan; Stop not timed; vs k8s = median of per-repetition ratios\n")
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	head, labels := padLabels(cs)
+	fmt.Fprintf(tw, "%s\tvalues/s\tvs k8s\tns/value\tallocs/value\tspread\tvalues/rep\t\n", head)
+	for i, c := range cs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n", labels[i], num(c.DeliveredPerSec, FormatRate), FormatRatio(c.RatioVsK8s),
+			num(c.NsPerReplayedValue, f("%.1f")), num(c.AllocsPerEvent, f("%.4f")), num(c.SpreadPct, f("%.0f%%")), c.Published)
+	}
+	return tw.Flush()
+}
+
+// reportRecord writes one table per number of recording goroutines.
+func reportRecord(b *strings.Builder, res *Results) error {
+	for _, cs := range byProducers(casesOf(res.Cases, KindRecord)) {
 		c0 := cs[0]
-		fmt.Fprintf(&b, "\n== k8s record: %d events about %d pods into a no-op sink, recorded in batches of %d, each waited for ==\n",
-			c0.Published, RecordPods, RecordBatch)
-		fmt.Fprintf(&b, "   same type/reason/message, spam filter off (BurstSize 1<<30); sink calls per repetition, the same for all (checked): %d Create + %d Patch\n",
+		fmt.Fprintf(b, "\n== k8s record: %d events about %d pods into a no-op sink, %s, recorded in rounds of %d, each waited for ==\n",
+			c0.Published, RecordPods, plural(c0.Producers, "producer"), RecordBatch)
+		if c0.Producers > 1 {
+			b.WriteString("   each producer records about its own pods, concurrently; the calls about each pod are checked too\n")
+		}
+		fmt.Fprintf(b, "   same type/reason/message, spam filter off (BurstSize 1<<30); sink calls per repetition, the same for all (checked): %d Create + %d Patch\n",
 			c0.SinkCreates, c0.SinkPatches)
 		b.WriteString("   events/s = events / (first Event call → the sink has seen the last); vs client-go = median of per-repetition ratios\n")
-		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+		tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
 		head, labels := padLabels(cs)
 		fmt.Fprintf(tw, "%s\tevents/s\tvs client-go\tns/event\tallocs/event\tspread\tevents/rep\t\n", head)
 		for i, c := range cs {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n", labels[i], num(c.DeliveredPerSec, FormatRate),
-				FormatRatio(c.RatioVsK8s), num(c.NsPerPublish, f("%.0f")), num(c.AllocsPerEvent, f("%.1f")),
+				FormatRatio(c.RatioVsClientGo), num(c.NsPerPublish, f("%.0f")), num(c.AllocsPerEvent, f("%.1f")),
 				num(c.SpreadPct, f("%.0f%%")), c.Published)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
 		}
 	}
+	return nil
+}
 
+func reportWarnings(b *strings.Builder, res *Results) error {
 	if len(res.Warnings) > 0 {
 		b.WriteString("\n== warnings ==\n")
 		for _, w := range res.Warnings {
-			fmt.Fprintf(&b, "  %s\n", w)
+			fmt.Fprintf(b, "  %s\n", w)
 		}
 	}
+	return nil
+}
 
-	if len(res.Targets) > 0 {
-		b.WriteString("\n== targets ==\n")
-		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-		pass := 0
-		for _, t := range res.Targets {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Status, t.Name, t.Want, t.Measured)
-			if t.Status == Pass {
-				pass++
-			}
-		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
-		fmt.Fprintf(&b, "%d of %d targets met\n", pass, len(res.Targets))
+func reportTargets(b *strings.Builder, res *Results) error {
+	if len(res.Targets) == 0 {
+		return nil
 	}
-	fmt.Fprintf(&b, "\nrun took %s\n", res.Elapsed.Round(100*time.Millisecond))
-	_, err := io.WriteString(w, b.String())
-	return err
+	b.WriteString("\n== targets ==\n")
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	pass := 0
+	for _, t := range res.Targets {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Status, t.Name, t.Want, t.Measured)
+		if t.Status == Pass {
+			pass++
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(b, "%d of %d targets met\n", pass, len(res.Targets))
+	return nil
+}
+
+// byProducers splits cases into runs of the same producers, in order.
+func byProducers(cases []Case) [][]Case {
+	var out [][]Case
+	for i, c := range cases {
+		if i == 0 || c.Producers != cases[i-1].Producers {
+			out = append(out, nil)
+		}
+		out[len(out)-1] = append(out[len(out)-1], c)
+	}
+	return out
 }
 
 // padLabels returns the labels of cases left-aligned to a common width,

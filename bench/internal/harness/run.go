@@ -12,7 +12,8 @@ import (
 // Config says what to measure and for how long. [DefaultConfig] is what
 // `make bench` runs; [QuickConfig] is a smoke run of a few seconds.
 type Config struct {
-	// Watchers lists the watcher counts N of the throughput cases.
+	// Watchers lists the watcher counts N of the throughput cases. From
+	// [LargeWatchers] on, a group measures [LargeSystems] only.
 	Watchers []int
 	// Producers lists the numbers of concurrent producers of the
 	// throughput cases.
@@ -43,11 +44,16 @@ type Config struct {
 	LatencyRate     int
 	LatencyDuration time.Duration
 	LatencyReps     int
+	// LatencyProducers lists the numbers of producers of the latency
+	// measurement; several producers share LatencyRate.
+	LatencyProducers []int
 
 	// IdleWatchers is the number of unread watchers the idle memory is
-	// measured with; IdleMemReps the repetitions (median reported).
-	IdleWatchers int
-	IdleMemReps  int
+	// measured with, but for fanout wait pull, which has
+	// IdlePullWatchers; IdleMemReps the repetitions (median reported).
+	IdleWatchers     int
+	IdlePullWatchers int
+	IdleMemReps      int
 
 	// IdleCPUWatchers parked watchers are kept for IdleCPUDuration per
 	// system while the process CPU time is measured.
@@ -58,6 +64,14 @@ type Config struct {
 	// measurement of the record comparison, the same for both recorders so
 	// that they make the same sink calls.
 	RecordEvents int
+	// RecordProducers lists the numbers of goroutines recording
+	// concurrently in the record comparison, each about its own pods.
+	RecordProducers []int
+
+	// ReplayHistory is H of the replay comparison: the broadcaster's (or
+	// the application's) history, and the values each late joiner starts
+	// with.
+	ReplayHistory int
 
 	// Only, if not empty, limits the run to these kinds of case (the Kind*
 	// constants); targets that need the others are then N/A.
@@ -69,32 +83,38 @@ func (c Config) runs(kind string) bool { return len(c.Only) == 0 || slices.Conta
 
 // DefaultConfig returns the configuration of `make bench`: N = 1, 10, 100,
 // 1000 with 1 and 4 producers, 7 repetitions of ~60 ms, 1 s of latency per
-// system, 10,000 idle watchers, 1 s of idle CPU per system and 20,000
-// recorded Kubernetes events per record measurement. It takes about two
-// minutes on a 2-core machine.
+// system with 1 and 4 producers, 100,000 idle fanout pull watchers and
+// 10,000 of the other systems, 1 s of idle CPU per system, replay of 1000
+// values and 20,000 recorded Kubernetes events per record measurement from
+// 1 and 8 goroutines. It takes about three minutes on a 2-core machine.
 func DefaultConfig() Config {
 	return Config{
-		Watchers:        []int{1, 10, 100, 1000},
-		Producers:       []int{1, 4},
-		Reps:            7,
-		Target:          60 * time.Millisecond,
-		MinEvents:       500,
-		MaxEvents:       20_000_000,
-		StallWatchers:   100,
-		LatencyWatchers: 100,
-		LatencyRate:     10_000,
-		LatencyDuration: time.Second,
-		LatencyReps:     10,
-		IdleWatchers:    10_000,
-		IdleMemReps:     3,
-		IdleCPUWatchers: 100,
-		IdleCPUDuration: time.Second,
-		RecordEvents:    20_000,
+		Watchers:         []int{1, 10, 100, 1000},
+		Producers:        []int{1, 4},
+		Reps:             7,
+		Target:           60 * time.Millisecond,
+		MinEvents:        500,
+		MaxEvents:        20_000_000,
+		StallWatchers:    100,
+		LatencyWatchers:  100,
+		LatencyRate:      10_000,
+		LatencyDuration:  time.Second,
+		LatencyReps:      10,
+		LatencyProducers: []int{1, 4},
+		IdleWatchers:     10_000,
+		IdlePullWatchers: 100_000,
+		IdleMemReps:      3,
+		IdleCPUWatchers:  100,
+		IdleCPUDuration:  time.Second,
+		RecordEvents:     20_000,
+		RecordProducers:  []int{1, 8},
+		ReplayHistory:    1000,
 	}
 }
 
 // QuickConfig returns a smoke-test configuration that runs in a few seconds:
-// N = 10 and 100, one producer, 3 short repetitions, 2,000 recorded events.
+// N = 10 and 100, one producer (latency too), 3 short repetitions, 2,000
+// recorded events.
 // Its figures are noisy.
 func QuickConfig() Config {
 	c := DefaultConfig()
@@ -104,7 +124,9 @@ func QuickConfig() Config {
 	c.Target = 10 * time.Millisecond
 	c.MinEvents = 200
 	c.LatencyDuration = 200 * time.Millisecond
+	c.LatencyProducers = []int{1}
 	c.IdleWatchers = 1000
+	c.IdlePullWatchers = 10_000
 	c.IdleCPUDuration = 100 * time.Millisecond
 	c.RecordEvents = 2000
 	return c
@@ -121,14 +143,8 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("watcher count %d", n))
 		}
 	}
-	if len(c.Producers) == 0 {
-		errs = append(errs, errors.New("no producer counts"))
-	}
-	for _, p := range c.Producers {
-		if p < 1 {
-			errs = append(errs, fmt.Errorf("producer count %d", p))
-		}
-	}
+	errs = append(errs, positive("producer", c.Producers), positive("latency producer", c.LatencyProducers),
+		positive("record producer", c.RecordProducers))
 	if c.Reps < 1 {
 		errs = append(errs, fmt.Errorf("reps %d", c.Reps))
 	}
@@ -141,11 +157,14 @@ func (c Config) Validate() error {
 	if c.LatencyWatchers < 1 || c.LatencyRate < 1 || c.LatencyDuration <= 0 || c.LatencyReps < 1 {
 		errs = append(errs, errors.New("latency watchers, rate, duration and reps must be positive"))
 	}
-	if c.IdleWatchers < 1 || c.IdleMemReps < 1 || c.IdleCPUWatchers < 1 || c.IdleCPUDuration <= 0 {
+	if c.IdleWatchers < 1 || c.IdlePullWatchers < 1 || c.IdleMemReps < 1 || c.IdleCPUWatchers < 1 || c.IdleCPUDuration <= 0 {
 		errs = append(errs, errors.New("idle watchers, reps and duration must be positive"))
 	}
 	if c.RecordEvents < 1 {
 		errs = append(errs, fmt.Errorf("record events %d", c.RecordEvents))
+	}
+	if c.ReplayHistory < 1 {
+		errs = append(errs, fmt.Errorf("replay history %d", c.ReplayHistory))
 	}
 	for _, k := range c.Only {
 		if !slices.Contains(Kinds, k) {
@@ -153,6 +172,19 @@ func (c Config) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// positive reports an empty list of counts, or one below 1.
+func positive(what string, counts []int) error {
+	if len(counts) == 0 {
+		return fmt.Errorf("no %s counts", what)
+	}
+	for _, n := range counts {
+		if n < 1 {
+			return fmt.Errorf("%s count %d", what, n)
+		}
+	}
+	return nil
 }
 
 // Kinds of [Case].
@@ -163,10 +195,11 @@ const (
 	KindIdleMemory = "idle_memory" // bytes per idle, unread watcher
 	KindIdleCPU    = "idle_cpu"    // process CPU while watchers are parked
 	KindRecord     = "record"      // Kubernetes events recorded into a no-op sink, k8s/record vs client-go
+	KindReplay     = "replay"      // a late joiner starting with the last values published
 )
 
 // Kinds lists every kind of case, in report order.
-var Kinds = []string{KindThroughput, KindStall, KindLatency, KindIdleMemory, KindIdleCPU, KindRecord}
+var Kinds = []string{KindThroughput, KindStall, KindLatency, KindIdleMemory, KindIdleCPU, KindReplay, KindRecord}
 
 // Case is the result of one measured case: one system in one setting. It is
 // also one line of the JSON Lines output. Every figure is present in every
@@ -189,8 +222,17 @@ type Case struct {
 	StalledWatchers int `json:"stalled_watchers"`
 	// Reps is the number of repetitions the medians are taken over.
 	Reps int `json:"reps"`
-	// Published is the number of values published per repetition.
+	// Published is the number of values published per repetition (for
+	// replay: values replayed).
 	Published int64 `json:"published"`
+	// Batch is the number of values per publish call: 1 for single-value
+	// publishing, 16 for fanout's ActionBatch system.
+	Batch int `json:"batch"`
+	// History and Replay are, for the replay kind, the history kept (by the
+	// broadcaster, or by the application) and the values each late joiner
+	// starts with; 0 elsewhere.
+	History int `json:"history"`
+	Replay  int `json:"replay"`
 
 	// DeliveredPerSec is values received by all watchers per second, from
 	// the first publish until every consumer has received its last value.
@@ -201,8 +243,13 @@ type Case struct {
 	// RatioVsK8s compares DeliveredPerSec with that of k8s wait q100 in
 	// the same group (same N and producers): the median over repetitions
 	// of the ratio of the two measured in the same repetition. For the
-	// record kind the reference is k8s's client-go tools/record instead.
+	// record kind the reference is k8s's client-go tools/record instead
+	// (the same as RatioVsClientGo); for replay, k8s WatchWithPrefix.
 	RatioVsK8s *float64 `json:"ratio_vs_k8s_wait_q100"`
+	// RatioVsClientGo is, for the record kind, the ratio of events/s
+	// against client-go's tools/record with the same producers: the
+	// median of the per-repetition ratios.
+	RatioVsClientGo *float64 `json:"ratio_vs_client_go"`
 	// NsPerPublish is the measurement's wall time, from the first publish
 	// until every consumer has received its last value, divided by the
 	// values published: the amortised cost of a publish, delivery
@@ -224,6 +271,9 @@ type Case struct {
 	// DropPct is the share of (published × read watchers) deliveries that
 	// did not happen, in percent.
 	DropPct *float64 `json:"drop_pct"`
+	// NsPerReplayedValue is, for the replay kind, the time to register a
+	// late joiner and read the values it starts with, per value.
+	NsPerReplayedValue *float64 `json:"ns_per_replayed_value"`
 
 	// P50LatencyNs, P99LatencyNs and P999LatencyNs are publish→receive
 	// latency percentiles over LatencySamples samples.
@@ -251,7 +301,7 @@ type Case struct {
 }
 
 func newCase(kind string, s System) Case {
-	return Case{Kind: kind, Label: s.Label(), System: s.Name, Strategy: s.Strategy, API: s.API, Queue: s.Queue}
+	return Case{Kind: kind, Label: s.Label(), System: s.Name, Strategy: s.Strategy, API: s.API, Queue: s.Queue, Batch: s.batch()}
 }
 
 // Results is everything one run measured.
@@ -272,9 +322,9 @@ type Results struct {
 }
 
 // Run measures every case of cfg: throughput per (watchers, producers)
-// group, the stalled-watcher comparison, latency, idle memory, idle CPU and
-// the k8s record comparison, then evaluates the targets. Progress lines go
-// to progress, if not nil.
+// group, the stalled-watcher comparison, latency per producers, idle
+// memory, idle CPU, replay and the k8s record comparison per producers,
+// then evaluates the targets. Progress lines go to progress, if not nil.
 func Run(cfg Config, progress io.Writer) (*Results, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("harness: invalid config: %w", err)
@@ -287,54 +337,62 @@ func Run(cfg Config, progress io.Writer) (*Results, error) {
 	say := func(format string, args ...any) {
 		fmt.Fprintf(progress, "[%5.1fs] "+format+"\n", append([]any{time.Since(start).Seconds()}, args...)...)
 	}
-
-	phases := []struct {
-		kind  string
-		about string
-		run   func() ([]Case, error)
-	}{
-		{KindThroughput, "", nil},
-		{KindStall, fmt.Sprintf("stalled watcher: %d watchers", cfg.StallWatchers),
-			func() ([]Case, error) { return stallGroup(cfg, res, StallSystems()) }},
-		{KindLatency, fmt.Sprintf("latency: %d watchers at %d events/s", cfg.LatencyWatchers, cfg.LatencyRate),
-			func() ([]Case, error) { return latencyGroup(cfg, res, LatencySystems()) }},
-		{KindIdleMemory, fmt.Sprintf("idle memory: %d watchers", cfg.IdleWatchers),
-			func() ([]Case, error) { return idleMemoryGroup(cfg, res, IdleMemorySystems()) }},
-		{KindIdleCPU, fmt.Sprintf("idle CPU: %d parked watchers", cfg.IdleCPUWatchers),
-			func() ([]Case, error) { return idleCPUGroup(cfg, res, IdleCPUSystems()) }},
-		{KindRecord, fmt.Sprintf("k8s record: %d events about %d pods per measurement", cfg.RecordEvents, RecordPods),
-			func() ([]Case, error) { return recordGroup(cfg, res, RecordSystems()) }},
-	}
-	for _, ph := range phases {
-		if !cfg.runs(ph.kind) {
+	for _, st := range steps(cfg, res) {
+		if !cfg.runs(st.kind) {
 			continue
 		}
-		if ph.kind == KindThroughput {
-			systems := ThroughputSystems()
-			for _, p := range cfg.Producers {
-				for _, n := range cfg.Watchers {
-					say("throughput: %s, %s, %d systems", plural(n, "watcher"), plural(p, "producer"), len(systems))
-					cases, err := throughputGroup(cfg, res, systems, n, p)
-					if err != nil {
-						return nil, err
-					}
-					res.Cases = append(res.Cases, cases...)
-				}
-			}
-			continue
-		}
-		say("%s", ph.about)
-		cases, err := ph.run()
+		say("%s", st.about)
+		cases, err := st.run()
 		if err != nil {
 			return nil, err
 		}
 		res.Cases = append(res.Cases, cases...)
 	}
-
 	res.Targets = EvaluateTargets(res.Cases)
 	res.Elapsed = time.Since(start)
 	say("done")
 	return res, nil
+}
+
+// step is one group of measurements of a run.
+type step struct {
+	kind  string
+	about string // the progress line
+	run   func() ([]Case, error)
+}
+
+// steps returns the groups of measurements of cfg, in report order.
+func steps(cfg Config, res *Results) []step {
+	var out []step
+	for _, p := range cfg.Producers {
+		for _, n := range cfg.Watchers {
+			systems := ThroughputSystemsFor(n)
+			out = append(out, step{KindThroughput,
+				fmt.Sprintf("throughput: %s, %s, %d systems", plural(n, "watcher"), plural(p, "producer"), len(systems)),
+				func() ([]Case, error) { return throughputGroup(cfg, res, systems, n, p) }})
+		}
+	}
+	out = append(out, step{KindStall, fmt.Sprintf("stalled watcher: %d watchers", cfg.StallWatchers),
+		func() ([]Case, error) { return stallGroup(cfg, res, StallSystems()) }})
+	for _, p := range cfg.LatencyProducers {
+		out = append(out, step{KindLatency,
+			fmt.Sprintf("latency: %d watchers at %d events/s, %s", cfg.LatencyWatchers, cfg.LatencyRate, plural(p, "producer")),
+			func() ([]Case, error) { return latencyGroup(cfg, res, LatencySystems(p), p) }})
+	}
+	out = append(out,
+		step{KindIdleMemory, fmt.Sprintf("idle memory: %d watchers (fanout wait pull: %d)", cfg.IdleWatchers, cfg.IdlePullWatchers),
+			func() ([]Case, error) { return idleMemoryGroup(cfg, res, IdleMemorySystems()) }},
+		step{KindIdleCPU, fmt.Sprintf("idle CPU: %d parked watchers", cfg.IdleCPUWatchers),
+			func() ([]Case, error) { return idleCPUGroup(cfg, res, IdleCPUSystems()) }},
+		step{KindReplay, fmt.Sprintf("replay: late joiners starting with the last %d values", cfg.ReplayHistory),
+			func() ([]Case, error) { return replayGroup(cfg, res, ReplaySystems()) }})
+	for _, p := range cfg.RecordProducers {
+		out = append(out, step{KindRecord,
+			fmt.Sprintf("k8s record: %d events about %d pods per measurement, %s", recordEvents(cfg.RecordEvents, p), RecordPods,
+				plural(p, "producer")),
+			func() ([]Case, error) { return recordGroup(cfg, res, RecordSystems(), p) }})
+	}
+	return out
 }
 
 func ptr[T any](v T) *T { return &v }

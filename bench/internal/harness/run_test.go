@@ -16,12 +16,14 @@ import (
 // tinyConfig runs every kind of measurement in well under a second.
 func tinyConfig() Config {
 	return Config{
-		Watchers: []int{1, 3}, Producers: []int{1, 2}, Reps: 2, Events: 200,
+		Watchers: []int{1, 3}, Producers: []int{1, 2}, Reps: 2, Events: 500,
 		StallWatchers:   3,
 		LatencyWatchers: 2, LatencyRate: 2000, LatencyDuration: 20 * time.Millisecond, LatencyReps: 2,
-		IdleWatchers: 50, IdleMemReps: 1,
+		LatencyProducers: []int{1, 2},
+		IdleWatchers:     50, IdlePullWatchers: 80, IdleMemReps: 1,
 		IdleCPUWatchers: 2, IdleCPUDuration: 5 * time.Millisecond,
-		RecordEvents: 600,
+		RecordEvents: 600, RecordProducers: []int{1, 2},
+		ReplayHistory: 50,
 	}
 }
 
@@ -58,10 +60,11 @@ func TestRunTiny(t *testing.T) {
 	want := map[string]int{
 		KindThroughput: len(ThroughputSystems()) * 2 * 2,
 		KindStall:      2 * len(StallSystems()),
-		KindLatency:    len(LatencySystems()),
+		KindLatency:    len(LatencySystems(1)) + len(LatencySystems(2)),
 		KindIdleMemory: len(IdleMemorySystems()),
 		KindIdleCPU:    len(IdleCPUSystems()) + 1,
-		KindRecord:     len(RecordSystems()),
+		KindReplay:     len(ReplaySystems()),
+		KindRecord:     2 * len(RecordSystems()),
 	}
 	for k, n := range want {
 		if count[k] != n {
@@ -69,52 +72,73 @@ func TestRunTiny(t *testing.T) {
 		}
 	}
 	for _, c := range res.Cases {
-		switch c.Kind {
-		case KindThroughput:
-			if c.Reps != 2 || c.Published != 200 || c.RatioVsK8s == nil || *c.DeliveredPerSec < 0 || *c.NsPerPublish <= 0 {
-				t.Errorf("%s N=%d P=%d: %+v", c.Label, c.Watchers, c.Producers, c)
-			}
-			if c.Label == Reference.Label() && *c.RatioVsK8s != 1 {
-				t.Errorf("reference ratio %v, want 1", *c.RatioVsK8s)
-			}
-			if c.Strategy == StrategyWait && (*c.DropPct != 0 || *c.DeliveredPerSec <= 0) {
-				t.Errorf("%s N=%d P=%d: lossless with drop %v%%, %v/s", c.Label, c.Watchers, c.Producers, *c.DropPct, *c.DeliveredPerSec)
-			}
-		case KindStall:
-			if (c.StalledWatchers == 1) != (c.StallRatio != nil) {
-				t.Errorf("%s stalled=%d: stall ratio %v", c.Label, c.StalledWatchers, c.StallRatio)
-			}
-		case KindLatency:
-			if *c.P50LatencyNs > *c.P99LatencyNs || *c.P99LatencyNs > *c.P999LatencyNs || *c.LatencySamples == 0 {
-				t.Errorf("%s: latency %d/%d/%d over %d samples", c.Label, *c.P50LatencyNs, *c.P99LatencyNs, *c.P999LatencyNs, *c.LatencySamples)
-			}
-		case KindIdleMemory:
-			if *c.IdleBytesPerWatcher <= 0 {
-				t.Errorf("%s: %v bytes per idle watcher", c.Label, *c.IdleBytesPerWatcher)
-			}
-		case KindIdleCPU:
-			if v := *c.IdleCPUMsPerSec; v < 0 || math.IsNaN(v) {
-				t.Errorf("%s: idle CPU %v", c.Label, v)
-			}
-		case KindRecord:
-			// 600 events about 200 pods: a Create for the first event of
-			// each pod, a Patch for every repeat.
-			if c.Reps != 2 || c.Published != 600 || c.SinkCreates != RecordPods || c.SinkPatches != 600-RecordPods ||
-				c.RatioVsK8s == nil || *c.DeliveredPerSec <= 0 || *c.NsPerPublish <= 0 || *c.AllocsPerEvent <= 0 {
-				t.Errorf("%s: %+v", c.Label, c)
-			}
-			if c.Label == RecordClientGo.Label() && *c.RatioVsK8s != 1 {
-				t.Errorf("client-go record ratio %v, want 1", *c.RatioVsK8s)
-			}
-		}
+		checkTinyCase(t, c)
 	}
 	if len(res.Targets) != len(EvaluateTargets(res.Cases)) || len(res.Targets) == 0 {
 		t.Fatalf("%d targets", len(res.Targets))
 	}
 	for _, tg := range res.Targets {
-		na := strings.Contains(tg.Name, "N=10:") || strings.Contains(tg.Name, "N=100") // not measured: N is 1 and 3
+		// Not measured: N is 1 and 3, producers 1 and 2, 80 idle pull
+		// watchers, record producers 1 and 2.
+		na := strings.Contains(tg.Name, "N=10:") || strings.Contains(tg.Name, "N=10 ") || strings.Contains(tg.Name, "N=100") ||
+			strings.Contains(tg.Name, "4 producers") || strings.Contains(tg.Name, "8 producers") ||
+			strings.Contains(tg.Name, "N=1000") || strings.Contains(tg.Name, "100000 watchers")
 		if na != (tg.Status == NA) {
 			t.Errorf("target %q: status %s", tg.Name, tg.Status)
+		}
+	}
+}
+
+// checkTinyCase checks the figures of one case of the tiny run.
+func checkTinyCase(t *testing.T, c Case) {
+	t.Helper()
+	switch c.Kind {
+	case KindThroughput:
+		if c.Reps != 2 || c.Published != 500 || c.RatioVsK8s == nil || *c.DeliveredPerSec < 0 || *c.NsPerPublish <= 0 ||
+			c.Batch != max(1, strings.Count(c.Label, " b16")*16) {
+			t.Errorf("%s N=%d P=%d: %+v", c.Label, c.Watchers, c.Producers, c)
+		}
+		if c.Label == Reference.Label() && *c.RatioVsK8s != 1 {
+			t.Errorf("reference ratio %v, want 1", *c.RatioVsK8s)
+		}
+		if c.Strategy == StrategyWait && (*c.DropPct != 0 || *c.DeliveredPerSec <= 0) {
+			t.Errorf("%s N=%d P=%d: lossless with drop %v%%, %v/s", c.Label, c.Watchers, c.Producers, *c.DropPct, *c.DeliveredPerSec)
+		}
+	case KindStall:
+		if (c.StalledWatchers == 1) != (c.StallRatio != nil) {
+			t.Errorf("%s stalled=%d: stall ratio %v", c.Label, c.StalledWatchers, c.StallRatio)
+		}
+	case KindLatency:
+		if *c.P50LatencyNs > *c.P99LatencyNs || *c.P99LatencyNs > *c.P999LatencyNs || *c.LatencySamples == 0 {
+			t.Errorf("%s: latency %d/%d/%d over %d samples", c.Label, *c.P50LatencyNs, *c.P99LatencyNs, *c.P999LatencyNs, *c.LatencySamples)
+		}
+	case KindIdleMemory:
+		want := 50
+		if c.Label == "fanout wait pull" {
+			want = 80
+		}
+		if *c.IdleBytesPerWatcher <= 0 || c.Watchers != want {
+			t.Errorf("%s: %v bytes per idle watcher, %d watchers (want %d)", c.Label, *c.IdleBytesPerWatcher, c.Watchers, want)
+		}
+	case KindReplay:
+		if c.History != 50 || c.Replay != 50 || c.Published < 50 || *c.DeliveredPerSec <= 0 || *c.NsPerReplayedValue <= 0 ||
+			c.RatioVsK8s == nil || (c.System == SystemK8s) != (*c.RatioVsK8s == 1) {
+			t.Errorf("%s: %+v", c.Label, c)
+		}
+	case KindIdleCPU:
+		if v := *c.IdleCPUMsPerSec; v < 0 || math.IsNaN(v) {
+			t.Errorf("%s: idle CPU %v", c.Label, v)
+		}
+	case KindRecord:
+		// 600 events about 200 pods, from 1 or 2 goroutines: a Create
+		// for the first event of each pod, a Patch for every repeat.
+		if c.Reps != 2 || c.Published != 600 || c.SinkCreates != RecordPods || c.SinkPatches != 600-RecordPods ||
+			c.RatioVsClientGo == nil || c.RatioVsK8s == nil || *c.RatioVsK8s != *c.RatioVsClientGo ||
+			*c.DeliveredPerSec <= 0 || *c.NsPerPublish <= 0 || *c.AllocsPerEvent <= 0 || (c.Producers != 1 && c.Producers != 2) {
+			t.Errorf("%s: %+v", c.Label, c)
+		}
+		if c.Label == RecordClientGo.Label() && *c.RatioVsClientGo != 1 {
+			t.Errorf("client-go record ratio %v, want 1", *c.RatioVsClientGo)
 		}
 	}
 }
@@ -124,9 +148,13 @@ func TestRunRejectsBadConfig(t *testing.T) {
 	cfg.Watchers = []int{0}
 	cfg.Reps = 0
 	cfg.RecordEvents = 0
+	cfg.RecordProducers = []int{8, 0}
+	cfg.LatencyProducers = nil
+	cfg.ReplayHistory = 0
 	cfg.Only = []string{KindRecord, "bogus"}
 	_, err := Run(cfg, nil)
-	for _, want := range []string{"watcher count 0", "reps 0", "record events 0", `unknown kind "bogus"`} {
+	for _, want := range []string{"watcher count 0", "reps 0", "record events 0", `unknown kind "bogus"`, "record producer count 0",
+		"no latency producer counts", "replay history 0"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Run with N=0, no reps, no record events and kind bogus: %v; want %q", err, want)
 		}
@@ -141,7 +169,8 @@ func TestWriteJSON(t *testing.T) {
 	if err := WriteJSON(&buf, res); err != nil {
 		t.Fatal(err)
 	}
-	required := []string{"kind", "system", "strategy", "api", "watchers", "queue", "producers", "delivered_per_sec",
+	required := []string{"kind", "system", "strategy", "api", "watchers", "queue", "producers", "batch", "delivered_per_sec",
+		"ratio_vs_client_go", "ns_per_replayed_value", "history", "replay",
 		"ns_per_publish", "allocs_per_event", "drop_pct", "idle_bytes_per_watcher", "p50_latency_ns", "p99_latency_ns", "p999_latency_ns"}
 	measures := map[string][]string{
 		KindThroughput: {"delivered_per_sec", "ns_per_publish", "allocs_per_event", "drop_pct", "ratio_vs_k8s_wait_q100"},
@@ -149,7 +178,8 @@ func TestWriteJSON(t *testing.T) {
 		KindLatency:    {"p50_latency_ns", "p99_latency_ns", "p999_latency_ns"},
 		KindIdleMemory: {"idle_bytes_per_watcher"},
 		KindIdleCPU:    {"idle_cpu_ms_per_sec"},
-		KindRecord:     {"delivered_per_sec", "ns_per_publish", "allocs_per_event", "ratio_vs_k8s_wait_q100", "spread_pct"},
+		KindRecord:     {"delivered_per_sec", "ns_per_publish", "allocs_per_event", "ratio_vs_k8s_wait_q100", "ratio_vs_client_go", "spread_pct"},
+		KindReplay:     {"delivered_per_sec", "ns_per_replayed_value", "allocs_per_event", "ratio_vs_k8s_wait_q100", "history", "replay"},
 	}
 	sc := bufio.NewScanner(&buf)
 	lines := 0
@@ -170,9 +200,12 @@ func TestWriteJSON(t *testing.T) {
 				t.Errorf("line %d (%s): %s = %v", lines, kind, f, m[f])
 			}
 		}
-		if sys := m["system"]; sys != "fanout" && sys != "k8s" && sys != "chan" && !(kind == KindIdleCPU && sys == "none") &&
-			!(kind == KindRecord && sys == SystemClientGo) {
+		if sys := m["system"]; sys != "fanout" && sys != "k8s" && sys != "chan" && sys != "teivah" && sys != "kelindar" &&
+			!(kind == KindIdleCPU && sys == "none") && !(kind == KindRecord && sys == SystemClientGo) {
 			t.Errorf("line %d: system %v", lines, sys)
+		}
+		if b, _ := m["batch"].(float64); kind != KindIdleCPU && b != 1 && !(kind == KindThroughput && b == DefaultBatch) {
+			t.Errorf("line %d: batch %v", lines, m["batch"])
 		}
 		if n, _ := m["watchers"].(float64); kind != KindIdleCPU && n < 1 {
 			t.Errorf("line %d: watchers %v", lines, m["watchers"])
@@ -195,7 +228,9 @@ func TestWriteReport(t *testing.T) {
 		"vs k8s wait q100", "1.00×", "== stalled watcher", "== publish→receive latency", "== idle memory",
 		"== idle CPU", FloorLabel, "== targets ==", res.Machine.String(), "fanout wait-timeout chan",
 		"== k8s record: 600 events about 200 pods", "200 Create + 400 Patch", "fanout k8s/record", "client-go tools/record",
-		"k8s record vs client-go record",
+		"k8s record vs client-go record", "fanout wait pull b16", "teivah q100", "kelindar q50000",
+		"== publish→receive latency: 2 watchers, 2 producers", "== replay: a late joiner starts with the last 50 values",
+		"fanout WithReplay", "k8s WatchWithPrefix + app history", "== k8s record: 600 events about 200 pods into a no-op sink, 2 producers",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q", want)

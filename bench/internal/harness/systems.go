@@ -18,6 +18,13 @@ const (
 	SystemFanout = "fanout" // github.com/fanout-go/fanout
 	SystemK8s    = "k8s"    // k8s.io/apimachinery/pkg/watch.Broadcaster
 	SystemChan   = "chan"   // one buffered channel per watcher, blocking sends
+	// SystemTeivah is github.com/teivah/broadcast: Relay.Notify, blocking
+	// sends into each Listener's channel.
+	SystemTeivah = "teivah"
+	// SystemKelindar is github.com/kelindar/event: Publish appends to each
+	// subscriber's queue; the subscriber's goroutine, woken by the
+	// dispatcher's 500 µs ticker, calls its handler.
+	SystemKelindar = "kelindar"
 )
 
 // Full-queue strategies, as they appear in [System].Strategy.
@@ -31,8 +38,9 @@ const (
 
 // Read paths, as they appear in [System].API.
 const (
-	APIPull = "pull" // fanout's Watcher.Recv with a batch buffer
-	APIChan = "chan" // a channel: fanout's ResultChan, k8s's ResultChan, a raw channel
+	APIPull    = "pull"    // fanout's Watcher.Recv with a batch buffer
+	APIChan    = "chan"    // a channel: fanout's ResultChan, k8s's ResultChan, teivah's Listener, a raw channel
+	APIHandler = "handler" // a callback the library calls on its own goroutine (kelindar)
 )
 
 // DefaultQueue is the per-watcher queue length of the workload.
@@ -40,6 +48,14 @@ const DefaultQueue = 100
 
 // WaitTimeout is the bound given to fanout.WaitTimeoutIfChannelFull.
 const WaitTimeout = time.Millisecond
+
+// DefaultBatch is the number of values per ActionBatch call of the batch
+// system ([FanoutBatch]).
+const DefaultBatch = 16
+
+// LargeWatchers is the watcher count from which a throughput group measures
+// only [LargeSystems], to keep the run short.
+const LargeWatchers = 10_000
 
 // Event is the payload every system carries, always as a pointer (*Event),
 // so that no system pays for boxing a value: the throughput measurements
@@ -62,18 +78,35 @@ func (e *Event) DeepCopyObject() runtime.Object {
 	return &c
 }
 
+// KelindarEventType is the event type *Event has for kelindar/event, which
+// routes events by type.
+const KelindarEventType = 1
+
+// Type implements kelindar/event's Event.
+func (e *Event) Type() uint32 { return KelindarEventType }
+
 // System is one configuration of one system under test.
 type System struct {
-	// Name is SystemFanout, SystemK8s or SystemChan.
+	// Name is SystemFanout, SystemK8s, SystemChan, one of the peers
+	// (SystemTeivah, SystemKelindar) or, for the record comparison,
+	// SystemClientGo.
 	Name string
 	// Strategy is the full-queue strategy (the Strategy* constants). The
 	// raw-channel baseline uses blocking sends, so its strategy is wait.
 	Strategy string
-	// API is how the watchers are read: APIPull (fanout only) or APIChan.
+	// API is how the watchers are read: APIPull (fanout only), APIChan or
+	// APIHandler (kelindar); APIReplay and APIPrefix for the replay
+	// comparison, APIRecord for the record comparison.
 	API string
 	// Queue is the per-watcher queue length.
 	Queue int
+	// Batch is the number of values per publish call: 0 or 1 for
+	// single-value publishing (Action), more for fanout's ActionBatch.
+	Batch int
 }
+
+// batch returns the values per publish call, at least 1.
+func (s System) batch() int { return max(1, s.Batch) }
 
 // Label names the system in tables and charts, e.g. "fanout wait pull",
 // "k8s drop q1000" or, for the record comparison, "client-go tools/record".
@@ -84,16 +117,23 @@ func (s System) Label() string {
 	case s.API == APIRecord:
 		return s.Name + " tools/record"
 	}
+	if s.API == APIReplay || s.API == APIPrefix {
+		return replayLabel(s)
+	}
 	switch s.Name {
 	case SystemFanout:
+		l := fmt.Sprintf("fanout %s %s", s.Strategy, s.API)
 		if s.Queue != DefaultQueue {
-			return fmt.Sprintf("fanout %s %s q%d", s.Strategy, s.API, s.Queue)
+			l += fmt.Sprintf(" q%d", s.Queue)
 		}
-		return fmt.Sprintf("fanout %s %s", s.Strategy, s.API)
+		if s.batch() > 1 {
+			l += fmt.Sprintf(" b%d", s.batch())
+		}
+		return l
 	case SystemK8s:
 		return fmt.Sprintf("k8s %s q%d", s.Strategy, s.Queue)
-	default:
-		return fmt.Sprintf("chan q%d", s.Queue)
+	default: // chan and the peers, all lossless
+		return fmt.Sprintf("%s q%d", s.Name, s.Queue)
 	}
 }
 
@@ -112,6 +152,14 @@ func Fanout(strategy, api string) System {
 	return System{Name: SystemFanout, Strategy: strategy, API: api, Queue: DefaultQueue}
 }
 
+// FanoutBatch returns fanout wait pull publishing with ActionBatch, batch
+// values per call.
+func FanoutBatch(batch int) System {
+	s := Fanout(StrategyWait, APIPull)
+	s.Batch = batch
+	return s
+}
+
 // K8s returns the k8s broadcaster with the given strategy (wait or drop) and
 // queue length.
 func K8s(strategy string, queue int) System {
@@ -125,16 +173,33 @@ var Strategies = []string{StrategyWait, StrategyDrop, StrategyDropOldest, Strate
 var LossyStrategies = []string{StrategyDrop, StrategyDropOldest, StrategyEvict}
 
 // ThroughputSystems returns every system of the throughput comparison, in
-// report order: fanout (each strategy, pull then chan), k8s (wait and drop,
-// queue 100 and 1000) and the raw-channel baseline.
+// report order: fanout (each strategy, pull then chan), fanout wait pull
+// publishing batches of [DefaultBatch], k8s (wait and drop, queue 100 and
+// 1000), the peers ([Peers]) and the raw-channel baseline.
 func ThroughputSystems() []System {
 	var out []System
 	for _, st := range Strategies {
 		out = append(out, Fanout(st, APIPull), Fanout(st, APIChan))
 	}
-	out = append(out, K8s(StrategyWait, 100), K8s(StrategyDrop, 100),
-		K8s(StrategyWait, 1000), K8s(StrategyDrop, 1000), Baseline)
-	return out
+	out = append(out, FanoutBatch(DefaultBatch), K8s(StrategyWait, 100), K8s(StrategyDrop, 100),
+		K8s(StrategyWait, 1000), K8s(StrategyDrop, 1000))
+	return append(append(out, Peers()...), Baseline)
+}
+
+// LargeSystems returns the systems of a throughput group with
+// [LargeWatchers] or more: the lossless ones the targets compare, fanout wait
+// pull, k8s wait q100, the peers and the raw-channel baseline.
+func LargeSystems() []System {
+	return append(append([]System{Fanout(StrategyWait, APIPull), Reference}, Peers()...), Baseline)
+}
+
+// ThroughputSystemsFor returns the systems of the throughput group with n
+// watchers: [ThroughputSystems], or [LargeSystems] from [LargeWatchers] on.
+func ThroughputSystemsFor(n int) []System {
+	if n >= LargeWatchers {
+		return LargeSystems()
+	}
+	return ThroughputSystems()
 }
 
 // StallSystems returns the lossy systems of the stalled-watcher comparison.
@@ -146,26 +211,37 @@ func StallSystems() []System {
 	return append(out, K8s(StrategyDrop, DefaultQueue))
 }
 
-// LatencySystems returns the systems of the latency comparison.
-func LatencySystems() []System {
-	return []System{Fanout(StrategyWait, APIPull), Fanout(StrategyWait, APIChan),
+// LatencySystems returns the systems of the latency comparison with the
+// given number of producers: with one, fanout and k8s wait and drop, the
+// peers and raw channels; with more, the lossless systems the targets
+// compare (fanout wait pull and chan, k8s wait q100) and raw channels.
+func LatencySystems(producers int) []System {
+	if producers > 1 {
+		return []System{Fanout(StrategyWait, APIPull), Fanout(StrategyWait, APIChan), Reference, Baseline}
+	}
+	out := []System{Fanout(StrategyWait, APIPull), Fanout(StrategyWait, APIChan),
 		Fanout(StrategyDrop, APIPull), Fanout(StrategyDrop, APIChan),
-		K8s(StrategyWait, 100), K8s(StrategyDrop, 100), Baseline}
+		K8s(StrategyWait, 100), K8s(StrategyDrop, 100)}
+	return append(append(out, Peers()...), Baseline)
 }
 
 // IdleMemorySystems returns the systems of the idle-memory comparison.
 func IdleMemorySystems() []System {
-	return []System{Fanout(StrategyWait, APIPull), Fanout(StrategyWait, APIChan),
-		K8s(StrategyWait, 100), K8s(StrategyWait, 1000), Baseline}
+	out := []System{Fanout(StrategyWait, APIPull), Fanout(StrategyWait, APIChan),
+		K8s(StrategyWait, 100), K8s(StrategyWait, 1000)}
+	return append(append(out, Peers()...), Baseline)
 }
 
 // IdleCPUSystems returns the systems of the idle-CPU comparison.
 func IdleCPUSystems() []System {
-	return []System{Fanout(StrategyWait, APIPull), Fanout(StrategyWait, APIChan),
-		K8s(StrategyWait, 100), Baseline}
+	out := []System{Fanout(StrategyWait, APIPull), Fanout(StrategyWait, APIChan), Reference}
+	return append(append(out, Peers()...), Baseline)
 }
 
 func (s System) validate() error {
+	if s.Batch < 0 || (s.batch() > 1 && s.Name != SystemFanout) {
+		return fmt.Errorf("harness: %s cannot publish batches of %d", s.Name, s.Batch)
+	}
 	switch s.Name {
 	case SystemFanout:
 		if _, err := fanoutBehavior(s.Strategy); err != nil {
@@ -181,6 +257,10 @@ func (s System) validate() error {
 	case SystemChan:
 		if s.Strategy != StrategyWait {
 			return fmt.Errorf("harness: raw channels have no strategy %q", s.Strategy)
+		}
+	case SystemTeivah, SystemKelindar:
+		if err := validatePeer(s); err != nil {
+			return err
 		}
 	default:
 		return fmt.Errorf("harness: unknown system %q", s.Name)
@@ -224,8 +304,9 @@ func newK8s(s System) *watch.Broadcaster {
 // instance is a running system: its publish side. Its watchers' consumers
 // are run by a running.
 type instance interface {
-	// publishN publishes e n times, back to back.
-	publishN(n int, e *Event)
+	// publishN publishes the system's preallocated payload, one *Event, n
+	// times back to back (in calls of [System].Batch values).
+	publishN(n int)
 	// publish publishes e once.
 	publish(e *Event)
 	// close ends intake once every producer has returned: the values
@@ -236,21 +317,42 @@ type instance interface {
 	libDropped() uint64
 }
 
-type fanoutInstance struct{ b *fanout.Broadcaster[*Event] }
+// tearer is an instance with work left once its consumers have returned.
+type tearer interface {
+	// teardown releases what the system holds, its goroutines included.
+	teardown()
+}
 
-func (f fanoutInstance) publishN(n int, e *Event) {
-	for range n {
-		_ = f.b.Action(e)
+type fanoutInstance struct {
+	b  *fanout.Broadcaster[*Event]
+	e  *Event
+	vs []*Event // the batch, every element e; nil for single-value publishing
+}
+
+func (f fanoutInstance) publishN(n int) {
+	if f.vs == nil {
+		for range n {
+			_ = f.b.Action(f.e)
+		}
+		return
+	}
+	for n > 0 {
+		k := min(n, len(f.vs))
+		_, _ = f.b.ActionBatch(f.vs[:k])
+		n -= k
 	}
 }
 func (f fanoutInstance) publish(e *Event)   { _ = f.b.Action(e) }
 func (f fanoutInstance) close()             { f.b.Shutdown() }
 func (f fanoutInstance) libDropped() uint64 { return f.b.Stats().Dropped }
 
-type k8sInstance struct{ b *watch.Broadcaster }
+type k8sInstance struct {
+	b *watch.Broadcaster
+	e *Event
+}
 
-func (k k8sInstance) publishN(n int, e *Event) {
-	var o runtime.Object = e
+func (k k8sInstance) publishN(n int) {
+	var o runtime.Object = k.e
 	for range n {
 		_ = k.b.Action(watch.Added, o)
 	}
@@ -259,12 +361,15 @@ func (k k8sInstance) publish(e *Event)   { _ = k.b.Action(watch.Added, e) }
 func (k k8sInstance) close()             { k.b.Shutdown() }
 func (k k8sInstance) libDropped() uint64 { return 0 }
 
-type chanInstance struct{ chans []chan *Event }
+type chanInstance struct {
+	chans []chan *Event
+	e     *Event
+}
 
-func (c chanInstance) publishN(n int, e *Event) {
+func (c chanInstance) publishN(n int) {
 	for range n {
 		for _, ch := range c.chans {
-			ch <- e
+			ch <- c.e
 		}
 	}
 }
@@ -290,12 +395,39 @@ type recorder struct {
 func (r *recorder) now() int64 { return int64(time.Since(r.epoch)) }
 
 // running is a system with n watchers, each drained by its own consumer
-// goroutine, except the stalled ones, which nobody reads.
+// (a goroutine of the harness, or kelindar's handler), except the stalled
+// ones, which nobody reads.
 type running struct {
 	inst    instance
 	wg      sync.WaitGroup
 	counts  []int64   // values received, per consumer; written on exit
 	samples [][]int64 // latency samples, per consumer; written on exit
+}
+
+// consumers starts the consumers of a running system.
+type consumers struct {
+	r       *running
+	stalled int
+	rec     *recorder
+	started sync.WaitGroup
+	payload *Event // what publishN publishes
+}
+
+// consume starts the consumer of watcher i, unless i is stalled, running
+// loop with a latency slice preallocated if there is a recorder.
+func (c *consumers) consume(i int, loop func(lat []int64) (int64, []int64)) {
+	if i < c.stalled {
+		return
+	}
+	var lat []int64
+	if c.rec != nil {
+		lat = make([]int64, 0, c.rec.capacity)
+	}
+	c.started.Add(1)
+	c.r.wg.Go(func() {
+		c.started.Done()
+		c.r.counts[i], c.r.samples[i] = loop(lat)
+	})
 }
 
 // start builds s with n watchers, starts a consumer for each watcher but the
@@ -305,70 +437,92 @@ func (s System) start(n, stalled int, rec *recorder) (*running, error) {
 	if err := s.validate(); err != nil {
 		return nil, err
 	}
-	r := &running{counts: make([]int64, n), samples: make([][]int64, n)}
-	var started sync.WaitGroup
-	consume := func(i int, loop func(lat []int64) (int64, []int64)) {
-		if i < stalled {
-			return
-		}
-		var lat []int64
-		if rec != nil {
-			lat = make([]int64, 0, rec.capacity)
-		}
-		started.Add(1)
-		r.wg.Go(func() {
-			started.Done()
-			r.counts[i], r.samples[i] = loop(lat)
-		})
+	if stalled > 0 && s.Name == SystemKelindar {
+		return nil, fmt.Errorf("harness: %s has no watcher that can be left unread", s.Label())
 	}
+	c := &consumers{r: &running{counts: make([]int64, n), samples: make([][]int64, n)},
+		stalled: stalled, rec: rec, payload: &Event{}}
+	var err error
 	switch s.Name {
 	case SystemFanout:
-		beh, _ := fanoutBehavior(s.Strategy)
-		b := fanout.New[*Event](fanout.WithQueueLength(s.Queue), fanout.WithFullChannelBehavior(beh))
-		r.inst = fanoutInstance{b}
-		for i := range n {
-			w, err := b.Watch()
-			if err != nil {
-				b.Shutdown()
-				return nil, err
-			}
-			if s.API == APIChan {
-				ch := w.ResultChan()
-				consume(i, func(lat []int64) (int64, []int64) { return drainChan(ch, rec, lat, stampOf) })
-				continue
-			}
-			buf := make([]*Event, s.Queue)
-			consume(i, func(lat []int64) (int64, []int64) { return drainPull(w, buf, rec, lat) })
-		}
+		err = c.startFanout(s, n)
 	case SystemK8s:
-		b := newK8s(s)
-		r.inst = k8sInstance{b}
-		for i := range n {
-			w, err := b.Watch()
-			if err != nil {
-				b.Shutdown()
-				return nil, err
-			}
-			ch := w.ResultChan()
-			consume(i, func(lat []int64) (int64, []int64) { return drainChan(ch, rec, lat, k8sStampOf) })
-		}
+		err = c.startK8s(s, n)
 	case SystemChan:
-		c := chanInstance{chans: make([]chan *Event, n)}
-		r.inst = c
-		for i := range n {
-			ch := make(chan *Event, s.Queue)
-			c.chans[i] = ch
-			consume(i, func(lat []int64) (int64, []int64) { return drainChan(ch, rec, lat, stampOf) })
-		}
+		c.startChan(s, n)
+	case SystemTeivah:
+		c.startTeivah(s, n)
+	case SystemKelindar:
+		c.startKelindar(n)
 	}
-	started.Wait()
-	return r, nil
+	if err != nil {
+		return nil, err
+	}
+	c.started.Wait()
+	return c.r, nil
 }
 
-// finish closes the system and waits for every consumer to return.
+func (c *consumers) startFanout(s System, n int) error {
+	beh, _ := fanoutBehavior(s.Strategy)
+	b := fanout.New[*Event](fanout.WithQueueLength(s.Queue), fanout.WithFullChannelBehavior(beh))
+	inst := fanoutInstance{b: b, e: c.payload}
+	if s.batch() > 1 {
+		inst.vs = make([]*Event, s.batch())
+		for i := range inst.vs {
+			inst.vs[i] = c.payload
+		}
+	}
+	c.r.inst = inst
+	for i := range n {
+		w, err := b.Watch()
+		if err != nil {
+			b.Shutdown()
+			return err
+		}
+		if s.API == APIChan {
+			ch := w.ResultChan()
+			c.consume(i, func(lat []int64) (int64, []int64) { return drainChan(ch, c.rec, lat, stampOf) })
+			continue
+		}
+		buf := make([]*Event, s.Queue)
+		c.consume(i, func(lat []int64) (int64, []int64) { return drainPull(w, buf, c.rec, lat) })
+	}
+	return nil
+}
+
+func (c *consumers) startK8s(s System, n int) error {
+	b := newK8s(s)
+	c.r.inst = k8sInstance{b: b, e: c.payload}
+	for i := range n {
+		w, err := b.Watch()
+		if err != nil {
+			b.Shutdown()
+			return err
+		}
+		ch := w.ResultChan()
+		c.consume(i, func(lat []int64) (int64, []int64) { return drainChan(ch, c.rec, lat, k8sStampOf) })
+	}
+	return nil
+}
+
+func (c *consumers) startChan(s System, n int) {
+	inst := chanInstance{chans: make([]chan *Event, n), e: c.payload}
+	c.r.inst = inst
+	for i := range n {
+		ch := make(chan *Event, s.Queue)
+		inst.chans[i] = ch
+		c.consume(i, func(lat []int64) (int64, []int64) { return drainChan(ch, c.rec, lat, stampOf) })
+	}
+}
+
+// finish closes the system, waits for every consumer to return and tears
+// the system down.
 func (r *running) finish() {
 	r.inst.close()
 	r.wg.Wait()
+	if t, ok := r.inst.(tearer); ok {
+		t.teardown()
+	}
 }
 
 // delivered is the number of values received by all consumers.

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,12 @@ func TestLabels(t *testing.T) {
 		Baseline:                            "chan q100",
 		RecordFanout:                        "fanout k8s/record",
 		RecordClientGo:                      "client-go tools/record",
+		FanoutBatch(16):                     "fanout wait pull b16",
+		Teivah:                              "teivah q100",
+		Kelindar:                            "kelindar q50000",
+		ReplayFanout:                        "fanout WithReplay",
+		ReplayFanoutPrefix:                  "fanout WatchWithPrefix + app history",
+		ReplayK8s:                           "k8s WatchWithPrefix + app history",
 	} {
 		if got := s.Label(); got != want {
 			t.Errorf("%+v.Label() = %q, want %q", s, got, want)
@@ -36,6 +43,11 @@ func TestSystemValidate(t *testing.T) {
 		{Name: SystemFanout, Strategy: "sometimes", API: APIPull, Queue: 100},
 		{Name: SystemFanout, Strategy: StrategyWait, API: "push", Queue: 100},
 		{Name: SystemFanout, Strategy: StrategyWait, API: APIPull, Queue: 0},
+		{Name: SystemFanout, Strategy: StrategyWait, API: APIPull, Queue: 100, Batch: -1},
+		{Name: SystemK8s, Strategy: StrategyWait, API: APIChan, Queue: 100, Batch: 16},
+		{Name: SystemTeivah, Strategy: StrategyDrop, API: APIChan, Queue: 100},
+		{Name: SystemKelindar, Strategy: StrategyWait, API: APIHandler, Queue: 100},
+		{Name: SystemKelindar, Strategy: StrategyWait, API: APIChan, Queue: KelindarQueue},
 	} {
 		if err := s.validate(); err == nil {
 			t.Errorf("%+v: validate accepted it", s)
@@ -113,20 +125,36 @@ func TestCalibrate(t *testing.T) {
 	if err != nil || got < 300 || got > 400 {
 		t.Errorf("calibrated events %d, %v; want within [300, 400]", got, err)
 	}
+	// Past 1000 watchers the least events shrink in proportion, down to
+	// twice the queue.
+	def := DefaultConfig()
+	for n, want := range map[int]int{1: 500, 1000: 500, 2000: 250, 10_000: 200, 100_000: 200} {
+		if got := minEvents(def, n); got != want {
+			t.Errorf("minEvents(N=%d) = %d, want %d", n, got, want)
+		}
+	}
+	if got := minEvents(Config{MinEvents: 50}, 10_000); got != 50 {
+		t.Errorf("minEvents with MinEvents 50 = %d, want 50", got)
+	}
 }
 
+// Every latency system, with one producer and with several sharing the
+// rate: one sample per value and watcher for the lossless ones, none
+// negative.
 func TestMeasureLatency(t *testing.T) {
-	for _, s := range LatencySystems() {
-		samples, err := measureLatency(s, 3, 2000, 20*time.Millisecond)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if s.Lossless() && len(samples) != 40*3 {
-			t.Errorf("%s: %d samples, want 120", s.Label(), len(samples))
-		}
-		for _, v := range samples {
-			if v < 0 {
-				t.Fatalf("%s: negative latency %d", s.Label(), v)
+	for _, producers := range []int{1, 4} {
+		for _, s := range LatencySystems(producers) {
+			samples, err := measureLatency(s, 3, producers, 2000, 20*time.Millisecond)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Lossless() && len(samples) != 40*3 {
+				t.Errorf("%s P=%d: %d samples, want 120", s.Label(), producers, len(samples))
+			}
+			for _, v := range samples {
+				if v < 0 {
+					t.Fatalf("%s P=%d: negative latency %d", s.Label(), producers, v)
+				}
 			}
 		}
 	}
@@ -159,6 +187,57 @@ func TestMeasureIdleMemory(t *testing.T) {
 	}
 	if k8s < 800 {
 		t.Errorf("k8s q100: %.0f B, want at least its channel buffer", k8s)
+	}
+	teivah, err := measureIdleMemory(Teivah, 500)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if teivah < 800 {
+		t.Errorf("teivah q100: %.0f B, want at least its channel buffer", teivah)
+	}
+	// A kelindar subscriber is a goroutine: its stack counts.
+	kelindar, err := measureIdleMemory(Kelindar, 500)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kelindar < 2048 {
+		t.Errorf("kelindar: %.0f B, want at least a goroutine's stack", kelindar)
+	}
+}
+
+// From LargeWatchers on, a group measures the lossless systems the targets
+// compare, the reference among them.
+func TestThroughputSystemsFor(t *testing.T) {
+	if got := ThroughputSystemsFor(LargeWatchers - 1); len(got) != len(ThroughputSystems()) {
+		t.Errorf("N=%d: %d systems", LargeWatchers-1, len(got))
+	}
+	large := ThroughputSystemsFor(LargeWatchers)
+	for _, want := range []System{Fanout(StrategyWait, APIPull), Reference, Baseline, Teivah, Kelindar} {
+		if !slices.Contains(large, want) {
+			t.Errorf("N=%d: no %s", LargeWatchers, want.Label())
+		}
+	}
+	for _, s := range large {
+		if !s.Lossless() {
+			t.Errorf("N=%d: lossy %s", LargeWatchers, s.Label())
+		}
+	}
+	if !slices.Contains(ThroughputSystems(), FanoutBatch(DefaultBatch)) {
+		t.Error("no batch system")
+	}
+}
+
+// fanout wait pull b16 publishes its values in batches, and counts values,
+// not calls: a remainder that is not a whole batch is published too.
+func TestBatchPublishesEveryValue(t *testing.T) {
+	for _, events := range []int{16 * 20, 16*20 + 5} {
+		smp, err := measure(variant{sys: FanoutBatch(16)}, 2, 1, events)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if smp.published != int64(events) || smp.delivered != 2*int64(events) {
+			t.Errorf("%d events: published %d, delivered %d", events, smp.published, smp.delivered)
+		}
 	}
 }
 

@@ -38,29 +38,51 @@ const IdleCPUBudget = 1.0
 // after the warm-up, one or two allocations per measurement.
 const MaxAllocsPerEvent = 0.01
 
+// MinAllocValues is the least values a case must count allocations over
+// (the second half of those it publishes) to take part in the allocation
+// targets: over fewer, one or two allocations in the measurement reach
+// [MaxAllocsPerEvent] already. The N=10,000 groups publish 200 values.
+const MinAllocValues = 2 / MaxAllocsPerEvent
+
 // MinRecordRatio is the least events/s of fanout's k8s/record, as a
 // multiple of client-go's tools/record, recording into a no-op sink.
 const MinRecordRatio = 3.0
+
+// MinRecordRatio8 is the least events/s of fanout's k8s/record, as a
+// multiple of client-go's tools/record, with 8 goroutines recording.
+const MinRecordRatio8 = 5.0
+
+// MaxIdleBytes100k is the most an idle fanout pull watcher may cost among
+// 100,000 ([IdleTargetWatchers]), heap and goroutine stacks.
+const MaxIdleBytes100k = 300.0
+
+// IdleTargetWatchers is the idle watcher count the 300-byte target is set
+// at.
+const IdleTargetWatchers = 100_000
 
 // findCase returns the case of the given kind, system, N, producers and
 // stalled watchers, or nil.
 func findCase(cases []Case, kind string, s System, n, producers, stalled int) *Case {
 	for i := range cases {
 		c := &cases[i]
-		if c.Kind == kind && c.System == s.Name && c.Strategy == s.Strategy && c.API == s.API &&
-			c.Queue == s.Queue && c.Watchers == n && c.Producers == producers && c.StalledWatchers == stalled {
+		if c.Kind == kind && is(c, s) && c.Watchers == n && c.Producers == producers && c.StalledWatchers == stalled {
 			return c
 		}
 	}
 	return nil
 }
 
-// findOne returns the only case of the given kind and system, whatever its
-// N, or nil.
-func findOne(cases []Case, kind string, s System) *Case {
+// is reports whether c is a case of system s.
+func is(c *Case, s System) bool {
+	return c.System == s.Name && c.Strategy == s.Strategy && c.API == s.API && c.Queue == s.Queue && c.Batch == s.batch()
+}
+
+// findOne returns the first case of the given kind, system and producers,
+// whatever its N, or nil.
+func findOne(cases []Case, kind string, s System, producers int) *Case {
 	for i := range cases {
 		c := &cases[i]
-		if c.Kind == kind && c.System == s.Name && c.Strategy == s.Strategy && c.API == s.API && c.Queue == s.Queue {
+		if c.Kind == kind && is(c, s) && c.Producers == producers {
 			return c
 		}
 	}
@@ -78,38 +100,67 @@ func check(name, want string, measured float64, ok bool, format string) Target {
 	return t
 }
 
-// throughputRatio is the ratio of a's to b's delivered/s with n watchers
-// and one producer, or NaN if either was not measured.
-func throughputRatio(cases []Case, a, b System, n int) float64 {
-	ca, cb := findCase(cases, KindThroughput, a, n, 1, 0), findCase(cases, KindThroughput, b, n, 1, 0)
-	if ca == nil || cb == nil || ca.DeliveredPerSec == nil || cb.DeliveredPerSec == nil {
-		return math.NaN()
+// atLeast is the target that measured is at least min, a ratio.
+func atLeast(name string, measured, min float64) Target {
+	return check(name, fmt.Sprintf("≥ %g×", min), measured, measured >= min, "%.2f×")
+}
+
+// deliveredPerSec returns the delivered/s of the throughput case of s with
+// n watchers and the given producers, or NaN.
+func deliveredPerSec(cases []Case, s System, n, producers int) float64 {
+	if c := findCase(cases, KindThroughput, s, n, producers, 0); c != nil && c.DeliveredPerSec != nil {
+		return *c.DeliveredPerSec
 	}
-	return *ca.DeliveredPerSec / *cb.DeliveredPerSec
+	return math.NaN()
+}
+
+// throughputRatio is the ratio of a's to b's delivered/s with n watchers
+// and the given producers, or NaN if either was not measured.
+func throughputRatio(cases []Case, a, b System, n, producers int) float64 {
+	return deliveredPerSec(cases, a, n, producers) / deliveredPerSec(cases, b, n, producers)
 }
 
 // EvaluateTargets checks the project's performance targets against cases,
-// the results of one run, and returns them in report order. A target whose
+// the results of one run, and returns them in report order: the first
+// targets, then issue 10's (peers, producers, batches, lossy reads, 10,000
+// watchers, 100,000 idle watchers, recording from 8 goroutines, latency
+// with 4 producers). Each compares figures of the same run. A target whose
 // figures were not measured (e.g. N=1000 left out with -watchers) is NA.
 func EvaluateTargets(cases []Case) []Target {
-	pull, ch := Fanout(StrategyWait, APIPull), Fanout(StrategyWait, APIChan)
 	var out []Target
-	ratio := func(name string, a, b System, n int, min float64) {
-		r := throughputRatio(cases, a, b, n)
-		out = append(out, check(name, fmt.Sprintf("≥ %g×", min), r, r >= min, "%.1f×"))
+	for _, f := range []func([]Case) []Target{
+		throughputTargets, allocTargets, idleTargets, latencyTargets, idleCPUTargets, stallTargets, recordTargets,
+		peerTargets, producerTargets, batchTargets, lossyTargets, largeTargets, latency4Targets,
+	} {
+		out = append(out, f(cases)...)
 	}
-	ratio("lossless N=100: fanout wait pull / k8s wait q100", pull, Reference, 100, 20)
-	ratio("lossless N=100: fanout wait pull / raw chan", pull, Baseline, 100, 4)
-	ratio("lossless N=10: fanout wait pull / k8s wait q100", pull, Reference, 10, 10)
-	ratio("lossless N=1000: fanout wait pull / k8s wait q100", pull, Reference, 1000, 10)
-	ratio("ResultChan N=100: fanout wait chan / k8s wait q100", ch, Reference, 100, 3)
+	return out
+}
 
-	// Allocations: the strategies that never arm a timer, then wait-timeout,
-	// whose bounded wait may.
-	allocs := func(name string, match func(Case) bool) {
+func throughputTargets(cases []Case) []Target {
+	pull, ch := Fanout(StrategyWait, APIPull), Fanout(StrategyWait, APIChan)
+	ratio := func(name string, a, b System, n int, min float64) Target {
+		r := throughputRatio(cases, a, b, n, 1)
+		return check(name, fmt.Sprintf("≥ %g×", min), r, r >= min, "%.1f×")
+	}
+	return []Target{
+		ratio("lossless N=100: fanout wait pull / k8s wait q100", pull, Reference, 100, 20),
+		ratio("lossless N=100: fanout wait pull / raw chan", pull, Baseline, 100, 4),
+		ratio("lossless N=10: fanout wait pull / k8s wait q100", pull, Reference, 10, 10),
+		ratio("lossless N=1000: fanout wait pull / k8s wait q100", pull, Reference, 1000, 10),
+		ratio("ResultChan N=100: fanout wait chan / k8s wait q100", ch, Reference, 100, 3),
+	}
+}
+
+// allocTargets: the strategies that never arm a timer, then wait-timeout,
+// whose bounded wait may; over the cases that count allocations over more
+// than MinAllocValues values.
+func allocTargets(cases []Case) []Target {
+	allocs := func(name string, match func(Case) bool) Target {
 		worst, where := math.NaN(), ""
 		for _, c := range cases {
-			if (c.Kind == KindThroughput || c.Kind == KindStall) && c.System == SystemFanout && c.AllocsPerEvent != nil && match(c) {
+			if (c.Kind == KindThroughput || c.Kind == KindStall) && c.System == SystemFanout && c.AllocsPerEvent != nil &&
+				float64(c.Published/2) > MinAllocValues && match(c) {
 				if a := *c.AllocsPerEvent; math.IsNaN(worst) || a > worst {
 					worst, where = a, fmt.Sprintf(" (%s, N=%d, P=%d)", c.Label, c.Watchers, c.Producers)
 				}
@@ -119,37 +170,59 @@ func EvaluateTargets(cases []Case) []Target {
 		if t.Status != NA {
 			t.Measured += where
 		}
-		out = append(out, t)
+		return t
 	}
-	allocs("allocations per published event, worst fanout case, wait/drop/drop-oldest/evict",
-		func(c Case) bool { return c.Strategy != StrategyWaitTimeout })
-	allocs("allocations per published event, worst fanout case, wait-timeout",
-		func(c Case) bool { return c.Strategy == StrategyWaitTimeout })
-
-	idle := math.NaN()
-	if c := findOne(cases, KindIdleMemory, pull); c != nil && c.IdleBytesPerWatcher != nil {
-		idle = *c.IdleBytesPerWatcher
+	return []Target{
+		allocs("allocations per published event, worst fanout case, wait/drop/drop-oldest/evict",
+			func(c Case) bool { return c.Strategy != StrategyWaitTimeout }),
+		allocs("allocations per published event, worst fanout case, wait-timeout",
+			func(c Case) bool { return c.Strategy == StrategyWaitTimeout }),
 	}
-	out = append(out, check("idle memory per watcher: fanout wait pull", "≤ 512 B", idle, idle <= 512, "%.0f B"))
+}
 
-	k8sLat := findOne(cases, KindLatency, Reference)
-	for _, s := range []System{pull, ch} {
-		r := math.NaN()
-		if c := findOne(cases, KindLatency, s); c != nil && c.P99LatencyNs != nil && k8sLat != nil && k8sLat.P99LatencyNs != nil {
-			r = float64(*c.P99LatencyNs) / float64(*k8sLat.P99LatencyNs)
-		}
+// idleBytes returns the idle bytes per watcher of s, and its watchers.
+func idleBytes(cases []Case, s System) (float64, int) {
+	if c := findOne(cases, KindIdleMemory, s, 0); c != nil && c.IdleBytesPerWatcher != nil {
+		return *c.IdleBytesPerWatcher, c.Watchers
+	}
+	return math.NaN(), 0
+}
+
+func idleTargets(cases []Case) []Target {
+	idle, _ := idleBytes(cases, Fanout(StrategyWait, APIPull))
+	return []Target{check("idle memory per watcher: fanout wait pull", "≤ 512 B", idle, idle <= 512, "%.0f B")}
+}
+
+// p99Ratio is the ratio of s's p99 latency to k8s wait q100's, both with
+// the given producers, or NaN.
+func p99Ratio(cases []Case, s System, producers int) float64 {
+	c, k := findOne(cases, KindLatency, s, producers), findOne(cases, KindLatency, Reference, producers)
+	if c == nil || k == nil || c.P99LatencyNs == nil || k.P99LatencyNs == nil {
+		return math.NaN()
+	}
+	return float64(*c.P99LatencyNs) / float64(*k.P99LatencyNs)
+}
+
+func latencyTargets(cases []Case) []Target {
+	var out []Target
+	for _, s := range []System{Fanout(StrategyWait, APIPull), Fanout(StrategyWait, APIChan)} {
+		r := p99Ratio(cases, s, 1)
 		out = append(out, check("p99 latency at light load: "+s.Label()+" / k8s wait q100", "≤ 1.0×", r, r <= 1, "%.2f×"))
 	}
+	return out
+}
 
+func idleCPUTargets(cases []Case) []Target {
 	floor := 0.0
 	for _, c := range cases {
 		if c.Kind == KindIdleCPU && c.Label == FloorLabel && c.IdleCPUMsPerSec != nil {
 			floor = *c.IdleCPUMsPerSec
 		}
 	}
-	for _, s := range []System{pull, ch} {
+	var out []Target
+	for _, s := range []System{Fanout(StrategyWait, APIPull), Fanout(StrategyWait, APIChan)} {
 		v := math.NaN()
-		if c := findOne(cases, KindIdleCPU, s); c != nil && c.IdleCPUMsPerSec != nil {
+		if c := findOne(cases, KindIdleCPU, s, 0); c != nil && c.IdleCPUMsPerSec != nil {
 			v = *c.IdleCPUMsPerSec
 		}
 		t := check("idle CPU: "+s.Label(), fmt.Sprintf("≤ floor + %g ms/s", IdleCPUBudget), v, v <= floor+IdleCPUBudget, "%.3f ms/s")
@@ -158,7 +231,11 @@ func EvaluateTargets(cases []Case) []Target {
 		}
 		out = append(out, t)
 	}
+	return out
+}
 
+func stallTargets(cases []Case) []Target {
+	var out []Target
 	for _, st := range LossyStrategies {
 		for _, api := range []string{APIPull, APIChan} {
 			s := Fanout(st, api)
@@ -172,17 +249,121 @@ func EvaluateTargets(cases []Case) []Target {
 			out = append(out, check("stalled watcher: "+s.Label()+" ns/publish stalled / not", "≤ 2×", r, r <= 2, "%.2f×"))
 		}
 	}
+	return out
+}
 
-	// Recording Kubernetes events: fanout's k8s/record against client-go's
-	// tools/record, the median of the per-repetition ratios of events/s.
-	rec := math.NaN()
-	if c := findOne(cases, KindRecord, RecordFanout); c != nil {
-		if c.RatioVsK8s != nil {
-			rec = *c.RatioVsK8s
-		} else if g := findOne(cases, KindRecord, RecordClientGo); g != nil && c.DeliveredPerSec != nil && g.DeliveredPerSec != nil {
-			rec = *c.DeliveredPerSec / *g.DeliveredPerSec
-		}
+// recordRatio is fanout's k8s/record against client-go's tools/record with
+// the given producers: the median of the per-repetition ratios of events/s,
+// or else the ratio of the medians, or NaN.
+func recordRatio(cases []Case, producers int) float64 {
+	c := findOne(cases, KindRecord, RecordFanout, producers)
+	switch {
+	case c == nil:
+		return math.NaN()
+	case c.RatioVsClientGo != nil:
+		return *c.RatioVsClientGo
+	case c.RatioVsK8s != nil:
+		return *c.RatioVsK8s
 	}
-	out = append(out, check("k8s record vs client-go record", fmt.Sprintf("≥ %g×", MinRecordRatio), rec, rec >= MinRecordRatio, "%.1f×"))
+	if g := findOne(cases, KindRecord, RecordClientGo, producers); g != nil && c.DeliveredPerSec != nil && g.DeliveredPerSec != nil {
+		return *c.DeliveredPerSec / *g.DeliveredPerSec
+	}
+	return math.NaN()
+}
+
+func recordTargets(cases []Case) []Target {
+	rec := recordRatio(cases, 1)
+	return []Target{check("k8s record vs client-go record", fmt.Sprintf("≥ %g×", MinRecordRatio), rec, rec >= MinRecordRatio, "%.1f×")}
+}
+
+// TargetWatchers are the watcher counts of the "ahead of every peer"
+// targets.
+var TargetWatchers = []int{1, 10, 100, 1000, 10_000}
+
+// peerTargets: one producer, lossless, fanout wait pull ahead of every
+// lossless peer measured with it (k8s wait, teivah, kelindar) at each N,
+// and at N=1 at least 3 times raw channels.
+func peerTargets(cases []Case) []Target {
+	pull := Fanout(StrategyWait, APIPull)
+	var out []Target
+	for _, n := range TargetWatchers {
+		ours := deliveredPerSec(cases, pull, n, 1)
+		worst, best := math.NaN(), ""
+		for i := range cases {
+			c := &cases[i]
+			if c.Kind != KindThroughput || c.Watchers != n || c.Producers != 1 || c.DeliveredPerSec == nil ||
+				c.Strategy != StrategyWait || c.System == SystemFanout || c.System == SystemChan {
+				continue
+			}
+			if r := ours / *c.DeliveredPerSec; math.IsNaN(worst) || r < worst {
+				worst, best = r, c.Label
+			}
+		}
+		t := check(fmt.Sprintf("1 producer, lossless N=%d: fanout wait pull / fastest lossless peer", n), "> 1×", worst, worst > 1, "%.2f×")
+		if t.Status != NA {
+			t.Measured += " (" + best + ")"
+		}
+		out = append(out, t)
+	}
+	return append(out, atLeast("1 producer, lossless N=1: fanout wait pull / raw chan", throughputRatio(cases, pull, Baseline, 1, 1), 3))
+}
+
+// producerTargets: 4 producers, lossless, against k8s and raw channels
+// with 4 producers, and against fanout's own 1-producer figure.
+func producerTargets(cases []Case) []Target {
+	pull := Fanout(StrategyWait, APIPull)
+	return []Target{
+		atLeast("4 producers, lossless N=10: fanout wait pull / k8s wait q100", throughputRatio(cases, pull, Reference, 10, 4), 5),
+		atLeast("4 producers, lossless N=10: fanout wait pull / raw chan", throughputRatio(cases, pull, Baseline, 10, 4), 1.5),
+		atLeast("4 producers, lossless N=100: fanout wait pull / k8s wait q100", throughputRatio(cases, pull, Reference, 100, 4), 10),
+		atLeast("4 producers, lossless N=1000: fanout wait pull / k8s wait q100", throughputRatio(cases, pull, Reference, 1000, 4), 10),
+		atLeast("lossless N=100: fanout wait pull, 4 producers / 1 producer",
+			deliveredPerSec(cases, pull, 100, 4)/deliveredPerSec(cases, pull, 100, 1), 0.7),
+	}
+}
+
+// batchTargets: batches of 16 against single-value Action.
+func batchTargets(cases []Case) []Target {
+	return []Target{atLeast(fmt.Sprintf("1 producer, N=10: fanout wait pull b%d / fanout wait pull (delivered/s)", DefaultBatch),
+		throughputRatio(cases, FanoutBatch(DefaultBatch), Fanout(StrategyWait, APIPull), 10, 1), 3)}
+}
+
+// lossyTargets: lossy strategies read with Recv, 1 producer, N=100, against
+// fanout wait pull and k8s drop q100.
+func lossyTargets(cases []Case) []Target {
+	var out []Target
+	for _, st := range []string{StrategyDrop, StrategyDropOldest} {
+		s := Fanout(st, APIPull)
+		out = append(out,
+			atLeast("1 producer, N=100: "+s.Label()+" / fanout wait pull", throughputRatio(cases, s, Fanout(StrategyWait, APIPull), 100, 1), 0.5),
+			atLeast("1 producer, N=100: "+s.Label()+" / k8s drop q100", throughputRatio(cases, s, K8s(StrategyDrop, DefaultQueue), 100, 1), 10))
+	}
+	return out
+}
+
+// largeTargets: 10,000 watchers against k8s, and the memory of 100,000 idle
+// pull watchers (N/A if measured with fewer).
+func largeTargets(cases []Case) []Target {
+	idle, n := idleBytes(cases, Fanout(StrategyWait, APIPull))
+	if n < IdleTargetWatchers {
+		idle = math.NaN()
+	}
+	rec := recordRatio(cases, 8)
+	return []Target{
+		atLeast("1 producer, lossless N=10000: fanout wait pull / k8s wait q100",
+			throughputRatio(cases, Fanout(StrategyWait, APIPull), Reference, 10_000, 1), 30),
+		check(fmt.Sprintf("idle memory per watcher, %d watchers: fanout wait pull (heap + stacks)", IdleTargetWatchers),
+			fmt.Sprintf("≤ %g B", MaxIdleBytes100k), idle, idle <= MaxIdleBytes100k, "%.0f B"),
+		atLeast("k8s record, 8 producers: fanout k8s/record / client-go tools/record (same sink calls)", rec, MinRecordRatio8),
+	}
+}
+
+// latency4Targets: p99 latency with 4 producers against k8s with 4.
+func latency4Targets(cases []Case) []Target {
+	var out []Target
+	for _, s := range []System{Fanout(StrategyWait, APIPull), Fanout(StrategyWait, APIChan)} {
+		r := p99Ratio(cases, s, 4)
+		out = append(out, check("p99 latency, 4 producers: "+s.Label()+" / k8s wait q100 (4 producers)", "≤ 1.0×", r, r <= 1, "%.2f×"))
+	}
 	return out
 }

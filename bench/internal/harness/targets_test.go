@@ -6,10 +6,18 @@ import (
 	"testing"
 )
 
-func thr(s System, n int, perSec float64) Case {
+func thr(s System, n int, perSec float64) Case { return thrP(s, n, 1, perSec) }
+
+func thrP(s System, n, producers int, perSec float64) Case {
 	c := newCase(KindThroughput, s)
-	c.Watchers, c.Producers = n, 1
+	c.Watchers, c.Producers, c.Published = n, producers, 10_000
 	c.DeliveredPerSec, c.AllocsPerEvent = ptr(perSec), ptr(0.0)
+	return c
+}
+
+func latP(s System, producers int, p99 int64) Case {
+	c := newCase(KindLatency, s)
+	c.Producers, c.P99LatencyNs = producers, ptr(p99)
 	return c
 }
 
@@ -21,13 +29,11 @@ func TestEvaluateTargets(t *testing.T) {
 	}
 	timeout := thr(Fanout(StrategyWaitTimeout, APIChan), 10, 1e6)
 	timeout.AllocsPerEvent = ptr(0.2)
-	cases = append(cases, timeout)
-	lat := func(s System, p99 int64) Case {
-		c := newCase(KindLatency, s)
-		c.P99LatencyNs = ptr(p99)
-		return c
-	}
-	cases = append(cases, lat(pull, 30e3), lat(ch, 90e3), lat(Reference, 80e3))
+	// 200 values published, 100 counted: too few to resolve 0.01.
+	few := thr(pull, 10_000, 1e6)
+	few.Published, few.AllocsPerEvent = 200, ptr(0.15)
+	cases = append(cases, timeout, few)
+	cases = append(cases, latP(pull, 1, 30e3), latP(ch, 1, 90e3), latP(Reference, 1, 80e3))
 	mem := newCase(KindIdleMemory, pull)
 	mem.IdleBytesPerWatcher = ptr(250.0)
 	cases = append(cases, mem)
@@ -80,8 +86,76 @@ func TestEvaluateTargets(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !strings.Contains(buf.String(), "FAIL  lossless N=10: fanout wait pull / k8s wait q100") ||
-		!strings.Contains(buf.String(), "of 19 targets met") {
+		!strings.Contains(buf.String(), "of 40 targets met") {
 		t.Errorf("report targets:\n%s", buf.String())
+	}
+}
+
+// Issue 10's targets: each compares figures of the same run, with the
+// producers, batch and N it names; the peer target names the fastest peer.
+func TestEvaluateTargetsPeersProducersBatchesAndScale(t *testing.T) {
+	pull := Fanout(StrategyWait, APIPull)
+	cases := []Case{
+		thr(pull, 1, 60e6), thr(Baseline, 1, 15e6), thr(Teivah, 1, 20e6), thr(Kelindar, 1, 70e6), thr(Reference, 1, 5e6),
+		thr(pull, 10, 100e6), thr(FanoutBatch(16), 10, 320e6), thr(Teivah, 10, 30e6),
+		thr(pull, 100, 200e6), thr(Fanout(StrategyDrop, APIPull), 100, 120e6), thr(Fanout(StrategyDropOldest, APIPull), 100, 90e6),
+		thr(K8s(StrategyDrop, 100), 100, 10e6), thr(K8s(StrategyDrop, 100), 100, 10e6),
+		thr(pull, 10_000, 310e6), thr(Reference, 10_000, 10e6),
+		thrP(pull, 10, 4, 60e6), thrP(Reference, 10, 4, 10e6), thrP(Baseline, 10, 4, 50e6),
+		thrP(pull, 100, 4, 150e6), thrP(Reference, 100, 4, 10e6),
+		latP(pull, 4, 50e3), latP(Fanout(StrategyWait, APIChan), 4, 200e3), latP(Reference, 4, 100e3),
+	}
+	mem := newCase(KindIdleMemory, pull)
+	mem.Watchers, mem.IdleBytesPerWatcher = 100_000, ptr(280.0)
+	rec8 := newCase(KindRecord, RecordFanout)
+	rec8.Producers, rec8.RatioVsClientGo = 8, ptr(4.5)
+	cases = append(cases, mem, rec8)
+	want := map[string]string{
+		"1 producer, lossless N=1: fanout wait pull / fastest lossless peer":                    Fail + " 0.86× (kelindar q50000)",
+		"1 producer, lossless N=10: fanout wait pull / fastest lossless peer":                   Pass + " 3.33× (teivah q100)",
+		"1 producer, lossless N=100: fanout wait pull / fastest lossless peer":                  NA + " -",
+		"1 producer, lossless N=1: fanout wait pull / raw chan":                                 Pass + " 4.00×",
+		"4 producers, lossless N=10: fanout wait pull / k8s wait q100":                          Pass + " 6.00×",
+		"4 producers, lossless N=10: fanout wait pull / raw chan":                               Fail + " 1.20×",
+		"4 producers, lossless N=100: fanout wait pull / k8s wait q100":                         Pass + " 15.00×",
+		"4 producers, lossless N=1000: fanout wait pull / k8s wait q100":                        NA + " -",
+		"lossless N=100: fanout wait pull, 4 producers / 1 producer":                            Pass + " 0.75×",
+		"1 producer, N=10: fanout wait pull b16 / fanout wait pull (delivered/s)":               Pass + " 3.20×",
+		"1 producer, N=100: fanout drop pull / fanout wait pull":                                Pass + " 0.60×",
+		"1 producer, N=100: fanout drop-oldest pull / fanout wait pull":                         Fail + " 0.45×",
+		"1 producer, N=100: fanout drop pull / k8s drop q100":                                   Pass + " 12.00×",
+		"1 producer, N=100: fanout drop-oldest pull / k8s drop q100":                            Fail + " 9.00×",
+		"1 producer, lossless N=10000: fanout wait pull / k8s wait q100":                        Pass + " 31.00×",
+		"idle memory per watcher, 100000 watchers: fanout wait pull (heap + stacks)":            Pass + " 280 B",
+		"k8s record, 8 producers: fanout k8s/record / client-go tools/record (same sink calls)": Fail + " 4.50×",
+		"p99 latency, 4 producers: fanout wait pull / k8s wait q100 (4 producers)":              Pass + " 0.50×",
+		"p99 latency, 4 producers: fanout wait chan / k8s wait q100 (4 producers)":              Fail + " 2.00×",
+		"p99 latency at light load: fanout wait pull / k8s wait q100":                           NA + " -",
+		"k8s record vs client-go record":                                                        NA + " -",
+		"1 producer, lossless N=10000: fanout wait pull / fastest lossless peer":                Pass + " 31.00× (k8s wait q100)",
+		"allocations per published event, worst fanout case, wait/drop/drop-oldest/evict":       Pass + " 0.0000 (fanout wait pull, N=1, P=1)",
+		"lossless N=10: fanout wait pull / k8s wait q100":                                       NA + " -",
+		"idle memory per watcher: fanout wait pull":                                             Pass + " 280 B",
+		"allocations per published event, worst fanout case, wait-timeout":                      NA + " -",
+		"stalled watcher: fanout drop pull ns/publish stalled / not":                            NA + " -",
+		"idle CPU: fanout wait pull":                                                            NA + " -",
+	}
+	got := map[string]string{}
+	for _, tg := range EvaluateTargets(cases) {
+		got[tg.Name] = tg.Status + " " + tg.Measured
+	}
+	for name, w := range want {
+		if got[name] != w {
+			t.Errorf("%s: got %q, want %q", name, got[name], w)
+		}
+	}
+
+	// Fewer than 100,000 idle watchers: the 300-byte target is not measured.
+	cases[len(cases)-2].Watchers = 10_000
+	for _, tg := range EvaluateTargets(cases) {
+		if strings.HasPrefix(tg.Name, "idle memory per watcher, 100000") && tg.Status != NA {
+			t.Errorf("%s with 10,000 watchers: %s", tg.Name, tg.Status)
+		}
 	}
 }
 
@@ -90,7 +164,7 @@ func TestEvaluateTargets(t *testing.T) {
 func TestRecordTarget(t *testing.T) {
 	rec := func(s System, perSec float64, ratio *float64) Case {
 		c := newCase(KindRecord, s)
-		c.DeliveredPerSec, c.RatioVsK8s = ptr(perSec), ratio
+		c.Producers, c.DeliveredPerSec, c.RatioVsK8s = 1, ptr(perSec), ratio
 		return c
 	}
 	for _, tt := range []struct {

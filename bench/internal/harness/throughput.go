@@ -61,7 +61,6 @@ func measure(v variant, n, producers, events int) (sample, error) {
 	}
 	per := events / producers
 	first := per / 2
-	e := &Event{}
 	var half, done sync.WaitGroup
 	half.Add(producers)
 	done.Add(producers)
@@ -70,10 +69,10 @@ func measure(v variant, n, producers, events int) (sample, error) {
 		go func() {
 			defer done.Done()
 			<-gate
-			r.inst.publishN(first, e)
+			r.inst.publishN(first)
 			half.Done()
 			<-resume
-			r.inst.publishN(per-first, e)
+			r.inst.publishN(per - first)
 		}()
 	}
 	runtime.GC()
@@ -117,24 +116,38 @@ func settle(base int) bool {
 }
 
 // calibrate returns the events per measurement of v: cfg.Events if set, or
-// else the count that makes one measurement take about cfg.Target, found by a
-// small probe and then a full-size warm-up run (both discarded).
+// else the count that makes one measurement take about cfg.Target, within
+// [minEvents, cfg.MaxEvents], found by a small probe and then a full-size
+// warm-up run (both discarded). A probe that already has the calibrated
+// size is the warm-up: at 10,000 watchers one measurement of k8s takes
+// seconds.
 func calibrate(cfg Config, v variant, n, producers int) (int, error) {
 	round := func(e int) int { return max(producers, e/producers*producers) }
 	if cfg.Events > 0 {
 		return round(cfg.Events), nil
 	}
-	events := min(max(100_000/n, 200), 20_000)
+	lo := minEvents(cfg, n)
+	events := min(max(100_000/n, 2*DefaultQueue), 20_000)
 	for range 2 {
 		s, err := measure(v, n, producers, round(events))
 		if err != nil {
 			return 0, err
 		}
 		perEvent := s.elapsed.Seconds() / float64(s.published)
-		events = int(cfg.Target.Seconds() / perEvent)
-		events = min(max(events, cfg.MinEvents), cfg.MaxEvents)
+		next := min(max(int(cfg.Target.Seconds()/perEvent), lo), cfg.MaxEvents)
+		if round(next) == round(events) {
+			break
+		}
+		events = next
 	}
 	return round(events), nil
+}
+
+// minEvents is the least events per measurement with n watchers:
+// cfg.MinEvents up to 1000 watchers, then fewer in proportion, down to
+// twice the queue length (200 at 10,000 watchers, 2 million deliveries).
+func minEvents(cfg Config, n int) int {
+	return min(cfg.MinEvents, max(2*DefaultQueue, cfg.MinEvents*1000/n))
 }
 
 // runInterleaved calibrates every variant, then runs cfg.Reps repetitions in
