@@ -3,6 +3,7 @@ package exporter
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
 	"testing"
 	"testing/synctest"
@@ -192,4 +193,32 @@ func TestShutdownDeadlineCancelsWritesAndCountsTheRest(t *testing.T) {
 			t.Errorf("dropped %v, want 50 at shutdown", st.Dropped)
 		}
 	})
+}
+
+func TestGoroutinesAreBoundedBySinksNotEvents(t *testing.T) {
+	before := runtime.NumGoroutine()
+	fast, slow, stuck := &memSink{}, &memSink{fail: func(b []*Occurrence) (int, error) { return 1, nil }}, &memSink{gate: make(chan struct{})}
+	c := testConfig(t, fast, slow, stuck)
+	c.Receivers[2].Queue = Queue{Length: 8, Strategy: StrategyDropOldest}
+	p, err := NewPipeline(c, PipelineOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	peak := 0
+	for i := range 3_000 {
+		if err := p.Occurred(context.Background(), occ(fmt.Sprintf("u%d", i), 1, "ns")); err != nil {
+			t.Fatal(err)
+		}
+		if i%100 == 0 {
+			peak = max(peak, runtime.NumGoroutine())
+		}
+	}
+	// One goroutine per sink and the checkpoint goroutine, whatever the
+	// number of occurrences.
+	if grown := peak - before; grown > 3+1 {
+		t.Errorf("goroutines grew by %d with 3,000 occurrences and 3 sinks, want at most 4", grown)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_ = p.Shutdown(ctx)
 }
