@@ -53,7 +53,10 @@ type CheckpointStore interface {
 
 // FileStore keeps the checkpoint in a file, replaced atomically (written to
 // a temporary file in the same directory, synced, renamed).
-type FileStore struct{ Path string }
+type FileStore struct {
+	// Path is the checkpoint file.
+	Path string
+}
 
 // Load reads the checkpoint file; a missing file is no checkpoint.
 func (s FileStore) Load(context.Context) (*Checkpoint, error) {
@@ -116,7 +119,9 @@ const ConfigMapKey = "checkpoint.json.gz"
 // ConfigMapStore keeps the checkpoint in a ConfigMap, which it creates on
 // the first save. It needs get, create and update on that ConfigMap.
 type ConfigMapStore struct {
-	Client          kubernetes.Interface
+	// Client talks to the API server.
+	Client kubernetes.Interface
+	// Namespace and Name locate the ConfigMap.
 	Namespace, Name string
 }
 

@@ -48,7 +48,9 @@ type Config struct {
 // CheckpointConfig says where the checkpoint is kept: a file or a
 // ConfigMap (one of them, or neither for no checkpoint).
 type CheckpointConfig struct {
-	File      string        `yaml:"file"`
+	// File is the checkpoint file (see [FileStore]).
+	File string `yaml:"file"`
+	// ConfigMap is the checkpoint ConfigMap (see [ConfigMapStore]).
 	ConfigMap *ConfigMapRef `yaml:"configMap"`
 	// Interval is the shortest time between two writes (default 2 s).
 	Interval Duration `yaml:"interval"`
@@ -56,6 +58,7 @@ type CheckpointConfig struct {
 
 // ConfigMapRef names a ConfigMap.
 type ConfigMapRef struct {
+	// Namespace and Name locate the ConfigMap.
 	Namespace string `yaml:"namespace"`
 	Name      string `yaml:"name"`
 }
@@ -64,6 +67,8 @@ type ConfigMapRef struct {
 // one of the sink kinds (stdout, file, webhook, nats, log) is set, or Sink
 // is set by a program.
 type Receiver struct {
+	// Name is what rules send occurrences to; it labels the sink's
+	// metrics.
 	Name string `yaml:"name"`
 	// Queue is the sink's queue: its length and full-queue strategy.
 	Queue Queue `yaml:"queue"`
@@ -75,6 +80,7 @@ type Receiver struct {
 	// Retry is the policy in effect, set by validation.
 	Retry Retry `yaml:"-"`
 
+	// Stdout, File, Webhook, NATS and Log configure the sink kinds.
 	Stdout  *StdoutConfig  `yaml:"stdout"`
 	File    *FileConfig    `yaml:"file"`
 	Webhook *WebhookConfig `yaml:"webhook"`
@@ -162,6 +168,7 @@ type ConfigError struct {
 	Problems []string
 }
 
+// Error lists the problems, one a line.
 func (e *ConfigError) Error() string {
 	return fmt.Sprintf("invalid configuration %s:\n  %s", e.File, strings.Join(e.Problems, "\n  "))
 }

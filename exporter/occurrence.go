@@ -87,12 +87,14 @@ func (o *Occurrence) JSON() []byte {
 
 // ObjectRef identifies a Kubernetes object.
 type ObjectRef struct {
+	// Kind, Namespace, Name, UID and APIVersion identify the object.
 	Kind       string `json:"kind"`
 	Namespace  string `json:"namespace,omitempty"`
 	Name       string `json:"name"`
 	UID        string `json:"uid,omitempty"`
 	APIVersion string `json:"apiVersion,omitempty"`
-	FieldPath  string `json:"fieldPath,omitempty"`
+	// FieldPath names a part of the object (a container), if any.
+	FieldPath string `json:"fieldPath,omitempty"`
 }
 
 // Key identifies an occurrence: its UID and count, as "<uid>/<count>". The

@@ -14,8 +14,11 @@ import (
 // the child Routes. An occurrence reaches each receiver at most once,
 // however many rules select it.
 type Route struct {
-	Drop   []*Rule  `yaml:"drop"`
-	Match  []*Rule  `yaml:"match"`
+	// Drop rules stop an occurrence at this node.
+	Drop []*Rule `yaml:"drop"`
+	// Match rules send it to their receivers, and gate the children.
+	Match []*Rule `yaml:"match"`
+	// Routes are the child nodes.
 	Routes []*Route `yaml:"routes"`
 }
 
@@ -87,6 +90,7 @@ func (p Pattern) match(s string) bool { return p.re == nil || p.re.MatchString(s
 
 // ReceiverRef names a receiver in a [Rule].
 type ReceiverRef struct {
+	// Name is the receiver's name.
 	Name string
 	line int
 	bit  uint64

@@ -231,4 +231,5 @@ func (r *runner) stats() SinkStats {
 
 type panicError struct{ v any }
 
+// Error returns the panic's value.
 func (p panicError) Error() string { return fmt.Sprintf("sink panicked: %v", p.v) }

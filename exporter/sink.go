@@ -39,9 +39,15 @@ type Marker interface {
 }
 
 // PermanentError marks an error that retrying cannot fix (see [Permanent]).
-type PermanentError struct{ Err error }
+type PermanentError struct {
+	// Err is the error that retrying cannot fix.
+	Err error
+}
 
+// Error returns Err's message.
 func (e *PermanentError) Error() string { return e.Err.Error() }
+
+// Unwrap returns Err.
 func (e *PermanentError) Unwrap() error { return e.Err }
 
 // Permanent wraps err so that the exporter does not retry it: the

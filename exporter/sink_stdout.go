@@ -15,6 +15,7 @@ type StdoutConfig struct{}
 // WriterSink writes occurrences as JSON Lines to an io.Writer (the stdout
 // receiver writes to os.Stdout).
 type WriterSink struct {
+	// W is written to, one call per batch.
 	W   io.Writer
 	buf []byte
 }
@@ -53,7 +54,10 @@ func (c *LogConfig) validate() []string {
 }
 
 // LogSink logs occurrences to a [slog.Logger].
-type LogSink struct{ L *slog.Logger }
+type LogSink struct {
+	// L is the logger.
+	L *slog.Logger
+}
 
 func newLogSink(c *LogConfig) Sink {
 	var h slog.Handler = slog.NewTextHandler(os.Stderr, nil)
