@@ -272,9 +272,10 @@ func (p *Pipeline) Stats() []SinkStats {
 
 // PipelineStats is a snapshot of the pipeline's own counters.
 type PipelineStats struct {
-	// Occurrences counts occurrences given Seqs; DroppedByRule those a
-	// drop rule removed; RoutedNowhere those no match rule sent anywhere.
-	Occurrences, DroppedByRule, RoutedNowhere uint64
+	// Changes counts the occurrences and deletions given Seqs;
+	// DroppedByRule the occurrences a drop rule removed; RoutedNowhere
+	// those no match rule sent anywhere.
+	Changes, DroppedByRule, RoutedNowhere uint64
 	// CheckpointWrites and CheckpointFailures count checkpoint saves;
 	// CheckpointLag is the number of changes not checkpointed yet.
 	CheckpointWrites, CheckpointFailures uint64
@@ -286,7 +287,7 @@ type PipelineStats struct {
 
 // PipelineStats returns the pipeline's own counters.
 func (p *Pipeline) PipelineStats() PipelineStats {
-	s := PipelineStats{Occurrences: p.head.Load(), DroppedByRule: p.droppedByRule.Load(),
+	s := PipelineStats{Changes: p.head.Load(), DroppedByRule: p.droppedByRule.Load(),
 		RoutedNowhere: p.routedNowhere.Load(), CheckpointWrites: p.ckWrites.Load(),
 		CheckpointFailures: p.ckFailures.Load(), CheckpointLag: p.tr.lag()}
 	if n := p.ckLast.Load(); n != 0 {
