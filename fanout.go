@@ -105,7 +105,7 @@ type Broadcaster[T any] struct {
 	parked  []*Watcher[T]
 	nparked atomic.Int32
 
-	dropped atomic.Uint64 // settled drops, all watchers
+	dropped uint64 // drops of the watchers no longer registered (under mu)
 	panics  atomic.Uint64
 }
 
@@ -326,6 +326,7 @@ func (b *Broadcaster[T]) closeLocked(w *Watcher[T], reason error, log *dropLog) 
 		return
 	}
 	w.err = reason
+	defer func() { b.dropped += w.totalDrops() }() // its last drops are counted below
 	if w.mode == modeChan {
 		if i := slices.IndexFunc(b.chans, func(s chanSlot[T]) bool { return s.w == w }); i >= 0 {
 			w.cs.in += b.chans[i].sent
@@ -503,6 +504,7 @@ func (b *Broadcaster[T]) Shutdown() {
 		if n, r := w.settle(h); n > 0 {
 			w.count(r, n, &log, nil)
 		}
+		b.dropped += w.totalDrops()
 		w.end, w.err, w.inFull = h, ErrStopped, false
 		w.publishMarks()
 		w.signal()
@@ -536,21 +538,24 @@ func (b *Broadcaster[T]) Stats() Stats {
 	var log dropLog
 	b.mu.Lock()
 	h := b.head.Load()
+	s := Stats{Accepted: b.accepted, Refused: b.refused, Dropped: b.dropped, Watchers: len(b.readers) + len(b.chans)}
 	for _, w := range b.readers {
-		if !w.lazy {
-			continue
+		if w.lazy {
+			w.mu.Lock()
+			if n, r := w.settle(h); n > 0 {
+				w.count(r, n, &log, nil)
+				w.publishMarks()
+			}
+			w.mu.Unlock()
 		}
-		w.mu.Lock()
-		if n, r := w.settle(h); n > 0 {
-			w.count(r, n, &log, nil)
-			w.publishMarks()
-		}
-		w.mu.Unlock()
+		s.Dropped += w.totalDrops()
 	}
-	s := Stats{Accepted: b.accepted, Refused: b.refused, Watchers: len(b.readers) + len(b.chans)}
+	for i := range b.chans {
+		s.Dropped += b.chans[i].w.totalDrops()
+	}
 	b.mu.Unlock()
 	log.report(b)
-	s.Dropped, s.Panics = b.dropped.Load(), b.panics.Load()
+	s.Panics = b.panics.Load()
 	return s
 }
 

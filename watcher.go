@@ -366,7 +366,6 @@ func (w *Watcher[T]) All(ctx context.Context) iter.Seq[T] {
 // handler.
 func (w *Watcher[T]) count(r DropReason, n uint64, log *dropLog, err error) {
 	w.drops[r].Add(n)
-	w.b.dropped.Add(n)
 	if w.onDrop != nil {
 		log.add(w.onDrop, Drop{WatcherID: w.id, Reason: r, Err: err}, n)
 	}
