@@ -20,7 +20,8 @@ type Retry struct {
 }
 
 // DefaultRetry is the retry policy of a receiver that does not configure
-// one: 10 tries, pauses from 500 ms up to 30 s (about 2.5 minutes in all).
+// one: 10 tries, pauses from 500 ms doubling up to 30 s (1 to 2 minutes in
+// all, with the jitter).
 var DefaultRetry = Retry{MaxTries: 10, Initial: 500 * time.Millisecond, Max: 30 * time.Second}
 
 func (r Retry) validate() error {
