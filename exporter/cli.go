@@ -1,0 +1,154 @@
+package exporter
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Main is the fanout-eventer command: it parses args (without the program
+// name), loads and validates the configuration, and calls [Run] until ctx
+// ends. It returns the process's exit code: 0 after a clean shutdown, 1 on
+// a runtime error (including a lost Lease), 2 on bad flags or
+// configuration (reported before anything starts).
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fl, err := parseFlags(args, stderr)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	cfg, err := LoadConfig(fl.config)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	if fl.api != "" {
+		cfg.API = fl.api
+	}
+	if fl.namespace != "" {
+		cfg.Namespace = fl.namespace
+	}
+	if cfg.API != CoreV1 && cfg.API != EventsV1 {
+		fmt.Fprintf(stderr, "--events-api: unknown API %q (want %q or %q)\n", cfg.API, CoreV1, EventsV1)
+		return 2
+	}
+	if fl.checkOnly {
+		fmt.Fprintf(stdout, "%s: valid, %d receivers\n", fl.config, len(cfg.Receivers))
+		return 0
+	}
+	log := newLogger(cfg, stderr)
+	if err := run(ctx, fl, cfg, log); err != nil {
+		log.Error("exiting", "err", err)
+		return 1
+	}
+	return 0
+}
+
+type flags struct {
+	config, kubeconfig, listen, api, namespace string
+	leaderElect                                bool
+	leaseNamespace, leaseName, identity        string
+	checkOnly                                  bool
+}
+
+func parseFlags(args []string, stderr io.Writer) (*flags, error) {
+	var f flags
+	fs := flag.NewFlagSet("fanout-eventer", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&f.config, "config", "", "configuration file (YAML; required)")
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster, else $KUBECONFIG or ~/.kube/config)")
+	fs.StringVar(&f.listen, "listen", ":9102", "address for /metrics, /healthz and /readyz (empty: none)")
+	fs.StringVar(&f.api, "events-api", "", `Event API to watch, "v1" or "events.k8s.io/v1" (overrides the configuration's api)`)
+	fs.StringVar(&f.namespace, "namespace", "", "watch only this namespace (overrides the configuration)")
+	fs.BoolVar(&f.leaderElect, "leader-elect", false, "lead on a Lease, so that only one of several replicas exports")
+	fs.StringVar(&f.leaseNamespace, "leader-elect-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the Lease (default $POD_NAMESPACE)")
+	fs.StringVar(&f.leaseName, "leader-elect-name", "fanout-eventer", "name of the Lease")
+	host, _ := os.Hostname()
+	fs.StringVar(&f.identity, "leader-elect-identity", host, "this replica's identity in the Lease (default the host name)")
+	fs.BoolVar(&f.checkOnly, "check-config", false, "validate the configuration and exit")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if f.config == "" || fs.NArg() > 0 {
+		fmt.Fprintln(stderr, "usage: fanout-eventer --config FILE [flags]")
+		fs.PrintDefaults()
+		return nil, errors.New("bad usage")
+	}
+	if f.leaderElect && (f.leaseNamespace == "" || f.identity == "") {
+		fmt.Fprintln(stderr, "--leader-elect needs --leader-elect-namespace (or $POD_NAMESPACE) and an identity")
+		return nil, errors.New("bad usage")
+	}
+	return &f, nil
+}
+
+func newLogger(cfg *Config, w io.Writer) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.LogLevel))
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+func run(ctx context.Context, fl *flags, cfg *Config, log *slog.Logger) error {
+	rc, err := restConfig(fl.kubeconfig)
+	if err != nil {
+		return err
+	}
+	rc.QPS, rc.Burst = 20, 40
+	if cfg.KubeQPS > 0 {
+		rc.QPS = cfg.KubeQPS
+	}
+	if cfg.KubeBurst > 0 {
+		rc.Burst = cfg.KubeBurst
+	}
+	rc.UserAgent = "fanout-eventer"
+	// Protobuf, as Kubernetes components use for built-in types: smaller
+	// and cheaper to decode than JSON.
+	rc.ContentType = "application/vnd.kubernetes.protobuf"
+	rc.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	if cfg.MaxEventAgeSeconds != 0 {
+		log.Warn("maxEventAgeSeconds is ignored: this exporter has no age cut-off; the checkpoint decides what was missed")
+	}
+	opts := Options{Config: cfg, Client: client, Logger: log}
+	if fl.listen != "" {
+		l, err := net.Listen("tcp", fl.listen)
+		if err != nil {
+			return err
+		}
+		opts.Listener = l
+	}
+	if fl.leaderElect {
+		opts.LeaderElection = &LeaderElection{Namespace: fl.leaseNamespace, Name: fl.leaseName, Identity: fl.identity}
+	}
+	return Run(ctx, opts)
+}
+
+// restConfig returns the client configuration: from the kubeconfig file if
+// given, else in-cluster, else the default loading rules.
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig == "" {
+		if rc, err := rest.InClusterConfig(); err == nil {
+			return rc, nil
+		}
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+}

@@ -1,0 +1,55 @@
+package exporter
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestMainRejectsBadConfigurationBeforeStartingWithTheLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(path, []byte("receivers:\n  - name: a\n    webhook: {endpoint: \"not a url\"}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := Main(context.Background(), []string{"--config", path, "--kubeconfig", "/nonexistent"}, &stdout, &stderr)
+	if code != 2 || !strings.Contains(stderr.String(), `line 2: receiver "a": webhook.endpoint "not a url"`) {
+		t.Errorf("exit %d, stderr %q; want 2 and the line of the problem", code, stderr.String())
+	}
+}
+
+func TestMainChecksTheExampleConfiguration(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := Main(context.Background(), []string{"--config", "example.yaml", "--check-config"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "example.yaml: valid, 4 receivers") {
+		t.Errorf("stdout %q", stdout.String())
+	}
+}
+
+func TestMainRejectsBadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{},
+		{"--config", "example.yaml", "extra"},
+		{"--config", "example.yaml", "--events-api", "v2", "--check-config"},
+		{"--config", "example.yaml", "--leader-elect", "--leader-elect-namespace", ""},
+		{"--no-such-flag"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := Main(context.Background(), args, &stdout, &stderr); code != 2 || stderr.Len() == 0 {
+			t.Errorf("%q: exit %d, stderr %q; want 2 and a message", args, code, stderr.String())
+		}
+	}
+}
+
+func TestMainFailsCleanlyWithoutACluster(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := Main(context.Background(), []string{"--config", "example.yaml", "--kubeconfig", filepath.Join(t.TempDir(), "none"), "--listen", ""}, &stdout, &stderr)
+	if code != 1 || !strings.Contains(stderr.String(), "exiting") {
+		t.Errorf("exit %d, stderr %q; want 1 and the error logged", code, stderr.String())
+	}
+}

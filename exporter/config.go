@@ -1,0 +1,236 @@
+package exporter
+
+import (
+	"bytes"
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/fanout-go/fanout"
+	"go.yaml.in/yaml/v3"
+)
+
+// Config is the exporter's configuration, read from YAML by [LoadConfig] or
+// [ParseConfig]. The route tree and the rule fields are those of
+// kubernetes-event-exporter (see the README for the mapping).
+type Config struct {
+	// API is the Event API watched: [CoreV1] (the default) or [EventsV1].
+	// Both show the same events, so only one is watched.
+	API string `yaml:"api"`
+	// Namespace restricts the watch to one namespace; empty watches all.
+	Namespace string `yaml:"namespace"`
+	// Checkpoint says where and how often the checkpoint is written.
+	Checkpoint CheckpointConfig `yaml:"checkpoint"`
+	// ShutdownTimeout bounds the flush at shutdown (default 20 s).
+	ShutdownTimeout Duration `yaml:"shutdownTimeout"`
+	// LogLevel is debug, info (the default), warn or error.
+	LogLevel string `yaml:"logLevel"`
+	// LogFormat is text (the default) or json.
+	LogFormat string `yaml:"logFormat"`
+	// MaxEventAgeSeconds is accepted for kubernetes-event-exporter
+	// configurations and ignored: this exporter has no age cut-off (the
+	// checkpoint decides what was missed).
+	MaxEventAgeSeconds int `yaml:"maxEventAgeSeconds"`
+	// KubeQPS and KubeBurst set the client's rate limits (defaults 20, 40).
+	KubeQPS   float32 `yaml:"kubeQPS"`
+	KubeBurst int     `yaml:"kubeBurst"`
+	// Route is the root of the route tree.
+	Route Route `yaml:"route"`
+	// Receivers are the sinks, at most 64.
+	Receivers []*Receiver `yaml:"receivers"`
+}
+
+// CheckpointConfig says where the checkpoint is kept: a file or a
+// ConfigMap (one of them, or neither for no checkpoint).
+type CheckpointConfig struct {
+	// File is the checkpoint file (see [FileStore]).
+	File string `yaml:"file"`
+	// ConfigMap is the checkpoint ConfigMap (see [ConfigMapStore]).
+	ConfigMap *ConfigMapRef `yaml:"configMap"`
+	// Interval is the shortest time between two writes (default 2 s).
+	Interval Duration `yaml:"interval"`
+}
+
+// ConfigMapRef names a ConfigMap.
+type ConfigMapRef struct {
+	// Namespace and Name locate the ConfigMap.
+	Namespace string `yaml:"namespace"`
+	Name      string `yaml:"name"`
+}
+
+// Receiver is one sink with its queue, batch size and retry policy. Exactly
+// one of the sink kinds (stdout, file, webhook, nats, log) is set, or Sink
+// is set by a program.
+type Receiver struct {
+	// Name is what rules send occurrences to; it labels the sink's
+	// metrics.
+	Name string `yaml:"name"`
+	// Queue is the sink's queue: its length and full-queue strategy.
+	Queue Queue `yaml:"queue"`
+	// Batch is the most occurrences per write (default: 1 for a webhook,
+	// 256 otherwise).
+	Batch int `yaml:"batch"`
+	// RetryConfig is the retry policy; unset fields take [DefaultRetry]'s.
+	RetryConfig *RetryConfig `yaml:"retry"`
+	// Retry is the policy in effect, set by validation.
+	Retry Retry `yaml:"-"`
+
+	// Stdout, File, Webhook, NATS and Log configure the sink kinds.
+	Stdout  *StdoutConfig  `yaml:"stdout"`
+	File    *FileConfig    `yaml:"file"`
+	Webhook *WebhookConfig `yaml:"webhook"`
+	NATS    *NATSConfig    `yaml:"nats"`
+	Log     *LogConfig     `yaml:"log"`
+	// Sink, set by a program instead of a sink kind, is used as is.
+	Sink Sink `yaml:"-"`
+
+	line int
+}
+
+// RetryConfig is a receiver's retry policy as configured (see [Retry]).
+type RetryConfig struct {
+	// MaxTries is the number of attempts; 0 retries until shutdown.
+	MaxTries *int `yaml:"maxTries"`
+	// InitialBackoff and MaxBackoff bound the pauses.
+	InitialBackoff Duration `yaml:"initialBackoff"`
+	MaxBackoff     Duration `yaml:"maxBackoff"`
+}
+
+// Strategy names a full-queue strategy.
+type Strategy string
+
+// The full-queue strategies of a receiver's queue.
+const (
+	// StrategyWait makes the source wait for room (lossless, and every
+	// sink waits for the slowest Wait sink).
+	StrategyWait Strategy = "Wait"
+	// StrategyDropOldest discards the oldest queued occurrence.
+	StrategyDropOldest Strategy = "DropOldest"
+	// StrategyDropNewest discards the new occurrence.
+	StrategyDropNewest Strategy = "DropNewest"
+	// StrategyWaitTimeout waits up to Queue.Timeout, then discards the new
+	// occurrence.
+	StrategyWaitTimeout Strategy = "WaitTimeout"
+)
+
+// Queue is a receiver's queue.
+type Queue struct {
+	// Length is the queue's capacity (default 1000, or 10000 for a
+	// webhook).
+	Length int `yaml:"length"`
+	// Strategy is what a full queue does (default Wait, or DropOldest for
+	// a webhook).
+	Strategy Strategy `yaml:"strategy"`
+	// Timeout is the wait of WaitTimeout.
+	Timeout Duration `yaml:"timeout"`
+}
+
+func (q Queue) behavior() fanout.FullChannelBehavior {
+	switch q.Strategy {
+	case StrategyDropOldest:
+		return fanout.DropOldestIfChannelFull
+	case StrategyDropNewest:
+		return fanout.DropIfChannelFull
+	case StrategyWaitTimeout:
+		return fanout.WaitTimeoutIfChannelFull(time.Duration(q.Timeout))
+	}
+	return fanout.WaitIfChannelFull
+}
+
+// Duration is a time.Duration written as in Go ("500ms", "2m").
+type Duration time.Duration
+
+// UnmarshalYAML parses a duration, naming the line on error.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	v, err := time.ParseDuration(n.Value)
+	if err != nil || v < 0 {
+		return lineError(n, "invalid duration %q (use Go syntax such as 500ms or 2m, not negative)", n.Value)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+func lineError(n *yaml.Node, format string, args ...any) error {
+	return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: ", n.Line) + fmt.Sprintf(format, args...)}}
+}
+
+// ConfigError is an invalid configuration: every problem found, each with
+// its line.
+type ConfigError struct {
+	// File is the configuration's name.
+	File string
+	// Problems are "line N: what is wrong" messages.
+	Problems []string
+}
+
+// Error lists the problems, one a line.
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("invalid configuration %s:\n  %s", e.File, strings.Join(e.Problems, "\n  "))
+}
+
+// LoadConfig reads and validates the configuration file at path.
+func LoadConfig(path string) (*Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return ParseConfig(path, b)
+}
+
+// ParseConfig parses and validates a YAML configuration; name is used in
+// errors. Unknown fields, wrong types, invalid regular expressions, unknown
+// receivers and invalid values are reported together, each with its line,
+// as a [*ConfigError].
+func ParseConfig(name string, data []byte) (*Config, error) {
+	var c Config
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	var problems []string
+	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+		var te *yaml.TypeError
+		if !errors.As(err, &te) {
+			return nil, &ConfigError{File: name, Problems: []string{strings.TrimPrefix(err.Error(), "yaml: ")}}
+		}
+		// The decoder went on past these: validate the rest too, so
+		// that every problem is reported at once.
+		problems = tidyYAMLErrors(te.Errors)
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err == nil {
+		c.setLines(&root)
+	}
+	problems = append(problems, c.validate()...)
+	if len(problems) > 0 {
+		slices.SortStableFunc(problems, func(a, b string) int { return cmp.Compare(problemLine(a), problemLine(b)) })
+		return nil, &ConfigError{File: name, Problems: problems}
+	}
+	return &c, nil
+}
+
+// problemLine returns the line a problem names, or 0.
+func problemLine(p string) int {
+	var n int
+	if _, err := fmt.Sscanf(p, "line %d:", &n); err != nil {
+		return 0
+	}
+	return n
+}
+
+// tidyYAMLErrors makes the YAML library's messages shorter: "field x not
+// found in type exporter.rawRule" becomes "unknown field x".
+func tidyYAMLErrors(errs []string) []string {
+	out := make([]string, len(errs))
+	for i, e := range errs {
+		if j := strings.Index(e, " not found in type "); j >= 0 && strings.Contains(e, ": field ") {
+			k := strings.Index(e, ": field ")
+			e = e[:k] + ": unknown field " + strings.TrimSpace(e[k+len(": field "):j])
+		}
+		out[i] = e
+	}
+	return out
+}

@@ -1,0 +1,119 @@
+package exporter
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+const exampleConfig = `
+logLevel: info
+checkpoint:
+  file: /tmp/ck.json
+  interval: 1s
+route:
+  drop:
+    - namespace: "^kube-system$"
+  match:
+    - receiver: dump
+  routes:
+    - match:
+        - type: Warning
+          receiver: alerts
+        - minCount: 3
+          receiver: bus
+receivers:
+  - name: dump
+    file:
+      path: /tmp/events.jsonl
+      maxsize: 10
+  - name: alerts
+    webhook:
+      endpoint: http://127.0.0.1:9/hook
+      headers: {X-Team: sre}
+    batch: 10
+    queue: {length: 50, strategy: DropOldest}
+    retry: {maxTries: 0, initialBackoff: 100ms, maxBackoff: 2s}
+  - name: bus
+    nats: {url: "nats://127.0.0.1:4222", subject: k8s.events}
+`
+
+func TestParseConfigReadsRoutesReceiversAndDefaults(t *testing.T) {
+	c, err := ParseConfig("example.yaml", []byte(exampleConfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.API != CoreV1 || time.Duration(c.Checkpoint.Interval) != time.Second || time.Duration(c.ShutdownTimeout) != DefaultShutdownTimeout {
+		t.Errorf("api %q, interval %v, shutdown %v", c.API, c.Checkpoint.Interval, c.ShutdownTimeout)
+	}
+	dump, alerts, bus := c.Receivers[0], c.Receivers[1], c.Receivers[2]
+	if dump.Queue != (Queue{Length: 1000, Strategy: StrategyWait}) || dump.Batch != 256 || dump.File.MaxBytes != 10<<20 {
+		t.Errorf("file receiver: queue %+v, batch %d, max bytes %d", dump.Queue, dump.Batch, dump.File.MaxBytes)
+	}
+	if alerts.Queue.Strategy != StrategyDropOldest || alerts.Queue.Length != 50 || alerts.Batch != 10 ||
+		alerts.Retry != (Retry{MaxTries: 0, Initial: 100 * time.Millisecond, Max: 2 * time.Second}) {
+		t.Errorf("webhook receiver: queue %+v, batch %d, retry %+v", alerts.Queue, alerts.Batch, alerts.Retry)
+	}
+	if bus.Retry != DefaultRetry || bus.NATS.Subject != "k8s.events" {
+		t.Errorf("nats receiver: retry %+v, subject %q", bus.Retry, bus.NATS.Subject)
+	}
+}
+
+func TestParseConfigNamesTheLineOfEveryProblem(t *testing.T) {
+	cases := []struct {
+		name, yaml string
+		want       []string
+	}{
+		{"unknown field", "receivers:\n  - name: a\n    stdout: {}\n    colour: red\n", []string{"line 4: unknown field colour"}},
+		{"bad regexp", "route:\n  match:\n    - reason: \"(\"\n      receiver: a\nreceivers:\n  - name: a\n    stdout: {}\n",
+			[]string{`line 3: invalid regular expression "("`}},
+		{"unknown receiver", "route:\n  match:\n    - receiver: nope\nreceivers:\n  - name: a\n    stdout: {}\n",
+			[]string{`line 3: unknown receiver "nope"`}},
+		{"bad duration", "checkpoint:\n  interval: soon\nreceivers:\n  - name: a\n    stdout: {}\n",
+			[]string{`line 2: invalid duration "soon"`}},
+		{"wrong type", "receivers:\n  - name: a\n    stdout: {}\n    batch: many\n", []string{"line 4: cannot unmarshal"}},
+		{"two sinks", "receivers:\n  - name: a\n    stdout: {}\n    log: {}\n", []string{`line 2: receiver "a": exactly one of`}},
+		{"duplicate receiver", "receivers:\n  - name: a\n    stdout: {}\n  - name: a\n    stdout: {}\n",
+			[]string{`line 4: receiver "a" is already defined at line 2`}},
+		{"bad strategy", "receivers:\n  - name: a\n    stdout: {}\n    queue: {strategy: Sometimes}\n",
+			[]string{`line 2: receiver "a": queue.strategy "Sometimes" is unknown`}},
+		{"labels unsupported", "route:\n  match:\n    - labels: {app: x}\n      receiver: a\nreceivers:\n  - name: a\n    stdout: {}\n",
+			[]string{"line 3: matching on the involved object's labels"}},
+		{"webhook without url", "receivers:\n  - name: w\n    webhook: {endpoint: \"ftp://x\"}\n",
+			[]string{`line 2: receiver "w": webhook.endpoint "ftp://x" is not an http or https URL`}},
+		{"not yaml", "receivers: [\n", []string{"line 1: did not find expected node content"}},
+		{"no receivers", "logLevel: info\n", []string{"receivers: at least one receiver is required"}},
+		{"several at once", "route:\n  match:\n    - receiver: x\n    - kind: \"[\"\nreceivers:\n  - name: a\n    stdout: {}\n",
+			[]string{`line 4: invalid regular expression`}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseConfig("c.yaml", []byte(tc.yaml))
+			var ce *ConfigError
+			if !errors.As(err, &ce) {
+				t.Fatalf("error %v, want a *ConfigError", err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error\n%v\ndoes not contain %q", err, w)
+				}
+			}
+			if !strings.HasPrefix(err.Error(), "invalid configuration c.yaml:") {
+				t.Errorf("error %q does not name the file", err)
+			}
+		})
+	}
+}
+
+func FuzzParseConfigNeverPanics(f *testing.F) {
+	f.Add([]byte(exampleConfig))
+	f.Add([]byte("route: {routes: [{routes: [{}]}]}\nreceivers: [{name: a, stdout: {}}]"))
+	f.Add([]byte("receivers: [null, {name: \"\xff\", log: {}}]"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, err := ParseConfig("fuzz", b)
+		if err == nil && len(c.Receivers) == 0 {
+			t.Error("a configuration without receivers was accepted")
+		}
+	})
+}

@@ -1,0 +1,80 @@
+// Package exporter is a Kubernetes event exporter built on fanout: it
+// watches Events, turns them into occurrences, routes them through a
+// kubernetes-event-exporter-style route tree and fans them out to sinks
+// (stdout, JSON Lines files, webhooks, NATS JetStream, slog), each with its
+// own queue, full-queue strategy, retry policy and goroutine. The command
+// cmd/fanout-eventer is a thin main over [Main].
+//
+//	cfg, _ := exporter.LoadConfig("example.yaml")
+//	err := exporter.Run(ctx, exporter.Options{Config: cfg, Client: clientset, Listener: l})
+//
+// # Occurrences
+//
+// An occurrence is an event seen for the first time, or a modification that
+// raised its count: core/v1 count, or for events.k8s.io series the series
+// count (series are written only every 30 minutes and when they end, so
+// the counts in between are never visible). It is identified by the
+// event's UID and that count ([Occurrence.Key]). Modifications that do not
+// raise the count, and deletions, are not occurrences. There is no age
+// cut-off: what was missed is decided by the checkpoint.
+//
+// # Delivery guarantees
+//
+//   - Every sink receives the occurrences routed to it in one order, the
+//     source's, once each, as long as the process runs: a failed write is
+//     retried ([Retry]) and never reordered; a write stores a prefix of its
+//     batch and the rest is retried.
+//   - A sink whose queue strategy is Wait is lossless: when its queue is
+//     full, the source waits (and so does every other sink's feed). The
+//     other strategies never slow the source; what they discard is counted
+//     (fanout_eventer_sink_dropped_total{reason="queue_oldest"|
+//     "queue_full"|"queue_timeout"}). These queue drops count every
+//     occurrence the sink's queue missed, including ones not routed to it,
+//     since all sinks share one broadcaster.
+//   - An occurrence a sink fails to store is counted by reason: rejected
+//     (a [Permanent] error, such as a 4xx answer or an oversized NATS
+//     message), retries_exhausted, panic (the sink panicked: only that
+//     occurrence is dropped and the sink goes on), shutdown.
+//   - The checkpoint covers a prefix of the occurrences: those every sink
+//     has finished with (stored or dropped). A Wait sink holds it back
+//     until it has stored them; a lossy sink holds it back by at most its
+//     queue length plus one batch. After a restart, the exporter lists the
+//     events and forwards exactly the occurrences the checkpoint does not
+//     cover (a new UID, or a count above the one checkpointed), within
+//     the API server's event retention (one hour by default).
+//   - A graceful stop (SIGTERM) flushes the queues within shutdownTimeout
+//     and writes the last checkpoint, so a restart repeats nothing. After a
+//     crash, what was stored after the last checkpoint may be forwarded
+//     again: the file sink reads back what it wrote after the checkpoint
+//     ([Marker]) and skips it, the NATS sink's message ID (UID/count) makes
+//     JetStream store it once, and the webhook carries the key as
+//     Idempotency-Key; stdout and log sinks may repeat it.
+//
+// # Goroutines
+//
+// [Run] owns everything it starts and returns only after all of it has
+// ended:
+//
+//   - the source: client-go's reflector (list and watch, into a
+//     DeltaFIFO) and one goroutine that drains it and calls the handler,
+//     which publishes into the broadcaster; ended by Run's context;
+//   - one goroutine per sink, reading its watcher in batches and writing;
+//     it ends once the broadcaster has shut down and its queue is drained,
+//     or when the shutdown deadline passes (then its write in progress is
+//     cancelled);
+//   - the checkpoint goroutine, which writes at most once per interval;
+//     ended by [Pipeline.Shutdown] after the sinks, which then writes the
+//     last checkpoint;
+//   - the HTTP server, if a listener is given, and with leader election
+//     client-go's elector (the Lease is released only after the flush).
+//
+// Goroutines are bounded by sinks, never by events, and memory by the
+// queue lengths (plus client-go's cache of the live events, bounded by the
+// API server's retention).
+//
+// # Adding a sink
+//
+// Implement [Sink] (Write and Close) and set it as a [Receiver]'s Sink; a
+// sink that can tell what it stored after a position implements [Marker]
+// too, and then repeats nothing even after a crash.
+package exporter

@@ -1,0 +1,57 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/fanout-go/fanout/exporter"
+	"github.com/fanout-go/fanout/k8s/apiservertest"
+	"github.com/go-logr/logr"
+	"go.uber.org/goleak"
+	"k8s.io/klog/v2"
+)
+
+// childEnv, set in a child process's environment, makes the test binary
+// run the fanout-eventer command with the arguments it holds (one a line)
+// instead of the tests.
+const childEnv = "FANOUT_EVENTER_E2E_CHILD"
+
+// The API server shared by the package's tests, started by the first test
+// that needs it.
+var (
+	envOnce sync.Once
+	env     *apiservertest.Env
+	envErr  error
+)
+
+func TestMain(m *testing.M) {
+	if args, ok := os.LookupEnv(childEnv); ok {
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+		code := exporter.Main(ctx, strings.Split(args, "\n"), os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
+	}
+	klog.SetLogger(logr.Discard()) // outages and kills provoke many logged errors
+	code := m.Run()
+	if env != nil {
+		if err := env.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "e2e: stopping kube-apiserver and etcd:", err)
+			code = 1
+		}
+	}
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "e2e: leaked goroutines:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}

@@ -1,0 +1,83 @@
+package exporter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+)
+
+// memSink stores keys in memory; fail makes writes fail, gate (if set)
+// blocks each write until a value is received from it.
+type memSink struct {
+	mu     sync.Mutex
+	keys   []string
+	fail   func(batch []*Occurrence) (int, error)
+	gate   chan struct{}
+	closed bool
+	// reached, if set, is closed once target occurrences are stored.
+	target  int
+	reached chan struct{}
+}
+
+func (s *memSink) Write(ctx context.Context, batch []*Occurrence) (int, error) {
+	if s.gate != nil {
+		select {
+		case <-s.gate:
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, err := len(batch), error(nil)
+	if s.fail != nil {
+		n, err = s.fail(batch)
+	}
+	for _, o := range batch[:n] {
+		s.keys = append(s.keys, o.Key())
+		if s.reached != nil && len(s.keys) == s.target {
+			close(s.reached)
+		}
+	}
+	return n, err
+}
+
+func (s *memSink) Close(context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	return nil
+}
+
+func (s *memSink) stored() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.keys...)
+}
+
+var errDown = errors.New("sink down")
+
+// occ returns an occurrence of event uid at count, in namespace ns.
+func occ(uid string, count int32, ns string) *Occurrence {
+	return &Occurrence{UID: uid, Count: count, APIVersion: CoreV1, Namespace: ns, Name: uid, Type: "Normal",
+		Reason: "Test", Message: "message of " + uid, Regarding: ObjectRef{Kind: "Pod", Name: "p-" + uid}}
+}
+
+// receivers returns a configuration with one Wait receiver per sink,
+// each matched by the root route.
+func testConfig(t *testing.T, sinks ...Sink) *Config {
+	t.Helper()
+	c := &Config{}
+	for i, s := range sinks {
+		name := fmt.Sprintf("s%d", i)
+		c.Receivers = append(c.Receivers, &Receiver{Name: name, Sink: s, Queue: Queue{Length: 16}, Batch: 4,
+			RetryConfig: &RetryConfig{MaxTries: new(0), InitialBackoff: Duration(1e6), MaxBackoff: Duration(1e6)}})
+		c.Route.Match = append(c.Route.Match, &Rule{Receiver: ReceiverRef{Name: name}})
+	}
+	if p := c.validate(); len(p) > 0 {
+		t.Fatal(p)
+	}
+	return c
+}

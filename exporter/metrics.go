@@ -1,0 +1,119 @@
+package exporter
+
+import (
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics is the exporter's Prometheus collector. It reads the counters of
+// the running [Pipeline] and [Source] at each scrape, so it costs nothing
+// between scrapes. Register it once; [Run] sets what it reads.
+type Metrics struct {
+	pipeline atomic.Pointer[Pipeline]
+	source   atomic.Pointer[Source]
+	leader   atomic.Bool
+	// Lag is the histogram of fanout_eventer_source_lag_seconds.
+	Lag prometheus.Histogram
+}
+
+var (
+	descSent     = desc("sink_sent_total", "Occurrences stored by the sink.", "sink")
+	descDropped  = desc("sink_dropped_total", "Occurrences routed to the sink and not stored, by reason.", "sink", "reason")
+	descRetries  = desc("sink_retries_total", "Failed writes retried.", "sink")
+	descDedup    = desc("sink_deduplicated_total", "Occurrences not written again after a crash: the sink had stored them.", "sink")
+	descDepth    = desc("sink_queue_depth", "Occurrences in the sink's queue.", "sink")
+	descCapacity = desc("sink_queue_capacity", "Capacity of the sink's queue.", "sink")
+	descLists    = desc("source_lists_total", "List requests made by the source.")
+	descWatches  = desc("source_watches_total", "Watch requests made by the source.")
+	descRestarts = desc("source_watch_restarts_total", "Watches started after the first (after a watch ended or failed).")
+	descOccur    = desc("source_occurrences_total", "Occurrences forwarded by the source.")
+	descIgnored  = desc("source_updates_ignored_total", "Event modifications that did not raise the count.")
+	descDeletes  = desc("source_deletes_total", "Event deletions seen.")
+	descSynced   = desc("source_synced", "1 once the initial list has been handled.")
+	descRouteDr  = desc("route_dropped_total", "Occurrences removed by a drop rule.")
+	descRouteNo  = desc("route_unmatched_total", "Occurrences no match rule sent to any receiver.")
+	descCkWrites = desc("checkpoint_writes_total", "Checkpoints written.")
+	descCkFails  = desc("checkpoint_failures_total", "Checkpoint writes that failed.")
+	descCkLag    = desc("checkpoint_pending", "Changes (occurrences and deletions) not covered by the checkpoint yet.")
+	descCkLast   = desc("checkpoint_last_write_timestamp_seconds", "When the last checkpoint was written.")
+	descLeader   = desc("leader", "1 while this replica runs the pipeline (always, without leader election).")
+)
+
+func desc(name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc("fanout_eventer_"+name, help, labels, nil)
+}
+
+// NewMetrics returns the collector.
+func NewMetrics() *Metrics {
+	return &Metrics{Lag: prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "fanout_eventer_source_lag_seconds", Help: "Time from an occurrence's last timestamp to its forwarding.",
+		Buckets: []float64{.01, .05, .1, .5, 1, 5, 10, 30, 60, 300, 1800, 3600},
+	})}
+}
+
+// Describe sends every descriptor.
+func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descSent, descDropped, descRetries, descDedup, descDepth, descCapacity,
+		descLists, descWatches, descRestarts, descOccur, descIgnored, descDeletes, descSynced, descRouteDr,
+		descRouteNo, descCkWrites, descCkFails, descCkLag, descCkLast, descLeader} {
+		ch <- d
+	}
+	m.Lag.Describe(ch)
+}
+
+// Collect sends the current values.
+func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
+	m.Lag.Collect(ch)
+	ch <- gauge(descLeader, b2f(m.leader.Load()))
+	if p := m.pipeline.Load(); p != nil {
+		m.collectPipeline(ch, p)
+	}
+	if s := m.source.Load(); s != nil {
+		st := s.Stats()
+		ch <- counter(descLists, st.Lists)
+		ch <- counter(descWatches, st.Watches)
+		ch <- counter(descRestarts, max(st.Watches, 1)-1)
+		ch <- counter(descOccur, st.Occurrences)
+		ch <- counter(descIgnored, st.UpdatesIgnored)
+		ch <- counter(descDeletes, st.Deletes)
+		ch <- gauge(descSynced, b2f(st.Synced))
+	}
+}
+
+func (m *Metrics) collectPipeline(ch chan<- prometheus.Metric, p *Pipeline) {
+	for _, s := range p.Stats() {
+		ch <- counter(descSent, s.Sent, s.Name)
+		ch <- counter(descRetries, s.Retries, s.Name)
+		ch <- counter(descDedup, s.Deduplicated, s.Name)
+		ch <- gauge(descDepth, float64(s.Queued), s.Name)
+		ch <- gauge(descCapacity, float64(s.QueueLength), s.Name)
+		for r, n := range s.Dropped {
+			ch <- counter(descDropped, n, s.Name, DropReason(r).String())
+		}
+	}
+	ps := p.PipelineStats()
+	ch <- counter(descRouteDr, ps.DroppedByRule)
+	ch <- counter(descRouteNo, ps.RoutedNowhere)
+	ch <- counter(descCkWrites, ps.CheckpointWrites)
+	ch <- counter(descCkFails, ps.CheckpointFailures)
+	ch <- gauge(descCkLag, float64(ps.CheckpointLag))
+	if !ps.LastCheckpoint.IsZero() {
+		ch <- gauge(descCkLast, float64(ps.LastCheckpoint.UnixNano())/1e9)
+	}
+}
+
+func counter(d *prometheus.Desc, v uint64, labels ...string) prometheus.Metric {
+	return prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+}
+
+func gauge(d *prometheus.Desc, v float64, labels ...string) prometheus.Metric {
+	return prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,227 @@
+package exporter
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"slices"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+func publishN(t *testing.T, p *Pipeline, n int) []string {
+	t.Helper()
+	var keys []string
+	for i := range n {
+		o := occ(fmt.Sprintf("u%d", i), 1, "default")
+		if err := p.Occurred(context.Background(), o); err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, o.Key())
+	}
+	return keys
+}
+
+func TestEveryOccurrenceReachesEverySinkOnceInOrder(t *testing.T) {
+	a, b := &memSink{}, &memSink{}
+	p, err := NewPipeline(testConfig(t, a, b), PipelineOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := publishN(t, p, 500)
+	if err := p.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range []*memSink{a, b} {
+		if got := s.stored(); !slices.Equal(got, want) {
+			t.Errorf("sink %d stored %d occurrences, want the %d published in order", i, len(got), len(want))
+		}
+		if !s.closed {
+			t.Errorf("sink %d not closed by Shutdown", i)
+		}
+	}
+	for _, st := range p.Stats() {
+		if st.Sent != 500 || st.Dropped != [numDropReasons]uint64{} {
+			t.Errorf("%s: sent %d, dropped %v; want 500 sent, none dropped", st.Name, st.Sent, st.Dropped)
+		}
+	}
+}
+
+func TestFailingSinkIsRetriedUntilItRecovers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		failures := 0
+		s := &memSink{fail: func(batch []*Occurrence) (int, error) {
+			if failures < 5 {
+				failures++
+				return 0, errDown
+			}
+			return len(batch), nil
+		}}
+		p, err := NewPipeline(testConfig(t, s), PipelineOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := publishN(t, p, 40)
+		if err := p.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if got := s.stored(); !slices.Equal(got, want) {
+			t.Errorf("stored %v, want %v", got, want)
+		}
+		if st := p.Stats()[0]; st.Retries != 5 {
+			t.Errorf("retries = %d, want 5", st.Retries)
+		}
+	})
+}
+
+func TestShortWriteIsResumedWhereItStopped(t *testing.T) {
+	s := &memSink{fail: func(batch []*Occurrence) (int, error) { return 1, nil }}
+	p, err := NewPipeline(testConfig(t, s), PipelineOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := publishN(t, p, 30)
+	if err := p.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.stored(); !slices.Equal(got, want) {
+		t.Errorf("stored %v, want %v", got, want)
+	}
+}
+
+func TestPermanentErrorAndPanicDropOnlyTheOccurrenceConcerned(t *testing.T) {
+	s := &memSink{fail: func(batch []*Occurrence) (int, error) {
+		for i, o := range batch {
+			switch o.UID {
+			case "u3":
+				return i, Permanent(fmt.Errorf("too large"))
+			case "u7":
+				if i == 0 {
+					panic("sink bug")
+				}
+				return i, nil
+			}
+		}
+		return len(batch), nil
+	}}
+	p, err := NewPipeline(testConfig(t, s), PipelineOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := publishN(t, p, 10)
+	if err := p.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	want := slices.DeleteFunc(slices.Clone(all), func(k string) bool { return k == "u3/1" || k == "u7/1" })
+	if got := s.stored(); !slices.Equal(got, want) {
+		t.Errorf("stored %v, want %v", got, want)
+	}
+	st := p.Stats()[0]
+	if st.Dropped[DropRejected] != 1 || st.Dropped[DropPanic] != 1 {
+		t.Errorf("dropped %v, want one rejected and one panic", st.Dropped)
+	}
+}
+
+func TestRetriesExhaustedDropsTheBatchAndCountsIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		calls := 0
+		s := &memSink{fail: func([]*Occurrence) (int, error) { calls++; return 0, errDown }}
+		c := testConfig(t, s)
+		c.Receivers[0].Retry.MaxTries = 3
+		p, err := NewPipeline(c, PipelineOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		publishN(t, p, 8)
+		if err := p.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		st := p.Stats()[0]
+		// The batches are what was queued when the runner looked (up to
+		// 4): each got 3 tries, 2 of them retries.
+		if st.Dropped[DropRetries] != 8 || st.Sent != 0 || calls%3 != 0 || st.Retries != uint64(calls/3*2) {
+			t.Errorf("sent %d, %d calls, retries %d, dropped %v; want 8 dropped after 3 tries per batch", st.Sent, calls, st.Retries, st.Dropped)
+		}
+	})
+}
+
+func TestDropOldestSinkDoesNotSlowTheOthersAndCountsItsDrops(t *testing.T) {
+	fast, stuck := &memSink{target: 1000, reached: make(chan struct{})}, &memSink{gate: make(chan struct{})}
+	c := testConfig(t, fast, stuck)
+	c.Receivers[1].Queue = Queue{Length: 8, Strategy: StrategyDropOldest}
+	p, err := NewPipeline(c, PipelineOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := publishN(t, p, 1000) // returns although stuck never writes
+	<-fast.reached
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // no time to flush: the stuck sink gives up at once
+	if err := p.Shutdown(ctx); err == nil {
+		t.Error("Shutdown with unwritten occurrences and an ended context returned nil")
+	}
+	if got := fast.stored(); !slices.Equal(got, want) {
+		t.Errorf("fast sink stored %d, want all %d", len(got), len(want))
+	}
+	st := p.Stats()[1]
+	if st.Dropped[DropQueueOldest] < 1000-8-4 {
+		t.Errorf("stuck sink: queue_oldest drops %d, want at least %d", st.Dropped[DropQueueOldest], 1000-8-4)
+	}
+	var total uint64
+	for _, d := range st.Dropped {
+		total += d
+	}
+	if total+st.Sent != 1000 {
+		t.Errorf("stuck sink: sent %d + dropped %v != 1000 published", st.Sent, st.Dropped)
+	}
+}
+
+func TestShutdownDeadlineCancelsWritesAndCountsTheRest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := &memSink{gate: make(chan struct{})}
+		c := testConfig(t, s)
+		c.Receivers[0].Queue.Length = 100
+		p, err := NewPipeline(c, PipelineOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		publishN(t, p, 50)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if err := p.Shutdown(ctx); err == nil {
+			t.Error("Shutdown returned nil with 50 occurrences unwritten")
+		}
+		if st := p.Stats()[0]; st.Dropped[DropShutdown] != 50 {
+			t.Errorf("dropped %v, want 50 at shutdown", st.Dropped)
+		}
+	})
+}
+
+func TestGoroutinesAreBoundedBySinksNotEvents(t *testing.T) {
+	before := runtime.NumGoroutine()
+	fast, slow, stuck := &memSink{}, &memSink{fail: func(b []*Occurrence) (int, error) { return 1, nil }}, &memSink{gate: make(chan struct{})}
+	c := testConfig(t, fast, slow, stuck)
+	c.Receivers[2].Queue = Queue{Length: 8, Strategy: StrategyDropOldest}
+	p, err := NewPipeline(c, PipelineOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	peak := 0
+	for i := range 3_000 {
+		if err := p.Occurred(context.Background(), occ(fmt.Sprintf("u%d", i), 1, "ns")); err != nil {
+			t.Fatal(err)
+		}
+		if i%100 == 0 {
+			peak = max(peak, runtime.NumGoroutine())
+		}
+	}
+	// One goroutine per sink and the checkpoint goroutine, whatever the
+	// number of occurrences.
+	if grown := peak - before; grown > 3+1 {
+		t.Errorf("goroutines grew by %d with 3,000 occurrences and 3 sinks, want at most 4", grown)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_ = p.Shutdown(ctx)
+}

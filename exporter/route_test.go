@@ -1,0 +1,88 @@
+package exporter
+
+import (
+	"testing"
+)
+
+func TestRouteTreeAppliesDropThenMatchThenChildren(t *testing.T) {
+	c, err := ParseConfig("r.yaml", []byte(`
+route:
+  drop:
+    - namespace: "^kube-system$"
+  match:
+    - receiver: all
+  routes:
+    - drop:
+        - reason: "^Pulled$"
+      match:
+        - type: "^Warning$"
+          receiver: warnings
+        - minCount: 5
+          receiver: repeats
+    - match:
+        - kind: "^Node$"
+      routes:
+        - match:
+            - receiver: nodes
+receivers:
+  - {name: all, stdout: {}}
+  - {name: warnings, stdout: {}}
+  - {name: repeats, stdout: {}}
+  - {name: nodes, stdout: {}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const all, warnings, repeats, nodes = 1, 2, 4, 8
+	mk := func(ns, kind, reason, typ string, count int32) *Occurrence {
+		o := occ("u", count, ns)
+		o.Regarding.Kind, o.Reason, o.Type = kind, reason, typ
+		return o
+	}
+	cases := []struct {
+		name    string
+		o       *Occurrence
+		want    uint64
+		dropped bool
+	}{
+		{"dropped at the root", mk("kube-system", "Pod", "BackOff", "Warning", 9), 0, true},
+		{"normal pod event", mk("app", "Pod", "Started", "Normal", 1), all, false},
+		{"warning", mk("app", "Pod", "BackOff", "Warning", 1), all | warnings, false},
+		{"all match rules of a child hold: its children too, once each", mk("app", "Pod", "BackOff", "Warning", 7), all | warnings | repeats, false},
+		{"dropped in a child only", mk("app", "Pod", "Pulled", "Warning", 7), all, false},
+		{"filter rule without receiver gates the children", mk("app", "Node", "Rebooted", "Normal", 1), all | nodes, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, dropped := c.Route.receivers(tc.o)
+			if got != tc.want || dropped != tc.dropped {
+				t.Errorf("receivers %04b (dropped %v), want %04b (dropped %v)", got, dropped, tc.want, tc.dropped)
+			}
+		})
+	}
+}
+
+func TestRuleMatchesMessageComponentAndHostAsUnanchoredRegexps(t *testing.T) {
+	c, err := ParseConfig("r.yaml", []byte(`
+route:
+  match:
+    - message: "OOM"
+      component: "kubelet"
+      host: "node-[0-9]+"
+      apiVersion: "^v1$"
+      receiver: a
+receivers: [{name: a, stdout: {}}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := occ("u", 1, "ns")
+	o.Message, o.ReportingController, o.ReportingInstance, o.Regarding.APIVersion = "container was OOMKilled", "kubelet", "node-12", "v1"
+	if set, _ := c.Route.receivers(o); set != 1 {
+		t.Errorf("matching occurrence routed to %b", set)
+	}
+	o.ReportingInstance = "master"
+	if set, _ := c.Route.receivers(o); set != 0 {
+		t.Errorf("occurrence from another host routed to %b", set)
+	}
+}

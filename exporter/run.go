@@ -1,0 +1,230 @@
+package exporter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+)
+
+// Options configures [Run].
+type Options struct {
+	// Config is the validated configuration (see [LoadConfig]).
+	Config *Config
+	// Client talks to the API server.
+	Client kubernetes.Interface
+	// Logger logs; nil discards.
+	Logger *slog.Logger
+	// Listener, if set, serves /metrics, /healthz and /readyz.
+	Listener net.Listener
+	// Metrics is the collector to fill; nil makes one. Run registers it
+	// (and the Go and process collectors) on its own registry for
+	// /metrics.
+	Metrics *Metrics
+	// LeaderElection, if set, makes Run lead only while it holds a Lease,
+	// so that two replicas can run with one exporting.
+	LeaderElection *LeaderElection
+}
+
+// LeaderElection configures leader election on a coordination.k8s.io Lease.
+type LeaderElection struct {
+	// Namespace and Name locate the Lease.
+	Namespace, Name string
+	// Identity names this replica in the Lease (the pod name).
+	Identity string
+	// LeaseDuration, RenewDeadline and RetryPeriod default to client-go's
+	// usual 15 s, 10 s and 2 s.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+}
+
+// ErrLeadershipLost is returned by [Run] when this replica stopped holding
+// the Lease while ctx was still live; the process should exit and restart
+// as a follower.
+var ErrLeadershipLost = errors.New("leader election lost")
+
+// Run exports events until ctx ends: it loads the checkpoint, starts the
+// pipeline and the source, and at the end stops the source, flushes the
+// sinks within the configuration's shutdownTimeout and writes the last
+// checkpoint. With leader election it does that only while it leads, and
+// releases the Lease after the flush.
+func Run(ctx context.Context, opts Options) error {
+	e := &exporter{opts: opts, log: opts.Logger, metrics: opts.Metrics}
+	if e.log == nil {
+		e.log = slog.New(slog.DiscardHandler)
+	}
+	if e.metrics == nil {
+		e.metrics = NewMetrics()
+	}
+	if opts.Listener != nil {
+		stop, err := e.serve(opts.Listener)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	if opts.LeaderElection == nil {
+		e.metrics.leader.Store(true)
+		return e.lead(ctx)
+	}
+	return e.runElected(ctx)
+}
+
+type exporter struct {
+	opts    Options
+	log     *slog.Logger
+	metrics *Metrics
+	ready   atomic.Bool
+}
+
+// lead runs the pipeline and the source until ctx ends, then flushes.
+func (e *exporter) lead(ctx context.Context) error {
+	cfg := e.opts.Config
+	store := e.store()
+	var ck *Checkpoint
+	if store != nil {
+		var err error
+		if ck, err = store.Load(ctx); err != nil {
+			return err
+		}
+	}
+	p, err := NewPipeline(cfg, PipelineOptions{Store: store, Checkpoint: ck, Logger: e.log})
+	if err != nil {
+		return err
+	}
+	src, err := NewSource(e.opts.Client, cfg.API, cfg.Namespace, p, ck, e.metrics.Lag.Observe)
+	if err != nil {
+		_ = p.Shutdown(ctx)
+		return err
+	}
+	e.metrics.pipeline.Store(p)
+	e.metrics.source.Store(src)
+	e.log.Info("exporting events", "api", cfg.API, "namespace", cfg.Namespace, "receivers", len(cfg.Receivers),
+		"checkpoint", ck != nil)
+	src.Run(ctx)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Duration(cfg.ShutdownTimeout))
+	defer cancel()
+	err = p.Shutdown(sctx)
+	e.log.Info("stopped", "err", err)
+	return err
+}
+
+func (e *exporter) store() CheckpointStore {
+	c := e.opts.Config.Checkpoint
+	switch {
+	case c.File != "":
+		return FileStore{Path: c.File}
+	case c.ConfigMap != nil:
+		return ConfigMapStore{Client: e.opts.Client, Namespace: c.ConfigMap.Namespace, Name: c.ConfigMap.Name}
+	}
+	return nil
+}
+
+// runElected leads while holding the Lease. The elector's own context
+// outlives ctx until the flush is done, so that the Lease is released only
+// after the last checkpoint is written.
+func (e *exporter) runElected(ctx context.Context) error {
+	le := e.opts.LeaderElection
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Namespace: le.Namespace, Name: le.Name},
+		Client:     e.opts.Client.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: le.Identity},
+	}
+	leCtx, leCancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer leCancel()
+	stopped := context.AfterFunc(ctx, func() {
+		if !e.metrics.leader.Load() {
+			leCancel() // not leading: nothing to flush
+		}
+	})
+	defer stopped()
+	led := make(chan error, 1)
+	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock: lock, ReleaseOnCancel: true, Name: le.Name,
+		LeaseDuration: orDefault(le.LeaseDuration, 15*time.Second),
+		RenewDeadline: orDefault(le.RenewDeadline, 10*time.Second),
+		RetryPeriod:   orDefault(le.RetryPeriod, 2*time.Second),
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(lctx context.Context) {
+				e.metrics.leader.Store(true)
+				e.log.Info("leading", "lease", le.Namespace+"/"+le.Name, "identity", le.Identity)
+				runCtx, cancel := context.WithCancel(lctx)
+				defer cancel()
+				stop := context.AfterFunc(ctx, cancel)
+				defer stop()
+				led <- e.lead(runCtx)
+				leCancel()
+			},
+			OnStoppedLeading: func() {},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("leader election: %w", err)
+	}
+	e.ready.Store(true) // a follower is ready to take over
+	elector.Run(leCtx)
+	select {
+	case err := <-led:
+		if ctx.Err() == nil && err == nil {
+			return ErrLeadershipLost
+		}
+		return err
+	default:
+		return nil // never led
+	}
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+// serve serves /metrics, /healthz and /readyz on l until stop is called.
+func (e *exporter) serve(l net.Listener) (stop func(), err error) {
+	reg := prometheus.NewRegistry()
+	if err := reg.Register(e.metrics); err != nil {
+		return nil, err
+	}
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	mux.HandleFunc("/readyz", e.readyz)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = srv.Serve(l)
+	}()
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		<-done
+	}, nil
+}
+
+// readyz answers 200 once the source has handled its initial list (or,
+// with leader election, while following, ready to take over).
+func (e *exporter) readyz(w http.ResponseWriter, _ *http.Request) {
+	src := e.metrics.source.Load()
+	leading := e.metrics.leader.Load()
+	if (leading && src != nil && src.Synced()) || (!leading && e.ready.Load()) {
+		_, _ = w.Write([]byte("ok\n"))
+		return
+	}
+	http.Error(w, "not ready: initial list of events not handled yet", http.StatusServiceUnavailable)
+}

@@ -1,0 +1,172 @@
+package exporter
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+// runExporter runs Run in a goroutine; the returned stop cancels it and
+// returns Run's error.
+func runExporter(t *testing.T, opts Options) (stop func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- Run(ctx, opts) }()
+	var once bool
+	var err error
+	stop = func() error {
+		if !once {
+			once = true
+			cancel()
+			err = <-errc
+		}
+		return err
+	}
+	t.Cleanup(func() { _ = stop() })
+	return stop
+}
+
+func sinkConfig(t *testing.T, s *memSink, ckFile string) *Config {
+	c := testConfig(t, s)
+	c.Checkpoint.File = ckFile
+	c.Checkpoint.Interval = Duration(10 * time.Millisecond)
+	return c
+}
+
+func TestRunResumesFromTheCheckpointWithNothingLostOrRepeated(t *testing.T) {
+	ctx := context.Background()
+	cs := fake.NewClientset(coreEvent("a", 1), coreEvent("b", 2))
+	ck := filepath.Join(t.TempDir(), "ck.json")
+
+	first := &memSink{target: 2, reached: make(chan struct{})}
+	stop := runExporter(t, Options{Config: sinkConfig(t, first, ck), Client: cs})
+	<-first.reached
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if got := first.stored(); !sameSet(got, []string{"a/1", "b/2"}) {
+		t.Fatalf("first run stored %v", got)
+	}
+
+	// While the exporter is down: a repeat of a, a new event c, b deleted.
+	e, _ := cs.CoreV1().Events("ns").Get(ctx, "a", metav1.GetOptions{})
+	e.Count = 3
+	if _, err := cs.CoreV1().Events("ns").Update(ctx, e, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoreV1().Events("ns").Create(ctx, coreEvent("c", 1), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.CoreV1().Events("ns").Delete(ctx, "b", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	second := &memSink{target: 2, reached: make(chan struct{})}
+	stop = runExporter(t, Options{Config: sinkConfig(t, second, ck), Client: cs})
+	<-second.reached
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if got := second.stored(); !sameSet(got, []string{"a/3", "c/1"}) {
+		t.Errorf("second run stored %v, want exactly what was missed: a/3 and c/1", got)
+	}
+	saved, err := FileStore{Path: ck}.Load(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// (Whether b has left it depends on whether the source had finished
+	// its initial list when stopped; the source's tests cover that.)
+	if saved.Counts["a"] != 3 || saved.Counts["c"] != 1 {
+		t.Errorf("checkpoint counts %v, want a:3 and c:1", saved.Counts)
+	}
+}
+
+func TestRunServesMetricsHealthAndReadiness(t *testing.T) {
+	cs := fake.NewClientset(coreEvent("a", 1))
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &memSink{target: 1, reached: make(chan struct{})}
+	runExporter(t, Options{Config: testConfig(t, s), Client: cs, Listener: l})
+	<-s.reached
+	base := "http://" + l.Addr().String()
+	if code, _ := get(t, base+"/healthz"); code != 200 {
+		t.Errorf("/healthz: %d", code)
+	}
+	// The occurrence was forwarded during the initial list, which ends
+	// with the source reporting itself synced.
+	for code, _ := get(t, base+"/readyz"); code != 200; code, _ = get(t, base+"/readyz") {
+		waitABit()
+	}
+	_, body := get(t, base+"/metrics")
+	for _, want := range []string{
+		`fanout_eventer_sink_sent_total{sink="s0"} 1`,
+		`fanout_eventer_sink_dropped_total{reason="queue_oldest",sink="s0"} 0`,
+		`fanout_eventer_sink_queue_capacity{sink="s0"} 16`,
+		`fanout_eventer_source_occurrences_total 1`,
+		`fanout_eventer_source_watch_restarts_total 0`,
+		`fanout_eventer_leader 1`,
+		`fanout_eventer_source_lag_seconds_count 1`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+}
+
+func TestLeaderElectionLetsOneOfTwoReplicasExport(t *testing.T) {
+	cs := fake.NewClientset(coreEvent("a", 1))
+	le := func(id string) *LeaderElection {
+		return &LeaderElection{Namespace: "ns", Name: "lease", Identity: id,
+			LeaseDuration: 2 * time.Second, RenewDeadline: time.Second, RetryPeriod: 100 * time.Millisecond}
+	}
+	one := &memSink{target: 1, reached: make(chan struct{})}
+	m1 := NewMetrics()
+	stop1 := runExporter(t, Options{Config: testConfig(t, one), Client: cs, LeaderElection: le("one"), Metrics: m1})
+	<-one.reached
+	two := &memSink{target: 1, reached: make(chan struct{})}
+	stop2 := runExporter(t, Options{Config: testConfig(t, two), Client: cs, LeaderElection: le("two")})
+	if err := stop1(); err != nil { // releases the Lease after its flush
+		t.Fatal(err)
+	}
+	<-two.reached // the follower took over (no checkpoint: it exports a again)
+	if err := stop2(); err != nil {
+		t.Fatal(err)
+	}
+	if got := one.stored(); !slices.Equal(got, []string{"a/1"}) {
+		t.Errorf("leader stored %v", got)
+	}
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// waitABit yields while polling an HTTP endpoint, which offers nothing to
+// synchronise on.
+func waitABit() { time.Sleep(10 * time.Millisecond) }
+
+func sameSet(got, want []string) bool {
+	a, b := slices.Clone(got), slices.Clone(want)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
+}

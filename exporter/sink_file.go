@@ -1,0 +1,315 @@
+package exporter
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// FileConfig configures a file receiver: JSON Lines, one occurrence per
+// line, rotated by size. The names follow kubernetes-event-exporter's file
+// receiver.
+type FileConfig struct {
+	// Path is the file written; rotated files are Path.1, Path.2, ...
+	// (the higher, the newer).
+	Path string `yaml:"path"`
+	// MaxSize is the size in megabytes at which the file is rotated
+	// (default 100); MaxBytes, if set, overrides it in bytes.
+	MaxSize  int   `yaml:"maxsize"`
+	MaxBytes int64 `yaml:"maxBytes"`
+	// MaxBackups is how many rotated files are kept (default 5; the oldest
+	// are removed).
+	MaxBackups int `yaml:"maxbackups"`
+	// MaxAge removes rotated files older than that many days (0 keeps
+	// them).
+	MaxAge int `yaml:"maxage"`
+}
+
+func (c *FileConfig) validate() []string {
+	var p []string
+	if c.Path == "" {
+		p = append(p, "file.path is required")
+	}
+	if c.MaxSize < 0 || c.MaxBytes < 0 || c.MaxBackups < 0 || c.MaxAge < 0 {
+		p = append(p, "file: maxsize, maxBytes, maxbackups and maxage must not be negative")
+	}
+	if c.MaxSize == 0 {
+		c.MaxSize = 100
+	}
+	if c.MaxBytes == 0 {
+		c.MaxBytes = int64(c.MaxSize) << 20
+	}
+	if c.MaxBackups == 0 {
+		c.MaxBackups = 5
+	}
+	return p
+}
+
+// FileSink writes occurrences as JSON Lines to a file, rotating it by size.
+// It implements [Marker]: after a crash it reads back the lines written
+// after the checkpoint, so that the exporter does not write them twice. A
+// write reaches the operating system before it counts as stored (no fsync:
+// a process crash loses nothing, a machine crash may).
+type FileSink struct {
+	cfg FileConfig
+	buf []byte
+
+	mu    sync.Mutex // guards the fields below; Mark runs on another goroutine
+	f     *os.File
+	gen   int   // generation of the current file: rotated to Path.<gen>
+	off   int64 // size of the current file
+	marks []fileMark
+}
+
+type fileMark struct {
+	seq uint64
+	gen int
+	off int64
+}
+
+// NewFileSink opens (or creates) the file for appending. A last line left
+// incomplete by a crash is cut off.
+func NewFileSink(cfg FileConfig) (*FileSink, error) {
+	if p := cfg.validate(); len(p) > 0 {
+		return nil, errors.New(strings.Join(p, "; "))
+	}
+	if err := os.MkdirAll(filepath.Dir(cfg.Path), 0o755); err != nil {
+		return nil, err
+	}
+	gens, err := backups(cfg.Path)
+	if err != nil {
+		return nil, err
+	}
+	s := &FileSink{cfg: cfg, gen: 1}
+	if len(gens) > 0 {
+		s.gen = gens[len(gens)-1] + 1
+	}
+	if err := s.open(); err != nil {
+		return nil, err
+	}
+	s.marks = []fileMark{{0, s.gen, s.off}}
+	return s, nil
+}
+
+// open opens the current file and cuts an incomplete last line.
+func (s *FileSink) open() error {
+	f, err := os.OpenFile(s.cfg.Path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	end, err := completeLength(f)
+	if err == nil {
+		err = f.Truncate(end)
+	}
+	if err == nil {
+		_, err = f.Seek(end, io.SeekStart)
+	}
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("file %s: %w", s.cfg.Path, err)
+	}
+	s.f, s.off = f, end
+	return nil
+}
+
+// completeLength returns the length of f up to and including its last
+// newline.
+func completeLength(f *os.File) (int64, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	end := fi.Size()
+	buf := make([]byte, 64<<10)
+	for end > 0 {
+		n := int64(len(buf))
+		if n > end {
+			n = end
+		}
+		if _, err := f.ReadAt(buf[:n], end-n); err != nil {
+			return 0, err
+		}
+		if i := strings.LastIndexByte(string(buf[:n]), '\n'); i >= 0 {
+			return end - n + int64(i) + 1, nil
+		}
+		end -= n
+	}
+	return 0, nil
+}
+
+// Write appends the batch, one line per occurrence, all or nothing.
+func (s *FileSink) Write(_ context.Context, batch []*Occurrence) (int, error) {
+	s.buf = s.buf[:0]
+	for _, o := range batch {
+		s.buf = append(s.buf, o.JSON()...)
+		s.buf = append(s.buf, '\n')
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.off > 0 && s.off+int64(len(s.buf)) > s.cfg.MaxBytes {
+		if err := s.rotate(); err != nil {
+			return 0, err
+		}
+	}
+	if _, err := s.f.Write(s.buf); err != nil {
+		// Cut what part of the batch got in, so that a retry does not
+		// leave a torn line or a duplicate.
+		_ = s.f.Truncate(s.off)
+		_, _ = s.f.Seek(s.off, io.SeekStart)
+		return 0, err
+	}
+	s.off += int64(len(s.buf))
+	s.marks = append(s.marks, fileMark{batch[len(batch)-1].Seq, s.gen, s.off})
+	return len(batch), nil
+}
+
+// rotate renames the current file to Path.<gen> and starts a new one.
+func (s *FileSink) rotate() error {
+	if err := s.f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(s.cfg.Path, s.cfg.Path+"."+strconv.Itoa(s.gen)); err != nil {
+		return err
+	}
+	s.gen++
+	if err := s.open(); err != nil {
+		return err
+	}
+	return s.prune()
+}
+
+// prune removes rotated files beyond MaxBackups or older than MaxAge.
+func (s *FileSink) prune() error {
+	gens, err := backups(s.cfg.Path)
+	if err != nil {
+		return err
+	}
+	for i, g := range gens {
+		name := s.cfg.Path + "." + strconv.Itoa(g)
+		old := false
+		if s.cfg.MaxAge > 0 {
+			if fi, err := os.Stat(name); err == nil {
+				old = time.Since(fi.ModTime()) > time.Duration(s.cfg.MaxAge)*24*time.Hour
+			}
+		}
+		if i < len(gens)-s.cfg.MaxBackups || old {
+			if err := os.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// backups returns the generations of the rotated files of path, ascending.
+func backups(path string) ([]int, error) {
+	entries, err := os.ReadDir(filepath.Dir(path))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	prefix := filepath.Base(path) + "."
+	var gens []int
+	for _, e := range entries {
+		if g, err := strconv.Atoi(strings.TrimPrefix(e.Name(), prefix)); err == nil && strings.HasPrefix(e.Name(), prefix) && g > 0 {
+			gens = append(gens, g)
+		}
+	}
+	slices.Sort(gens)
+	return gens, nil
+}
+
+// Mark returns the position after the last write whose occurrences all
+// have Seq <= seq, as "<generation>:<offset>".
+func (s *FileSink) Mark(seq uint64) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i := 0
+	for i+1 < len(s.marks) && s.marks[i+1].seq <= seq {
+		i++
+	}
+	s.marks = s.marks[i:]
+	m := s.marks[0]
+	return strconv.Itoa(m.gen) + ":" + strconv.FormatInt(m.off, 10)
+}
+
+// Stored returns the keys of the lines written after mark, in the file the
+// mark names and every file written since.
+func (s *FileSink) Stored(mark string) (map[string]struct{}, error) {
+	g, off, err := parseMark(mark)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	cur := s.gen
+	s.mu.Unlock()
+	keys := map[string]struct{}{}
+	for ; g <= cur; g, off = g+1, 0 {
+		name := s.cfg.Path
+		if g < cur {
+			name += "." + strconv.Itoa(g)
+		}
+		if err := readKeys(name, off, keys); err != nil {
+			return nil, err
+		}
+	}
+	return keys, nil
+}
+
+func parseMark(mark string) (gen int, off int64, err error) {
+	a, b, ok := strings.Cut(mark, ":")
+	if ok {
+		gen, err = strconv.Atoi(a)
+		if err == nil {
+			off, err = strconv.ParseInt(b, 10, 64)
+		}
+	}
+	if !ok || err != nil || gen < 1 || off < 0 {
+		return 0, 0, fmt.Errorf("file sink: invalid checkpoint mark %q", mark)
+	}
+	return gen, off, nil
+}
+
+// readKeys adds the key of every line of name after off; a missing file
+// (removed by rotation) adds nothing.
+func readKeys(name string, off int64, keys map[string]struct{}) error {
+	f, err := os.Open(name)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if _, err := f.Seek(off, io.SeekStart); err != nil {
+		return err
+	}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 64<<20)
+	for sc.Scan() {
+		var k struct {
+			UID   string `json:"uid"`
+			Count int32  `json:"count"`
+		}
+		if json.Unmarshal(sc.Bytes(), &k) == nil && k.UID != "" {
+			keys[Key(k.UID, k.Count)] = struct{}{}
+		}
+	}
+	return sc.Err()
+}
+
+// Close closes the file.
+func (s *FileSink) Close(context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.f.Close()
+}

@@ -1,0 +1,121 @@
+package exporter
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func readLines(t *testing.T, path string) []string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var keys []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 16<<20)
+	for sc.Scan() {
+		var o Occurrence
+		if err := json.Unmarshal(sc.Bytes(), &o); err != nil {
+			t.Fatalf("line %q: %v", sc.Text(), err)
+		}
+		keys = append(keys, o.Key())
+	}
+	return keys
+}
+
+func writeSeq(t *testing.T, s *FileSink, from, to int) {
+	t.Helper()
+	for i := from; i < to; i++ {
+		o := occ("u"+strings.Repeat("x", i%3), int32(i), "ns")
+		o.Seq = uint64(i)
+		if n, err := s.Write(context.Background(), []*Occurrence{o}); n != 1 || err != nil {
+			t.Fatal(n, err)
+		}
+	}
+}
+
+func TestFileSinkRotatesBySizeAndKeepsMaxBackups(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ev.jsonl")
+	s, err := NewFileSink(FileConfig{Path: path, MaxBytes: 1000, MaxBackups: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeSeq(t, s, 1, 60)
+	if err := s.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	gens, _ := backups(path)
+	if len(gens) != 2 {
+		t.Fatalf("rotated files %v, want the 2 newest", gens)
+	}
+	for _, g := range gens {
+		if fi, err := os.Stat(path + "." + itoa(g)); err != nil || fi.Size() > 1000 {
+			t.Errorf("rotated file %d: %v, size over 1000", g, err)
+		}
+	}
+	if keys := readLines(t, path); len(keys) == 0 || keys[len(keys)-1] != "uxx/59" {
+		t.Errorf("current file ends with %v, want uxx/59 last", keys)
+	}
+}
+
+func TestFileSinkReportsWhatItStoredAfterAMarkAcrossRotationAndACrash(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ev.jsonl")
+	s, err := NewFileSink(FileConfig{Path: path, MaxBytes: 600, MaxBackups: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeSeq(t, s, 1, 10)
+	mark := s.Mark(5) // the checkpoint covers Seq 1..5
+	writeSeq(t, s, 10, 30)
+	_ = s.Close(context.Background())
+	// A crash in the middle of a line.
+	f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	_, _ = f.WriteString(`{"uid":"torn","cou`)
+	f.Close()
+
+	s2, err := NewFileSink(FileConfig{Path: path, MaxBytes: 600, MaxBackups: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close(context.Background())
+	stored, err := s2.Stored(mark)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 6; i < 30; i++ {
+		k := Key("u"+strings.Repeat("x", i%3), int32(i))
+		if _, ok := stored[k]; !ok {
+			t.Errorf("%s stored after the mark is not reported", k)
+		}
+	}
+	for i := 1; i <= 5; i++ {
+		if _, ok := stored[Key("u"+strings.Repeat("x", i%3), int32(i))]; ok {
+			t.Errorf("Seq %d, covered by the mark, is reported", i)
+		}
+	}
+	if keys := readLines(t, path); len(keys) > 0 && strings.HasPrefix(keys[len(keys)-1], "torn") {
+		t.Error("the torn last line was kept")
+	}
+}
+
+func TestFileSinkRejectsABadMark(t *testing.T) {
+	s, err := NewFileSink(FileConfig{Path: filepath.Join(t.TempDir(), "f")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	for _, m := range []string{"", "x:1", "1:-5", "0:0", "1"} {
+		if _, err := s.Stored(m); err == nil {
+			t.Errorf("Stored(%q) returned no error", m)
+		}
+	}
+}
+
+func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }

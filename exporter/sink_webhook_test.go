@@ -1,0 +1,112 @@
+package exporter
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+)
+
+// hook is an httptest webhook that records the keys it accepted and
+// answers with status (200 when zero).
+type hook struct {
+	mu     sync.Mutex
+	status int
+	keys   []string
+	idem   []string
+	srv    *httptest.Server
+}
+
+func newHook(t *testing.T) *hook {
+	h := &hook{}
+	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if h.status != 0 {
+			w.WriteHeader(h.status)
+			return
+		}
+		var many []*Occurrence
+		if err := json.Unmarshal(body, &many); err != nil {
+			one := &Occurrence{}
+			if err := json.Unmarshal(body, one); err != nil {
+				w.WriteHeader(http.StatusBadRequest)
+				return
+			}
+			many = append(many, one)
+		}
+		for i := range many {
+			h.keys = append(h.keys, many[i].Key())
+		}
+		h.idem = append(h.idem, r.Header.Get("Idempotency-Key")+"|"+r.Header.Get("X-Team"))
+	}))
+	t.Cleanup(h.srv.Close)
+	return h
+}
+
+func TestWebhookPostsObjectsOrArraysWithHeaders(t *testing.T) {
+	h := newHook(t)
+	single, err := NewWebhookSink(WebhookConfig{Endpoint: h.srv.URL, Headers: map[string]string{"X-Team": "sre"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer single.Close(context.Background())
+	if n, err := single.Write(context.Background(), []*Occurrence{occ("a", 2, "ns")}); n != 1 || err != nil {
+		t.Fatal(n, err)
+	}
+	batched, _ := NewWebhookSink(WebhookConfig{Endpoint: h.srv.URL, array: true})
+	defer batched.Close(context.Background())
+	if n, err := batched.Write(context.Background(), []*Occurrence{occ("b", 1, "ns"), occ("c", 1, "ns")}); n != 2 || err != nil {
+		t.Fatal(n, err)
+	}
+	if got := h.keys; !sameSet(got, []string{"a/2", "b/1", "c/1"}) {
+		t.Errorf("webhook received %v", got)
+	}
+	if h.idem[0] != "a/2|sre" || h.idem[1] != "|" {
+		t.Errorf("headers %v: want the key as Idempotency-Key of a single occurrence, and the configured header", h.idem)
+	}
+}
+
+func TestWebhookClassifiesStatusesAsRetryableOrPermanent(t *testing.T) {
+	h := newHook(t)
+	s, _ := NewWebhookSink(WebhookConfig{Endpoint: h.srv.URL})
+	defer s.Close(context.Background())
+	for status, permanent := range map[int]bool{500: false, 503: false, 429: false, 408: false, 400: true, 404: true, 413: true} {
+		h.mu.Lock()
+		h.status = status
+		h.mu.Unlock()
+		n, err := s.Write(context.Background(), []*Occurrence{occ("a", 1, "ns")})
+		if n != 0 || err == nil || IsPermanent(err) != permanent {
+			t.Errorf("status %d: n %d, err %v; want permanent=%v", status, n, err, permanent)
+		}
+	}
+}
+
+func TestWebhookTimeoutIsARetryableError(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { <-release }))
+	defer srv.Close()
+	defer close(release)
+	s, _ := NewWebhookSink(WebhookConfig{Endpoint: srv.URL, Timeout: Duration(50 * time.Millisecond)})
+	defer s.Close(context.Background())
+	n, err := s.Write(context.Background(), []*Occurrence{occ("a", 1, "ns")})
+	if n != 0 || err == nil || IsPermanent(err) {
+		t.Errorf("n %d, err %v; want a retryable time-out", n, err)
+	}
+}
+
+func TestWebhookUnreachableIsRetryable(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	url := srv.URL
+	srv.Close() // nothing listens there any more
+	s, _ := NewWebhookSink(WebhookConfig{Endpoint: url})
+	n, err := s.Write(context.Background(), []*Occurrence{occ("a", 1, "ns")})
+	if n != 0 || err == nil || IsPermanent(err) {
+		t.Errorf("n %d, err %v; want a retryable connection error", n, err)
+	}
+}

@@ -1,0 +1,254 @@
+package exporter
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// maxReceivers is the most receivers a configuration may have: an
+// occurrence carries its receivers as the bits of a uint64.
+const maxReceivers = 64
+
+// DefaultShutdownTimeout bounds the flush at shutdown when the
+// configuration does not say.
+const DefaultShutdownTimeout = 20 * time.Second
+
+// setLines records the line of each receiver, from the document's nodes.
+func (c *Config) setLines(root *yaml.Node) {
+	if root.Kind != yaml.DocumentNode || len(root.Content) == 0 {
+		return
+	}
+	m := root.Content[0]
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value != "receivers" || m.Content[i+1].Kind != yaml.SequenceNode {
+			continue
+		}
+		for j, item := range m.Content[i+1].Content {
+			if j < len(c.Receivers) && c.Receivers[j] != nil {
+				c.Receivers[j].line = item.Line
+			}
+		}
+	}
+}
+
+// validate sets defaults and returns every problem found.
+func (c *Config) validate() []string {
+	var p []string
+	add := func(line int, format string, args ...any) {
+		p = append(p, fmt.Sprintf("line %d: ", line)+fmt.Sprintf(format, args...))
+	}
+	if c.API == "" {
+		c.API = CoreV1
+	}
+	if c.API != CoreV1 && c.API != EventsV1 {
+		p = append(p, fmt.Sprintf("api: unknown API %q (want %q or %q)", c.API, CoreV1, EventsV1))
+	}
+	if c.Checkpoint.File != "" && c.Checkpoint.ConfigMap != nil {
+		p = append(p, "checkpoint: set file or configMap, not both")
+	}
+	if cm := c.Checkpoint.ConfigMap; cm != nil && (cm.Namespace == "" || cm.Name == "") {
+		p = append(p, "checkpoint.configMap: namespace and name are required")
+	}
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = Duration(DefaultShutdownTimeout)
+	}
+	switch c.LogLevel {
+	case "", "debug", "info", "warn", "error":
+	default:
+		p = append(p, fmt.Sprintf("logLevel: unknown level %q (want debug, info, warn or error)", c.LogLevel))
+	}
+	if c.LogFormat != "" && c.LogFormat != "text" && c.LogFormat != "json" {
+		p = append(p, fmt.Sprintf("logFormat: unknown format %q (want text or json)", c.LogFormat))
+	}
+	if len(c.Receivers) == 0 {
+		p = append(p, "receivers: at least one receiver is required")
+	}
+	if len(c.Receivers) > maxReceivers {
+		p = append(p, fmt.Sprintf("receivers: %d receivers, at most %d are supported", len(c.Receivers), maxReceivers))
+	}
+	names := map[string]int{}
+	for i, r := range c.Receivers {
+		if r == nil {
+			p = append(p, fmt.Sprintf("receivers[%d]: empty receiver", i))
+			continue
+		}
+		if prev, dup := names[r.Name]; dup {
+			add(r.line, "receiver %q is already defined at line %d", r.Name, prev)
+		}
+		names[r.Name] = r.line
+		for _, m := range r.validate() {
+			add(r.line, "receiver %q: %s", r.Name, m)
+		}
+	}
+	c.Route.resolve(c, add)
+	return p
+}
+
+// resolve checks that every rule names a known receiver and sets its bit.
+func (rt *Route) resolve(c *Config, add func(int, string, ...any)) {
+	for _, d := range rt.Drop {
+		if d != nil && d.Receiver.Name != "" {
+			add(d.Receiver.line, "a drop rule cannot have a receiver (%q)", d.Receiver.Name)
+		}
+	}
+	for i, m := range rt.Match {
+		if m == nil {
+			rt.Match[i] = &Rule{}
+			continue
+		}
+		if m.Receiver.Name == "" {
+			continue
+		}
+		for j, r := range c.Receivers {
+			if r != nil && r.Name == m.Receiver.Name && j < maxReceivers {
+				m.Receiver.bit = 1 << j
+			}
+		}
+		if m.Receiver.bit == 0 {
+			add(m.Receiver.line, "unknown receiver %q", m.Receiver.Name)
+		}
+	}
+	rt.Drop = compact(rt.Drop)
+	for _, child := range rt.Routes {
+		if child != nil {
+			child.resolve(c, add)
+		}
+	}
+	rt.Routes = compact(rt.Routes)
+}
+
+func compact[T any](s []*T) []*T {
+	out := s[:0]
+	for _, v := range s {
+		if v != nil {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// validate sets the receiver's defaults and returns its problems.
+func (r *Receiver) validate() []string {
+	var p []string
+	if r.Name == "" {
+		p = append(p, "name is required")
+	}
+	kinds := 0
+	for _, set := range []bool{r.Stdout != nil, r.File != nil, r.Webhook != nil, r.NATS != nil, r.Log != nil, r.Sink != nil} {
+		if set {
+			kinds++
+		}
+	}
+	if kinds != 1 {
+		p = append(p, "exactly one of stdout, file, webhook, nats or log is required")
+	}
+	p = append(p, r.setQueueDefaults()...)
+	if err := r.setRetry(); err != nil {
+		p = append(p, err.Error())
+	}
+	switch {
+	case r.File != nil:
+		p = append(p, r.File.validate()...)
+	case r.Webhook != nil:
+		p = append(p, r.Webhook.validate()...)
+	case r.NATS != nil:
+		p = append(p, r.NATS.validate()...)
+	case r.Log != nil:
+		p = append(p, r.Log.validate()...)
+	}
+	return p
+}
+
+func (r *Receiver) setQueueDefaults() []string {
+	webhook := r.Webhook != nil
+	if r.Queue.Length == 0 {
+		r.Queue.Length = 1000
+		if webhook {
+			r.Queue.Length = 10000
+		}
+	}
+	if r.Queue.Strategy == "" {
+		r.Queue.Strategy = StrategyWait
+		if webhook {
+			r.Queue.Strategy = StrategyDropOldest
+		}
+	}
+	if r.Batch == 0 {
+		r.Batch = 256
+		if webhook {
+			r.Batch = 1
+		}
+	}
+	var p []string
+	if r.Queue.Length < 1 {
+		p = append(p, fmt.Sprintf("queue.length %d must be at least 1", r.Queue.Length))
+	}
+	if r.Batch < 1 {
+		p = append(p, fmt.Sprintf("batch %d must be at least 1", r.Batch))
+	}
+	switch r.Queue.Strategy {
+	case StrategyWait, StrategyDropOldest, StrategyDropNewest:
+	case StrategyWaitTimeout:
+		if r.Queue.Timeout <= 0 {
+			p = append(p, "queue.timeout is required with strategy WaitTimeout")
+		}
+	default:
+		p = append(p, fmt.Sprintf("queue.strategy %q is unknown (want Wait, DropOldest, DropNewest or WaitTimeout)", r.Queue.Strategy))
+	}
+	return p
+}
+
+func (r *Receiver) setRetry() error {
+	r.Retry = DefaultRetry
+	if rc := r.RetryConfig; rc != nil {
+		if rc.MaxTries != nil {
+			r.Retry.MaxTries = *rc.MaxTries
+		}
+		if rc.InitialBackoff != 0 {
+			r.Retry.Initial = time.Duration(rc.InitialBackoff)
+		}
+		if rc.MaxBackoff != 0 {
+			r.Retry.Max = time.Duration(rc.MaxBackoff)
+		}
+	}
+	return r.Retry.validate()
+}
+
+// buildSinks returns the sink of every receiver, in order.
+func (c *Config) buildSinks() ([]Sink, error) {
+	sinks := make([]Sink, 0, len(c.Receivers))
+	for _, r := range c.Receivers {
+		s, err := r.build()
+		if err != nil {
+			for _, s := range sinks {
+				_ = s.Close(context.Background())
+			}
+			return nil, fmt.Errorf("receiver %q: %w", r.Name, err)
+		}
+		sinks = append(sinks, s)
+	}
+	return sinks, nil
+}
+
+func (r *Receiver) build() (Sink, error) {
+	switch {
+	case r.Sink != nil:
+		return r.Sink, nil
+	case r.Stdout != nil:
+		return newStdoutSink(r.Stdout), nil
+	case r.File != nil:
+		return NewFileSink(*r.File)
+	case r.Webhook != nil:
+		c := *r.Webhook
+		c.array = r.Batch > 1
+		return NewWebhookSink(c)
+	case r.NATS != nil:
+		return NewNATSSink(*r.NATS)
+	case r.Log != nil:
+		return newLogSink(r.Log), nil
+	}
+	return nil, fmt.Errorf("no sink configured")
+}
