@@ -122,7 +122,11 @@
 // settled, that is reported to the drop handler if any, when the watcher is
 // next read, its stats are taken, it is stopped, or its oldest values are
 // about to be overwritten: then the publisher moves the values it still
-// holds off the ring, at most once per ring's worth of values.
+// holds off the ring, at most once per ring's worth of values. A publisher
+// that finds a lossy reader lapped (it lost values since the last lap)
+// yields its processor once after unlocking ([runtime.Gosched]): a reader
+// that is merely slow, not stalled, gets to run before it loses more, and a
+// stalled one costs the publisher one yield per ring's worth of values.
 //
 // The first call of ResultChan gives the watcher its own channel (moving any
 // queued values into it). A channel watcher costs one non-blocking channel

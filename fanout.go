@@ -3,6 +3,7 @@ package fanout
 import (
 	"errors"
 	"math"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -573,6 +574,10 @@ type dropLog struct {
 	notes [4]dropNote
 	k     int
 	more  []dropNote
+	// lapped reports that the ring lapped a reader that lost values: a
+	// lossy reader falling behind. The publisher then yields its processor
+	// once, after unlocking (see report).
+	lapped bool
 }
 
 func (l *dropLog) add(f func(Drop), d Drop, n uint64) {
@@ -592,6 +597,12 @@ func (l *dropLog) add(f func(Drop), d Drop, n uint64) {
 
 // report calls the handlers, one call per value, containing panics.
 func (l *dropLog) report(c panicCounter) {
+	if l.lapped {
+		// At most once per lap of the ring: a stalled reader costs a
+		// publisher one yield per ring length of values, and a slow one
+		// gets a turn to read before it loses more.
+		runtime.Gosched()
+	}
 	for i := range l.k {
 		l.notes[i].call(c)
 	}

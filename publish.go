@@ -425,7 +425,9 @@ func (b *Broadcaster[T]) refresh(s uint64, log *dropLog) {
 		b.pruneFull(s)
 	}
 	if s >= b.lap {
-		b.refreshLap(s, log)
+		if b.refreshLap(s, log) {
+			log.lapped = true
+		}
 	}
 	if s >= b.limit {
 		b.refreshLimit(s)
@@ -460,18 +462,21 @@ func (b *Broadcaster[T]) refreshLimit(s uint64) {
 }
 
 // refreshLap settles the readers whose oldest value the value of s would
-// overwrite, moving their values off the ring, and recomputes the lap.
-func (b *Broadcaster[T]) refreshLap(s uint64, log *dropLog) {
+// overwrite, moving their values off the ring, and recomputes the lap. It
+// reports whether a reader lost values.
+func (b *Broadcaster[T]) refreshLap(s uint64, log *dropLog) bool {
 	lap := uint64(math.MaxUint64)
 	rg := b.ring.Load()
 	size := uint64(rg.Cap())
+	lost := false
 	for _, w := range b.lappers {
-		if w.pin.Load()+size <= s {
-			b.lapReader(w, s, rg, log)
+		if w.pin.Load()+size <= s && b.lapReader(w, s, rg, log) {
+			lost = true
 		}
 		lap = min(lap, w.pin.Load()+size)
 	}
 	b.lap = lap
+	return lost
 }
 
 // pruneFull takes the readers that made room off b.full.
@@ -495,16 +500,18 @@ func (b *Broadcaster[T]) pruneFull(s uint64) {
 // settles its drops and moves what the ring still holds for it into its own
 // queue. A DropOldest reader only settles: that leaves it the newest q values,
 // which the ring (at least twice the queue length) keeps for q more values.
-func (b *Broadcaster[T]) lapReader(w *Watcher[T], s uint64, rg *ring.Ring[T], log *dropLog) {
+func (b *Broadcaster[T]) lapReader(w *Watcher[T], s uint64, rg *ring.Ring[T], log *dropLog) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if n, r := w.settle(s); n > 0 {
+	n, r := w.settle(s)
+	if n > 0 {
 		w.count(r, n, log, nil)
 	}
 	if !w.lazyOldest() {
 		w.evacuate(s, rg)
 	}
 	w.publishMarks()
+	return n > 0
 }
 
 // decision returns what a full watcher's behaviour says about the value in
