@@ -20,35 +20,6 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 )
 
-func TestNewOptions(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		opt  Option
-		ok   bool
-	}{
-		{"sleep 0", WithSleepDuration(0), true},
-		{"sleep negative", WithSleepDuration(-time.Second), false},
-		{"queue 1", WithQueueLength(1), true},
-		{"queue 0", WithQueueLength(0), false},
-		{"queue negative", WithQueueLength(-1), false},
-		{"queue too long", WithQueueLength(fanout.MaxQueueLength + 1), false},
-		{"cache 1", WithCacheSize(1), true},
-		{"cache 0", WithCacheSize(0), false},
-		{"nil option", nil, true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			b, err := New(newRecordingSink(), tc.opt)
-			if tc.ok {
-				require.NoError(t, err)
-				b.Shutdown()
-			} else {
-				assert.Error(t, err)
-				assert.Nil(t, b)
-			}
-		})
-	}
-}
-
 func TestNewBroadcasterIsBroadcaster(t *testing.T) {
 	eb := NewBroadcaster(newRecordingSink())
 	b, ok := eb.(*Broadcaster)

@@ -6,6 +6,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/fanout-go/fanout/k8s/internal/adapt"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -206,13 +207,13 @@ func pairUp(v []string) []string {
 
 // client-go's schedule: 12 tries, sleep plus up to 25% jitter between them.
 func TestRetrySchedule(t *testing.T) {
-	for _, sleep := range []time.Duration{0, 2 * time.Second, defaultSleepDuration} {
+	for _, sleep := range []time.Duration{0, 2 * time.Second, adapt.DefaultSleepDuration} {
 		t.Run(sleep.String(), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				sink := newRecordingSink()
 				sink.fail = func(int, op) error { return errTransport }
 				var opts []Option
-				if sleep != defaultSleepDuration {
+				if sleep != adapt.DefaultSleepDuration {
 					opts = append(opts, WithSleepDuration(sleep))
 				}
 				b, r := startQuiet(t, sink, opts...)

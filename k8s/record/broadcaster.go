@@ -16,63 +16,11 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// Defaults, as client-go's.
-const (
-	// maxTriesPerEvent is the number of attempts to write an event.
-	maxTriesPerEvent = 12
-	// maxQueuedEvents is each sink's and watcher's queue length.
-	maxQueuedEvents = 1000
-	// defaultSleepDuration is the pause between attempts; the first is
-	// random in [0, defaultSleepDuration).
-	defaultSleepDuration = 10 * time.Second
-)
-
 // ShutdownTimeout bounds [Broadcaster.Shutdown]: how long it waits for the
 // events already recorded to get their last attempt before it gives up on
 // the rest (counted as dropped at shutdown). Use
 // [Broadcaster.ShutdownContext] to choose another bound.
 const ShutdownTimeout = 5 * time.Second
-
-// BroadcasterOption configures [NewBroadcaster].
-type BroadcasterOption func(*config)
-
-type config struct {
-	correlator  CorrelatorOptions
-	ctx         context.Context
-	sleep       time.Duration
-	queueLength int
-}
-
-// WithCorrelatorOptions tunes the aggregation, deduplication and spam
-// filter that every sink started with [Broadcaster.StartRecordingToSink]
-// gets (each sink has its own caches). Zero or negative fields mean
-// client-go's defaults.
-func WithCorrelatorOptions(options CorrelatorOptions) BroadcasterOption {
-	return func(c *config) { c.correlator = options }
-}
-
-// WithContext gives the broadcaster a context: cancelling it shuts the
-// broadcaster down (as [Broadcaster.Shutdown]), and its logger, if any
-// (klog.FromContext), is the broadcaster's. A nil context is ignored.
-func WithContext(ctx context.Context) BroadcasterOption {
-	return func(c *config) { c.ctx = ctx }
-}
-
-// WithSleepDuration sets the pause between attempts to write an event
-// (default 10 s; the first pause is random in [0, d)). A negative duration
-// means no pause.
-func WithSleepDuration(sleepDuration time.Duration) BroadcasterOption {
-	return func(c *config) { c.sleep = sleepDuration }
-}
-
-// WithQueueLength sets the length of each sink's and watcher's queue
-// (default 1000, as client-go's); an event that meets a full queue is
-// dropped for that sink or watcher and counted. Values below 1 mean 1,
-// values above [fanout.MaxQueueLength] mean that. client-go has no such
-// option.
-func WithQueueLength(n int) BroadcasterOption {
-	return func(c *config) { c.queueLength = min(max(n, 1), fanout.MaxQueueLength) }
-}
 
 // Broadcaster is the [EventBroadcaster] that [NewBroadcaster] returns,
 // built on a [fanout.Recorder]: recorders never block and start no
@@ -103,12 +51,7 @@ func NewBroadcaster(opts ...BroadcasterOption) EventBroadcaster {
 
 // New is [NewBroadcaster] returning the concrete type.
 func New(opts ...BroadcasterOption) *Broadcaster {
-	c := config{sleep: defaultSleepDuration, queueLength: maxQueuedEvents}
-	for _, o := range opts {
-		if o != nil {
-			o(&c)
-		}
-	}
+	c := newConfig(opts)
 	ctx := c.ctx
 	if ctx == nil {
 		ctx = context.Background()
@@ -117,12 +60,7 @@ func New(opts ...BroadcasterOption) *Broadcaster {
 	b.ctx, b.cancel = context.WithCancel(ctx)
 	rec, err := fanout.NewRecorder[*v1.Event](
 		fanout.WithQueueLength(c.queueLength),
-		fanout.WithRetry(fanout.RetryPolicy{
-			MaxTries:    maxTriesPerEvent,
-			Sleep:       max(c.sleep, 0),
-			RandomFirst: true,
-			Retryable:   adapt.Retryable,
-		}),
+		fanout.WithRetry(c.retry()),
 		fanout.WithDropHandler(b.logDrop),
 	)
 	if err != nil {

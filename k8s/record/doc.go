@@ -58,10 +58,32 @@
 // client-go: a zero argument to [NewEventAggregator] or
 // [NewEventSourceObjectSpamFilter] means client-go's default (client-go
 // would combine every event, skip every event or never refill); a negative
-// option means the default too; a remembered count of zero or less counts as
-// never seen (client-go stores counts as unsigned, so -1 is a huge count);
-// and a count saturates at the largest int32 instead of wrapping to a
-// negative number.
+// option means the default too (see Options); a remembered count of zero
+// or less counts as never seen (client-go stores counts as unsigned, so -1
+// is a huge count); and a count saturates at the largest int32 instead of
+// wrapping to a negative number.
+//
+// # Options
+//
+// One rule for every setting, shared with
+// [github.com/fanout-go/fanout/k8s/events]: a zero size or count means the
+// default, as for client-go's CorrelatorOptions, and so does a negative one
+// (client-go would misbehave); a negative pause between attempts means
+// none, as in client-go. No option makes a constructor fail or panic: they
+// have client-go's signatures, which return no error. The defaults are the
+// core's ([fanout.DefaultCacheSize], [fanout.DefaultRetryPolicy], ...),
+// which are client-go's.
+//
+//	option                                    default  zero or negative
+//	----------------------------------------  -------  --------------------------------
+//	WithSleepDuration                         10 s     no pause
+//	WithQueueLength                           1000     default (above 16,777,216: that)
+//	CorrelatorOptions.LRUCacheSize            4096     default
+//	CorrelatorOptions.BurstSize               25       default
+//	CorrelatorOptions.QPS                     1/300    default (NaN too; +Inf: no filter)
+//	CorrelatorOptions.MaxEvents               10       default
+//	CorrelatorOptions.MaxIntervalInSeconds    600      default (saturates at the longest
+//	                                                   Duration)
 //
 // The concrete type behind [NewBroadcaster] is [*Broadcaster]; use [New] to
 // get it directly, or a type assertion.
