@@ -24,8 +24,9 @@ const ShutdownTimeout = 5 * time.Second
 
 // Broadcaster is the [EventBroadcaster] that [NewBroadcaster] returns,
 // built on a [fanout.Recorder]: recorders never block and start no
-// goroutines; each sink, watcher and logger has one goroutine and its own
-// queue; every event that is not written is counted by cause ([Stats]).
+// goroutines; each sink, watcher and logger has one goroutine (two once
+// its watch's ResultChan is called) and its own queue; every event that
+// is not written is counted by cause ([Stats]).
 // Beyond client-go's interface it has [Broadcaster.Flush],
 // [Broadcaster.ShutdownContext] and [Broadcaster.Stats].
 type Broadcaster struct {
@@ -119,7 +120,8 @@ func isAPIError(err error) bool { return !adapt.Retryable(err) }
 // StartRecordingToSink starts writing every event to sink, through a
 // correlator of its own (see [WithCorrelatorOptions]) and with retries, on
 // one goroutine. Stopping the returned watch stops it; its ResultChan
-// yields no events and is closed once the sink has stopped. A nil sink, or
+// yields no events and is closed once the sink has stopped (calling it
+// starts a second goroutine, which waits for that). A nil sink, or
 // a broadcaster already shut down, gives a watch that is already stopped.
 func (b *Broadcaster) StartRecordingToSink(sink EventSink) watch.Interface {
 	if sink == nil {
@@ -133,7 +135,8 @@ func (b *Broadcaster) StartRecordingToSink(sink EventSink) watch.Interface {
 // StartEventWatcher calls eventHandler with every event, in order, on one
 // goroutine. The events are shared with other watchers and sinks: do not
 // modify them. Stopping the returned watch stops it; its ResultChan yields
-// no events and is closed once the handler has stopped. A nil handler, or
+// no events and is closed once the handler has stopped (calling it starts
+// a second goroutine, which waits for that). A nil handler, or
 // a broadcaster already shut down, gives a watch that is already stopped.
 // A panic in eventHandler drops that event (counted) instead of crashing.
 func (b *Broadcaster) StartEventWatcher(eventHandler func(*v1.Event)) watch.Interface {
@@ -252,7 +255,8 @@ type runnerWatch struct {
 func (w *runnerWatch) Stop() { w.run.Stop() }
 
 // ResultChan yields nothing (the sink or handler takes the events) and is
-// closed once the runner has exited.
+// closed once the runner has exited. Its first call starts the goroutine
+// that waits for that; the goroutine ends with the runner.
 func (w *runnerWatch) ResultChan() <-chan watch.Event {
 	w.once.Do(func() {
 		w.ch = make(chan watch.Event)

@@ -35,8 +35,9 @@
 //
 // # Better than client-go
 //
-//   - Goroutines are bounded by sinks and watchers: one each, never one per
-//     event. Recording never blocks and starts nothing.
+//   - Goroutines are bounded by sinks and watchers: one each (two once the
+//     watch's ResultChan is called), never one per event. Recording never
+//     blocks and starts nothing.
 //   - Nothing is lost silently. Every event that is not written is counted by
 //     cause (queue full, spam-filtered, rejected, retries exhausted, invalid
 //     input, shutdown): see [Broadcaster.Stats] and the Prometheus collector
@@ -92,11 +93,25 @@
 //
 // [Broadcaster.StartRecordingToSink], [Broadcaster.StartEventWatcher],
 // [Broadcaster.StartLogging] and [Broadcaster.StartStructuredLogging] each
-// start one goroutine, which runs until the returned watch is stopped or the
-// broadcaster shuts down. A sink's writes, retries included, run on its own
-// goroutine, one at a time, so a failing API server delays only that sink's
-// queue. [WithContext] registers a callback, not a goroutine. Recorders start
-// none.
+// start one goroutine, the runner, which runs until the returned watch is
+// stopped or the broadcaster shuts down (a write still in flight when a
+// bounded Shutdown gives up ends on its own). A sink's writes, retries
+// included, run on its runner, one at a time, so a failing API server
+// delays only that sink's queue.
+//
+// The first call of the returned watch's ResultChan starts a second
+// goroutine, which waits for the runner to exit, closes the channel and
+// ends; so stopping the watch, or Shutdown, ends both. A watch whose
+// ResultChan is never called has only the runner.
+//
+// [WithContext] registers a callback (context.AfterFunc), not a goroutine:
+// when the context ends, the standard library runs it on a goroutine of
+// its own, which shuts the broadcaster down (bounded by [ShutdownTimeout])
+// and ends; Shutdown unregisters it. A context that is not one of the
+// standard library's costs one goroutine more, the standard library's
+// watcher of it, until the context ends or Shutdown.
+//
+// Recorders start none.
 //
 // # Ordering
 //
