@@ -18,6 +18,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/klog/v2"
 )
 
 func TestNewBroadcasterIsBroadcaster(t *testing.T) {
@@ -368,15 +369,45 @@ func TestConcurrentRecording(t *testing.T) {
 	})
 }
 
-func TestLogDropDoesNotPanic(t *testing.T) {
-	for _, d := range []fanout.Drop{
-		{Reason: fanout.DropRejected, Err: errors.New("panic")},
-		{Reason: fanout.DropRejected, Err: badRequest()},
-		{Reason: fanout.DropFull},
-		{Reason: fanout.DropShutdown},
-		{Reason: fanout.DropRetries},
+// logDrop logs what the sink adapter has not: a panic in a sink or
+// handler as an error, a full queue and a drop at shutdown at V(2); API
+// errors and exhausted retries were logged by the sink adapter already.
+func TestLogDropLogsWhatTheSinkAdapterDidNot(t *testing.T) {
+	var mu sync.Mutex
+	var lines []string
+	// ContextualLogger: the logger, not klog's -v flag, decides verbosity.
+	klog.SetLoggerWithOptions(funcr.New(func(prefix, args string) {
+		mu.Lock()
+		defer mu.Unlock()
+		lines = append(lines, args)
+	}, funcr.Options{Verbosity: 2}), klog.ContextualLogger(true))
+	t.Cleanup(klog.ClearLogger)
+	for _, tc := range []struct {
+		name string
+		drop fanout.Drop
+		want string // a fragment of the one line logged; "" for none
+	}{
+		{"panic in a sink", fanout.Drop{Reason: fanout.DropRejected, Err: errors.New("sink bug")}, `"msg"="Event handler failed, event dropped" "error"="sink bug"`},
+		{"API error", fanout.Drop{Reason: fanout.DropRejected, Err: badRequest()}, ""},
+		{"rejected without error", fanout.Drop{Reason: fanout.DropRejected}, ""},
+		{"queue full", fanout.Drop{Reason: fanout.DropFull}, `"level"=2 "msg"="Event dropped: queue full"`},
+		{"shutdown", fanout.Drop{Reason: fanout.DropShutdown, Err: fanout.ErrStopped}, `"level"=2 "msg"="Event dropped: shutting down"`},
+		{"retries exhausted", fanout.Drop{Reason: fanout.DropRetries, Err: errTransport}, ""},
 	} {
-		logDrop(d)
+		t.Run(tc.name, func(t *testing.T) {
+			mu.Lock()
+			lines = nil
+			mu.Unlock()
+			logDrop(tc.drop)
+			mu.Lock()
+			defer mu.Unlock()
+			if tc.want == "" {
+				assert.Empty(t, lines)
+				return
+			}
+			require.Len(t, lines, 1)
+			assert.Contains(t, lines[0], tc.want)
+		})
 	}
 }
 
