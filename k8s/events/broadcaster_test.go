@@ -35,7 +35,7 @@ func TestNewBroadcasterIsBroadcaster(t *testing.T) {
 // gatedSink blocks every call until its gate is closed.
 func gatedSink(gate chan struct{}) *recordingSink {
 	s := newRecordingSink()
-	s.fail = func(int, op) error { <-gate; return nil }
+	s.HoldAll(gate)
 	return s
 }
 
@@ -64,7 +64,7 @@ func TestFullQueueDropsCounted(t *testing.T) {
 func TestFlush(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		sink := newRecordingSink()
-		sink.delay = time.Second
+		sink.Delay = time.Second
 		b, r := startQuiet(t, sink)
 		start := time.Now()
 		for i := range 5 {
@@ -111,7 +111,7 @@ func TestShutdownContextBounded(t *testing.T) {
 		s := b.Stats()
 		assert.EqualValues(t, 3, s.DroppedShutdown)
 		assert.Zero(t, s.Sinks)
-		assert.Len(t, sink.Ops(), 1)
+		assert.Len(t, sink.ops(), 1)
 		// A second shutdown has nothing left to wait for.
 		assert.NoError(t, b.ShutdownContext(context.Background()))
 	})
@@ -143,7 +143,7 @@ func TestShutdownLastAttempt(t *testing.T) {
 		r.Eventf(pod("good", "ns"), nil, corev1.EventTypeNormal, "R", "A", "n")
 		synctest.Wait() // bad failed once and sleeps before its retry
 		require.NoError(t, b.ShutdownContext(context.Background()))
-		ops := sink.Ops()
+		ops := sink.ops()
 		require.Len(t, ops, 2)
 		assert.Equal(t, nameAt("good", 0), ops[1].Name)
 		s := b.Stats()
@@ -171,7 +171,7 @@ func TestAfterShutdown(t *testing.T) {
 		stop()
 		b.StartRecordingToSink(nil) // logs, no panic
 		assert.NoError(t, b.Flush(context.Background()))
-		assert.Empty(t, sink.Ops())
+		assert.Empty(t, sink.ops())
 	})
 }
 
@@ -194,7 +194,7 @@ func TestStartRecordingContextCancel(t *testing.T) {
 		b.mu.Unlock()
 		r.Eventf(pod("b", "ns"), nil, corev1.EventTypeNormal, "R", "A", "n")
 		time.Sleep(time.Hour)
-		assert.Len(t, sink.Ops(), 1)
+		assert.Len(t, sink.ops(), 1)
 	})
 }
 
@@ -209,7 +209,7 @@ func TestStartRecordingToSinkStopChannel(t *testing.T) {
 		r := b.NewRecorder(scheme.Scheme, "ctrl").WithLogger(quiet)
 		r.Eventf(pod("a", "ns"), nil, corev1.EventTypeNormal, "R", "A", "n")
 		flush(t, b)
-		assert.Len(t, sink.Ops(), 1)
+		assert.Len(t, sink.ops(), 1)
 		close(stopCh)
 		synctest.Wait()
 		assert.Zero(t, b.Stats().Sinks)
@@ -226,7 +226,7 @@ func TestTwoSinkRuns(t *testing.T) {
 		r.Eventf(pod("a", "ns"), nil, corev1.EventTypeNormal, "R", "A", "n")
 		flush(t, b)
 		verbs := map[string]int{}
-		for _, o := range sink.Ops() {
+		for _, o := range sink.ops() {
 			verbs[o.Verb]++
 		}
 		assert.Equal(t, map[string]int{"create": 2, "patch": 2}, verbs)
@@ -237,7 +237,7 @@ func TestTwoSinkRuns(t *testing.T) {
 func TestGoroutinesBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		sink := newRecordingSink()
-		sink.delay = time.Second
+		sink.Delay = time.Second
 		b, r := startQuiet(t, sink)
 		stop, err := b.StartEventWatcher(func(k8sruntime.Object) { time.Sleep(time.Millisecond) })
 		require.NoError(t, err)
@@ -360,7 +360,7 @@ func TestConcurrentRecording(t *testing.T) {
 		assert.EqualValues(t, 160, s.Written, "80 keys, each created and patched once")
 		time.Sleep(time.Hour) // finish writes the 80 series
 		patches := 0
-		for _, o := range sink.Ops() {
+		for _, o := range sink.ops() {
 			if o.Verb == "patch" && o.Count == 10 {
 				patches++
 			}
@@ -424,7 +424,7 @@ func TestShutdownBoundsMaintenanceWrite(t *testing.T) {
 			r.Eventf(pod("a", "ns"), nil, corev1.EventTypeNormal, "R", "A", "n")
 		}
 		sleepUntil(30*time.Minute + time.Second) // the refresh hangs
-		require.Len(t, sink.Ops(), 3)
+		require.Len(t, sink.ops(), 3)
 		start := time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()

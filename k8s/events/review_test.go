@@ -60,23 +60,23 @@ func TestReviewSeriesObservedTimeIsRecordTime(t *testing.T) {
 	var theirs, ours []string
 	synctest.Test(t, func(t *testing.T) {
 		sink := newRecordingSink()
-		sink.delay = 5 * time.Second // a slow API server
+		sink.Delay = 5 * time.Second // a slow API server
 		eb := clientevents.NewBroadcaster(sink)
 		ctx, cancel := context.WithCancel(quietCtx(context.Background()))
 		require.NoError(t, eb.StartRecordingToSinkWithContext(ctx))
 		synctest.Wait()
 		reviewSlowScript(eb.NewRecorder(scheme.Scheme, "ctrl").WithLogger(quiet))
-		theirs = reviewSeriesPatches(sink.Ops())
+		theirs = reviewSeriesPatches(sink.ops())
 		cancel()
 		eb.Shutdown()
 		synctest.Wait()
 	})
 	synctest.Test(t, func(t *testing.T) {
 		sink := newRecordingSink()
-		sink.delay = 5 * time.Second
+		sink.Delay = 5 * time.Second
 		_, r := startQuiet(t, sink)
 		reviewSlowScript(r)
-		ours = reviewSeriesPatches(sink.Ops())
+		ours = reviewSeriesPatches(sink.ops())
 	})
 	require.Equal(t, []string{
 		"patch count=2 observed=" + micro(time.Second),
@@ -159,14 +159,14 @@ func TestReviewMergedLostWhenRecordingEndsCounted(t *testing.T) {
 					r.Eventf(p, nil, corev1.EventTypeNormal, "R", "A", "n")
 				}
 				flush(t, b)
-				require.Len(t, sink.Ops(), 2, "create and the count-2 patch; 3 occurrences merged")
+				require.Len(t, sink.ops(), 2, "create and the count-2 patch; 3 occurrences merged")
 				if how == "Shutdown" {
 					require.NoError(t, b.ShutdownContext(context.Background()))
 				} else {
 					cancel()
 				}
 				time.Sleep(time.Hour)
-				require.Len(t, sink.Ops(), 2, "the open series is never written")
+				require.Len(t, sink.ops(), 2, "the open series is never written")
 				s := b.Stats()
 				assert.EqualValues(t, 5, s.Recorded)
 				assert.EqualValues(t, 2, s.Written)
@@ -258,7 +258,7 @@ func TestReviewEvictedDuringRefreshNotCountedLost(t *testing.T) {
 		require.EqualValues(t, 1, b.SeriesEvicted())
 		close(gate)
 		synctest.Wait()
-		ops := summarize(rs.Ops())
+		ops := summarize(rs.ops())
 		require.Len(t, ops, 4)
 		assert.Equal(t, summary{30*time.Minute + time.Second, "patch", nameAt("a", 0), 6, micro(25*time.Minute + 10*time.Second), ""}, ops[3],
 			"the refresh wrote the 4 merged occurrences")

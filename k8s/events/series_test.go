@@ -69,7 +69,7 @@ func TestSeriesCreateThenPatch(t *testing.T) {
 		time.Sleep(time.Second)
 		r.Eventf(p, nil, corev1.EventTypeNormal, "Pulled", "Pull", "the note is not in the key")
 		flush(t, b)
-		ops := sink.Ops()
+		ops := sink.ops()
 		require.Len(t, ops, 2)
 		assert.Equal(t, op{Verb: "create", NS: "ns", Name: nameAt("foo", 0), Note: "first"}, ops[0])
 
@@ -123,7 +123,7 @@ func TestSeriesKey(t *testing.T) {
 				r.Eventf(p, q, corev1.EventTypeNormal, "R", "A", "n")
 				tc.second(r)
 				flush(t, b)
-				ops := sink.Ops()
+				ops := sink.ops()
 				require.Len(t, ops, 2)
 				assert.Equal(t, tc.wantVerb, ops[1].Verb)
 			})
@@ -138,7 +138,7 @@ func TestSeriesKey(t *testing.T) {
 			r.Eventf(p, nil, corev1.EventTypeNormal, "R", "A", "n")
 			r2.Eventf(p, nil, corev1.EventTypeNormal, "R", "A", "n")
 			flush(t, b)
-			ops := sink.Ops()
+			ops := sink.ops()
 			require.Len(t, ops, 2)
 			assert.Equal(t, "create", ops[1].Verb)
 		})
@@ -159,11 +159,11 @@ func TestSeriesMergedUntilFinish(t *testing.T) {
 		}
 		flush(t, b)
 		assert.EqualValues(t, 3, b.Stats().Merged)
-		assert.Len(t, sink.Ops(), 2)
+		assert.Len(t, sink.ops(), 2)
 
 		// The pass at 6 min finds the series idle for less than 6 min.
 		sleepUntil(6*time.Minute + 30*time.Second)
-		assert.Len(t, sink.Ops(), 2)
+		assert.Len(t, sink.ops(), 2)
 
 		// The pass at 12 min writes the final count and forgets the key.
 		sleepUntil(12*time.Minute + 30*time.Second)
@@ -174,7 +174,7 @@ func TestSeriesMergedUntilFinish(t *testing.T) {
 			{time.Second, "patch", nameAt("foo", 0), 2, micro(time.Second), ""},
 			{12 * time.Minute, "patch", nameAt("foo", 0), 5, micro(4 * time.Second), ""},
 			{12*time.Minute + 30*time.Second, "create", nameAt("foo", 12*time.Minute+30*time.Second), 0, "", ""},
-		}, summarize(sink.Ops()))
+		}, summarize(sink.ops()))
 		s := b.Stats()
 		assert.EqualValues(t, 3, s.Merged)
 		assert.EqualValues(t, 3, s.Written)
@@ -217,7 +217,7 @@ func TestSeriesRefreshAndFinish404(t *testing.T) {
 			// one the refresh stored (resource version 3)
 			{42 * time.Minute, "patch", name, 9, micro(35*time.Minute + 10*time.Second), "3"},
 			{42 * time.Minute, "create", name, 9, micro(35*time.Minute + 10*time.Second), ""},
-		}, summarize(sink.Ops()))
+		}, summarize(sink.ops()))
 		s := b.Stats()
 		assert.EqualValues(t, 7, s.Merged)
 		assert.EqualValues(t, 2, s.Written, "refresh and finish writes are not events")
@@ -243,7 +243,7 @@ func TestFinishForgetsSingletons(t *testing.T) {
 			{5 * time.Minute, "patch", nameAt("b", 0), 2, micro(5 * time.Minute), ""},
 			{12 * time.Minute, "patch", nameAt("b", 0), 2, micro(5 * time.Minute), ""},
 			{12*time.Minute + time.Second, "create", nameAt("c", 12*time.Minute+time.Second), 0, "", ""},
-		}, summarize(sink.Ops()))
+		}, summarize(sink.ops()))
 	})
 }
 
@@ -274,7 +274,7 @@ func TestMaintenanceWritesWithoutLock(t *testing.T) {
 		assert.EqualValues(t, 6, b.Stats().Merged)
 		close(gate)
 		sleepUntil(50 * time.Minute)
-		ops := summarize(sink.Ops())
+		ops := summarize(sink.ops())
 		require.Len(t, ops, 4)
 		assert.Equal(t, summary{30 * time.Minute, "patch", nameAt("foo", 0), 7, micro(25*time.Minute + 10*time.Second), ""}, ops[2])
 		// finish at 42 min writes the count that includes the occurrence
@@ -303,7 +303,7 @@ func TestSeriesCacheEviction(t *testing.T) {
 		// a starts afresh (evicting b, a singleton: not counted).
 		r.Eventf(pa, nil, corev1.EventTypeNormal, "R", "A", "n")
 		flush(t, b)
-		ops := sink.Ops()
+		ops := sink.ops()
 		require.Len(t, ops, 5)
 		assert.Equal(t, "create", ops[4].Verb)
 		assert.Equal(t, nameAt("a", 6*time.Second), ops[4].Name)
@@ -333,7 +333,7 @@ func TestFinishRejectedCounted(t *testing.T) {
 		assert.Zero(t, s.Merged)
 		assert.EqualValues(t, 2, s.DroppedRejected)
 		assert.EqualValues(t, 1, s.Failures)
-		ops := sink.Ops()
+		ops := sink.ops()
 		require.Len(t, ops, 3)
 		// At 6 min the series is idle for exactly 6 min, not more.
 		assert.Equal(t, 12*time.Minute, ops[2].At)
@@ -367,7 +367,7 @@ func TestRefreshFailureKeepsSeries(t *testing.T) {
 					{5*time.Minute + 10*time.Second, "patch", name, 2, micro(5*time.Minute + 10*time.Second), ""},
 					{30 * time.Minute, "patch", name, 6, micro(25*time.Minute + 10*time.Second), ""},
 					{36 * time.Minute, "patch", name, 6, micro(25*time.Minute + 10*time.Second), ""},
-				}, summarize(sink.Ops()))
+				}, summarize(sink.ops()))
 				s := b.Stats()
 				assert.EqualValues(t, 1, s.Failures)
 				assert.EqualValues(t, 4, s.Merged)

@@ -65,7 +65,7 @@ func TestWriteSeries404CreatesWithoutResourceVersion(t *testing.T) {
 	stored, err := w.write(ev)
 	require.NoError(t, err)
 	require.NotNil(t, stored)
-	ops := sink.Ops()
+	ops := sink.ops()
 	require.Len(t, ops, 2)
 	assert.Equal(t, "patch", ops[0].Verb)
 	assert.Equal(t, "7", ops[0].RV)
@@ -164,7 +164,7 @@ func TestErrorClassification(t *testing.T) {
 				}
 				r.Eventf(pod("a", "ns"), nil, corev1.EventTypeNormal, "R", "A", "n")
 				flush(t, b)
-				ops := sink.Ops()[first:]
+				ops := sink.ops()[first:]
 				verbs := make([]string, 0, len(ops))
 				for _, o := range ops {
 					verbs = append(verbs, o.Verb)
@@ -219,7 +219,7 @@ func TestRetrySchedule(t *testing.T) {
 				b, r := startQuiet(t, sink, opts...)
 				r.Eventf(pod("a", "ns"), nil, corev1.EventTypeNormal, "R", "A", "n")
 				flush(t, b)
-				ops := sink.Ops()
+				ops := sink.ops()
 				require.Len(t, ops, 12)
 				for i := 1; i < len(ops); i++ {
 					gap := ops[i].At - ops[i-1].At

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	restclient "k8s.io/client-go/rest"
 
+	"github.com/fanout-go/fanout/k8s/internal/apitest"
 	"github.com/fanout-go/fanout/k8s/record"
 )
 
@@ -31,14 +32,17 @@ func pod(name string) *v1.Pod {
 
 // start returns a broadcaster recording to a new test sink, shut down at
 // the end of the test.
-func start(t *testing.T, opts ...record.BroadcasterOption) (*record.Broadcaster, *testSink, record.EventRecorderLogger) {
+func start(t *testing.T, opts ...record.BroadcasterOption) (*record.Broadcaster, *apitest.CoreSink, record.EventRecorderLogger) {
 	t.Helper()
 	b := record.New(opts...)
 	t.Cleanup(b.Shutdown)
-	sink := newTestSink()
+	sink := apitest.NewCoreSink()
 	b.StartRecordingToSink(sink)
 	return b, sink, b.NewRecorder(scheme.Scheme, source)
 }
+
+// sinkCall is one call the fake sink received.
+type sinkCall = apitest.Call[*v1.Event]
 
 func flush(t *testing.T, b *record.Broadcaster) {
 	t.Helper()
@@ -88,7 +92,7 @@ func TestRepeatsArePatchedWithCounts(t *testing.T) {
 		}
 		flush(t, b)
 		calls := sink.Calls()
-		require.Equal(t, []string{"create", "patch", "patch"}, sink.ops())
+		require.Equal(t, []string{"create", "patch", "patch"}, sink.Ops())
 		name := calls[0].Event.Name
 		for i, c := range calls[1:] {
 			assert.Equal(t, name, c.Event.Name, "a repeat refers to the first event")
@@ -99,7 +103,7 @@ func TestRepeatsArePatchedWithCounts(t *testing.T) {
 			assert.Contains(t, c.Patch, `"message":"image pulled"`)
 			assert.Contains(t, c.Patch, `"lastTimestamp":`)
 		}
-		assert.Equal(t, int32(3), sink.stored[name].Count)
+		assert.Equal(t, int32(3), sink.Stored(name).Count)
 	})
 }
 
@@ -109,11 +113,11 @@ func TestPatch404FallsBackToCreate(t *testing.T) {
 		r.Event(pod("web"), v1.EventTypeNormal, "Pulled", "image pulled")
 		flush(t, b)
 		first := sink.Calls()[0].Event
-		clear(sink.stored) // the server lost the event (TTL)
+		sink.Forget() // the server lost the event (TTL)
 		r.Event(pod("web"), v1.EventTypeNormal, "Pulled", "image pulled")
 		flush(t, b)
 		calls := sink.Calls()
-		require.Equal(t, []string{"create", "patch", "create"}, sink.ops())
+		require.Equal(t, []string{"create", "patch", "create"}, sink.Ops())
 		assert.Equal(t, first.Name, calls[2].Event.Name)
 		assert.Empty(t, calls[2].Event.ResourceVersion, "resource version cleared for the create")
 		assert.Equal(t, "1", calls[1].Event.ResourceVersion, "the patch carried the stored version")
@@ -139,7 +143,7 @@ func TestErrorClassification(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				b, sink, r := start(t)
-				sink.fail = func(string, *v1.Event) error { return tc.err }
+				sink.Fail = func(sinkCall) error { return tc.err }
 				r.Event(pod("web"), v1.EventTypeNormal, "R", "m")
 				flush(t, b)
 				calls := sink.Calls()
@@ -174,7 +178,7 @@ func TestSleepDuration(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b, sink, r := start(t, record.WithSleepDuration(time.Minute))
 		n := 0
-		sink.fail = func(string, *v1.Event) error {
+		sink.Fail = func(sinkCall) error {
 			if n++; n < 4 {
 				return errors.New("down")
 			}
@@ -218,7 +222,8 @@ func (u *unregistered) DeepCopyObject() k8sruntime.Object { c := *u; return &c }
 func TestQueueFullDropsAreCounted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b, sink, r := start(t, record.WithQueueLength(3))
-		sink.block = make(chan struct{})
+		release := make(chan struct{})
+		sink.HoldAll(release)
 		r.Event(pod("p0"), v1.EventTypeNormal, "R", "m")
 		synctest.Wait() // the sink holds p0
 		for i := 1; i < 10; i++ {
@@ -228,7 +233,7 @@ func TestQueueFullDropsAreCounted(t *testing.T) {
 		assert.Equal(t, uint64(10), st.Recorded)
 		assert.Equal(t, uint64(6), st.DroppedFull, "1 in flight, 3 queued")
 		assert.Equal(t, 3, st.Queued)
-		close(sink.block)
+		close(release)
 		flush(t, b)
 		st = b.Stats()
 		assert.Equal(t, uint64(4), st.Written)
@@ -241,7 +246,7 @@ func TestGoroutinesBoundedBySinksNotEvents(t *testing.T) {
 		base := runtime.NumGoroutine()
 		b, sink, r := start(t)
 		b.StartLogging(func(string, ...any) {})
-		sink.fail = func(string, *v1.Event) error { time.Sleep(time.Millisecond); return nil }
+		sink.Fail = func(sinkCall) error { time.Sleep(time.Millisecond); return nil }
 		peak := 0
 		for i := range 10_000 {
 			r.Eventf(pod("web"), v1.EventTypeWarning, "Failed", "attempt %d", i)
@@ -264,7 +269,7 @@ func TestFlushWaitsForRetries(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b, sink, r := start(t)
 		n := 0
-		sink.fail = func(string, *v1.Event) error {
+		sink.Fail = func(sinkCall) error {
 			if n++; n < 3 {
 				return errors.New("down")
 			}
@@ -277,7 +282,7 @@ func TestFlushWaitsForRetries(t *testing.T) {
 
 		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 		defer cancel()
-		sink.fail = func(string, *v1.Event) error { return errors.New("down") }
+		sink.Fail = func(sinkCall) error { return errors.New("down") }
 		r.Event(pod("web"), v1.EventTypeNormal, "R", "other")
 		assert.ErrorIs(t, b.Flush(ctx), context.DeadlineExceeded, "Flush honours its context")
 	})
@@ -286,8 +291,9 @@ func TestFlushWaitsForRetries(t *testing.T) {
 func TestShutdownIsBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := record.New()
-		sink := newTestSink()
-		sink.block = make(chan struct{}) // a write that never ends on its own
+		sink := apitest.NewCoreSink()
+		release := make(chan struct{})
+		sink.HoldAll(release) // a write that never ends on its own
 		b.StartRecordingToSink(sink)
 		r := b.NewRecorder(scheme.Scheme, source)
 		for i := range 5 {
@@ -299,7 +305,7 @@ func TestShutdownIsBounded(t *testing.T) {
 		assert.Equal(t, 4, b.Stats().Queued, "one in flight")
 		r.Event(pod("web"), v1.EventTypeNormal, "R", "late")
 		assert.Equal(t, uint64(1), b.Stats().Refused)
-		close(sink.block)
+		close(release)
 		synctest.Wait()
 		st := b.Stats()
 		assert.Equal(t, uint64(1), st.Written, "the write in flight ends on its own")
@@ -311,8 +317,8 @@ func TestShutdownIsBounded(t *testing.T) {
 func TestShutdownGivesOneLastAttempt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := record.New()
-		sink := newTestSink()
-		sink.fail = func(string, *v1.Event) error { return errors.New("down") }
+		sink := apitest.NewCoreSink()
+		sink.Fail = func(sinkCall) error { return errors.New("down") }
 		b.StartRecordingToSink(sink)
 		r := b.NewRecorder(scheme.Scheme, source)
 		r.Event(pod("a"), v1.EventTypeNormal, "R", "m")
@@ -331,7 +337,7 @@ func TestWithContextCancelShutsDown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		b := record.New(record.WithContext(ctx))
-		sink := newTestSink()
+		sink := apitest.NewCoreSink()
 		w := b.StartRecordingToSink(sink)
 		r := b.NewRecorder(scheme.Scheme, source)
 		r.Event(pod("a"), v1.EventTypeNormal, "R", "m")

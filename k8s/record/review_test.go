@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	clientrecord "k8s.io/client-go/tools/record"
 
+	"github.com/fanout-go/fanout/k8s/internal/apitest"
 	"github.com/fanout-go/fanout/k8s/record"
 )
 
@@ -61,7 +62,7 @@ func TestReviewHugeMaxIntervalDoesNotPanic(t *testing.T) {
 	assert.Nil(t, reviewPanics(func() { record.NewEventAggregator(0, nil, nil, 0, huge, nil) }), "NewEventAggregator")
 	synctest.Test(t, func(t *testing.T) {
 		var b *record.Broadcaster
-		var sink *testSink
+		var sink *apitest.CoreSink
 		var r record.EventRecorderLogger
 		p := reviewPanics(func() { b, sink, r = start(t, record.WithCorrelatorOptions(opts)) })
 		require.Nil(t, p, "StartRecordingToSink")
@@ -96,7 +97,7 @@ func TestReviewFakeRecorderIncludeObjectOddObjects(t *testing.T) {
 func TestReviewShutdownFromHandlerIsBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := record.New()
-		sink := newTestSink()
+		sink := apitest.NewCoreSink()
 		b.StartRecordingToSink(sink)
 		var took time.Duration
 		done := make(chan struct{})
@@ -138,9 +139,9 @@ func TestReviewAccountingUnderConcurrentShutdown(t *testing.T) {
 		b := record.New(record.WithQueueLength(50), record.WithSleepDuration(time.Second))
 		const runners = 4
 		for i := range 3 {
-			s := newTestSink()
+			s := apitest.NewCoreSink()
 			n := 0
-			s.fail = func(op string, e *v1.Event) error {
+			s.Fail = func(c sinkCall) error {
 				n++
 				switch (n + i) % 7 {
 				case 0:
@@ -194,10 +195,10 @@ func TestReviewAccountingUnderConcurrentShutdown(t *testing.T) {
 // the stale version.
 func TestReviewRetryAfter404KeepsClientGoResourceVersion(t *testing.T) {
 	run := func(t *testing.T, b clientrecord.EventBroadcaster) []sinkCall {
-		sink := newTestSink()
+		sink := apitest.NewCoreSink()
 		creates := 0
-		sink.fail = func(op string, e *v1.Event) error {
-			if op == "create" {
+		sink.Fail = func(c sinkCall) error {
+			if c.Op == "create" {
 				if creates++; creates == 2 {
 					return errors.New("connection refused")
 				}
@@ -209,9 +210,7 @@ func TestReviewRetryAfter404KeepsClientGoResourceVersion(t *testing.T) {
 		r.Event(pod("web"), v1.EventTypeNormal, "Pulled", "image pulled")
 		synctest.Wait()
 		time.Sleep(time.Second)
-		sink.mu.Lock()
-		clear(sink.stored) // the server lost the event
-		sink.mu.Unlock()
+		sink.Forget() // the server lost the event
 		r.Event(pod("web"), v1.EventTypeNormal, "Pulled", "image pulled")
 		time.Sleep(time.Minute)
 		b.Shutdown()
@@ -260,7 +259,7 @@ func TestReviewConcurrentAPIUse(t *testing.T) {
 					case 3:
 						_ = b.Stats()
 					case 4:
-						s := b.StartRecordingToSink(newTestSink())
+						s := b.StartRecordingToSink(apitest.NewCoreSink())
 						if i%3 == 0 {
 							s.Stop()
 						}
