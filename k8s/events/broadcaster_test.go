@@ -443,3 +443,42 @@ func TestShutdownBoundsMaintenanceWrite(t *testing.T) {
 		assert.EqualValues(t, 1, b.Stats().Failures, "the cancelled refresh")
 	})
 }
+
+// Occurrences merged into a series still open when recording ends
+// (Shutdown, or the end of the context given to
+// StartRecordingToSinkWithContext) are never written, as in client-go; they
+// move from Merged to DroppedShutdown, since Merged means "written later".
+func TestOpenSeriesMergedOccurrencesCountedDroppedWhenRecordingEnds(t *testing.T) {
+	for _, how := range []string{"Shutdown", "context"} {
+		t.Run(how, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				sink := newRecordingSink()
+				b, err := New(sink)
+				require.NoError(t, err)
+				defer b.Shutdown()
+				ctx, cancel := context.WithCancel(quietCtx(context.Background()))
+				defer cancel()
+				require.NoError(t, b.StartRecordingToSinkWithContext(ctx))
+				r := b.NewRecorder(scheme.Scheme, "ctrl").WithLogger(quiet)
+				p := pod("foo", "ns")
+				for range 5 {
+					r.Eventf(p, nil, corev1.EventTypeNormal, "R", "A", "n")
+				}
+				flush(t, b)
+				require.Len(t, sink.ops(), 2, "create and the count-2 patch; 3 occurrences merged")
+				if how == "Shutdown" {
+					require.NoError(t, b.ShutdownContext(context.Background()))
+				} else {
+					cancel()
+				}
+				time.Sleep(time.Hour)
+				require.Len(t, sink.ops(), 2, "the open series is never written")
+				s := b.Stats()
+				assert.EqualValues(t, 5, s.Recorded)
+				assert.EqualValues(t, 2, s.Written)
+				assert.Zero(t, s.Merged, "nothing merged was written")
+				assert.EqualValues(t, 3, s.DroppedShutdown, "the 3 merged occurrences were lost when recording ended")
+			})
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package events
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"testing"
@@ -13,6 +14,8 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/client-go/kubernetes/scheme"
+	clientevents "k8s.io/client-go/tools/events"
 )
 
 // bubbleStart is the time a synctest bubble starts at.
@@ -375,4 +378,102 @@ func TestRefreshFailureKeepsSeries(t *testing.T) {
 			})
 		})
 	}
+}
+
+// seriesWrites returns the count and observed time of every series
+// write in ops.
+func seriesWrites(ops []op) []string {
+	var out []string
+	for _, o := range ops {
+		if o.Count > 0 {
+			out = append(out, fmt.Sprintf("%s count=%d observed=%s", o.Verb, o.Count, o.Observed))
+		}
+	}
+	return out
+}
+
+// threeOccurrencesThenFinish records three occurrences of one key at 0,
+// 1 s and 2 s, then waits for the finish pass at 12 min.
+func threeOccurrencesThenFinish(r EventRecorder) {
+	p := pod("foo", "ns")
+	for i := range 3 {
+		sleepUntil(time.Duration(i) * time.Second)
+		r.Eventf(p, nil, corev1.EventTypeNormal, "R", "A", "n")
+	}
+	sleepUntil(13 * time.Minute)
+	synctest.Wait()
+}
+
+// The observed time of a series occurrence is when the event was
+// recorded, not when the sink runner got round to it: client-go stamps it
+// as the event is recorded, so with an API server that takes 5 s per call
+// the patch of the 2nd occurrence still says 1 s and the finish write
+// 2 s. The patch bytes are client-go's, and the observed time drives
+// finish.
+func TestSeriesObservedTimeIsWhenRecordedNotWhenWritten(t *testing.T) {
+	var theirs, ours []string
+	synctest.Test(t, func(t *testing.T) {
+		sink := newRecordingSink()
+		sink.Delay = 5 * time.Second // a slow API server
+		eb := clientevents.NewBroadcaster(sink)
+		ctx, cancel := context.WithCancel(quietCtx(context.Background()))
+		require.NoError(t, eb.StartRecordingToSinkWithContext(ctx))
+		synctest.Wait()
+		threeOccurrencesThenFinish(eb.NewRecorder(scheme.Scheme, "ctrl").WithLogger(quiet))
+		theirs = seriesWrites(sink.ops())
+		cancel()
+		eb.Shutdown()
+		synctest.Wait()
+	})
+	synctest.Test(t, func(t *testing.T) {
+		sink := newRecordingSink()
+		sink.Delay = 5 * time.Second
+		_, r := startQuiet(t, sink)
+		threeOccurrencesThenFinish(r)
+		ours = seriesWrites(sink.ops())
+	})
+	require.Equal(t, []string{
+		"patch count=2 observed=" + micro(time.Second),
+		"patch count=3 observed=" + micro(2*time.Second),
+	}, theirs, "client-go, the reference")
+	assert.Equal(t, theirs, ours)
+}
+
+// A series evicted while a refresh write of it is in flight: the refresh
+// succeeds, so the occurrences merged into it reached the API server and
+// stay counted as Merged, not as dropped (WithCacheSize: only occurrences
+// "not yet written" are lost with an evicted series).
+func TestSeriesEvictedDuringItsRefreshCountsMergedAsWritten(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		gate := make(chan struct{})
+		sink := newRecordingSink()
+		sink.Hold = func(c sinkCall) <-chan struct{} {
+			if c.Op == "patch" && c.At.Sub(sink.start) == 30*time.Minute {
+				return gate
+			}
+			return nil
+		}
+		b, r := startQuiet(t, sink, WithCacheSize(1))
+		pa := pod("a", "ns")
+		r.Eventf(pa, nil, corev1.EventTypeNormal, "R", "A", "n")
+		for m := 5; m <= 25; m += 5 { // 2nd occurrence, then 4 merged
+			sleepUntil(time.Duration(m)*time.Minute + 10*time.Second)
+			r.Eventf(pa, nil, corev1.EventTypeNormal, "R", "A", "n")
+		}
+		sleepUntil(30*time.Minute + time.Second) // the refresh of a hangs
+		r.Eventf(pod("b", "ns"), nil, corev1.EventTypeNormal, "R", "A", "n")
+		flush(t, b) // b's create evicts a's series
+		require.EqualValues(t, 1, b.SeriesEvicted())
+		close(gate)
+		synctest.Wait()
+		ops := summarize(sink.ops())
+		require.Len(t, ops, 4)
+		assert.Equal(t, summary{30 * time.Minute, "patch", nameAt("a", 0), 6, micro(25*time.Minute + 10*time.Second), ""}, ops[2],
+			"the refresh, held from 30 min until b's create evicted a, wrote the 4 merged occurrences")
+		assert.Equal(t, "create", ops[3].Verb)
+		s := b.Stats()
+		assert.EqualValues(t, 3, s.Written)
+		assert.EqualValues(t, 4, s.Merged, "the merged occurrences were written by the refresh")
+		assert.Zero(t, s.DroppedFull, "nothing was lost")
+	})
 }

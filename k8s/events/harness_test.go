@@ -1,5 +1,9 @@
 package events
 
+// The test harness of this package: loggers, objects, the fake sink read
+// as op summaries, and a started broadcaster. helper_test.go tests
+// helper.go.
+
 import (
 	"context"
 	"errors"
