@@ -77,18 +77,13 @@ func NewBroadcaster(sink EventSink) EventBroadcaster {
 	return b
 }
 
-// New is [NewBroadcaster] with options, returning the concrete type. It
-// returns an error for an invalid option, never panics.
+// New is [NewBroadcaster] with options, returning the concrete type. No
+// option value is refused: a zero size means the default and other values
+// out of range are normalised, as each option says (see "Options" in the
+// package doc), so the error, the core recorder's, is nil for every
+// option. It never panics.
 func New(sink EventSink, opts ...Option) (*Broadcaster, error) {
-	cfg := defaultConfig()
-	for _, o := range opts {
-		if o != nil {
-			o.apply(&cfg)
-		}
-	}
-	if err := cfg.validate(); err != nil {
-		return nil, err
-	}
+	cfg := newConfig(opts)
 	b := &Broadcaster{
 		sink:      sink,
 		cacheSize: cfg.cacheSize,
@@ -97,12 +92,7 @@ func New(sink EventSink, opts ...Option) (*Broadcaster, error) {
 	}
 	rec, err := fanout.NewRecorder[*eventsv1.Event](
 		fanout.WithQueueLength(cfg.queue),
-		fanout.WithRetry(fanout.RetryPolicy{
-			MaxTries:  maxTriesPerEvent,
-			Sleep:     cfg.sleep,
-			Jitter:    retryJitter,
-			Retryable: adapt.Retryable,
-		}),
+		fanout.WithRetry(cfg.retry()),
 		fanout.WithDropHandler(logDrop),
 	)
 	if err != nil {

@@ -18,36 +18,8 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/klog/v2"
 )
-
-func TestNewOptions(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		opt  Option
-		ok   bool
-	}{
-		{"sleep 0", WithSleepDuration(0), true},
-		{"sleep negative", WithSleepDuration(-time.Second), false},
-		{"queue 1", WithQueueLength(1), true},
-		{"queue 0", WithQueueLength(0), false},
-		{"queue negative", WithQueueLength(-1), false},
-		{"queue too long", WithQueueLength(fanout.MaxQueueLength + 1), false},
-		{"cache 1", WithCacheSize(1), true},
-		{"cache 0", WithCacheSize(0), false},
-		{"nil option", nil, true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			b, err := New(newRecordingSink(), tc.opt)
-			if tc.ok {
-				require.NoError(t, err)
-				b.Shutdown()
-			} else {
-				assert.Error(t, err)
-				assert.Nil(t, b)
-			}
-		})
-	}
-}
 
 func TestNewBroadcasterIsBroadcaster(t *testing.T) {
 	eb := NewBroadcaster(newRecordingSink())
@@ -63,7 +35,7 @@ func TestNewBroadcasterIsBroadcaster(t *testing.T) {
 // gatedSink blocks every call until its gate is closed.
 func gatedSink(gate chan struct{}) *recordingSink {
 	s := newRecordingSink()
-	s.fail = func(int, op) error { <-gate; return nil }
+	s.HoldAll(gate)
 	return s
 }
 
@@ -92,7 +64,7 @@ func TestFullQueueDropsCounted(t *testing.T) {
 func TestFlush(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		sink := newRecordingSink()
-		sink.delay = time.Second
+		sink.Delay = time.Second
 		b, r := startQuiet(t, sink)
 		start := time.Now()
 		for i := range 5 {
@@ -139,7 +111,7 @@ func TestShutdownContextBounded(t *testing.T) {
 		s := b.Stats()
 		assert.EqualValues(t, 3, s.DroppedShutdown)
 		assert.Zero(t, s.Sinks)
-		assert.Len(t, sink.Ops(), 1)
+		assert.Len(t, sink.ops(), 1)
 		// A second shutdown has nothing left to wait for.
 		assert.NoError(t, b.ShutdownContext(context.Background()))
 	})
@@ -171,7 +143,7 @@ func TestShutdownLastAttempt(t *testing.T) {
 		r.Eventf(pod("good", "ns"), nil, corev1.EventTypeNormal, "R", "A", "n")
 		synctest.Wait() // bad failed once and sleeps before its retry
 		require.NoError(t, b.ShutdownContext(context.Background()))
-		ops := sink.Ops()
+		ops := sink.ops()
 		require.Len(t, ops, 2)
 		assert.Equal(t, nameAt("good", 0), ops[1].Name)
 		s := b.Stats()
@@ -199,7 +171,7 @@ func TestAfterShutdown(t *testing.T) {
 		stop()
 		b.StartRecordingToSink(nil) // logs, no panic
 		assert.NoError(t, b.Flush(context.Background()))
-		assert.Empty(t, sink.Ops())
+		assert.Empty(t, sink.ops())
 	})
 }
 
@@ -222,7 +194,7 @@ func TestStartRecordingContextCancel(t *testing.T) {
 		b.mu.Unlock()
 		r.Eventf(pod("b", "ns"), nil, corev1.EventTypeNormal, "R", "A", "n")
 		time.Sleep(time.Hour)
-		assert.Len(t, sink.Ops(), 1)
+		assert.Len(t, sink.ops(), 1)
 	})
 }
 
@@ -237,7 +209,7 @@ func TestStartRecordingToSinkStopChannel(t *testing.T) {
 		r := b.NewRecorder(scheme.Scheme, "ctrl").WithLogger(quiet)
 		r.Eventf(pod("a", "ns"), nil, corev1.EventTypeNormal, "R", "A", "n")
 		flush(t, b)
-		assert.Len(t, sink.Ops(), 1)
+		assert.Len(t, sink.ops(), 1)
 		close(stopCh)
 		synctest.Wait()
 		assert.Zero(t, b.Stats().Sinks)
@@ -254,7 +226,7 @@ func TestTwoSinkRuns(t *testing.T) {
 		r.Eventf(pod("a", "ns"), nil, corev1.EventTypeNormal, "R", "A", "n")
 		flush(t, b)
 		verbs := map[string]int{}
-		for _, o := range sink.Ops() {
+		for _, o := range sink.ops() {
 			verbs[o.Verb]++
 		}
 		assert.Equal(t, map[string]int{"create": 2, "patch": 2}, verbs)
@@ -265,7 +237,7 @@ func TestTwoSinkRuns(t *testing.T) {
 func TestGoroutinesBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		sink := newRecordingSink()
-		sink.delay = time.Second
+		sink.Delay = time.Second
 		b, r := startQuiet(t, sink)
 		stop, err := b.StartEventWatcher(func(k8sruntime.Object) { time.Sleep(time.Millisecond) })
 		require.NoError(t, err)
@@ -388,7 +360,7 @@ func TestConcurrentRecording(t *testing.T) {
 		assert.EqualValues(t, 160, s.Written, "80 keys, each created and patched once")
 		time.Sleep(time.Hour) // finish writes the 80 series
 		patches := 0
-		for _, o := range sink.Ops() {
+		for _, o := range sink.ops() {
 			if o.Verb == "patch" && o.Count == 10 {
 				patches++
 			}
@@ -397,15 +369,45 @@ func TestConcurrentRecording(t *testing.T) {
 	})
 }
 
-func TestLogDropDoesNotPanic(t *testing.T) {
-	for _, d := range []fanout.Drop{
-		{Reason: fanout.DropRejected, Err: errors.New("panic")},
-		{Reason: fanout.DropRejected, Err: badRequest()},
-		{Reason: fanout.DropFull},
-		{Reason: fanout.DropShutdown},
-		{Reason: fanout.DropRetries},
+// logDrop logs what the sink adapter has not: a panic in a sink or
+// handler as an error, a full queue and a drop at shutdown at V(2); API
+// errors and exhausted retries were logged by the sink adapter already.
+func TestLogDropLogsWhatTheSinkAdapterDidNot(t *testing.T) {
+	var mu sync.Mutex
+	var lines []string
+	// ContextualLogger: the logger, not klog's -v flag, decides verbosity.
+	klog.SetLoggerWithOptions(funcr.New(func(prefix, args string) {
+		mu.Lock()
+		defer mu.Unlock()
+		lines = append(lines, args)
+	}, funcr.Options{Verbosity: 2}), klog.ContextualLogger(true))
+	t.Cleanup(klog.ClearLogger)
+	for _, tc := range []struct {
+		name string
+		drop fanout.Drop
+		want string // a fragment of the one line logged; "" for none
+	}{
+		{"panic in a sink", fanout.Drop{Reason: fanout.DropRejected, Err: errors.New("sink bug")}, `"msg"="Event handler failed, event dropped" "error"="sink bug"`},
+		{"API error", fanout.Drop{Reason: fanout.DropRejected, Err: badRequest()}, ""},
+		{"rejected without error", fanout.Drop{Reason: fanout.DropRejected}, ""},
+		{"queue full", fanout.Drop{Reason: fanout.DropFull}, `"level"=2 "msg"="Event dropped: queue full"`},
+		{"shutdown", fanout.Drop{Reason: fanout.DropShutdown, Err: fanout.ErrStopped}, `"level"=2 "msg"="Event dropped: shutting down"`},
+		{"retries exhausted", fanout.Drop{Reason: fanout.DropRetries, Err: errTransport}, ""},
 	} {
-		logDrop(d)
+		t.Run(tc.name, func(t *testing.T) {
+			mu.Lock()
+			lines = nil
+			mu.Unlock()
+			logDrop(tc.drop)
+			mu.Lock()
+			defer mu.Unlock()
+			if tc.want == "" {
+				assert.Empty(t, lines)
+				return
+			}
+			require.Len(t, lines, 1)
+			assert.Contains(t, lines[0], tc.want)
+		})
 	}
 }
 
@@ -422,7 +424,7 @@ func TestShutdownBoundsMaintenanceWrite(t *testing.T) {
 			r.Eventf(pod("a", "ns"), nil, corev1.EventTypeNormal, "R", "A", "n")
 		}
 		sleepUntil(30*time.Minute + time.Second) // the refresh hangs
-		require.Len(t, sink.Ops(), 3)
+		require.Len(t, sink.ops(), 3)
 		start := time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
@@ -440,4 +442,43 @@ func TestShutdownBoundsMaintenanceWrite(t *testing.T) {
 		}
 		assert.EqualValues(t, 1, b.Stats().Failures, "the cancelled refresh")
 	})
+}
+
+// Occurrences merged into a series still open when recording ends
+// (Shutdown, or the end of the context given to
+// StartRecordingToSinkWithContext) are never written, as in client-go; they
+// move from Merged to DroppedShutdown, since Merged means "written later".
+func TestOpenSeriesMergedOccurrencesCountedDroppedWhenRecordingEnds(t *testing.T) {
+	for _, how := range []string{"Shutdown", "context"} {
+		t.Run(how, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				sink := newRecordingSink()
+				b, err := New(sink)
+				require.NoError(t, err)
+				defer b.Shutdown()
+				ctx, cancel := context.WithCancel(quietCtx(context.Background()))
+				defer cancel()
+				require.NoError(t, b.StartRecordingToSinkWithContext(ctx))
+				r := b.NewRecorder(scheme.Scheme, "ctrl").WithLogger(quiet)
+				p := pod("foo", "ns")
+				for range 5 {
+					r.Eventf(p, nil, corev1.EventTypeNormal, "R", "A", "n")
+				}
+				flush(t, b)
+				require.Len(t, sink.ops(), 2, "create and the count-2 patch; 3 occurrences merged")
+				if how == "Shutdown" {
+					require.NoError(t, b.ShutdownContext(context.Background()))
+				} else {
+					cancel()
+				}
+				time.Sleep(time.Hour)
+				require.Len(t, sink.ops(), 2, "the open series is never written")
+				s := b.Stats()
+				assert.EqualValues(t, 5, s.Recorded)
+				assert.EqualValues(t, 2, s.Written)
+				assert.Zero(t, s.Merged, "nothing merged was written")
+				assert.EqualValues(t, 3, s.DroppedShutdown, "the 3 merged occurrences were lost when recording ended")
+			})
+		})
+	}
 }

@@ -65,7 +65,7 @@ func runClientGo(t *testing.T, sc scenario) []op {
 		require.NoError(t, eb.StartRecordingToSinkWithContext(ctx))
 		synctest.Wait() // its first passes, on an empty cache
 		play(eb.NewRecorder(scheme.Scheme, "ctrl").WithLogger(quiet), sc)
-		ops = sink.Ops()
+		ops = sink.ops()
 		cancel()
 		eb.Shutdown()
 		synctest.Wait()
@@ -82,7 +82,7 @@ func runOurs(t *testing.T, sc scenario) []op {
 		ctx, cancel := context.WithCancel(quietCtx(context.Background()))
 		require.NoError(t, eb.StartRecordingToSinkWithContext(ctx))
 		play(eb.NewRecorder(scheme.Scheme, "ctrl").WithLogger(quiet), sc)
-		ops = sink.Ops()
+		ops = sink.ops()
 		cancel()
 		eb.Shutdown()
 	})

@@ -133,6 +133,17 @@
 //	open series refreshed        every 30 min                -
 //	Shutdown bound               5 s ([ShutdownTimeout])     [Broadcaster.ShutdownContext]
 //
+// # Options
+//
+// One rule for every setting, shared with
+// [github.com/fanout-go/fanout/k8s/record] (and client-go's rule for its
+// CorrelatorOptions): a zero or negative size means the default, a queue
+// longer than [fanout.MaxQueueLength] means that, and a negative pause
+// between tries means none, as in client-go. So [New] refuses no option
+// value. The defaults are the core's ([fanout.DefaultRetryPolicy],
+// [fanout.DefaultRecorderQueueLength], [fanout.DefaultCacheSize]), which
+// are client-go's.
+//
 // # Counters
 //
 // [Broadcaster.Stats] accounts for every event: for each sink and watcher

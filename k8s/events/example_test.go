@@ -3,6 +3,7 @@ package events_test
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/fanout-go/fanout/k8s/events"
 	corev1 "k8s.io/api/core/v1"
@@ -49,15 +50,13 @@ func ExampleNew() {
 	// recorded 2, written 2, dropped 0
 }
 
-// Invalid options are errors, not panics.
+// Options are never refused: zero means client-go's default, and a value
+// out of range is normalised (here a negative pause means none).
 func ExampleNew_options() {
-	_, err := events.New(nil, events.WithQueueLength(0))
-	fmt.Println(err)
-	b, err := events.New(nil, events.WithQueueLength(100), events.WithCacheSize(512), events.WithSleepDuration(0))
+	b, err := events.New(nil, events.WithQueueLength(100), events.WithCacheSize(512), events.WithSleepDuration(-time.Second))
 	fmt.Println(err)
 	b.Shutdown()
 	// Output:
-	// events: invalid queue length 0: must be 1 to 16777216
 	// <nil>
 }
 

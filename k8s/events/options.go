@@ -1,26 +1,30 @@
 package events
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/fanout-go/fanout"
+	"github.com/fanout-go/fanout/k8s/internal/adapt"
 )
 
-// client-go's defaults (tools/events/event_broadcaster.go), and the bound
-// of the series cache, which client-go does not have.
+// client-go's defaults (tools/events/event_broadcaster.go) that the core
+// does not have; the tries, pause, queue length and cache size are the
+// core's ([fanout.DefaultRetryPolicy], [fanout.DefaultRecorderQueueLength],
+// [fanout.DefaultCacheSize]).
 const (
-	maxTriesPerEvent     = 12
-	defaultSleepDuration = 10 * time.Second
-	retryJitter          = 0.25
-	maxQueuedEvents      = 1000
-	finishTime           = 6 * time.Minute
-	refreshTime          = 30 * time.Minute
-	defaultCacheSize     = 4096
+	retryJitter = 0.25
+	finishTime  = 6 * time.Minute
+	refreshTime = 30 * time.Minute
 )
+
+// maxTriesPerEvent is client-go's number of attempts to write an event.
+var maxTriesPerEvent = fanout.DefaultRetryPolicy().MaxTries
 
 // Option tunes a [Broadcaster] made by [New]. Each option's doc gives its
-// default, which is client-go's where client-go has the setting.
+// default, which is client-go's where client-go has the setting. No option
+// makes [New] fail: a zero size means the default and any other value out
+// of range is normalised, as each option says (see "Options" in the
+// package doc).
 type Option interface {
 	apply(*config)
 }
@@ -31,20 +35,26 @@ type config struct {
 	cacheSize int
 }
 
-func defaultConfig() config {
-	return config{sleep: defaultSleepDuration, queue: maxQueuedEvents, cacheSize: defaultCacheSize}
+// newConfig applies opts to the defaults and normalises the result.
+func newConfig(opts []Option) config {
+	c := config{sleep: adapt.DefaultSleepDuration}
+	for _, o := range opts {
+		if o != nil {
+			o.apply(&c)
+		}
+	}
+	c.sleep = adapt.SleepDuration(c.sleep)
+	c.queue = adapt.QueueLength(c.queue)
+	c.cacheSize = adapt.CacheSize(c.cacheSize)
+	return c
 }
 
-func (c config) validate() error {
-	switch {
-	case c.sleep < 0:
-		return fmt.Errorf("events: invalid sleep duration %v: must not be negative", c.sleep)
-	case c.queue < 1 || c.queue > fanout.MaxQueueLength:
-		return fmt.Errorf("events: invalid queue length %d: must be 1 to %d", c.queue, fanout.MaxQueueLength)
-	case c.cacheSize < 1:
-		return fmt.Errorf("events: invalid cache size %d: must be at least 1", c.cacheSize)
-	}
-	return nil
+// retry is client-go's retry policy with the configured pause: 12 tries,
+// each pause sleep plus up to 25% jitter.
+func (c config) retry() fanout.RetryPolicy {
+	p := adapt.Retry(c.sleep)
+	p.Jitter = retryJitter
+	return p
 }
 
 type optionFunc func(*config)
@@ -53,7 +63,8 @@ func (f optionFunc) apply(c *config) { f(c) }
 
 // WithSleepDuration sets the pause between two attempts to write an event:
 // d plus a random extra of up to 25% of d. The default is 10 s, as
-// client-go's; 0 retries at once. A negative d makes [New] fail.
+// client-go's. Zero retries at once, and so does a negative d, as in
+// client-go.
 func WithSleepDuration(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.sleep = d })
 }
@@ -61,7 +72,8 @@ func WithSleepDuration(d time.Duration) Option {
 // WithQueueLength sets how many events may wait for each sink and watcher
 // (default 1000, as client-go's). An event that meets a full queue is
 // dropped for that sink or watcher and counted in [eventstats.Stats]
-// DroppedFull. n must be 1 to [fanout.MaxQueueLength], else [New] fails.
+// DroppedFull. Zero or negative means the default; a length above
+// [fanout.MaxQueueLength] means that.
 func WithQueueLength(n int) Option {
 	return optionFunc(func(c *config) { c.queue = n })
 }
@@ -70,8 +82,8 @@ func WithQueueLength(n int) Option {
 // keys (default 4096; client-go's cache is unbounded). When it is full,
 // the least recently seen key is forgotten: a later occurrence of it starts
 // a new event, and occurrences merged into an evicted series and not yet
-// written are counted as dropped (see [Broadcaster.Stats]). n must be at
-// least 1, else [New] fails.
+// written are counted as dropped (see [Broadcaster.Stats]). Zero or
+// negative means the default.
 func WithCacheSize(n int) Option {
 	return optionFunc(func(c *config) { c.cacheSize = n })
 }

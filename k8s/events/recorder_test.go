@@ -98,7 +98,7 @@ func TestEventNameNotDNSSubdomain(t *testing.T) {
 		b, r := startQuiet(t, sink)
 		r.Eventf(pod("Not_A_Valid_Name", "ns"), nil, corev1.EventTypeNormal, "R", "A", "n")
 		flush(t, b)
-		ops := sink.Ops()
+		ops := sink.ops()
 		require.Len(t, ops, 1)
 		// client-go's util.GenerateEventName falls back to a UUID.
 		assert.Len(t, ops[0].Name, 36)
@@ -172,7 +172,7 @@ func TestInvalidInputCountedNoPanic(t *testing.T) {
 				r.Eventf(tc.regarding, nil, tc.eventtype, "R", "A", "note %v", "x")
 				r.(AnnotatedEventRecorder).AnnotatedEventf(tc.regarding, tc.regarding, nil, tc.eventtype, "R", "A", "n")
 				flush(t, b)
-				assert.Empty(t, sink.Ops())
+				assert.Empty(t, sink.ops())
 				s := b.Stats()
 				assert.EqualValues(t, 2, s.Invalid)
 				assert.EqualValues(t, 2, s.Dropped())
@@ -190,6 +190,6 @@ func TestWithLoggerKeepsBroadcaster(t *testing.T) {
 		assert.NotSame(t, r, r2)
 		r2.Eventf(pod("a", "ns"), nil, corev1.EventTypeNormal, "R", "A", "n")
 		flush(t, b)
-		require.Len(t, sink.Ops(), 1)
+		require.Len(t, sink.ops(), 1)
 	})
 }

@@ -1,6 +1,7 @@
 package events
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"testing"
@@ -13,6 +14,8 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/client-go/kubernetes/scheme"
+	clientevents "k8s.io/client-go/tools/events"
 )
 
 // bubbleStart is the time a synctest bubble starts at.
@@ -69,7 +72,7 @@ func TestSeriesCreateThenPatch(t *testing.T) {
 		time.Sleep(time.Second)
 		r.Eventf(p, nil, corev1.EventTypeNormal, "Pulled", "Pull", "the note is not in the key")
 		flush(t, b)
-		ops := sink.Ops()
+		ops := sink.ops()
 		require.Len(t, ops, 2)
 		assert.Equal(t, op{Verb: "create", NS: "ns", Name: nameAt("foo", 0), Note: "first"}, ops[0])
 
@@ -123,7 +126,7 @@ func TestSeriesKey(t *testing.T) {
 				r.Eventf(p, q, corev1.EventTypeNormal, "R", "A", "n")
 				tc.second(r)
 				flush(t, b)
-				ops := sink.Ops()
+				ops := sink.ops()
 				require.Len(t, ops, 2)
 				assert.Equal(t, tc.wantVerb, ops[1].Verb)
 			})
@@ -138,7 +141,7 @@ func TestSeriesKey(t *testing.T) {
 			r.Eventf(p, nil, corev1.EventTypeNormal, "R", "A", "n")
 			r2.Eventf(p, nil, corev1.EventTypeNormal, "R", "A", "n")
 			flush(t, b)
-			ops := sink.Ops()
+			ops := sink.ops()
 			require.Len(t, ops, 2)
 			assert.Equal(t, "create", ops[1].Verb)
 		})
@@ -159,11 +162,11 @@ func TestSeriesMergedUntilFinish(t *testing.T) {
 		}
 		flush(t, b)
 		assert.EqualValues(t, 3, b.Stats().Merged)
-		assert.Len(t, sink.Ops(), 2)
+		assert.Len(t, sink.ops(), 2)
 
 		// The pass at 6 min finds the series idle for less than 6 min.
 		sleepUntil(6*time.Minute + 30*time.Second)
-		assert.Len(t, sink.Ops(), 2)
+		assert.Len(t, sink.ops(), 2)
 
 		// The pass at 12 min writes the final count and forgets the key.
 		sleepUntil(12*time.Minute + 30*time.Second)
@@ -174,7 +177,7 @@ func TestSeriesMergedUntilFinish(t *testing.T) {
 			{time.Second, "patch", nameAt("foo", 0), 2, micro(time.Second), ""},
 			{12 * time.Minute, "patch", nameAt("foo", 0), 5, micro(4 * time.Second), ""},
 			{12*time.Minute + 30*time.Second, "create", nameAt("foo", 12*time.Minute+30*time.Second), 0, "", ""},
-		}, summarize(sink.Ops()))
+		}, summarize(sink.ops()))
 		s := b.Stats()
 		assert.EqualValues(t, 3, s.Merged)
 		assert.EqualValues(t, 3, s.Written)
@@ -217,7 +220,7 @@ func TestSeriesRefreshAndFinish404(t *testing.T) {
 			// one the refresh stored (resource version 3)
 			{42 * time.Minute, "patch", name, 9, micro(35*time.Minute + 10*time.Second), "3"},
 			{42 * time.Minute, "create", name, 9, micro(35*time.Minute + 10*time.Second), ""},
-		}, summarize(sink.Ops()))
+		}, summarize(sink.ops()))
 		s := b.Stats()
 		assert.EqualValues(t, 7, s.Merged)
 		assert.EqualValues(t, 2, s.Written, "refresh and finish writes are not events")
@@ -243,7 +246,7 @@ func TestFinishForgetsSingletons(t *testing.T) {
 			{5 * time.Minute, "patch", nameAt("b", 0), 2, micro(5 * time.Minute), ""},
 			{12 * time.Minute, "patch", nameAt("b", 0), 2, micro(5 * time.Minute), ""},
 			{12*time.Minute + time.Second, "create", nameAt("c", 12*time.Minute+time.Second), 0, "", ""},
-		}, summarize(sink.Ops()))
+		}, summarize(sink.ops()))
 	})
 }
 
@@ -274,7 +277,7 @@ func TestMaintenanceWritesWithoutLock(t *testing.T) {
 		assert.EqualValues(t, 6, b.Stats().Merged)
 		close(gate)
 		sleepUntil(50 * time.Minute)
-		ops := summarize(sink.Ops())
+		ops := summarize(sink.ops())
 		require.Len(t, ops, 4)
 		assert.Equal(t, summary{30 * time.Minute, "patch", nameAt("foo", 0), 7, micro(25*time.Minute + 10*time.Second), ""}, ops[2])
 		// finish at 42 min writes the count that includes the occurrence
@@ -303,7 +306,7 @@ func TestSeriesCacheEviction(t *testing.T) {
 		// a starts afresh (evicting b, a singleton: not counted).
 		r.Eventf(pa, nil, corev1.EventTypeNormal, "R", "A", "n")
 		flush(t, b)
-		ops := sink.Ops()
+		ops := sink.ops()
 		require.Len(t, ops, 5)
 		assert.Equal(t, "create", ops[4].Verb)
 		assert.Equal(t, nameAt("a", 6*time.Second), ops[4].Name)
@@ -333,7 +336,7 @@ func TestFinishRejectedCounted(t *testing.T) {
 		assert.Zero(t, s.Merged)
 		assert.EqualValues(t, 2, s.DroppedRejected)
 		assert.EqualValues(t, 1, s.Failures)
-		ops := sink.Ops()
+		ops := sink.ops()
 		require.Len(t, ops, 3)
 		// At 6 min the series is idle for exactly 6 min, not more.
 		assert.Equal(t, 12*time.Minute, ops[2].At)
@@ -367,7 +370,7 @@ func TestRefreshFailureKeepsSeries(t *testing.T) {
 					{5*time.Minute + 10*time.Second, "patch", name, 2, micro(5*time.Minute + 10*time.Second), ""},
 					{30 * time.Minute, "patch", name, 6, micro(25*time.Minute + 10*time.Second), ""},
 					{36 * time.Minute, "patch", name, 6, micro(25*time.Minute + 10*time.Second), ""},
-				}, summarize(sink.Ops()))
+				}, summarize(sink.ops()))
 				s := b.Stats()
 				assert.EqualValues(t, 1, s.Failures)
 				assert.EqualValues(t, 4, s.Merged)
@@ -375,4 +378,102 @@ func TestRefreshFailureKeepsSeries(t *testing.T) {
 			})
 		})
 	}
+}
+
+// seriesWrites returns the count and observed time of every series
+// write in ops.
+func seriesWrites(ops []op) []string {
+	var out []string
+	for _, o := range ops {
+		if o.Count > 0 {
+			out = append(out, fmt.Sprintf("%s count=%d observed=%s", o.Verb, o.Count, o.Observed))
+		}
+	}
+	return out
+}
+
+// threeOccurrencesThenFinish records three occurrences of one key at 0,
+// 1 s and 2 s, then waits for the finish pass at 12 min.
+func threeOccurrencesThenFinish(r EventRecorder) {
+	p := pod("foo", "ns")
+	for i := range 3 {
+		sleepUntil(time.Duration(i) * time.Second)
+		r.Eventf(p, nil, corev1.EventTypeNormal, "R", "A", "n")
+	}
+	sleepUntil(13 * time.Minute)
+	synctest.Wait()
+}
+
+// The observed time of a series occurrence is when the event was
+// recorded, not when the sink runner got round to it: client-go stamps it
+// as the event is recorded, so with an API server that takes 5 s per call
+// the patch of the 2nd occurrence still says 1 s and the finish write
+// 2 s. The patch bytes are client-go's, and the observed time drives
+// finish.
+func TestSeriesObservedTimeIsWhenRecordedNotWhenWritten(t *testing.T) {
+	var theirs, ours []string
+	synctest.Test(t, func(t *testing.T) {
+		sink := newRecordingSink()
+		sink.Delay = 5 * time.Second // a slow API server
+		eb := clientevents.NewBroadcaster(sink)
+		ctx, cancel := context.WithCancel(quietCtx(context.Background()))
+		require.NoError(t, eb.StartRecordingToSinkWithContext(ctx))
+		synctest.Wait()
+		threeOccurrencesThenFinish(eb.NewRecorder(scheme.Scheme, "ctrl").WithLogger(quiet))
+		theirs = seriesWrites(sink.ops())
+		cancel()
+		eb.Shutdown()
+		synctest.Wait()
+	})
+	synctest.Test(t, func(t *testing.T) {
+		sink := newRecordingSink()
+		sink.Delay = 5 * time.Second
+		_, r := startQuiet(t, sink)
+		threeOccurrencesThenFinish(r)
+		ours = seriesWrites(sink.ops())
+	})
+	require.Equal(t, []string{
+		"patch count=2 observed=" + micro(time.Second),
+		"patch count=3 observed=" + micro(2*time.Second),
+	}, theirs, "client-go, the reference")
+	assert.Equal(t, theirs, ours)
+}
+
+// A series evicted while a refresh write of it is in flight: the refresh
+// succeeds, so the occurrences merged into it reached the API server and
+// stay counted as Merged, not as dropped (WithCacheSize: only occurrences
+// "not yet written" are lost with an evicted series).
+func TestSeriesEvictedDuringItsRefreshCountsMergedAsWritten(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		gate := make(chan struct{})
+		sink := newRecordingSink()
+		sink.Hold = func(c sinkCall) <-chan struct{} {
+			if c.Op == "patch" && c.At.Sub(sink.start) == 30*time.Minute {
+				return gate
+			}
+			return nil
+		}
+		b, r := startQuiet(t, sink, WithCacheSize(1))
+		pa := pod("a", "ns")
+		r.Eventf(pa, nil, corev1.EventTypeNormal, "R", "A", "n")
+		for m := 5; m <= 25; m += 5 { // 2nd occurrence, then 4 merged
+			sleepUntil(time.Duration(m)*time.Minute + 10*time.Second)
+			r.Eventf(pa, nil, corev1.EventTypeNormal, "R", "A", "n")
+		}
+		sleepUntil(30*time.Minute + time.Second) // the refresh of a hangs
+		r.Eventf(pod("b", "ns"), nil, corev1.EventTypeNormal, "R", "A", "n")
+		flush(t, b) // b's create evicts a's series
+		require.EqualValues(t, 1, b.SeriesEvicted())
+		close(gate)
+		synctest.Wait()
+		ops := summarize(sink.ops())
+		require.Len(t, ops, 4)
+		assert.Equal(t, summary{30 * time.Minute, "patch", nameAt("a", 0), 6, micro(25*time.Minute + 10*time.Second), ""}, ops[2],
+			"the refresh, held from 30 min until b's create evicted a, wrote the 4 merged occurrences")
+		assert.Equal(t, "create", ops[3].Verb)
+		s := b.Stats()
+		assert.EqualValues(t, 3, s.Written)
+		assert.EqualValues(t, 4, s.Merged, "the merged occurrences were written by the refresh")
+		assert.Zero(t, s.DroppedFull, "nothing was lost")
+	})
 }

@@ -2,10 +2,15 @@ package events
 
 import (
 	"context"
+	"os"
+	"os/exec"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/fanout-go/fanout/k8s/internal/adapt"
+	"github.com/go-logr/logr/funcr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -14,8 +19,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/kubernetes/scheme"
 	restclient "k8s.io/client-go/rest"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/klog/v2"
 )
 
 func TestEventSinkImplEmptyNamespace(t *testing.T) {
@@ -64,7 +71,7 @@ func TestWriteSeries404CreatesWithoutResourceVersion(t *testing.T) {
 	stored, err := w.write(ev)
 	require.NoError(t, err)
 	require.NotNil(t, stored)
-	ops := sink.Ops()
+	ops := sink.ops()
 	require.Len(t, ops, 2)
 	assert.Equal(t, "patch", ops[0].Verb)
 	assert.Equal(t, "7", ops[0].RV)
@@ -163,7 +170,7 @@ func TestErrorClassification(t *testing.T) {
 				}
 				r.Eventf(pod("a", "ns"), nil, corev1.EventTypeNormal, "R", "A", "n")
 				flush(t, b)
-				ops := sink.Ops()[first:]
+				ops := sink.ops()[first:]
 				verbs := make([]string, 0, len(ops))
 				for _, o := range ops {
 					verbs = append(verbs, o.Verb)
@@ -206,19 +213,19 @@ func pairUp(v []string) []string {
 
 // client-go's schedule: 12 tries, sleep plus up to 25% jitter between them.
 func TestRetrySchedule(t *testing.T) {
-	for _, sleep := range []time.Duration{0, 2 * time.Second, defaultSleepDuration} {
+	for _, sleep := range []time.Duration{0, 2 * time.Second, adapt.DefaultSleepDuration} {
 		t.Run(sleep.String(), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				sink := newRecordingSink()
 				sink.fail = func(int, op) error { return errTransport }
 				var opts []Option
-				if sleep != defaultSleepDuration {
+				if sleep != adapt.DefaultSleepDuration {
 					opts = append(opts, WithSleepDuration(sleep))
 				}
 				b, r := startQuiet(t, sink, opts...)
 				r.Eventf(pod("a", "ns"), nil, corev1.EventTypeNormal, "R", "A", "n")
 				flush(t, b)
-				ops := sink.Ops()
+				ops := sink.ops()
 				require.Len(t, ops, 12)
 				for i := 1; i < len(ops); i++ {
 					gap := ops[i].At - ops[i-1].At
@@ -258,5 +265,68 @@ func TestFakeClientsetReactors(t *testing.T) {
 		s := b.Stats()
 		assert.EqualValues(t, 2, s.Written)
 		assert.EqualValues(t, 2, s.Failures)
+	})
+}
+
+// A sink that panics is contained on every goroutine this package starts:
+// on the runner (the write is dropped as rejected) and on the series
+// maintenance goroutine, whose finish pass writes the series 12 minutes
+// after the second occurrence. The sink is an EventSinkImpl without a
+// client (its nil Interface panics). It runs in a child process, so that a
+// panic that escapes fails this test instead of killing the test binary.
+func TestSinkPanicInSeriesMaintenanceIsContained(t *testing.T) {
+	if os.Getenv("FANOUT_TEST_CHILD") == t.Name() {
+		synctest.Test(t, func(t *testing.T) {
+			b, err := New(&EventSinkImpl{})
+			require.NoError(t, err)
+			require.NoError(t, b.StartRecordingToSinkWithContext(quietCtx(t.Context())))
+			defer b.Shutdown()
+			r := b.NewRecorder(scheme.Scheme, "ctrl").WithLogger(quiet)
+			p := pod("foo", "ns")
+			for range 3 {
+				r.Eventf(p, nil, corev1.EventTypeNormal, "R", "A", "n")
+			}
+			flush(t, b)
+			assert.EqualValues(t, 2, b.Stats().DroppedRejected, "the runner contained both panics")
+			sleepUntil(13 * time.Minute) // finish writes the series: panic
+			assert.Positive(t, b.Stats().Failures)
+		})
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), "FANOUT_TEST_CHILD="+t.Name())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		if len(out) > 3000 {
+			out = out[:3000]
+		}
+		t.Fatalf("the child process failed (%v): a sink panic in series maintenance crashed it:\n%s", err, out)
+	}
+}
+
+// A write that fails because the sink panicked is logged with the logger of
+// the context given to StartRecordingToSinkWithContext, as every other
+// error of the sink's writes, not with the global logger.
+func TestSinkPanicLoggedWithContextLogger(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var lines []string
+		logger := funcr.New(func(prefix, args string) {
+			mu.Lock()
+			lines = append(lines, args)
+			mu.Unlock()
+		}, funcr.Options{})
+		sink := newRecordingSink()
+		sink.Panic = func(c sinkCall) bool { return c.Op == "create" }
+		b, err := New(sink)
+		require.NoError(t, err)
+		defer b.Shutdown()
+		require.NoError(t, b.StartRecordingToSinkWithContext(klog.NewContext(t.Context(), logger)))
+		b.NewRecorder(scheme.Scheme, "ctrl").WithLogger(quiet).Eventf(pod("a", "ns"), nil, corev1.EventTypeNormal, "R", "A", "n")
+		flush(t, b)
+		require.EqualValues(t, 1, b.Stats().DroppedRejected)
+		mu.Lock()
+		defer mu.Unlock()
+		assert.NotEmpty(t, lines, "the failed write is logged with the context's logger")
 	})
 }

@@ -16,68 +16,17 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// Defaults, as client-go's.
-const (
-	// maxTriesPerEvent is the number of attempts to write an event.
-	maxTriesPerEvent = 12
-	// maxQueuedEvents is each sink's and watcher's queue length.
-	maxQueuedEvents = 1000
-	// defaultSleepDuration is the pause between attempts; the first is
-	// random in [0, defaultSleepDuration).
-	defaultSleepDuration = 10 * time.Second
-)
-
 // ShutdownTimeout bounds [Broadcaster.Shutdown]: how long it waits for the
 // events already recorded to get their last attempt before it gives up on
 // the rest (counted as dropped at shutdown). Use
 // [Broadcaster.ShutdownContext] to choose another bound.
 const ShutdownTimeout = 5 * time.Second
 
-// BroadcasterOption configures [NewBroadcaster].
-type BroadcasterOption func(*config)
-
-type config struct {
-	correlator  CorrelatorOptions
-	ctx         context.Context
-	sleep       time.Duration
-	queueLength int
-}
-
-// WithCorrelatorOptions tunes the aggregation, deduplication and spam
-// filter that every sink started with [Broadcaster.StartRecordingToSink]
-// gets (each sink has its own caches). Zero or negative fields mean
-// client-go's defaults.
-func WithCorrelatorOptions(options CorrelatorOptions) BroadcasterOption {
-	return func(c *config) { c.correlator = options }
-}
-
-// WithContext gives the broadcaster a context: cancelling it shuts the
-// broadcaster down (as [Broadcaster.Shutdown]), and its logger, if any
-// (klog.FromContext), is the broadcaster's. A nil context is ignored.
-func WithContext(ctx context.Context) BroadcasterOption {
-	return func(c *config) { c.ctx = ctx }
-}
-
-// WithSleepDuration sets the pause between attempts to write an event
-// (default 10 s; the first pause is random in [0, d)). A negative duration
-// means no pause.
-func WithSleepDuration(sleepDuration time.Duration) BroadcasterOption {
-	return func(c *config) { c.sleep = sleepDuration }
-}
-
-// WithQueueLength sets the length of each sink's and watcher's queue
-// (default 1000, as client-go's); an event that meets a full queue is
-// dropped for that sink or watcher and counted. Values below 1 mean 1,
-// values above [fanout.MaxQueueLength] mean that. client-go has no such
-// option.
-func WithQueueLength(n int) BroadcasterOption {
-	return func(c *config) { c.queueLength = min(max(n, 1), fanout.MaxQueueLength) }
-}
-
 // Broadcaster is the [EventBroadcaster] that [NewBroadcaster] returns,
 // built on a [fanout.Recorder]: recorders never block and start no
-// goroutines; each sink, watcher and logger has one goroutine and its own
-// queue; every event that is not written is counted by cause ([Stats]).
+// goroutines; each sink, watcher and logger has one goroutine (two once
+// its watch's ResultChan is called) and its own queue; every event that
+// is not written is counted by cause ([Stats]).
 // Beyond client-go's interface it has [Broadcaster.Flush],
 // [Broadcaster.ShutdownContext] and [Broadcaster.Stats].
 type Broadcaster struct {
@@ -103,12 +52,7 @@ func NewBroadcaster(opts ...BroadcasterOption) EventBroadcaster {
 
 // New is [NewBroadcaster] returning the concrete type.
 func New(opts ...BroadcasterOption) *Broadcaster {
-	c := config{sleep: defaultSleepDuration, queueLength: maxQueuedEvents}
-	for _, o := range opts {
-		if o != nil {
-			o(&c)
-		}
-	}
+	c := newConfig(opts)
 	ctx := c.ctx
 	if ctx == nil {
 		ctx = context.Background()
@@ -117,12 +61,7 @@ func New(opts ...BroadcasterOption) *Broadcaster {
 	b.ctx, b.cancel = context.WithCancel(ctx)
 	rec, err := fanout.NewRecorder[*v1.Event](
 		fanout.WithQueueLength(c.queueLength),
-		fanout.WithRetry(fanout.RetryPolicy{
-			MaxTries:    maxTriesPerEvent,
-			Sleep:       max(c.sleep, 0),
-			RandomFirst: true,
-			Retryable:   adapt.Retryable,
-		}),
+		fanout.WithRetry(c.retry()),
 		fanout.WithDropHandler(b.logDrop),
 	)
 	if err != nil {
@@ -181,7 +120,8 @@ func isAPIError(err error) bool { return !adapt.Retryable(err) }
 // StartRecordingToSink starts writing every event to sink, through a
 // correlator of its own (see [WithCorrelatorOptions]) and with retries, on
 // one goroutine. Stopping the returned watch stops it; its ResultChan
-// yields no events and is closed once the sink has stopped. A nil sink, or
+// yields no events and is closed once the sink has stopped (calling it
+// starts a second goroutine, which waits for that). A nil sink, or
 // a broadcaster already shut down, gives a watch that is already stopped.
 func (b *Broadcaster) StartRecordingToSink(sink EventSink) watch.Interface {
 	if sink == nil {
@@ -195,7 +135,8 @@ func (b *Broadcaster) StartRecordingToSink(sink EventSink) watch.Interface {
 // StartEventWatcher calls eventHandler with every event, in order, on one
 // goroutine. The events are shared with other watchers and sinks: do not
 // modify them. Stopping the returned watch stops it; its ResultChan yields
-// no events and is closed once the handler has stopped. A nil handler, or
+// no events and is closed once the handler has stopped (calling it starts
+// a second goroutine, which waits for that). A nil handler, or
 // a broadcaster already shut down, gives a watch that is already stopped.
 // A panic in eventHandler drops that event (counted) instead of crashing.
 func (b *Broadcaster) StartEventWatcher(eventHandler func(*v1.Event)) watch.Interface {
@@ -314,7 +255,8 @@ type runnerWatch struct {
 func (w *runnerWatch) Stop() { w.run.Stop() }
 
 // ResultChan yields nothing (the sink or handler takes the events) and is
-// closed once the runner has exited.
+// closed once the runner has exited. Its first call starts the goroutine
+// that waits for that; the goroutine ends with the runner.
 func (w *runnerWatch) ResultChan() <-chan watch.Event {
 	w.once.Do(func() {
 		w.ch = make(chan watch.Event)

@@ -12,19 +12,17 @@ import (
 	"unicode/utf8"
 
 	"github.com/fanout-go/fanout"
+	"github.com/fanout-go/fanout/k8s/internal/adapt"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/utils/clock"
 )
 
-// client-go's defaults (tools/record/events_cache.go).
+// client-go's defaults (tools/record/events_cache.go), from the core.
 const (
-	defaultCacheSize                      = 4096
-	defaultAggregateMaxEvents             = 10
-	defaultAggregateIntervalInSec         = 600
-	defaultSpamBurst                      = 25
-	defaultSpamQPS                float32 = 1. / 300.
+	defaultAggregateIntervalInSec         = int(fanout.DefaultAggregateInterval / time.Second)
+	defaultSpamQPS                float32 = float32(fanout.DefaultSpamRate)
 )
 
 // combinedPrefix starts the message of a combined event.
@@ -80,14 +78,11 @@ func EventAggregatorByReasonMessageFunc(event *v1.Event) string {
 }
 
 // options fills the zero (or, unlike client-go, negative) fields of o
-// with client-go's defaults.
+// with client-go's defaults: the package's option rule, shared with
+// k8s/events ([adapt.Size]).
 func options(o CorrelatorOptions) CorrelatorOptions {
-	if o.LRUCacheSize <= 0 {
-		o.LRUCacheSize = defaultCacheSize
-	}
-	if o.BurstSize <= 0 {
-		o.BurstSize = defaultSpamBurst
-	}
+	o.LRUCacheSize = adapt.CacheSize(o.LRUCacheSize)
+	o.BurstSize = adapt.Size(o.BurstSize, fanout.DefaultSpamBurst, math.MaxInt)
 	if !(o.QPS > 0) { // also NaN; +Inf turns the filter off, as in client-go
 		o.QPS = defaultSpamQPS
 	}
@@ -97,14 +92,9 @@ func options(o CorrelatorOptions) CorrelatorOptions {
 	if o.MessageFunc == nil {
 		o.MessageFunc = EventAggregatorByReasonMessageFunc
 	}
-	if o.MaxEvents <= 0 {
-		o.MaxEvents = defaultAggregateMaxEvents
-	}
-	if o.MaxIntervalInSeconds <= 0 {
-		o.MaxIntervalInSeconds = defaultAggregateIntervalInSec
-	}
+	o.MaxEvents = adapt.Size(o.MaxEvents, fanout.DefaultAggregateMaxKeys, math.MaxInt)
 	// Saturate where client-go's seconds-to-Duration product overflows.
-	o.MaxIntervalInSeconds = min(o.MaxIntervalInSeconds, int(math.MaxInt64/int64(time.Second)))
+	o.MaxIntervalInSeconds = adapt.Size(o.MaxIntervalInSeconds, defaultAggregateIntervalInSec, int(math.MaxInt64/int64(time.Second)))
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}

@@ -21,6 +21,7 @@ import (
 	clientrecord "k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
+	"github.com/fanout-go/fanout/k8s/internal/apitest"
 	"github.com/fanout-go/fanout/k8s/record"
 )
 
@@ -45,14 +46,14 @@ func (l *lines) logger() logr.Logger {
 // two loggers.
 type side struct {
 	b          clientrecord.EventBroadcaster
-	sink       *testSink
+	sink       *apitest.CoreSink
 	logf       lines
 	structured lines
 	recorders  []clientrecord.EventRecorder
 }
 
 func newSide(ctx context.Context, newBroadcaster func(...any) clientrecord.EventBroadcaster, opts clientrecord.CorrelatorOptions) *side {
-	s := &side{sink: newTestSink()}
+	s := &side{sink: apitest.NewCoreSink()}
 	s.b = newBroadcaster(klog.NewContext(ctx, s.structured.logger()), opts)
 	s.b.StartRecordingToSink(s.sink)
 	s.b.StartLogging(func(format string, args ...any) { s.logf.add(fmt.Sprintf(format, args...)) })
@@ -149,9 +150,7 @@ func TestDifferentialClientGo(t *testing.T) {
 				for _, s := range steps {
 					if s.lose {
 						for _, sd := range []*side{c, o} {
-							sd.sink.mu.Lock()
-							clear(sd.sink.stored)
-							sd.sink.mu.Unlock()
+							sd.sink.Forget()
 						}
 					}
 					for _, sd := range []*side{c, o} {

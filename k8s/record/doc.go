@@ -35,8 +35,9 @@
 //
 // # Better than client-go
 //
-//   - Goroutines are bounded by sinks and watchers: one each, never one per
-//     event. Recording never blocks and starts nothing.
+//   - Goroutines are bounded by sinks and watchers: one each (two once the
+//     watch's ResultChan is called), never one per event. Recording never
+//     blocks and starts nothing.
 //   - Nothing is lost silently. Every event that is not written is counted by
 //     cause (queue full, spam-filtered, rejected, retries exhausted, invalid
 //     input, shutdown): see [Broadcaster.Stats] and the Prometheus collector
@@ -58,10 +59,32 @@
 // client-go: a zero argument to [NewEventAggregator] or
 // [NewEventSourceObjectSpamFilter] means client-go's default (client-go
 // would combine every event, skip every event or never refill); a negative
-// option means the default too; a remembered count of zero or less counts as
-// never seen (client-go stores counts as unsigned, so -1 is a huge count);
-// and a count saturates at the largest int32 instead of wrapping to a
-// negative number.
+// option means the default too (see Options); a remembered count of zero
+// or less counts as never seen (client-go stores counts as unsigned, so -1
+// is a huge count); and a count saturates at the largest int32 instead of
+// wrapping to a negative number.
+//
+// # Options
+//
+// One rule for every setting, shared with
+// [github.com/fanout-go/fanout/k8s/events]: a zero size or count means the
+// default, as for client-go's CorrelatorOptions, and so does a negative one
+// (client-go would misbehave); a negative pause between attempts means
+// none, as in client-go. No option makes a constructor fail or panic: they
+// have client-go's signatures, which return no error. The defaults are the
+// core's ([fanout.DefaultCacheSize], [fanout.DefaultRetryPolicy], ...),
+// which are client-go's.
+//
+//	option                                    default  zero or negative
+//	----------------------------------------  -------  --------------------------------
+//	WithSleepDuration                         10 s     no pause
+//	WithQueueLength                           1000     default (above 16,777,216: that)
+//	CorrelatorOptions.LRUCacheSize            4096     default
+//	CorrelatorOptions.BurstSize               25       default
+//	CorrelatorOptions.QPS                     1/300    default (NaN too; +Inf: no filter)
+//	CorrelatorOptions.MaxEvents               10       default
+//	CorrelatorOptions.MaxIntervalInSeconds    600      default (saturates at the longest
+//	                                                   Duration)
 //
 // The concrete type behind [NewBroadcaster] is [*Broadcaster]; use [New] to
 // get it directly, or a type assertion.
@@ -70,11 +93,25 @@
 //
 // [Broadcaster.StartRecordingToSink], [Broadcaster.StartEventWatcher],
 // [Broadcaster.StartLogging] and [Broadcaster.StartStructuredLogging] each
-// start one goroutine, which runs until the returned watch is stopped or the
-// broadcaster shuts down. A sink's writes, retries included, run on its own
-// goroutine, one at a time, so a failing API server delays only that sink's
-// queue. [WithContext] registers a callback, not a goroutine. Recorders start
-// none.
+// start one goroutine, the runner, which runs until the returned watch is
+// stopped or the broadcaster shuts down (a write still in flight when a
+// bounded Shutdown gives up ends on its own). A sink's writes, retries
+// included, run on its runner, one at a time, so a failing API server
+// delays only that sink's queue.
+//
+// The first call of the returned watch's ResultChan starts a second
+// goroutine, which waits for the runner to exit, closes the channel and
+// ends; so stopping the watch, or Shutdown, ends both. A watch whose
+// ResultChan is never called has only the runner.
+//
+// [WithContext] registers a callback (context.AfterFunc), not a goroutine:
+// when the context ends, the standard library runs it on a goroutine of
+// its own, which shuts the broadcaster down (bounded by [ShutdownTimeout])
+// and ends; Shutdown unregisters it. A context that is not one of the
+// standard library's costs one goroutine more, the standard library's
+// watcher of it, until the context ends or Shutdown.
+//
+// Recorders start none.
 //
 // # Ordering
 //

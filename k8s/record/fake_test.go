@@ -7,6 +7,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientrecord "k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
@@ -66,4 +68,21 @@ func TestEventRecorderAdapter(t *testing.T) {
 	assert.Equal(t, "Warning R note map[a:b]", <-f.Events)
 	assert.Equal(t, "Normal L logger", <-f.Events)
 	record.NewEventRecorderAdapter(nil).Eventf(pod("web"), nil, v1.EventTypeNormal, "R", "A", "nil recorder: no panic")
+}
+
+// kindless is a runtime.Object whose GetObjectKind returns nil.
+type kindless struct{}
+
+func (kindless) GetObjectKind() schema.ObjectKind  { return nil }
+func (kindless) DeepCopyObject() k8sruntime.Object { return kindless{} }
+
+// FakeRecorder with IncludeObject describes a typed nil object or one
+// without an ObjectKind instead of panicking: the fake is what tests pass
+// odd objects to.
+func TestFakeRecorderIncludeObjectAcceptsOddObjects(t *testing.T) {
+	f := record.NewFakeRecorder(10)
+	f.IncludeObject = true
+	var nilPod *v1.Pod
+	assert.Nil(t, panicValue(func() { f.Event(nilPod, v1.EventTypeNormal, "R", "typed nil") }), "typed nil object")
+	assert.Nil(t, panicValue(func() { f.Event(kindless{}, v1.EventTypeNormal, "R", "no kind") }), "nil ObjectKind")
 }

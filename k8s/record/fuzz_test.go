@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
 
+	"github.com/fanout-go/fanout/k8s/internal/apitest"
 	"github.com/fanout-go/fanout/k8s/record"
 )
 
@@ -26,7 +27,7 @@ func FuzzRecorderInput(f *testing.F) {
 	f.Fuzz(func(t *testing.T, kind uint8, eventType, reason, message, name, namespace, key, value string) {
 		b := record.New()
 		defer b.Shutdown()
-		sink := newTestSink()
+		sink := apitest.NewCoreSink()
 		b.StartRecordingToSink(sink)
 		r := b.NewRecorder(scheme.Scheme, v1.EventSource{Component: "fuzz"})
 		var obj k8sruntime.Object

@@ -1,13 +1,17 @@
 package events
 
+// The test harness of this package: loggers, objects, the fake sink read
+// as op summaries, and a started broadcaster. helper_test.go tests
+// helper.go.
+
 import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/fanout-go/fanout/k8s/internal/apitest"
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -28,7 +32,7 @@ func pod(name, ns string) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: types.UID("uid-" + name)}}
 }
 
-// op is one sink call as a recordingSink saw it.
+// op is this package's summary of one call of a recordingSink.
 type op struct {
 	At       time.Duration // since the sink was made
 	Verb     string        // create, update, patch
@@ -46,72 +50,60 @@ func (o op) String() string {
 		o.At, o.Verb, o.NS, o.Name, o.Count, o.Observed, o.RV, o.Patch, o.Note, o.Err)
 }
 
-// recordingSink is an EventSink that records every call. fail, if set,
-// decides an error for a call (nil: success); n is the call's index. A
-// call for which hang, if set, is true blocks until its context ends.
+// sinkCall is one call the shared fake sink received.
+type sinkCall = apitest.Call[*eventsv1.Event]
+
+// recordingSink is the shared fake events.k8s.io sink
+// ([apitest.EventsSink]: it records every call, can delay, fail, hold or
+// panic) read through op summaries. fail and hang are its Fail and Hold
+// hooks over summaries, read at each call: fail decides a call's error
+// from its index (nil: success); a call for which hang is true blocks
+// until its context ends.
 type recordingSink struct {
+	*apitest.EventsSink
 	start time.Time
 	fail  func(n int, o op) error
 	hang  func(o op) bool
-	delay time.Duration // each call sleeps this long first
-
-	mu  sync.Mutex
-	ops []op
-	rv  int
 }
 
-func newRecordingSink() *recordingSink { return &recordingSink{start: time.Now()} }
-
-func (s *recordingSink) call(ctx context.Context, verb string, ev *eventsv1.Event, patch []byte) (*eventsv1.Event, error) {
-	if s.delay > 0 {
-		time.Sleep(s.delay)
+func newRecordingSink() *recordingSink {
+	s := &recordingSink{EventsSink: &apitest.EventsSink{}, start: time.Now()}
+	s.Fail = func(c sinkCall) error {
+		if s.fail == nil {
+			return nil
+		}
+		return s.fail(c.N, s.op(c))
 	}
-	o := op{At: time.Since(s.start), Verb: verb, NS: ev.Namespace, Name: ev.Name, Patch: string(patch), RV: ev.ResourceVersion, Note: ev.Note}
+	s.Hold = func(c sinkCall) <-chan struct{} {
+		if s.hang != nil && s.hang(s.op(c)) {
+			return make(chan struct{}) // never ready: until the context ends
+		}
+		return nil
+	}
+	return s
+}
+
+func (s *recordingSink) op(c sinkCall) op {
+	ev := c.Event
+	o := op{At: c.At.Sub(s.start), Verb: c.Op, NS: ev.Namespace, Name: ev.Name, Patch: c.Patch, RV: ev.ResourceVersion, Note: ev.Note}
 	if ev.Series != nil {
 		o.Count = ev.Series.Count
 		o.Observed = ev.Series.LastObservedTime.UTC().Format(metav1.RFC3339Micro)
 	}
-	s.mu.Lock()
-	n := len(s.ops)
-	var err error
-	if s.fail != nil {
-		err = s.fail(n, o)
+	if c.Err != nil {
+		o.Err = c.Err.Error()
 	}
-	if err != nil {
-		o.Err = err.Error()
-	}
-	s.ops = append(s.ops, o)
-	s.rv++
-	rv := s.rv
-	s.mu.Unlock()
-	if s.hang != nil && s.hang(o) {
-		<-ctx.Done()
-		return nil, ctx.Err()
-	}
-	if err != nil {
-		return nil, err
-	}
-	stored := ev.DeepCopy()
-	stored.ResourceVersion = fmt.Sprint(rv)
-	return stored, nil
+	return o
 }
 
-func (s *recordingSink) Create(ctx context.Context, ev *eventsv1.Event) (*eventsv1.Event, error) {
-	return s.call(ctx, "create", ev, nil)
-}
-
-func (s *recordingSink) Update(ctx context.Context, ev *eventsv1.Event) (*eventsv1.Event, error) {
-	return s.call(ctx, "update", ev, nil)
-}
-
-func (s *recordingSink) Patch(ctx context.Context, ev *eventsv1.Event, data []byte) (*eventsv1.Event, error) {
-	return s.call(ctx, "patch", ev, data)
-}
-
-func (s *recordingSink) Ops() []op {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]op(nil), s.ops...)
+// ops returns the summaries of the calls so far, in order.
+func (s *recordingSink) ops() []op {
+	calls := s.Calls()
+	out := make([]op, len(calls))
+	for i, c := range calls {
+		out[i] = s.op(c)
+	}
+	return out
 }
 
 var eventsGR = schema.GroupResource{Group: "events.k8s.io", Resource: "events"}
