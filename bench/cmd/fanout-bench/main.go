@@ -48,6 +48,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/fanout-go/fanout/bench/internal/harness"
 	"github.com/fanout-go/fanout/bench/internal/natsbench"
@@ -96,92 +97,145 @@ func (l *intList) Set(v string) error {
 // run parses args, runs the harness and writes the report to stdout and
 // progress to stderr.
 func run(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("fanout-bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	def := harness.DefaultConfig()
-	var (
-		quick      = fs.Bool("quick", false, "a smoke run of a few seconds: N=10,100, 1 producer, 3 short reps (other flags given override it)")
-		watchers   = intList(def.Watchers)
-		producers  = intList(def.Producers)
-		latProd    = intList(def.LatencyProducers)
-		recProd    = intList(def.RecordProducers)
-		idlePull   = fs.Int("idle-pull-watchers", def.IdlePullWatchers, "idle watchers of the memory measurement of fanout wait pull")
-		reps       = fs.Int("reps", def.Reps, "measured repetitions per case (medians are reported)")
-		duration   = fs.Duration("duration", def.Target, "target time of one throughput measurement (sets the events per measurement)")
-		events     = fs.Int("events", 0, "fixed events per throughput measurement instead of -duration")
-		latency    = fs.Duration("latency", def.LatencyDuration, "latency measurement time per system")
-		latWatch   = fs.Int("latency-watchers", def.LatencyWatchers, "watchers of the latency measurement")
-		latRate    = fs.Int("latency-rate", def.LatencyRate, "events per second of the latency measurement")
-		stallWatch = fs.Int("stall-watchers", def.StallWatchers, "watchers of the stalled-watcher comparison")
-		idleWatch  = fs.Int("idle-watchers", def.IdleWatchers, "idle watchers of the memory measurement")
-		idleCPU    = fs.Duration("idle", def.IdleCPUDuration, "idle CPU measurement time per system")
-		recEvents  = fs.Int("record-events", def.RecordEvents, "Kubernetes events recorded per measurement of the k8s record comparison")
-		jsonFile   = fs.String("json", "", "write the cases as JSON Lines (one object per case) to `FILE`")
-		svgFile    = fs.String("svg", "", "draw delivered/s against watchers as SVG to `FILE`")
-		quiet      = fs.Bool("q", false, "no progress lines on stderr")
-		strict     = fs.Bool("strict", false, "exit with status 3 if a target fails")
-		only       = fs.String("only", "", "comma-separated kinds of case to measure, of "+strings.Join(harness.Kinds, ","))
-		natsGroup  = fs.Bool("nats", true, "run the nats group, fanout over NATS vs one NATS subscription per watcher (~12 s; off with -only unless given)")
-	)
-	fs.Var(&watchers, "watchers", "comma-separated watcher counts `LIST`")
-	fs.Var(&producers, "producers", "comma-separated producer counts `LIST`")
-	fs.Var(&latProd, "latency-producers", "comma-separated producer counts `LIST` of the latency measurement")
-	fs.Var(&recProd, "record-producers", "comma-separated counts `LIST` of goroutines recording in the k8s record comparison")
-	if err := fs.Parse(args); err != nil {
+	o, err := parseArgs(args, stderr)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	var progress io.Writer = stderr
+	if o.quiet {
+		progress = nil
 	}
+	res, err := harness.Run(o.cfg, progress)
+	if err != nil {
+		return err
+	}
+	natsRes, err := runNATS(o.nats, o.quick, progress)
+	if err != nil {
+		return err
+	}
+	if err := writeOutputs(stdout, o, res, natsRes); err != nil {
+		return err
+	}
+	if o.strict {
+		for _, t := range append(res.Targets, natsRes.Targets...) {
+			if t.Status == harness.Fail {
+				return exitError(3)
+			}
+		}
+	}
+	return nil
+}
 
-	cfg := def
-	if *quick {
+// options is what the command line asked for.
+type options struct {
+	cfg                  harness.Config
+	quick, quiet, strict bool
+	nats                 bool // run the nats group
+	jsonFile, svgFile    string
+}
+
+// flags are the command's flags, as parsed.
+type flags struct {
+	quick, quiet, strict, nats                *bool
+	watchers, producers, latProd, recProd     intList
+	idlePull, reps, events, latWatch, latRate *int
+	stallWatch, idleWatch, recEvents          *int
+	duration, latency, idleCPU                *time.Duration
+	jsonFile, svgFile, only                   *string
+}
+
+// register declares the flags on fs, with def's values as defaults.
+func (f *flags) register(fs *flag.FlagSet, def harness.Config) {
+	f.watchers, f.producers = intList(def.Watchers), intList(def.Producers)
+	f.latProd, f.recProd = intList(def.LatencyProducers), intList(def.RecordProducers)
+	f.quick = fs.Bool("quick", false, "a smoke run of a few seconds: N=10,100, 1 producer, 3 short reps (other flags given override it)")
+	f.idlePull = fs.Int("idle-pull-watchers", def.IdlePullWatchers, "idle watchers of the memory measurement of fanout wait pull")
+	f.reps = fs.Int("reps", def.Reps, "measured repetitions per case (medians are reported)")
+	f.duration = fs.Duration("duration", def.Target, "target time of one throughput measurement (sets the events per measurement)")
+	f.events = fs.Int("events", 0, "fixed events per throughput measurement instead of -duration")
+	f.latency = fs.Duration("latency", def.LatencyDuration, "latency measurement time per system")
+	f.latWatch = fs.Int("latency-watchers", def.LatencyWatchers, "watchers of the latency measurement")
+	f.latRate = fs.Int("latency-rate", def.LatencyRate, "events per second of the latency measurement")
+	f.stallWatch = fs.Int("stall-watchers", def.StallWatchers, "watchers of the stalled-watcher comparison")
+	f.idleWatch = fs.Int("idle-watchers", def.IdleWatchers, "idle watchers of the memory measurement")
+	f.idleCPU = fs.Duration("idle", def.IdleCPUDuration, "idle CPU measurement time per system")
+	f.recEvents = fs.Int("record-events", def.RecordEvents, "Kubernetes events recorded per measurement of the k8s record comparison")
+	f.jsonFile = fs.String("json", "", "write the cases as JSON Lines (one object per case) to `FILE`")
+	f.svgFile = fs.String("svg", "", "draw delivered/s against watchers as SVG to `FILE`")
+	f.quiet = fs.Bool("q", false, "no progress lines on stderr")
+	f.strict = fs.Bool("strict", false, "exit with status 3 if a target fails")
+	f.only = fs.String("only", "", "comma-separated kinds of case to measure, of "+strings.Join(harness.Kinds, ","))
+	f.nats = fs.Bool("nats", true, "run the nats group, fanout over NATS vs one NATS subscription per watcher (~12 s; off with -only unless given)")
+	fs.Var(&f.watchers, "watchers", "comma-separated watcher counts `LIST`")
+	fs.Var(&f.producers, "producers", "comma-separated producer counts `LIST`")
+	fs.Var(&f.latProd, "latency-producers", "comma-separated producer counts `LIST` of the latency measurement")
+	fs.Var(&f.recProd, "record-producers", "comma-separated counts `LIST` of goroutines recording in the k8s record comparison")
+}
+
+// apply sets in cfg the fields whose flags set names.
+func (f *flags) apply(cfg *harness.Config, set map[string]bool) {
+	for name, fn := range map[string]func(){
+		"watchers":           func() { cfg.Watchers = f.watchers },
+		"producers":          func() { cfg.Producers = f.producers },
+		"reps":               func() { cfg.Reps = *f.reps },
+		"duration":           func() { cfg.Target = *f.duration },
+		"events":             func() { cfg.Events = *f.events },
+		"latency":            func() { cfg.LatencyDuration = *f.latency },
+		"latency-watchers":   func() { cfg.LatencyWatchers = *f.latWatch },
+		"latency-rate":       func() { cfg.LatencyRate = *f.latRate },
+		"stall-watchers":     func() { cfg.StallWatchers = *f.stallWatch },
+		"idle-watchers":      func() { cfg.IdleWatchers = *f.idleWatch },
+		"idle":               func() { cfg.IdleCPUDuration = *f.idleCPU },
+		"record-events":      func() { cfg.RecordEvents = *f.recEvents },
+		"latency-producers":  func() { cfg.LatencyProducers = f.latProd },
+		"record-producers":   func() { cfg.RecordProducers = f.recProd },
+		"idle-pull-watchers": func() { cfg.IdlePullWatchers = *f.idlePull },
+		"only":               func() { cfg.Only = strings.Split(*f.only, ",") },
+	} {
+		if set[name] {
+			fn()
+		}
+	}
+}
+
+// parseArgs turns the command line into options: the harness's defaults
+// (or -quick's), overridden by each flag given.
+func parseArgs(args []string, stderr io.Writer) (options, error) {
+	fs := flag.NewFlagSet("fanout-bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var f flags
+	f.register(fs, harness.DefaultConfig())
+	if err := fs.Parse(args); err != nil {
+		return options{}, err
+	}
+	if fs.NArg() > 0 {
+		return options{}, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	cfg := harness.DefaultConfig()
+	if *f.quick {
 		cfg = harness.QuickConfig()
 	}
 	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	apply := func(name string, f func()) {
-		if set[name] {
-			f()
-		}
-	}
-	apply("watchers", func() { cfg.Watchers = watchers })
-	apply("producers", func() { cfg.Producers = producers })
-	apply("reps", func() { cfg.Reps = *reps })
-	apply("duration", func() { cfg.Target = *duration })
-	apply("events", func() { cfg.Events = *events })
-	apply("latency", func() { cfg.LatencyDuration = *latency })
-	apply("latency-watchers", func() { cfg.LatencyWatchers = *latWatch })
-	apply("latency-rate", func() { cfg.LatencyRate = *latRate })
-	apply("stall-watchers", func() { cfg.StallWatchers = *stallWatch })
-	apply("idle-watchers", func() { cfg.IdleWatchers = *idleWatch })
-	apply("idle", func() { cfg.IdleCPUDuration = *idleCPU })
-	apply("record-events", func() { cfg.RecordEvents = *recEvents })
-	apply("latency-producers", func() { cfg.LatencyProducers = latProd })
-	apply("record-producers", func() { cfg.RecordProducers = recProd })
-	apply("idle-pull-watchers", func() { cfg.IdlePullWatchers = *idlePull })
-	apply("only", func() { cfg.Only = strings.Split(*only, ",") })
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	f.apply(&cfg, set)
+	return options{
+		cfg: cfg, quick: *f.quick, quiet: *f.quiet, strict: *f.strict,
+		nats:     *f.nats && (!set["only"] || set["nats"]),
+		jsonFile: *f.jsonFile, svgFile: *f.svgFile,
+	}, nil
+}
 
-	var progress io.Writer = stderr
-	if *quiet {
-		progress = nil
-	}
-	res, err := harness.Run(cfg, progress)
-	if err != nil {
-		return err
-	}
-	natsRes, err := runNATS(*natsGroup && (!set["only"] || set["nats"]), *quick, progress)
-	if err != nil {
-		return err
-	}
+// writeOutputs writes the report to stdout, and the JSON and chart files
+// if asked for.
+func writeOutputs(stdout io.Writer, o options, res *harness.Results, natsRes *natsbench.Results) error {
 	if err := harness.WriteReport(stdout, res); err != nil {
 		return err
 	}
 	if err := natsbench.WriteReport(stdout, natsRes); err != nil {
 		return err
 	}
-	if *jsonFile != "" {
-		if err := writeFile(stdout, "JSON", *jsonFile, func(w io.Writer) error {
+	if o.jsonFile != "" {
+		if err := writeFile(stdout, "JSON", o.jsonFile, func(w io.Writer) error {
 			if err := harness.WriteJSON(w, res); err != nil {
 				return err
 			}
@@ -190,17 +244,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	if *svgFile != "" {
-		if err := writeFile(stdout, "chart", *svgFile, func(w io.Writer) error { return harness.WriteChart(w, res) }); err != nil {
-			return err
-		}
-	}
-	if *strict {
-		for _, t := range append(res.Targets, natsRes.Targets...) {
-			if t.Status == harness.Fail {
-				return exitError(3)
-			}
-		}
+	if o.svgFile != "" {
+		return writeFile(stdout, "chart", o.svgFile, func(w io.Writer) error { return harness.WriteChart(w, res) })
 	}
 	return nil
 }
