@@ -21,6 +21,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -249,6 +250,14 @@ func TestManifestsApplyAndTheExporterRunsWithExactlyTheirRBAC(t *testing.T) {
 		}
 	}
 	checkRBAC(t, rec, grants(objs, "fanout-eventer", "fanout-eventer"))
+	// The server enforces the grants (it authorizes with RBAC): what they
+	// leave out is forbidden to the ServiceAccount.
+	if _, err := sa.CoreV1().Secrets(ns).List(t.Context(), metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Fatalf("listing secrets as the exporter's ServiceAccount: %v, want Forbidden", err)
+	}
+	if err := sa.CoreV1().Events(ns).DeleteCollection(t.Context(), metav1.DeleteOptions{}, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Fatalf("deleting events as the exporter's ServiceAccount: %v, want Forbidden", err)
+	}
 }
 
 // checkRBAC fails t if a request was not granted, or a grant was not used.

@@ -30,7 +30,9 @@ import (
 const ReadyTimeout = 60 * time.Second
 
 // AdminUser is the user the [Env.Config] bearer token authenticates as; it is
-// in the system:masters group (and authorization is AlwaysAllow anyway).
+// in the system:masters group, which RBAC authorization (the mode the server
+// runs with) lets do anything. Other identities, such as a ServiceAccount
+// impersonated by the admin, get what RBAC objects grant them.
 const AdminUser = "admin"
 
 // startAttempts is how often a first start is tried with fresh ports when a
@@ -324,7 +326,7 @@ func (e *Env) startAPIServer(ctx context.Context) error {
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-cluster-ip-range=10.0.0.0/24",
 		"--token-auth-file=" + e.path("tokens.csv"),
-		"--authorization-mode=AlwaysAllow",
+		"--authorization-mode=RBAC",
 		"--endpoint-reconciler-type=none",
 		// No controller-manager creates service accounts.
 		"--disable-admission-plugins=ServiceAccount",
