@@ -92,20 +92,44 @@ type AggregateStage[T any] struct {
 	Interval time.Duration
 }
 
-// DedupStage configures the counting stage of a [Correlator].
+// DedupStage configures the counting stage of a [Correlator]. A repeat is
+// handled one of two ways: by default the new value is marked as a repeat
+// of the remembered one (Repeat) and written; with Merge, the repeat is
+// folded into the remembered record, which is written instead, at once
+// for the first WriteFirst occurrences and later by its owner
+// ([Correlator.WriteOpen]) for the rest.
 type DedupStage[T any] struct {
 	// Key identifies identical values (client-go: every field but the
 	// timestamps and count). Required.
 	Key func(T) string
 	// Repeat returns v marked as occurrence n (n ≥ 2) of the value
 	// remembered as prev: typically v with prev's identity and first
-	// timestamp, and count n. Nil means v unchanged.
+	// timestamp, and count n. Nil means v unchanged. Not used with Merge.
 	Repeat func(v, prev T, n int) T
 	// Count returns the occurrence count a value carries, used for a first
 	// occurrence and by [Correlator.Observe]. Nil means 1 for a first
 	// occurrence, and the remembered count for Observe. A remembered count
 	// of 0 or less is treated as never seen.
 	Count func(T) int
+	// Merge, if set, folds each repeat into the remembered record: it
+	// returns rec marked as n occurrences (n ≥ 2), the latest at last (see
+	// Time). rec is the correlator's own copy, so Merge may change it in
+	// place and return it (no copy per repeat). A repeat that is written
+	// is written as a copy of the merged record, with Count n. client-go's
+	// events.k8s.io series: Series{Count: n, LastObservedTime: last}.
+	Merge func(rec T, n int, last time.Time) T
+	// WriteFirst, with Merge, is how many occurrences of a key are written
+	// when they happen; later ones are only merged ([Correlation].Merged)
+	// until the owner writes the record ([Correlator.WriteOpen]). A record
+	// whose next occurrence will only be merged (one with at least
+	// WriteFirst occurrences, or with merged ones not yet written) is
+	// open. Zero means every occurrence is written. client-go's series: 2
+	// (the first event is created, the second writes the series).
+	WriteFirst int
+	// Time returns when v occurred: the time Merge gets, and the one
+	// [Sweep].IdleFor measures from. Nil, or a zero time, means the
+	// correlator's clock when Correlate runs.
+	Time func(T) time.Time
 }
 
 // SpamStage configures the spam filter of a [Correlator]: a token bucket per
@@ -124,7 +148,8 @@ type SpamStage[T any] struct {
 // Correlation is what [Correlator.Correlate] decided for one value.
 type Correlation[T any] struct {
 	// Value is the value to write: the input, or the combined value when
-	// Aggregated, marked as a repeat when Count > 1.
+	// Aggregated, marked as a repeat when Count > 1 (with a merging dedup
+	// stage, a copy of the merged record). When Merged it is the input.
 	Value T
 	// Count is the number of occurrences so far: 1 for a value to create,
 	// more for a repeat whose earlier record a sink should update.
@@ -137,20 +162,23 @@ type Correlation[T any] struct {
 	// Skip reports that the spam filter had no token: do not write Value.
 	Skip bool
 	// Merged reports that the value was folded into an earlier record that
-	// is written later (a series count, say): nothing to write now, and
-	// nothing lost. [Correlator] never sets it; other [SinkCorrelator]
-	// implementations may. A sink runner counts it in
-	// [RunnerStats].Merged, not as a drop.
+	// is written later (a series count, say): nothing to write now. A sink
+	// runner counts it in [RunnerStats].Merged, not as a drop; should the
+	// record never be written, the correlator reports the loss (see
+	// [LossReporter]). [Correlator] sets it from occurrence
+	// [DedupStage].WriteFirst+1 of a key on; merged values skip the spam
+	// filter.
 	Merged bool
 }
 
 // SinkCorrelator decides, for a sink runner, what to write for each value
 // (see [Recorder.StartSink]): [Correlator] is the stock implementation,
-// and a package may supply its own (the Kubernetes adapter's event series,
-// for one). The runner calls Correlate once per value, in order, on its
-// own goroutine, and Observe with what the sink returned after each
-// successful write. Implementations shared by several runners must be
-// safe for concurrent use.
+// and a package may supply its own. The runner calls Correlate once per
+// value, in order, on its own goroutine, and Observe with what the sink
+// returned after each successful write. Implementations shared by several
+// runners must be safe for concurrent use. One that merges values
+// ([Correlation].Merged) and may fail to write them later reports those
+// losses by implementing [LossReporting].
 type SinkCorrelator[T any] interface {
 	Correlate(v T) Correlation[T]
 	Observe(stored T)
@@ -163,6 +191,11 @@ type Correlator[T any] struct {
 	mu    sync.Mutex
 	clock Clock
 	clone func(T) T
+	// lazyClock: only the dedup stage may need the time, and its Time
+	// function gives it, so Correlate reads the clock only when Time
+	// returns zero (a clock reading was a tenth of the cost of a merged
+	// repeat in k8s/events BenchmarkSeriesCorrelate).
+	lazyClock bool
 
 	agg      *AggregateStage[T]
 	aggMax   int
@@ -170,7 +203,11 @@ type Correlator[T any] struct {
 	aggCache *simplelru.LRU[string, *aggRecord]
 
 	dedup      *DedupStage[T]
-	dedupCache *simplelru.LRU[string, seen[T]]
+	dedupSize  int
+	dedupCache *simplelru.LRU[string, *seen[T]]
+	seq        uint64       // the last record id given out
+	report     LossReporter // nil: losses are not reported
+	evicted    uint64       // open records evicted
 
 	spam      *SpamStage[T]
 	spamBurst int
@@ -186,14 +223,28 @@ type aggRecord struct {
 	last  time.Time
 }
 
+// seen is a dedup record. Entries are updated in place; one whose writes
+// are in flight (WriteOpen) is never reused, so that they can settle
+// against it after it was forgotten.
 type seen[T any] struct {
 	v     T
 	count int
+	last  time.Time // when the latest occurrence happened
+	id    uint64    // unique per record, so that a write in flight can tell it from a successor
+	ver   uint64    // counts occurrences, so that a write in flight can tell it saw more
+	// pending counts merged occurrences not yet written nor being
+	// written; inflight those being written by WriteOpen.
+	pending, inflight int
+	// gone is set when the record is forgotten while writes are in
+	// flight; fate is why, and what their merged values are lost as if
+	// they fail (noLoss: not lost).
+	gone bool
+	fate DropReason
 }
 
 // NewCorrelator returns a correlator for cfg, or an error naming the first
-// invalid field: a stage without its Key function, or a negative size,
-// count, interval or rate.
+// invalid field: a stage without its Key function, a negative size,
+// count, interval or rate, or WriteFirst without Merge.
 func NewCorrelator[T any](cfg CorrelatorConfig[T]) (*Correlator[T], error) {
 	size := cfg.CacheSize
 	if size == 0 {
@@ -206,59 +257,98 @@ func NewCorrelator[T any](cfg CorrelatorConfig[T]) (*Correlator[T], error) {
 	if c.clock == nil {
 		c.clock = systemClock{}
 	}
-	if a := cfg.Aggregate; a != nil {
-		if a.Key == nil {
-			return nil, errors.New("fanout: AggregateStage.Key is nil")
+	for _, setup := range []func(CorrelatorConfig[T], int) error{c.setupAggregate, c.setupDedup, c.setupSpam} {
+		if err := setup(cfg, size); err != nil {
+			return nil, err
 		}
-		if a.MaxKeys < 0 || a.Interval < 0 {
-			return nil, fmt.Errorf("fanout: invalid AggregateStage: MaxKeys %d and Interval %v must not be negative", a.MaxKeys, a.Interval)
-		}
-		c.agg, c.aggMax, c.aggIvl = a, a.MaxKeys, a.Interval
-		if c.aggMax == 0 {
-			c.aggMax = DefaultAggregateMaxKeys
-		}
-		if c.aggIvl == 0 {
-			c.aggIvl = DefaultAggregateInterval
-		}
-		c.aggCache, _ = simplelru.NewLRU[string, *aggRecord](size, nil)
 	}
-	if d := cfg.Dedup; d != nil {
-		if d.Key == nil {
-			return nil, errors.New("fanout: DedupStage.Key is nil")
-		}
-		c.dedup = d
-		c.dedupCache, _ = simplelru.NewLRU[string, seen[T]](size, nil)
-	}
-	if s := cfg.Spam; s != nil {
-		if s.Key == nil {
-			return nil, errors.New("fanout: SpamStage.Key is nil")
-		}
-		if s.Burst < 0 || s.Rate < 0 || math.IsNaN(s.Rate) {
-			return nil, fmt.Errorf("fanout: invalid SpamStage: Burst %d and Rate %v must not be negative", s.Burst, s.Rate)
-		}
-		c.spam, c.spamBurst, c.spamRate = s, s.Burst, rate.Limit(s.Rate)
-		if c.spamBurst == 0 {
-			c.spamBurst = DefaultSpamBurst
-		}
-		if s.Rate == 0 {
-			c.spamRate = rate.Limit(DefaultSpamRate)
-		}
-		c.spamCache, _ = simplelru.NewLRU[string, *rate.Limiter](size, nil)
-	}
+	c.lazyClock = c.agg == nil && c.spam == nil && c.dedup != nil && c.dedup.Time != nil
 	return c, nil
+}
+
+func (c *Correlator[T]) setupAggregate(cfg CorrelatorConfig[T], size int) error {
+	a := cfg.Aggregate
+	if a == nil {
+		return nil
+	}
+	if a.Key == nil {
+		return errors.New("fanout: AggregateStage.Key is nil")
+	}
+	if a.MaxKeys < 0 || a.Interval < 0 {
+		return fmt.Errorf("fanout: invalid AggregateStage: MaxKeys %d and Interval %v must not be negative", a.MaxKeys, a.Interval)
+	}
+	c.agg, c.aggMax, c.aggIvl = a, a.MaxKeys, a.Interval
+	if c.aggMax == 0 {
+		c.aggMax = DefaultAggregateMaxKeys
+	}
+	if c.aggIvl == 0 {
+		c.aggIvl = DefaultAggregateInterval
+	}
+	c.aggCache, _ = simplelru.NewLRU[string, *aggRecord](size, nil)
+	return nil
+}
+
+func (c *Correlator[T]) setupDedup(cfg CorrelatorConfig[T], size int) error {
+	d := cfg.Dedup
+	if d == nil {
+		return nil
+	}
+	switch {
+	case d.Key == nil:
+		return errors.New("fanout: DedupStage.Key is nil")
+	case d.WriteFirst < 0:
+		return fmt.Errorf("fanout: invalid DedupStage: WriteFirst %d must not be negative", d.WriteFirst)
+	case d.WriteFirst > 0 && d.Merge == nil:
+		return errors.New("fanout: invalid DedupStage: WriteFirst needs Merge")
+	}
+	c.dedup, c.dedupSize = d, size
+	c.dedupCache, _ = simplelru.NewLRU[string, *seen[T]](size, nil)
+	return nil
+}
+
+func (c *Correlator[T]) setupSpam(cfg CorrelatorConfig[T], size int) error {
+	s := cfg.Spam
+	if s == nil {
+		return nil
+	}
+	if s.Key == nil {
+		return errors.New("fanout: SpamStage.Key is nil")
+	}
+	if s.Burst < 0 || s.Rate < 0 || math.IsNaN(s.Rate) {
+		return fmt.Errorf("fanout: invalid SpamStage: Burst %d and Rate %v must not be negative", s.Burst, s.Rate)
+	}
+	c.spam, c.spamBurst, c.spamRate = s, s.Burst, rate.Limit(s.Rate)
+	if c.spamBurst == 0 {
+		c.spamBurst = DefaultSpamBurst
+	}
+	if s.Rate == 0 {
+		c.spamRate = rate.Limit(DefaultSpamRate)
+	}
+	c.spamCache, _ = simplelru.NewLRU[string, *rate.Limiter](size, nil)
+	return nil
 }
 
 // Correlate runs v through the stages and returns the decision. The stages
 // remember v (and the dedup stage remembers its result) even when the spam
-// filter then skips it, as client-go does.
+// filter then skips it, as client-go does. A record evicted to make room
+// for v's is reported lost if it had merged values (see [LossReporter]).
 func (c *Correlator[T]) Correlate(v T) Correlation[T] {
+	r, l := c.correlate(v)
+	c.lose(l)
+	return r
+}
+
+func (c *Correlator[T]) correlate(v T) (r Correlation[T], l loss) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	now := c.clock.Now()
-	if c.clone != nil {
-		v = c.clone(v)
+	var now time.Time
+	if !c.lazyClock {
+		now = c.clock.Now()
 	}
-	var r Correlation[T]
+	// own reports that v is a private copy. Values are cloned only when
+	// a stage changes them, is remembered or written: a merged repeat
+	// costs no copy.
+	own := c.clone == nil
 	if c.dedup != nil {
 		r.Key = c.dedup.Key(v)
 	}
@@ -267,34 +357,123 @@ func (c *Correlator[T]) Correlate(v T) Correlation[T] {
 			r.Aggregated = true
 			r.Key = group
 			if c.agg.Combine != nil {
-				v = c.agg.Combine(v, now)
+				v, own = c.agg.Combine(c.own(v, own), now), true
 			}
 		}
 	}
 	r.Count = 1
 	if c.dedup != nil {
-		prev, ok := c.dedupCache.Get(r.Key)
-		if ok && prev.count > 0 {
-			r.Count = prev.count + 1
-			if c.dedup.Repeat != nil {
-				v = c.dedup.Repeat(v, prev.v, r.Count)
+		var e *seen[T]
+		if e, l = c.lookup(r.Key); e.count > 0 {
+			return c.repeat(r, e, v, own, now), l
+		}
+		v, own = c.own(v, own), true
+		c.first(e, v, now)
+		r.Count = e.count
+	}
+	r.Value = c.own(v, own)
+	r.Skip = c.skip(r.Value, now)
+	return r, l
+}
+
+// own returns v, cloned unless it is already a private copy.
+func (c *Correlator[T]) own(v T, own bool) T {
+	if own {
+		return v
+	}
+	return c.clone(v)
+}
+
+// skip asks the spam filter for a token for v.
+func (c *Correlator[T]) skip(v T, now time.Time) bool {
+	if c.spam == nil {
+		return false
+	}
+	k := c.spam.Key(v)
+	lim, ok := c.spamCache.Get(k)
+	if !ok {
+		lim = rate.NewLimiter(c.spamRate, c.spamBurst)
+	}
+	c.spamCache.Add(k, lim)
+	return !lim.AllowN(now, 1)
+}
+
+// lookup returns key's record, made afresh if the key is new (count 0),
+// and the loss of the record evicted to make room.
+func (c *Correlator[T]) lookup(key string) (*seen[T], loss) {
+	if e, ok := c.dedupCache.Get(key); ok {
+		return e, loss{}
+	}
+	var l loss
+	var e *seen[T]
+	if c.dedupCache.Len() >= c.dedupSize {
+		if _, old, ok := c.dedupCache.RemoveOldest(); ok {
+			if c.open(old) {
+				c.evicted++
 			}
-		} else if c.dedup.Count != nil {
-			r.Count = c.dedup.Count(v)
+			l = c.forget(old, DropFull)
+			if !old.gone {
+				e = old // reused: no allocation once the cache is full
+				*e = seen[T]{}
+			}
 		}
-		c.remember(r.Key, v, r.Count)
 	}
-	r.Value = v
-	if c.spam != nil {
-		k := c.spam.Key(v)
-		lim, ok := c.spamCache.Get(k)
-		if !ok {
-			lim = rate.NewLimiter(c.spamRate, c.spamBurst)
+	if e == nil {
+		e = new(seen[T])
+	}
+	c.seq++
+	e.id = c.seq
+	c.dedupCache.Add(key, e)
+	return e, l
+}
+
+// first records v, a private copy, as the first occurrence of e's key. A
+// record that was remembered with a count of 0 or less starts afresh but
+// keeps its merged values not yet written.
+func (c *Correlator[T]) first(e *seen[T], v T, now time.Time) {
+	n := 1
+	if c.dedup.Count != nil {
+		n = c.dedup.Count(v)
+	}
+	e.count, e.last, e.ver = n, c.occurred(v, now), e.ver+1
+	e.v = c.own(v, c.clone == nil)
+}
+
+// repeat records v as occurrence e.count+1 of e's key and completes r.
+func (c *Correlator[T]) repeat(r Correlation[T], e *seen[T], v T, own bool, now time.Time) Correlation[T] {
+	r.Count = e.count + 1
+	e.count, e.last, e.ver = r.Count, c.occurred(v, now), e.ver+1
+	if m := c.dedup.Merge; m != nil {
+		e.v = m(e.v, r.Count, e.last)
+		if w := c.dedup.WriteFirst; w > 0 && r.Count > w {
+			e.pending++
+			r.Value, r.Merged = v, true
+			return r
 		}
-		r.Skip = !lim.AllowN(now, 1)
-		c.spamCache.Add(k, lim)
+		r.Value = c.own(e.v, c.clone == nil)
+	} else {
+		v = c.own(v, own)
+		if c.dedup.Repeat != nil {
+			v = c.dedup.Repeat(v, e.v, r.Count)
+		}
+		e.v, r.Value = c.own(v, c.clone == nil), v
 	}
+	r.Skip = c.skip(r.Value, now)
 	return r
+}
+
+// occurred returns when v happened: the dedup stage's Time, or now (the
+// clock's reading, if now is zero).
+func (c *Correlator[T]) occurred(v T, now time.Time) time.Time {
+	if c.dedup.Time != nil {
+		if t := c.dedup.Time(v); !t.IsZero() {
+			return t
+		}
+	}
+	if now.IsZero() {
+		return c.clock.Now()
+	}
+	return now
 }
 
 // aggregate records v in its group and reports whether the group now has
@@ -323,13 +502,6 @@ func (c *Correlator[T]) aggregate(v T, now time.Time) (string, bool) {
 	return group, true
 }
 
-func (c *Correlator[T]) remember(key string, v T, count int) {
-	if c.clone != nil {
-		v = c.clone(v)
-	}
-	c.dedupCache.Add(key, seen[T]{v: v, count: count})
-}
-
 // Observe records v as the latest stored state of its dedup key, typically
 // the value a sink returned after writing, so that the next repeat refers to
 // it (client-go: UpdateState). The count is the dedup stage's Count(v), or
@@ -338,14 +510,22 @@ func (c *Correlator[T]) Observe(v T) {
 	if c.dedup == nil {
 		return
 	}
+	c.lose(c.observe(v))
+}
+
+func (c *Correlator[T]) observe(v T) loss {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	key := c.dedup.Key(v)
-	count := 1
-	if c.dedup.Count != nil {
-		count = c.dedup.Count(v)
-	} else if prev, ok := c.dedupCache.Peek(key); ok {
-		count = prev.count
+	e, l := c.lookup(c.dedup.Key(v))
+	switch {
+	case c.dedup.Count != nil:
+		e.count = c.dedup.Count(v)
+	case e.count == 0:
+		e.count = 1
 	}
-	c.remember(key, v, count)
+	if e.last.IsZero() {
+		e.last = c.clock.Now()
+	}
+	e.v = c.own(v, c.clone == nil)
+	return l
 }

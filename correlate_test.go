@@ -1,8 +1,11 @@
 package fanout_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -79,15 +82,17 @@ func newCorrelator(t *testing.T, cfg fanout.CorrelatorConfig[ev]) *fanout.Correl
 func TestCorrelatorConfigErrors(t *testing.T) {
 	key := func(ev) string { return "" }
 	for name, cfg := range map[string]fanout.CorrelatorConfig[ev]{
-		"negative cache":      {CacheSize: -1},
-		"aggregate no key":    {Aggregate: &fanout.AggregateStage[ev]{}},
-		"aggregate negative":  {Aggregate: &fanout.AggregateStage[ev]{Key: aggStage().Key, MaxKeys: -1}},
-		"aggregate interval":  {Aggregate: &fanout.AggregateStage[ev]{Key: aggStage().Key, Interval: -time.Second}},
-		"dedup no key":        {Dedup: &fanout.DedupStage[ev]{}},
-		"spam no key":         {Spam: &fanout.SpamStage[ev]{}},
-		"spam negative burst": {Spam: &fanout.SpamStage[ev]{Key: key, Burst: -1}},
-		"spam negative rate":  {Spam: &fanout.SpamStage[ev]{Key: key, Rate: -1}},
-		"spam NaN rate":       {Spam: &fanout.SpamStage[ev]{Key: key, Rate: math.NaN()}},
+		"negative cache":       {CacheSize: -1},
+		"aggregate no key":     {Aggregate: &fanout.AggregateStage[ev]{}},
+		"aggregate negative":   {Aggregate: &fanout.AggregateStage[ev]{Key: aggStage().Key, MaxKeys: -1}},
+		"aggregate interval":   {Aggregate: &fanout.AggregateStage[ev]{Key: aggStage().Key, Interval: -time.Second}},
+		"dedup no key":         {Dedup: &fanout.DedupStage[ev]{}},
+		"write first no merge": {Dedup: &fanout.DedupStage[ev]{Key: key, WriteFirst: 2}},
+		"negative write first": {Dedup: &fanout.DedupStage[ev]{Key: key, Merge: mark, WriteFirst: -1}},
+		"spam no key":          {Spam: &fanout.SpamStage[ev]{}},
+		"spam negative burst":  {Spam: &fanout.SpamStage[ev]{Key: key, Burst: -1}},
+		"spam negative rate":   {Spam: &fanout.SpamStage[ev]{Key: key, Rate: -1}},
+		"spam NaN rate":        {Spam: &fanout.SpamStage[ev]{Key: key, Rate: math.NaN()}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			c, err := fanout.NewCorrelator(cfg)
@@ -481,4 +486,350 @@ func FuzzCorrelator(f *testing.F) {
 			require.Equal(t, skip, r.Skip, "op %d %+v", i, e)
 		}
 	})
+}
+
+// mark is a Merge function: the record's count and last time, in place.
+func mark(rec ev, n int, last time.Time) ev {
+	rec.Count, rec.Last = n, last
+	return rec
+}
+
+// mergeStage merges by (Obj, Reason), writing the first writeFirst
+// occurrences; an occurrence's time is its First field.
+func mergeStage(writeFirst int) *fanout.DedupStage[ev] {
+	return &fanout.DedupStage[ev]{
+		Key:        func(e ev) string { return e.Obj + "/" + e.Reason },
+		Merge:      mark,
+		WriteFirst: writeFirst,
+		Time:       func(e ev) time.Time { return e.First },
+	}
+}
+
+// at is an occurrence of obj at minute m of the test clock's day.
+func at(obj string, m int) ev {
+	return ev{Obj: obj, Reason: "R", Msg: fmt.Sprint("m", m), First: newManualClock().Now().Add(time.Duration(m) * time.Minute)}
+}
+
+// lossLog is a LossReporter that records what it is told.
+type lossLog struct {
+	mu       sync.Mutex
+	lost     map[fanout.DropReason]int
+	failures int
+}
+
+func (l *lossLog) Lost(reason fanout.DropReason, n int, _ error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.lost == nil {
+		l.lost = make(map[fanout.DropReason]int)
+	}
+	l.lost[reason] += n
+}
+
+func (l *lossLog) Failed(error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.failures++
+}
+
+func (l *lossLog) get() (map[fanout.DropReason]int, int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lost, l.failures
+}
+
+// newMerging returns a merging correlator (WriteFirst 2) on clock, with
+// cache size size, reporting to a new lossLog.
+func newMerging(t *testing.T, size int, clock fanout.Clock) (*fanout.Correlator[ev], *lossLog) {
+	t.Helper()
+	c := newCorrelator(t, fanout.CorrelatorConfig[ev]{Dedup: mergeStage(2), CacheSize: size, Clock: clock})
+	l := &lossLog{}
+	require.NoError(t, c.ReportLossesTo(l))
+	return c, l
+}
+
+// From occurrence WriteFirst+1 of a key on, occurrences are folded into
+// the remembered record and not written; the ones before are written as
+// copies of the merged record.
+func TestCorrelatorMergeFoldsAfterWriteFirst(t *testing.T) {
+	for _, tc := range []struct {
+		writeFirst int
+		merged     []bool // per occurrence
+	}{
+		{0, []bool{false, false, false, false}},
+		{1, []bool{false, true, true, true}},
+		{2, []bool{false, false, true, true}},
+		{3, []bool{false, false, false, true}},
+	} {
+		t.Run(fmt.Sprint("WriteFirst=", tc.writeFirst), func(t *testing.T) {
+			c := newCorrelator(t, fanout.CorrelatorConfig[ev]{Dedup: mergeStage(tc.writeFirst)})
+			first := at("a", 0)
+			for i, merged := range tc.merged {
+				in := at("a", i)
+				r := c.Correlate(in)
+				assert.Equal(t, i+1, r.Count)
+				assert.Equal(t, merged, r.Merged, "occurrence %d", i+1)
+				switch {
+				case merged:
+					assert.Equal(t, in, r.Value, "a merged value is the input")
+				case i == 0:
+					assert.Equal(t, in, r.Value)
+				default:
+					// The merged record: the first occurrence, marked.
+					want := first
+					want.Count, want.Last = i+1, in.First
+					assert.Equal(t, want, r.Value)
+				}
+			}
+		})
+	}
+}
+
+// Merged values skip the spam filter: they are not written now.
+func TestCorrelatorMergedSkipSpam(t *testing.T) {
+	one := &fanout.SpamStage[ev]{Key: func(ev) string { return "one bucket" }, Burst: 1, Rate: 1e-9}
+	c := newCorrelator(t, fanout.CorrelatorConfig[ev]{Dedup: mergeStage(1), Spam: one})
+	assert.False(t, c.Correlate(at("a", 0)).Skip)
+	for i := range 5 {
+		r := c.Correlate(at("a", i+1))
+		assert.True(t, r.Merged)
+		assert.False(t, r.Skip)
+	}
+	assert.True(t, c.Correlate(at("b", 0)).Skip, "the merged values took no token")
+}
+
+// recordWrites is a Sweep.Write that records what it writes and stores
+// the value with ID "stored".
+type recordWrites struct {
+	mu     sync.Mutex
+	writes []ev
+	fail   error
+}
+
+func (w *recordWrites) write(_ context.Context, e ev) (ev, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.writes = append(w.writes, e)
+	e.ID = "stored"
+	return e, w.fail
+}
+
+func (w *recordWrites) get() []ev {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.writes)
+}
+
+// A refresh writes every open record with its count, and the record
+// becomes what was stored; records that are not open are not written.
+func TestWriteOpenRefreshesOpenRecords(t *testing.T) {
+	c, losses := newMerging(t, 0, newManualClock())
+	for _, e := range []ev{at("a", 0), at("a", 1), at("a", 2), at("b", 0), at("c", 0), at("c", 3)} {
+		c.Correlate(e)
+	}
+	var w recordWrites
+	require.NoError(t, c.WriteOpen(t.Context(), fanout.Sweep[ev]{Write: w.write}))
+	got := w.get()
+	require.Len(t, got, 2, "a and c are open (two occurrences or more), b is not")
+	assert.Equal(t, []int{3, 2}, []int{got[0].Count, got[1].Count})
+	assert.Equal(t, at("a", 2).First, got[0].Last)
+
+	// The stored record is remembered: the next write of a carries its ID.
+	c.Correlate(at("a", 4))
+	require.NoError(t, c.WriteOpen(t.Context(), fanout.Sweep[ev]{Write: w.write}))
+	got = w.get()
+	require.Len(t, got, 4)
+	assert.Equal(t, "c", got[2].Obj, "oldest first: a was seen last")
+	assert.Equal(t, ev{Obj: "a", Reason: "R", Msg: "m0", First: at("a", 0).First, Count: 4, Last: at("a", 4).First, ID: "stored"}, got[3])
+	lost, failures := losses.get()
+	assert.Empty(t, lost)
+	assert.Zero(t, failures)
+}
+
+// A finishing sweep writes the open records idle for longer than IdleFor
+// and forgets them, forgets idle records that are not open, and leaves
+// the others.
+func TestWriteOpenFinishesIdleRecords(t *testing.T) {
+	clock := newManualClock()
+	c, _ := newMerging(t, 0, clock)
+	for _, e := range []ev{at("old", 0), at("old", 1), at("single", 0), at("recent", 0), at("recent", 9), at("new single", 9)} {
+		c.Correlate(e)
+	}
+	clock.Advance(10 * time.Minute)
+	var w recordWrites
+	finish := fanout.Sweep[ev]{Write: w.write, IdleFor: 5 * time.Minute, Finish: true}
+	require.NoError(t, c.WriteOpen(t.Context(), finish))
+	got := w.get()
+	require.Len(t, got, 1)
+	assert.Equal(t, "old", got[0].Obj)
+	assert.Equal(t, 2, c.Stats().Records, "recent and new single are left")
+	for _, obj := range []string{"old", "single"} {
+		assert.Equal(t, 1, c.Correlate(at(obj, 11)).Count, "%s starts afresh", obj)
+	}
+	assert.Equal(t, 3, c.Correlate(at("recent", 11)).Count)
+}
+
+// Occurrences merged while a record is being written stay to be written:
+// the write holds no lock, the record stays open even when finishing, and
+// a refresh re-marks the stored record with the later count.
+func TestWriteOpenKeepsOccurrencesMergedDuringWrite(t *testing.T) {
+	for _, finish := range []bool{false, true} {
+		t.Run(fmt.Sprint("finish=", finish), func(t *testing.T) {
+			clock := newManualClock()
+			c, losses := newMerging(t, 0, clock)
+			c.Correlate(at("a", 0))
+			c.Correlate(at("a", 1))
+			c.Correlate(at("a", 2))
+			clock.Advance(time.Hour)
+			var w recordWrites
+			during := func(ctx context.Context, e ev) (ev, error) {
+				assert.True(t, c.Correlate(at("a", 3)).Merged)
+				return w.write(ctx, e)
+			}
+			require.NoError(t, c.WriteOpen(t.Context(), fanout.Sweep[ev]{Write: during, IdleFor: time.Minute, Finish: finish}))
+			require.NoError(t, c.WriteOpen(t.Context(), fanout.Sweep[ev]{Write: w.write}))
+			got := w.get()
+			require.Len(t, got, 2)
+			assert.Equal(t, 3, got[0].Count)
+			assert.Equal(t, 4, got[1].Count, "the occurrence merged during the first write")
+			assert.Equal(t, at("a", 3).First, got[1].Last)
+			lost, failures := losses.get()
+			assert.Empty(t, lost)
+			assert.Zero(t, failures)
+		})
+	}
+}
+
+// Merged values that will never be written are reported lost, with the
+// reason, and every failed sweep write is reported.
+func TestCorrelatorReportsLosses(t *testing.T) {
+	transient, final := errors.New("transient"), errors.New("final")
+	retryable := func(err error) bool { return err == transient }
+	for _, tc := range []struct {
+		name         string
+		act          func(t *testing.T, c *fanout.Correlator[ev], clock *manualClock)
+		wantLost     map[fanout.DropReason]int
+		wantFailures int
+	}{
+		{"evicted", func(t *testing.T, c *fanout.Correlator[ev], _ *manualClock) {
+			c.Correlate(at("b", 0)) // size 1: evicts a, 2 merged
+		}, map[fanout.DropReason]int{fanout.DropFull: 2}, 0},
+		{"finish rejected", func(t *testing.T, c *fanout.Correlator[ev], clock *manualClock) {
+			clock.Advance(time.Hour)
+			w := recordWrites{fail: final}
+			require.NoError(t, c.WriteOpen(t.Context(), fanout.Sweep[ev]{Write: w.write, IdleFor: time.Minute, Finish: true, Retryable: retryable}))
+			assert.Zero(t, c.Stats().Records)
+		}, map[fanout.DropReason]int{fanout.DropRejected: 2}, 1},
+		{"finish retryable", func(t *testing.T, c *fanout.Correlator[ev], clock *manualClock) {
+			clock.Advance(time.Hour)
+			w := recordWrites{fail: transient}
+			require.NoError(t, c.WriteOpen(t.Context(), fanout.Sweep[ev]{Write: w.write, IdleFor: time.Minute, Finish: true, Retryable: retryable}))
+			assert.Equal(t, 1, c.Stats().Records, "kept for the next sweep")
+		}, nil, 1},
+		{"refresh failed", func(t *testing.T, c *fanout.Correlator[ev], _ *manualClock) {
+			w := recordWrites{fail: final}
+			require.NoError(t, c.WriteOpen(t.Context(), fanout.Sweep[ev]{Write: w.write}))
+			c.Purge() // the failed refresh left them pending
+		}, map[fanout.DropReason]int{fanout.DropShutdown: 2}, 1},
+		{"write panicked", func(t *testing.T, c *fanout.Correlator[ev], clock *manualClock) {
+			clock.Advance(time.Hour)
+			panics := func(context.Context, ev) (ev, error) { panic("bug") }
+			require.NoError(t, c.WriteOpen(t.Context(), fanout.Sweep[ev]{Write: panics, IdleFor: time.Minute, Finish: true, Retryable: func(error) bool { return true }}))
+		}, map[fanout.DropReason]int{fanout.DropRejected: 2}, 1},
+		{"purged", func(t *testing.T, c *fanout.Correlator[ev], _ *manualClock) {
+			c.Purge()
+			assert.Equal(t, 1, c.Correlate(at("a", 9)).Count, "a starts afresh")
+		}, map[fanout.DropReason]int{fanout.DropShutdown: 2}, 0},
+		{"evicted during a successful write", func(t *testing.T, c *fanout.Correlator[ev], _ *manualClock) {
+			evict := func(ctx context.Context, e ev) (ev, error) {
+				c.Correlate(at("b", 0))
+				return e, nil
+			}
+			require.NoError(t, c.WriteOpen(t.Context(), fanout.Sweep[ev]{Write: evict}))
+		}, nil, 0},
+		{"evicted during a failed write", func(t *testing.T, c *fanout.Correlator[ev], _ *manualClock) {
+			evict := func(ctx context.Context, e ev) (ev, error) {
+				c.Correlate(at("b", 0))
+				return e, final
+			}
+			require.NoError(t, c.WriteOpen(t.Context(), fanout.Sweep[ev]{Write: evict}))
+		}, map[fanout.DropReason]int{fanout.DropFull: 2}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := newManualClock()
+			c, losses := newMerging(t, 1, clock)
+			for i := range 4 { // a: created, written as repeat 2, then 2 merged
+				c.Correlate(at("a", i))
+			}
+			tc.act(t, c, clock)
+			lost, failures := losses.get()
+			if tc.wantLost == nil {
+				assert.Empty(t, lost)
+			} else {
+				assert.Equal(t, tc.wantLost, lost)
+			}
+			assert.Equal(t, tc.wantFailures, failures)
+		})
+	}
+}
+
+// Only open records count as evicted open records.
+func TestCorrelatorStatsCountsEvictedOpenRecords(t *testing.T) {
+	c, _ := newMerging(t, 1, newManualClock())
+	c.Correlate(at("a", 0))
+	c.Correlate(at("b", 0)) // evicts a, not open
+	c.Correlate(at("b", 1))
+	c.Correlate(at("c", 0)) // evicts b, open
+	assert.Equal(t, fanout.CorrelatorStats{Records: 1, EvictedOpen: 1}, c.Stats())
+}
+
+// A merging correlator reports to one LossReporter only; one that does not
+// merge ignores any number.
+func TestReportLossesToOnce(t *testing.T) {
+	c, _ := newMerging(t, 0, nil)
+	err := c.ReportLossesTo(&lossLog{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "give each sink its own")
+	plain := newCorrelator(t, fanout.CorrelatorConfig[ev]{Dedup: dedupStage()})
+	require.NoError(t, plain.ReportLossesTo(&lossLog{}))
+	require.NoError(t, plain.ReportLossesTo(&lossLog{}))
+	assert.Error(t, plain.ReportLossesTo(nil))
+}
+
+func TestWriteOpenErrors(t *testing.T) {
+	write := func(_ context.Context, e ev) (ev, error) { return e, nil }
+	merging, _ := newMerging(t, 0, nil)
+	for name, tc := range map[string]struct {
+		c *fanout.Correlator[ev]
+		s fanout.Sweep[ev]
+	}{
+		"no dedup stage":    {newCorrelator(t, fanout.CorrelatorConfig[ev]{}), fanout.Sweep[ev]{Write: write}},
+		"not merging":       {newCorrelator(t, fanout.CorrelatorConfig[ev]{Dedup: dedupStage()}), fanout.Sweep[ev]{Write: write}},
+		"nil write":         {merging, fanout.Sweep[ev]{}},
+		"negative idle for": {merging, fanout.Sweep[ev]{Write: write, IdleFor: -time.Second}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := tc.c.WriteOpen(t.Context(), tc.s)
+			require.Error(t, err)
+			assert.True(t, strings.HasPrefix(err.Error(), "fanout: "), err.Error())
+		})
+	}
+}
+
+// A sweep whose context ends stops before the next write.
+func TestWriteOpenStopsWhenContextEnds(t *testing.T) {
+	c, _ := newMerging(t, 0, nil)
+	for _, obj := range []string{"a", "b", "c"} {
+		c.Correlate(at(obj, 0))
+		c.Correlate(at(obj, 1))
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	writes := 0
+	cancelling := func(_ context.Context, e ev) (ev, error) {
+		writes++
+		cancel()
+		return e, nil
+	}
+	assert.ErrorIs(t, c.WriteOpen(ctx, fanout.Sweep[ev]{Write: cancelling}), context.Canceled)
+	assert.Equal(t, 1, writes)
 }

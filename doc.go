@@ -244,10 +244,19 @@
 //     sink its own, as client-go does), skips what the spam filter rejects,
 //     and calls [Sink].Create for a first occurrence or [Sink].Update for a
 //     repeat, then tells the correlator what was stored ([Correlator.Observe]).
-//     Any [SinkCorrelator] can stand in for the Correlator; one may also fold a
-//     value into an earlier record to be written later ([Correlation].Merged,
-//     counted in [RunnerStats].Merged, not as a drop), as the Kubernetes
-//     adapter's events.k8s.io series do.
+//     Any [SinkCorrelator] can stand in for the Correlator.
+//   - A correlator may fold a value into an earlier record to be written
+//     later ([Correlation].Merged, counted in [RunnerStats].Merged, not as a
+//     drop): the Correlator does so with a merging dedup stage
+//     ([DedupStage].Merge and WriteFirst), as the Kubernetes adapter's
+//     events.k8s.io series do. The owner writes such open records from a
+//     goroutine of its own ([Correlator.WriteOpen]: refresh them, finish
+//     the idle ones) and abandons them when the sink stops
+//     ([Correlator.Purge]); the lock is never held during a write. Merged
+//     values that are never written after all (evicted from a full cache,
+//     a final write rejected, abandoned) and failed writes are reported to
+//     the runner ([LossReporting], [LossReporter]), so that its counters
+//     hold them: nothing is lost silently, and nothing patches the counts.
 //   - Every value that does not reach a sink or handler is counted by
 //     [DropReason] in [Recorder.Stats] and [Runner.Stats] and reported to the
 //     [WithDropHandler] function and the [WithLogger] logger: full queue,
@@ -263,7 +272,8 @@
 //     [Runner.Done] tells when it has exited.
 //
 // The Recorder and Correlator start no goroutines of their own; only the
-// runners do, and Shutdown (or Stop) ends them. A panic in a sink, handler or
+// runners do, and Shutdown (or Stop) ends them. [Correlator.WriteOpen]
+// runs on its caller's goroutine. A panic in a sink, handler or
 // correlator function drops that one value ([DropRejected]) and the runner
 // goes on.
 //

@@ -241,7 +241,11 @@ func (r *Recorder[T]) Watch(opts ...Option) (*Watcher[T], error) {
 // every value is created), skips what the spam filter rejects and what c
 // merged into an earlier record, and calls Create or Update with retries
 // per the recorder's [RetryPolicy]. The runner's goroutine makes one write
-// at a time; a failing sink delays only its own queue.
+// at a time; a failing sink delays only its own queue. If c implements
+// [LossReporting], the runner counts the merged values c reports lost
+// later, and the writes c reports failed, as its own; StartSink returns
+// the error c's ReportLossesTo returns (a merging [Correlator] serves one
+// runner only).
 func (r *Recorder[T]) StartSink(sink Sink[T], c SinkCorrelator[T]) (*Runner[T], error) {
 	if sink == nil {
 		return nil, errors.New("fanout: StartSink: sink is nil")
@@ -249,7 +253,11 @@ func (r *Recorder[T]) StartSink(sink Sink[T], c SinkCorrelator[T]) (*Runner[T], 
 	if cc, ok := c.(*Correlator[T]); ok && cc == nil {
 		c = nil // a typed nil means no correlation, as an untyped one does
 	}
-	return r.start(fmt.Sprintf("sink %T", sink), func(run *Runner[T], v T) {
+	var attach func(*Runner[T]) error
+	if lr, ok := c.(LossReporting); ok {
+		attach = func(run *Runner[T]) error { return lr.ReportLossesTo(runnerLosses[T]{run}) }
+	}
+	return r.start(fmt.Sprintf("sink %T", sink), attach, func(run *Runner[T], v T) {
 		run.write(sink, c, v)
 	})
 }
@@ -260,7 +268,7 @@ func (r *Recorder[T]) StartHandler(f func(T)) (*Runner[T], error) {
 	if f == nil {
 		return nil, errors.New("fanout: StartHandler: handler is nil")
 	}
-	return r.start("handler", func(run *Runner[T], v T) {
+	return r.start("handler", nil, func(run *Runner[T], v T) {
 		if err := safeCall(func() { f(v) }); err != nil {
 			run.drop(DropRejected, err)
 			return
@@ -282,7 +290,9 @@ func (r *Recorder[T]) StartSlog(l *slog.Logger, level slog.Level, msg string, at
 	return r.StartHandler(func(v T) { l.LogAttrs(context.Background(), level, msg, attrs(v)...) })
 }
 
-func (r *Recorder[T]) start(name string, handle func(*Runner[T], T)) (*Runner[T], error) {
+// start starts a runner that handles each value with handle; attach, if
+// set, is called first, and its error returned.
+func (r *Recorder[T]) start(name string, attach func(*Runner[T]) error, handle func(*Runner[T], T)) (*Runner[T], error) {
 	run := &Runner[T]{r: r, name: name, handle: handle, done: make(chan struct{})}
 	run.ctx, run.cancel = context.WithCancel(r.ctx)
 	r.mu.Lock()
@@ -290,6 +300,12 @@ func (r *Recorder[T]) start(name string, handle func(*Runner[T], T)) (*Runner[T]
 	if r.stopped {
 		run.cancel()
 		return nil, ErrStopped
+	}
+	if attach != nil {
+		if err := attach(run); err != nil {
+			run.cancel()
+			return nil, err
+		}
 	}
 	var opts []Option
 	if r.onDrop != nil || r.logger != nil {
@@ -411,14 +427,17 @@ type RunnerStats struct {
 	Received uint64
 	// Written counts values the sink stored or the handler took.
 	Written uint64
-	// Failures counts failed write attempts, retried or not.
+	// Failures counts failed write attempts, retried or not, including
+	// those the correlator reports ([LossReporter].Failed).
 	Failures uint64
 	// Dropped counts values not written, all reasons together.
 	Dropped uint64
-	// DroppedFull counts values missed because the queue was full.
+	// DroppedFull counts values missed because the queue was full, and
+	// merged values whose record the correlator's full cache evicted.
 	DroppedFull uint64
 	// Merged counts values the correlator folded into an earlier record
-	// (see [Correlation].Merged); they are not drops.
+	// (see [Correlation].Merged); they are not drops. Those it reports
+	// lost later (see [LossReporter]) move to a Dropped counter.
 	Merged uint64
 	// DroppedSpam counts values the spam filter skipped.
 	DroppedSpam uint64
@@ -466,6 +485,10 @@ type Runner[T any] struct {
 	mu      sync.Mutex
 	handled uint64 // values written, skipped or dropped after receipt
 	waiters []flushWaiter
+
+	// exited is set, under the recorder's mu, when the runner's counters
+	// have moved to the recorder's: later losses go there.
+	exited bool
 }
 
 type flushWaiter struct {
@@ -494,7 +517,7 @@ func (run *Runner[T]) Stats() RunnerStats {
 		Written:         run.written.Load(),
 		Failures:        run.failures.Load(),
 		Merged:          run.merged.Load(),
-		DroppedFull:     ws.DroppedFull,
+		DroppedFull:     ws.DroppedFull + run.drops[DropFull].Load(),
 		DroppedSpam:     run.drops[DropSpam].Load(),
 		DroppedRejected: run.drops[DropRejected].Load(),
 		DroppedRetries:  run.drops[DropRetries].Load(),
@@ -535,6 +558,7 @@ func (run *Runner[T]) exit() {
 	st := run.Stats()
 	st.Queued = 0
 	r.exited.add(st)
+	run.exited = true
 	r.mu.Unlock()
 	run.mu.Lock()
 	for _, fw := range run.waiters {

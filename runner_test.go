@@ -355,3 +355,52 @@ func fanoutGoroutines() int {
 	}
 	return n
 }
+
+// A sink runner counts what a merging correlator reports after the fact:
+// merged values lost move from Merged to their Dropped counter, in the
+// runner's and the recorder's stats, also once the runner has exited, and
+// the correlator's failed writes count as failures. Each loss is reported
+// to the drop handler.
+func TestSinkRunnerCountsLateLosses(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var drops []fanout.Drop
+		r := newRecorder[ev](t, fanout.WithDropHandler(func(d fanout.Drop) { drops = append(drops, d) }))
+		c := newCorrelator(t, fanout.CorrelatorConfig[ev]{Dedup: mergeStage(2), CacheSize: 1})
+		run := startSink(t, r, &fanouttest.Sink[ev]{}, c)
+		for _, e := range []ev{at("a", 0), at("a", 1), at("a", 2), at("a", 3), at("a", 4)} {
+			require.NoError(t, r.Record(e))
+		}
+		require.NoError(t, r.Flush(t.Context()))
+		assert.EqualValues(t, 3, run.Stats().Merged)
+
+		failing := func(_ context.Context, e ev) (ev, error) { return e, errors.New("no") }
+		require.NoError(t, c.WriteOpen(t.Context(), fanout.Sweep[ev]{Write: failing}))
+		require.NoError(t, r.Record(at("b", 0))) // evicts a and its 3 merged values
+		require.NoError(t, r.Flush(t.Context()))
+		s := run.Stats()
+		assert.Equal(t, fanout.RunnerStats{Received: 6, Written: 3, Failures: 1, Dropped: 3, DroppedFull: 3}, s)
+
+		require.NoError(t, r.Record(at("b", 1)))
+		require.NoError(t, r.Record(at("b", 2)))
+		run.Stop()
+		<-run.Done()
+		c.Purge() // after the runner exited: b's merged value is lost
+		rs := r.Stats()
+		assert.Equal(t, fanout.RunnerStats{Received: 8, Written: 4, Failures: 1, Dropped: 4, DroppedFull: 3, DroppedShutdown: 1}, rs.RunnerStats)
+		require.Len(t, drops, 4)
+		assert.Equal(t, fanout.DropShutdown, drops[3].Reason)
+	})
+}
+
+// A merging correlator serves one sink runner: a second StartSink with it
+// fails, and the first keeps it.
+func TestStartSinkRefusesSharedMergingCorrelator(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRecorder[ev](t)
+		c := newCorrelator(t, fanout.CorrelatorConfig[ev]{Dedup: mergeStage(2)})
+		startSink(t, r, &fanouttest.Sink[ev]{}, c)
+		_, err := r.StartSink(&fanouttest.Sink[ev]{}, c)
+		require.Error(t, err)
+		assert.Equal(t, 1, r.Stats().Runners)
+	})
+}

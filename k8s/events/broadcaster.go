@@ -5,7 +5,6 @@ import (
 	"errors"
 	"os"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/fanout-go/fanout"
@@ -43,17 +42,20 @@ type Broadcaster struct {
 	rec       *fanout.Recorder[*eventsv1.Event]
 
 	counters adapt.Counters
-	refused  atomic.Uint64 // events recorded after shutdown
-	series   seriesCounters
 
+	// quit ends when ShutdownContext starts.
+	quit    context.Context
+	quitNow context.CancelFunc
 	mu      sync.Mutex
 	stopped bool
-	quit    chan struct{} // closed by ShutdownContext
 	sinks   map[*sinkRun]struct{}
+	evicted uint64 // open series evicted by the correlators of retired sinks
 }
 
-// sinkRun is what ShutdownContext needs of one StartRecordingToSink call.
+// sinkRun is one StartRecordingToSink call: what ShutdownContext and
+// SeriesEvicted need.
 type sinkRun struct {
+	series seriesCorrelator
 	cancel context.CancelFunc // ends the context of its writes
 	done   chan struct{}      // closed when its maintenance goroutine exits
 }
@@ -87,9 +89,9 @@ func New(sink EventSink, opts ...Option) (*Broadcaster, error) {
 	b := &Broadcaster{
 		sink:      sink,
 		cacheSize: cfg.cacheSize,
-		quit:      make(chan struct{}),
 		sinks:     make(map[*sinkRun]struct{}),
 	}
+	b.quit, b.quitNow = context.WithCancel(context.Background())
 	rec, err := fanout.NewRecorder[*eventsv1.Event](
 		fanout.WithQueueLength(cfg.queue),
 		fanout.WithRetry(cfg.retry()),
@@ -166,55 +168,42 @@ func (b *Broadcaster) StartRecordingToSinkWithContext(ctx context.Context) error
 	if b.sink == nil {
 		return errNoSink
 	}
+	series, err := newSeriesCorrelator(b.cacheSize)
+	if err != nil {
+		return err // unreachable: the cache size is validated
+	}
 	runCtx, cancel := context.WithCancel(ctx)
-	cache := newSeriesCache(b.cacheSize, &b.series)
 	w := &sinkAdapter{sink: b.sink, ctx: runCtx, logger: klog.FromContext(ctx)}
-	// client-go's wait.UntilWithContext runs both passes once at the start,
-	// on its maintenance goroutines, where they can race with the first
-	// events. Here they run before the runner exists: on the new, empty
-	// cache, where they find nothing to do.
-	cache.finish(w, func() bool { return false })
-	cache.refresh(w, func() bool { return false })
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.stopped {
 		cancel()
 		return fanout.ErrStopped
 	}
-	run, err := b.rec.StartSink(w, cache)
+	run, err := b.rec.StartSink(w, series)
 	if err != nil {
 		cancel()
 		return err
 	}
-	sr := &sinkRun{cancel: cancel, done: make(chan struct{})}
+	sr := &sinkRun{series: series, cancel: cancel, done: make(chan struct{})}
 	b.sinks[sr] = struct{}{}
-	go b.maintain(ctx, run, cache, w, sr)
+	go b.maintain(ctx, run, w, sr)
 	return nil
 }
 
 // maintain runs a sink's series maintenance until ctx ends (when it stops
 // the runner too), the broadcaster shuts down, or the runner exits. Like
 // client-go's wait.UntilWithContext, finish and refresh run a period after
-// their previous run ended (the first runs were at the start); when both
-// are due, finish runs first.
-func (b *Broadcaster) maintain(ctx context.Context, run *fanout.Runner[*eventsv1.Event], cache *seriesCache, w *sinkAdapter, sr *sinkRun) {
+// their previous run ended; when both are due, finish runs first.
+// client-go also runs both at the start, when a new correlator has nothing
+// to write: they are skipped.
+func (b *Broadcaster) maintain(ctx context.Context, run *fanout.Runner[*eventsv1.Event], w *sinkAdapter, sr *sinkRun) {
 	defer close(sr.done)
-	defer func() {
-		// Series still open are not written (as client-go); what was merged
-		// into them is counted lost once the runner can merge no more.
-		<-run.Done()
-		cache.abandon()
-	}()
-	stopped := func() bool {
-		select {
-		case <-ctx.Done():
-			return true
-		case <-b.quit:
-			return true
-		default:
-			return false
-		}
-	}
+	defer b.retire(run, sr)
+	// A pass ends early when recording ends or the broadcaster shuts down.
+	passCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(b.quit, cancel)()
 	nextFinish := time.Now().Add(finishTime)
 	nextRefresh := time.Now().Add(refreshTime)
 	timer := time.NewTimer(time.Until(earliest(nextFinish, nextRefresh)))
@@ -223,12 +212,9 @@ func (b *Broadcaster) maintain(ctx context.Context, run *fanout.Runner[*eventsv1
 		select {
 		case <-ctx.Done():
 			run.Stop()
-			b.mu.Lock()
-			delete(b.sinks, sr)
-			b.mu.Unlock()
 			sr.cancel()
 			return
-		case <-b.quit:
+		case <-b.quit.Done():
 			return
 		case <-run.Done():
 			return
@@ -236,15 +222,28 @@ func (b *Broadcaster) maintain(ctx context.Context, run *fanout.Runner[*eventsv1
 		}
 		now := time.Now()
 		if !now.Before(nextFinish) {
-			cache.finish(w, stopped)
+			sr.series.finish(passCtx, w)
 			nextFinish = time.Now().Add(finishTime)
 		}
 		if !now.Before(nextRefresh) {
-			cache.refresh(w, stopped)
+			sr.series.refresh(passCtx, w)
 			nextRefresh = time.Now().Add(refreshTime)
 		}
 		timer.Reset(time.Until(earliest(nextFinish, nextRefresh)))
 	}
+}
+
+// retire ends a sink once its runner has exited, when nothing can be
+// merged any more: series still open are not written (as client-go), and
+// what was merged into them is counted lost (the correlator reports it to
+// the runner). The sink's evicted series are added to the broadcaster's.
+func (b *Broadcaster) retire(run *fanout.Runner[*eventsv1.Event], sr *sinkRun) {
+	<-run.Done()
+	sr.series.Purge()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.evicted += sr.series.Stats().EvictedOpen
+	delete(b.sinks, sr)
 }
 
 func earliest(a, b time.Time) time.Time {
@@ -334,10 +333,8 @@ func (b *Broadcaster) ShutdownContext(ctx context.Context) error {
 		ctx = context.Background()
 	}
 	b.mu.Lock()
-	if !b.stopped {
-		b.stopped = true
-		close(b.quit)
-	}
+	b.stopped = true
+	b.quitNow()
 	runs := make([]*sinkRun, 0, len(b.sinks))
 	for sr := range b.sinks {
 		runs = append(runs, sr)
@@ -363,12 +360,16 @@ func (b *Broadcaster) ShutdownContext(ctx context.Context) error {
 
 // Stats returns the broadcaster's counters, totals over all its sinks and
 // watchers (to export them to Prometheus, see
-// [github.com/fanout-go/fanout/k8s/metrics.NewCollector]). Beyond the
-// runners' counts:
+// [github.com/fanout-go/fanout/k8s/metrics.NewCollector]). They are the
+// core recorder's ([fanout.RecorderStats]), whose sink runners also count
+// what their series correlators report after the fact
+// ([fanout.LossReporter]), and the recorders':
 //
 //   - Invalid counts events a recorder could not build (no reference to
 //     the object, a type other than Normal or Warning).
 //   - Refused counts events recorded after Shutdown.
+//   - Written counts events created and series written by the runners
+//     (not the refresh and finish writes, which write no new event).
 //   - Merged counts occurrences folded into a series (the third and later
 //     ones of a series), less those lost below.
 //   - DroppedFull also counts occurrences merged into a series that the
@@ -378,20 +379,18 @@ func (b *Broadcaster) ShutdownContext(ctx context.Context) error {
 //     recording ended (they are not written, as with client-go).
 //   - Failures also counts failed series refresh and finish writes.
 func (b *Broadcaster) Stats() eventstats.Stats {
-	s := adapt.Stats(b.rec.Stats(), &b.counters)
-	s.Refused += b.refused.Load()
-	lostFull, lostRejected, lostStopped := b.series.lostFull.Load(), b.series.lostRejected.Load(), b.series.lostStopped.Load()
-	s.Merged -= min(s.Merged, lostFull+lostRejected+lostStopped)
-	s.DroppedFull += lostFull
-	s.DroppedRejected += lostRejected
-	s.DroppedShutdown += lostStopped
-	s.Failures += b.series.failures.Load()
-	return s
+	return adapt.Stats(b.rec.Stats(), &b.counters)
 }
 
 // SeriesEvicted returns the number of open series (events seen at least
 // twice) that a full series cache forgot before they finished; see
 // [WithCacheSize]. client-go's cache is unbounded and never evicts.
 func (b *Broadcaster) SeriesEvicted() uint64 {
-	return b.series.evicted.Load()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := b.evicted
+	for sr := range b.sinks {
+		n += sr.series.Stats().EvictedOpen
+	}
+	return n
 }

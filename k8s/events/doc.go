@@ -107,12 +107,14 @@
 //     never became a series once they are more than 6 minutes old; the
 //     next occurrence of a forgotten key starts again at 1.
 //
-// Refresh and finish make one attempt per series, as client-go. As
-// client-go's wait.UntilWithContext, each runs once when recording starts
-// (before the first event, so it finds nothing to do; in client-go it can
-// race with the first events) and then on the maintenance goroutine a
-// period after its previous run ended. A series the cache evicts is
-// forgotten like a finished one, without its final write.
+// The series are the core [fanout.Correlator] configured as client-go's:
+// a merging dedup stage keyed as above ([fanout.DedupStage].WriteFirst 2),
+// whose open records refresh and finish write ([fanout.Correlator.WriteOpen]).
+// Refresh and finish make one attempt per series, as client-go, on the
+// maintenance goroutine, a period after their previous run ended (as
+// client-go's wait.UntilWithContext; its runs when recording starts find
+// nothing to do, and are skipped). A series the cache evicts is forgotten
+// like a finished one, without its final write.
 //
 // Writes are classified as client-go's: a request that cannot be built
 // and API status errors are final (AlreadyExists on a create is logged
@@ -150,9 +152,11 @@
 // it ends up in exactly one of Written, Merged or a Dropped counter once
 // it leaves the queue, or in Invalid or Refused before it is queued.
 // Occurrences merged into a series and then lost (the cache evicted the
-// series, or the API server rejected its final write) move from Merged to
-// DroppedFull or DroppedRejected; [Broadcaster.SeriesEvicted] counts the
-// evicted series. Register
+// series, the API server rejected its final write, or recording ended
+// with the series open) move from Merged to DroppedFull, DroppedRejected
+// or DroppedShutdown: the series correlator reports them to its sink
+// runner ([fanout.LossReporter]), so the core recorder's counters include
+// them. [Broadcaster.SeriesEvicted] counts the evicted series. Register
 // [github.com/fanout-go/fanout/k8s/metrics.NewCollector] (a separate module)
 // to export them to Prometheus.
 package events

@@ -78,7 +78,7 @@ func (r *recorder) record(regarding, related runtime.Object, annotations map[str
 	ev := makeEvent(now, regardingRef, relatedRef, annotations, eventtype, reason, action, message, r.controller, r.instance)
 	if err := r.b.rec.Record(ev); err != nil {
 		// Only after Shutdown: the runners' queues drop silently.
-		r.b.refused.Add(1)
+		r.b.counters.Stopped.Add(1)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/fanout-go/fanout"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -476,4 +477,100 @@ func TestSeriesEvictedDuringItsRefreshCountsMergedAsWritten(t *testing.T) {
 		assert.EqualValues(t, 4, s.Merged, "the merged occurrences were written by the refresh")
 		assert.Zero(t, s.DroppedFull, "nothing was lost")
 	})
+}
+
+// seriesKeyFields is client-go's getKey, restated: what the series key
+// must tell apart.
+type seriesKeyFields struct {
+	typ, action, reason, controller, instance string
+	regarding, related                        corev1.ObjectReference
+}
+
+func eventFor(k seriesKeyFields) *eventsv1.Event {
+	ev := &eventsv1.Event{Type: k.typ, Action: k.action, Reason: k.reason, ReportingController: k.controller,
+		ReportingInstance: k.instance, Regarding: k.regarding}
+	if k.related != (corev1.ObjectReference{}) {
+		ev.Related = k.related.DeepCopy()
+	}
+	return ev
+}
+
+// Two events have the same series key exactly when client-go's key
+// fields are equal: field boundaries cannot be shifted to forge a match.
+func FuzzSeriesKey(f *testing.F) {
+	f.Add("Normal", "A", "R", "ctrl", "pod", "ns", "Normal", "A", "R", "ctrl", "po", "dns")
+	f.Add("", "", "", "", "", "", "", "", "", "", "", "")
+	f.Add("a\x00", "b", "", "", "x", "", "a", "\x00b", "", "", "", "x")
+	f.Fuzz(func(t *testing.T, t1, a1, r1, c1, n1, ns1, t2, a2, r2, c2, n2, ns2 string) {
+		k1 := seriesKeyFields{typ: t1, action: a1, reason: r1, controller: c1,
+			regarding: corev1.ObjectReference{Name: n1, Namespace: ns1}, related: corev1.ObjectReference{FieldPath: ns2}}
+		k2 := seriesKeyFields{typ: t2, action: a2, reason: r2, controller: c2,
+			regarding: corev1.ObjectReference{Name: n2, Namespace: ns2}, related: corev1.ObjectReference{FieldPath: ns1}}
+		if got, want := seriesKey(eventFor(k1)) == seriesKey(eventFor(k2)), k1 == k2; got != want {
+			t.Errorf("keys equal: %v, fields equal: %v\n%+v\n%+v", got, want, k1, k2)
+		}
+	})
+}
+
+// A missing related object keys as an empty one, as in client-go.
+func TestSeriesKeyNilRelatedIsEmpty(t *testing.T) {
+	ev := eventFor(seriesKeyFields{typ: "Normal", reason: "R"})
+	withEmpty := ev.DeepCopy()
+	withEmpty.Related = &corev1.ObjectReference{}
+	assert.Equal(t, seriesKey(ev), seriesKey(withEmpty))
+}
+
+// SeriesEvicted keeps counting the series evicted by a sink whose
+// recording has ended.
+func TestSeriesEvictedCountsEndedSinks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sink := newRecordingSink()
+		b, err := New(sink, WithCacheSize(1))
+		require.NoError(t, err)
+		defer b.Shutdown()
+		ctx, cancel := context.WithCancel(quietCtx(context.Background()))
+		require.NoError(t, b.StartRecordingToSinkWithContext(ctx))
+		r := b.NewRecorder(testScheme(), "ctrl").WithLogger(quiet)
+		for _, p := range []*corev1.Pod{pod("a", "ns"), pod("a", "ns"), pod("a", "ns"), pod("b", "ns")} {
+			r.Eventf(p, nil, corev1.EventTypeNormal, "R", "A", "n")
+		}
+		flush(t, b)
+		require.EqualValues(t, 1, b.SeriesEvicted())
+		cancel()
+		synctest.Wait()
+		assert.EqualValues(t, 1, b.SeriesEvicted())
+		s := b.Stats()
+		assert.EqualValues(t, 1, s.DroppedFull, "a's merged third occurrence")
+		assert.Zero(t, s.Merged)
+	})
+}
+
+// BenchmarkSeriesCorrelate measures a sink's series correlation per
+// occurrence: one key seen again and again (merged into its series), and
+// occurrences spread over more keys than the cache holds (each one new,
+// evicting another).
+func BenchmarkSeriesCorrelate(b *testing.B) {
+	const keys = 10000
+	evs := make([]*eventsv1.Event, keys)
+	for i := range evs {
+		evs[i] = makeEvent(bubbleStart, &corev1.ObjectReference{Kind: "Pod", Name: fmt.Sprint("pod-", i), Namespace: "ns"}, nil, nil,
+			corev1.EventTypeWarning, "BackOff", "Restart", "back-off", "ctrl", "ctrl-host")
+	}
+	for _, bc := range []struct {
+		name string
+		n    int
+	}{{"merged", 1}, {"keys=10000", keys}} {
+		b.Run(bc.name, func(b *testing.B) {
+			c, err := newSeriesCorrelator(fanout.DefaultCacheSize)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				c.Correlate(evs[i%bc.n])
+				i++
+			}
+		})
+	}
 }
