@@ -43,8 +43,14 @@ const minRingSize = 64
 // A Broadcaster starts no goroutines. Create one with [New]; the zero value
 // is not usable.
 type Broadcaster[T any] struct {
-	cfg config
-	err error // an invalid option of New: returned by every call that can
+	// Read by readers and publishers, rarely written. The padding keeps
+	// each group below on cache lines of its own: a reader's loads of
+	// ring and head do not take the publishers' lock word away from them.
+	cfg  config
+	err  error                        // an invalid option of New: returned by every call that can
+	ring atomic.Pointer[ring.Ring[T]] // replaced (under mu) only when it grows
+	done chan struct{}                // closed by Shutdown
+	_    [64]byte
 
 	// mu guards the fields below and makes acceptance of a value, the
 	// registration of a watcher and its removal one total order. It is held
@@ -52,8 +58,6 @@ type Broadcaster[T any] struct {
 	// advancing head. Waits, user callbacks and wake-ups happen outside it.
 	mu      sync.Mutex
 	stopped bool
-	done    chan struct{} // closed by Shutdown
-	ring    atomic.Pointer[ring.Ring[T]]
 	ringOn  bool          // values are written to the ring: it has readers or a history
 	limit   uint64        // no ring reader that waits, evicts or decides is full while head < limit
 	blocker *Watcher[T]   // the reader that set limit, if known
@@ -87,14 +91,17 @@ type Broadcaster[T any] struct {
 	blocked   []blockedSend[T]
 	undecided []undecided[T]
 
-	head atomic.Uint64 // sequence number of the next value; stored under mu
+	// Written by publishers, read by every reader on every read.
+	_         [64]byte
+	head      atomic.Uint64 // sequence number of the next value; stored under mu
+	blockedAt atomic.Uint64 // the sequence publishers wait to publish, plus one; 0: none
+	nblocked  atomic.Int64  // full WaitIfChannelFull readers yet to make room for it
+	_         [64]byte
 
 	// roomWait counts publishers waiting for a ring reader to make room;
 	// readers wake them all (roomWaiters, under roomMu) when it is
 	// non-zero, so that they go on together instead of one after the other.
 	roomWait    atomic.Int32
-	blockedAt   atomic.Uint64 // the sequence publishers wait to publish, plus one; 0: none
-	nblocked    atomic.Int64  // full WaitIfChannelFull readers yet to make room for it
 	roomMu      sync.Mutex
 	roomWaiters []chan struct{}
 	spareWake   []chan struct{}
