@@ -109,9 +109,10 @@ type Broadcaster[T any] struct {
 
 	// parkMu guards parked and Watcher.inPark: ring readers waiting for a
 	// value. nparked lets a publisher skip the lock when nobody waits.
-	parkMu  sync.Mutex
-	parked  []*Watcher[T]
-	nparked atomic.Int32
+	parkMu      sync.Mutex
+	parked      []*Watcher[T]
+	spareParked [][]*Watcher[T] // emptied lists of parked readers, for reuse
+	nparked     atomic.Int32
 
 	dropped uint64 // drops of the watchers no longer registered (under mu)
 	panics  atomic.Uint64
@@ -473,12 +474,34 @@ func (b *Broadcaster[T]) wakeParked() {
 		w.signal() // w.wake was set before w was parked, under parkMu
 		parked[i] = nil
 	}
+	// Reuse the storage; if readers parked meanwhile (in a list of their
+	// own, see park), keep it for later.
 	b.parkMu.Lock()
-	if b.parked == nil {
-		b.parked = parked[:0] // reuse the storage
+	switch {
+	case b.parked == nil:
+		b.parked = parked[:0]
+	case cap(parked) > 0 && len(b.spareParked) < maxSpareParked:
+		b.spareParked = append(b.spareParked, parked[:0])
 	}
 	b.parkMu.Unlock()
 }
+
+// takeSpareParked returns a kept empty list of parked readers, or nil.
+// Caller holds b.parkMu.
+func (b *Broadcaster[T]) takeSpareParked() []*Watcher[T] {
+	k := len(b.spareParked)
+	if k == 0 {
+		return nil
+	}
+	l := b.spareParked[k-1]
+	b.spareParked[k-1] = nil
+	b.spareParked = b.spareParked[:k-1]
+	return l
+}
+
+// maxSpareParked bounds the parked lists a broadcaster keeps for reuse: one
+// per wake-up that can overlap with another, which concurrent publishers do.
+const maxSpareParked = 4
 
 // Shutdown stops the broadcaster. It is idempotent, safe from any goroutine,
 // and never waits on a consumer. It closes intake; releases publishers

@@ -287,12 +287,12 @@ func (p *pub[T]) releaseTurn() {
 		b.turn = false
 		return
 	}
+	// Shifted, not resliced, so that the queue keeps its storage: it is
+	// as long as the publishers waiting for the turn, a few.
 	p.next = b.turnQ[0]
-	b.turnQ[0] = nil
-	b.turnQ = b.turnQ[1:]
-	if len(b.turnQ) == 0 {
-		b.turnQ = nil
-	}
+	n := copy(b.turnQ, b.turnQ[1:])
+	b.turnQ[n] = nil
+	b.turnQ = b.turnQ[:n]
 }
 
 // leave ends the call: it passes the turn on and unlocks, then wakes the

@@ -264,6 +264,9 @@ func (w *Watcher[T]) park(ctx context.Context, wake chan struct{}, h uint64) err
 	b.parkMu.Lock()
 	if !w.inPark {
 		w.inPark = true
+		if b.parked == nil { // taken by a wake-up still signalling
+			b.parked = b.takeSpareParked()
+		}
 		b.parked = append(b.parked, w)
 		b.nparked.Add(1)
 	}
