@@ -415,3 +415,64 @@ func TestNoAllocationPerBoundedWait(t *testing.T) {
 		assert.Equal(t, uint64(303), ws[0].Stats().DroppedTimeout+ws[1].Stats().DroppedTimeout+ws[2].Stats().DroppedTimeout)
 	})
 }
+
+// Concurrent publishers and readers that park and are woken allocate
+// nothing per value either, once the broadcaster's reusable lists have
+// grown: publishers queued for the turn, and readers parking while a
+// wake-up is still signalling the previous ones.
+func TestNoAllocationPerValueUnderConcurrency(t *testing.T) {
+	for _, tc := range []struct {
+		name                string
+		publishers, chans   int
+		pullers, perPublish int
+	}{
+		{"four publishers, one channel watcher", 4, 1, 0, 50_000},
+		{"one publisher, 200 parking readers", 1, 0, 200, 20_000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := fanout.New[*int]()
+			var readers sync.WaitGroup
+			for range tc.chans {
+				w := fanouttest.Watch(t, b)
+				ch := w.ResultChan()
+				readers.Go(func() {
+					for range ch {
+					}
+				})
+			}
+			for range tc.pullers {
+				w := fanouttest.Watch(t, b)
+				readers.Go(func() {
+					buf := make([]*int, 100)
+					for {
+						if _, err := w.Recv(context.Background(), buf); err != nil {
+							return
+						}
+					}
+				})
+			}
+			publish := func(n int) {
+				var pubs sync.WaitGroup
+				v := new(int)
+				for range tc.publishers {
+					pubs.Go(func() {
+						for range n {
+							_ = b.Action(v)
+						}
+					})
+				}
+				pubs.Wait()
+			}
+			publish(tc.perPublish / 10) // warm-up: the reusable lists grow
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			publish(tc.perPublish)
+			runtime.ReadMemStats(&after)
+			b.Shutdown()
+			readers.Wait()
+			values := float64(tc.publishers * tc.perPublish)
+			perValue := float64(after.Mallocs-before.Mallocs) / values
+			assert.Less(t, perValue, 0.01, "allocations per value (%d in all)", after.Mallocs-before.Mallocs)
+		})
+	}
+}
