@@ -108,6 +108,9 @@ type Consumer[T any] struct {
 	// terminated) and the last consumer sequence seen, to skip redeliveries
 	// and detect gaps (durable only).
 	lastSeq, lastCseq uint64
+	// refused is the message the broadcaster refused (it shut down), if
+	// any: negatively acknowledged when the consumer finishes.
+	refused jetstream.Msg
 }
 
 // Consume starts publishing the messages of cfg.Stream into b, as cfg
@@ -242,7 +245,7 @@ func (c *Consumer[T]) Stats() InboundStats { return c.in.stats() }
 
 func (c *Consumer[T]) run() {
 	defer close(c.in.done)
-	defer c.stopIterator()
+	defer c.finish()
 	for {
 		it := c.iterator()
 		msg, err := it.Next(jetstream.NextContext(c.in.ctx))
@@ -264,10 +267,27 @@ func (c *Consumer[T]) iterator() jetstream.MessagesContext {
 	return c.it
 }
 
-func (c *Consumer[T]) stopIterator() {
+// finish ends the consumer: it stops the iterator. A durable's waits until
+// its subscription is gone, so that a successor's reset (see Consume) cannot
+// have values delivered to this consumer's old inbox, where they would wait
+// for AckWait; then it negatively acknowledges the value the broadcaster
+// refused, if any, so that another consumer of the durable gets it at once.
+// (An ordered consumer has neither acks nor resets, and its Closed starts a
+// goroutine that nats.go v1.55 never ends: it is only stopped.)
+func (c *Consumer[T]) finish() {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.it.Stop()
+	it := c.it
+	c.mu.Unlock()
+	if c.durable == "" {
+		it.Stop()
+		return
+	}
+	c.stopAndWait(it)
+	if msg := c.refused; msg != nil {
+		if err := msg.Nak(); err != nil {
+			c.in.rep.report(&Error{Op: "nak", Subject: msg.Subject(), Err: err})
+		}
+	}
 }
 
 // onNextError decides what an error of the iterator means, and reports
@@ -318,7 +338,10 @@ func (c *Consumer[T]) handle(msg jetstream.Msg) bool {
 	}
 	switch c.in.deliver(msg.Subject(), meta.Sequence.Stream, msg.Data()) {
 	case refused:
-		return false // unacknowledged: redelivered to the durable's next consumer
+		if c.durable != "" {
+			c.refused = msg // negatively acknowledged once the iterator is gone (see finish)
+		}
+		return false
 	case undecodable:
 		if c.durable != "" {
 			c.lastSeq = meta.Sequence.Stream

@@ -268,7 +268,9 @@ func TestConsumerStopsWhenTheBroadcasterShutsDownLeavingTheValueUnacknowledged(t
 	js := natstest.JetStream(t, srv.Connect(t))
 	natstest.Stream(t, js, "EV", "ev")
 	b := fanout.New[event]()
-	c := consume(t, js, b, fanoutnats.ConsumeConfig[event]{Stream: "EV", Durable: "d"})
+	// An hour's AckWait: only the consumer's negative acknowledgement of
+	// the refused value lets the next consumer have it within the test.
+	c := consume(t, js, b, fanoutnats.ConsumeConfig[event]{Stream: "EV", Durable: "d", AckWait: time.Hour})
 	b.Shutdown()
 	jsPublish(t, js, "ev", event{Seq: 1})
 	waitDone(t, c)

@@ -31,7 +31,7 @@ var (
 // OnError callbacks of the configurations receive one, as an error.
 type Error struct {
 	// Op names the step that failed: "subject", "encode", "publish",
-	// "flush", "decode", "deliver", "ack" or "consume".
+	// "flush", "decode", "deliver", "ack", "nak" or "consume".
 	Op string
 	// Subject is the NATS subject, when known.
 	Subject string
