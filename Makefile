@@ -19,14 +19,15 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 ## staticcheck comes last so that a lint finding does not hide a test failure.
 test: fmt-check tidy-check vet e2e-binaries race staticcheck
 
-## quick: the edit-test loop: go test -race of every module, without the e2e tests and their binaries, the
-## modules side by side (one job per core; each module's output is printed when it is done). Test results are
+## quick: the edit-test loop: go test -race -short of every module, without the e2e tests and their binaries,
+## the modules side by side (one job per core; each module's output is printed when it is done). -short skips
+## the release test and shortens the randomized parity runs; make test runs both in full. Test results are
 ## cached as usual; add GOTESTFLAGS=-count=1 to rerun everything.
 quick:
 	@$(MAKE) --no-print-directory -j$(JOBS) -Otarget $(addprefix quick-module/,$(MODULES))
 
 quick-module/%:
-	@echo "== test -race $*"; cd $* && $(GO) test -race -timeout 20m $(GOTESTFLAGS) ./...
+	@echo "== test -race -short $*"; cd $* && $(GO) test -race -short -timeout 20m $(GOTESTFLAGS) ./...
 
 ## check: the static checks of `make test`, without tests: gofmt, go mod tidy, go vet, staticcheck.
 check: fmt-check tidy-check vet staticcheck

@@ -18,6 +18,9 @@ import (
 // the real proxy behind it for third-party modules only. Replace directives
 // in the packaged go.mod files play no part, as for any consumer.
 func TestReleasedModulesResolveForAConsumer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("packages every module and builds programs against them (a minute warm, ten cold): make test runs it")
+	}
 	version, err := ReadVersion(repoRoot)
 	if err != nil {
 		t.Fatal(err)
