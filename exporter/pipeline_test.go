@@ -217,9 +217,13 @@ func TestGoroutinesAreBoundedBySinksNotEvents(t *testing.T) {
 		}
 	}
 	// One goroutine per sink and the checkpoint goroutine, whatever the
-	// number of occurrences.
-	if grown := peak - before; grown > 3+1 {
-		t.Errorf("goroutines grew by %d with 3,000 occurrences and 3 sinks, want at most 4", grown)
+	// number of occurrences (a goroutine per occurrence would be
+	// thousands), plus a little slack for goroutines that come and go
+	// outside the pipeline, such as a logger's flush daemon (one more than
+	// the pipeline's was seen once, under load).
+	const slack = 3
+	if grown := peak - before; grown > 3+1+slack {
+		t.Errorf("goroutines grew by %d with 3,000 occurrences and 3 sinks, want at most %d", grown, 3+1+slack)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
