@@ -3,6 +3,8 @@
 package e2e
 
 import (
+	"github.com/fanout-go/fanout/k8s/apiservertest"
+
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -32,7 +34,7 @@ func TestOddEventsAndUnreachableSinksAreCountedNeverFatal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ns := namespace(t, client, "odd")
+	ns := apiservertest.Namespace(t, client, "odd")
 	natsURL := natsServer(t)
 	hook := newWebhook(t, nil)
 	config := parse(t, fmt.Sprintf(`

@@ -3,6 +3,8 @@
 package e2e
 
 import (
+	"github.com/fanout-go/fanout/k8s/apiservertest"
+
 	"bufio"
 	"bytes"
 	"context"
@@ -219,7 +221,7 @@ func TestManifestsApplyAndTheExporterRunsWithExactlyTheirRBAC(t *testing.T) {
 		t.Fatalf("applying exporter/deploy: %v", err)
 	}
 	parse(t, configYAML(t, objs)) // the shipped configuration is valid as is
-	ns := namespace(t, client, "rbac-events")
+	ns := apiservertest.Namespace(t, client, "rbac-events")
 	rec := &recorder{seen: map[request]bool{}}
 	saCfg := rest.CopyConfig(cfg)
 	saCfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:fanout-eventer:fanout-eventer"}

@@ -3,6 +3,8 @@
 package e2e
 
 import (
+	"github.com/fanout-go/fanout/k8s/apiservertest"
+
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -21,7 +23,7 @@ const (
 
 func TestTenThousandOccurrencesReachFileWebhookAndNATSExactlyOnce(t *testing.T) {
 	_, client := cluster(t)
-	ns := namespace(t, client, "burst")
+	ns := apiservertest.Namespace(t, client, "burst")
 	dir := t.TempDir()
 	natsURL := natsServer(t)
 	hook := newWebhook(t, nil) // the wanted set is known once the events exist

@@ -35,31 +35,13 @@ import (
 // client-side rate limit.
 func cluster(t *testing.T) (*rest.Config, kubernetes.Interface) {
 	t.Helper()
-	envOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-		defer cancel()
-		env, envErr = apiservertest.New(ctx)
-	})
-	if envErr != nil {
-		t.Fatalf("starting kube-apiserver and etcd: %v", envErr)
-	}
-	cfg := env.Config()
+	cfg := apiservertest.Shared(t).Config()
 	cfg.QPS, cfg.Burst = -1, 0
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return cfg, client
-}
-
-// namespace creates a namespace for one test.
-func namespace(t *testing.T, client kubernetes.Interface, name string) string {
-	t.Helper()
-	_, err := client.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return name
 }
 
 // keySet is a set of occurrence keys that signals when it holds a target.

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/signal"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 
@@ -24,14 +23,6 @@ import (
 // instead of the tests.
 const childEnv = "FANOUT_EVENTER_E2E_CHILD"
 
-// The API server shared by the package's tests, started by the first test
-// that needs it.
-var (
-	envOnce sync.Once
-	env     *apiservertest.Env
-	envErr  error
-)
-
 func TestMain(m *testing.M) {
 	if args, ok := os.LookupEnv(childEnv); ok {
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
@@ -41,11 +32,9 @@ func TestMain(m *testing.M) {
 	}
 	klog.SetLogger(logr.Discard()) // outages and kills provoke many logged errors
 	code := m.Run()
-	if env != nil {
-		if err := env.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "e2e: stopping kube-apiserver and etcd:", err)
-			code = 1
-		}
+	if err := apiservertest.StopShared(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: stopping kube-apiserver and etcd:", err)
+		code = 1
 	}
 	if code == 0 {
 		if err := goleak.Find(); err != nil {

@@ -3,6 +3,8 @@
 package e2e
 
 import (
+	"github.com/fanout-go/fanout/k8s/apiservertest"
+
 	"context"
 	"fmt"
 	"net"
@@ -76,7 +78,7 @@ func TestWebhookDownFor30Seconds(t *testing.T) {
 	_, client := cluster(t)
 	t.Run("Wait delivers everything after it recovers", func(t *testing.T) {
 		t.Parallel()
-		ns := namespace(t, client, "outage-wait")
+		ns := apiservertest.Namespace(t, client, "outage-wait")
 		hook := newWebhook(t, nil)
 		hook.setDown(true)
 		cfg, file := outageConfig(t, ns, t.TempDir(), hook.URL, "Wait", 100)
@@ -101,7 +103,7 @@ func TestWebhookDownFor30Seconds(t *testing.T) {
 	})
 	t.Run("DropOldest does not slow the file sink and counts its drops", func(t *testing.T) {
 		t.Parallel()
-		ns := namespace(t, client, "outage-drop")
+		ns := apiservertest.Namespace(t, client, "outage-drop")
 		hook := newWebhook(t, nil)
 		hook.setDown(true)
 		downSince := time.Now()

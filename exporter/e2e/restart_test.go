@@ -3,6 +3,8 @@
 package e2e
 
 import (
+	"github.com/fanout-go/fanout/k8s/apiservertest"
+
 	"context"
 	"fmt"
 	"os"
@@ -68,7 +70,7 @@ func (c *child) stop(t *testing.T, sig syscall.Signal) error {
 
 func TestKilledAndRestartedMidStreamLosesAndRepeatsNothing(t *testing.T) {
 	cfg, client := cluster(t)
-	ns := namespace(t, client, "restart")
+	ns := apiservertest.Namespace(t, client, "restart")
 	dir := t.TempDir()
 	natsURL := natsServer(t)
 	hook := newWebhook(t, nil)

@@ -3,6 +3,8 @@
 package e2etest
 
 import (
+	"github.com/fanout-go/fanout/k8s/apiservertest"
+
 	"context"
 	"fmt"
 	"testing"
@@ -44,7 +46,7 @@ func eventsIn(t *testing.T, client kubernetes.Interface, ns string) []eventsv1.E
 // the API sees both writes; related objects and actions are stored.
 func TestEventsSeriesLandInAPIServer(t *testing.T) {
 	_, client := cluster(t)
-	ns := namespace(t, client, "events-series")
+	ns := apiservertest.Namespace(t, client, "events-series")
 	w, err := client.EventsV1().Events(ns).Watch(t.Context(), metav1.ListOptions{})
 	require.NoError(t, err)
 	defer w.Stop()
@@ -89,7 +91,7 @@ func TestEventsSeriesLandInAPIServer(t *testing.T) {
 // through it.
 func TestEventsAdapterUsesEventsV1(t *testing.T) {
 	_, client := cluster(t)
-	ns := namespace(t, client, "events-adapter")
+	ns := apiservertest.Namespace(t, client, "events-adapter")
 	a := events.NewEventBroadcasterAdapter(client)
 	stop := make(chan struct{})
 	a.StartRecordingToSink(stop)
@@ -105,7 +107,7 @@ func TestEventsAdapterUsesEventsV1(t *testing.T) {
 // dropped.
 func TestEventsBurstIsBoundedAndAccounted(t *testing.T) {
 	_, client := cluster(t, func(c *rest.Config) { c.QPS, c.Burst = 1000, 1000 })
-	ns := namespace(t, client, "events-burst")
+	ns := apiservertest.Namespace(t, client, "events-burst")
 	b := newEvents(t, client)
 	r := b.NewRecorder(scheme.Scheme, "burst")
 	burst(t, func(i int) {

@@ -3,19 +3,15 @@
 package e2etest
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"runtime"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
 	"go.uber.org/goleak"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -24,22 +20,12 @@ import (
 	"github.com/fanout-go/fanout/k8s/apiservertest"
 )
 
-// One kube-apiserver and etcd for the package, started by the first test
-// that needs them and stopped after the last.
-var (
-	envOnce sync.Once
-	env     *apiservertest.Env
-	envErr  error
-)
-
 func TestMain(m *testing.M) {
 	klog.SetLogger(logr.Discard()) // the outage test provokes many logged errors
 	code := m.Run()
-	if env != nil {
-		if err := env.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stopping the e2e env:", err)
-			code = 1
-		}
+	if err := apiservertest.StopShared(); err != nil {
+		fmt.Fprintln(os.Stderr, "stopping the e2e env:", err)
+		code = 1
 	}
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
@@ -56,14 +42,7 @@ func TestMain(m *testing.M) {
 // configuration.
 func cluster(t *testing.T, tune ...func(*rest.Config)) (*apiservertest.Env, kubernetes.Interface) {
 	t.Helper()
-	envOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-		defer cancel()
-		env, envErr = apiservertest.New(ctx)
-	})
-	if envErr != nil {
-		t.Fatalf("starting kube-apiserver and etcd: %v", envErr)
-	}
+	env := apiservertest.Shared(t)
 	cfg := env.Config()
 	for _, f := range tune {
 		f(cfg)
@@ -78,16 +57,6 @@ func cluster(t *testing.T, tune ...func(*rest.Config)) (*apiservertest.Env, kube
 	}
 	t.Cleanup(httpClient.CloseIdleConnections)
 	return env, client
-}
-
-// namespace creates a namespace for one test.
-func namespace(t *testing.T, client kubernetes.Interface, name string) string {
-	t.Helper()
-	_, err := client.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return name
 }
 
 // countWatch reads w until it has seen n added or modified events, or fails

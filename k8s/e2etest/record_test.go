@@ -3,6 +3,8 @@
 package e2etest
 
 import (
+	"github.com/fanout-go/fanout/k8s/apiservertest"
+
 	"context"
 	"fmt"
 	"testing"
@@ -53,7 +55,7 @@ func flush(t *testing.T, f interface{ Flush(context.Context) error }) {
 // counted, and a watch on the API sees what was written.
 func TestRecordLandsInAPIServer(t *testing.T) {
 	_, client := cluster(t)
-	ns := namespace(t, client, "record-lands")
+	ns := apiservertest.Namespace(t, client, "record-lands")
 	w, err := client.CoreV1().Events(ns).Watch(t.Context(), metav1.ListOptions{})
 	require.NoError(t, err)
 	defer w.Stop()
@@ -119,7 +121,7 @@ func TestRecordLandsInAPIServer(t *testing.T) {
 // beside ours, is the reference.
 func TestSurvivesAPIServerOutage(t *testing.T) {
 	env, client := cluster(t)
-	ns := namespace(t, client, "record-outage")
+	ns := apiservertest.Namespace(t, client, "record-outage")
 	ours := record.New()
 	defer ours.Shutdown()
 	ours.StartRecordingToSink(coreSink(client))
@@ -198,7 +200,7 @@ func TestRecordBurstIsBoundedAndAccounted(t *testing.T) {
 	// client-go's default client-side limit (5 requests/s) would make the
 	// test wait minutes for the writes the queue took.
 	_, client := cluster(t, func(c *rest.Config) { c.QPS, c.Burst = 1000, 1000 })
-	ns := namespace(t, client, "record-burst")
+	ns := apiservertest.Namespace(t, client, "record-burst")
 	// The spam filter lifted, so that every occurrence the sink sees is
 	// written and the server's counts add up to the writes.
 	b := record.New(record.WithCorrelatorOptions(record.CorrelatorOptions{BurstSize: 1 << 30}))

@@ -1,0 +1,56 @@
+package apiservertest
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// The package's shared Env: one kube-apiserver and etcd per test binary.
+var shared struct {
+	once sync.Once
+	env  *Env
+	err  error
+}
+
+// Shared returns the test binary's shared [Env], starting it on first use
+// (building the binaries if they are missing: a test never skips for want of
+// them), and fails t if it cannot start. Call [StopShared] from TestMain
+// after the tests have run.
+func Shared(t testing.TB) *Env {
+	t.Helper()
+	shared.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+		defer cancel()
+		shared.env, shared.err = New(ctx)
+	})
+	if shared.err != nil {
+		t.Fatalf("starting kube-apiserver and etcd: %v", shared.err)
+	}
+	return shared.env
+}
+
+// StopShared stops the shared [Env] if [Shared] started it. It is meant for
+// TestMain, after m.Run.
+func StopShared() error {
+	if shared.env == nil {
+		return nil
+	}
+	return shared.env.Stop()
+}
+
+// Namespace creates the namespace name with client for one test, failing t
+// if it cannot, and returns name.
+func Namespace(t testing.TB, client kubernetes.Interface, name string) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if _, err := client.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
