@@ -50,7 +50,10 @@ type Broadcaster[T any] struct {
 	err  error                        // an invalid option of New: returned by every call that can
 	ring atomic.Pointer[ring.Ring[T]] // replaced (under mu) only when it grows
 	done chan struct{}                // closed by Shutdown
-	_    [64]byte
+	// nreaders is len(readers), for readers deciding whether to yield
+	// before they park (see parkYields).
+	nreaders atomic.Int32
+	_        [64]byte
 
 	// mu guards the fields below and makes acceptance of a value, the
 	// registration of a watcher and its removal one total order. It is held
@@ -251,6 +254,7 @@ func (b *Broadcaster[T]) watch(prefix []T, opts []Option) (*Watcher[T], error) {
 	w.o, w.c = h-k, uint64(w.q-len(prefix))
 	w.publishMarks()
 	b.readers = append(b.readers, w)
+	b.nreaders.Store(int32(len(b.readers)))
 	if !w.lazy {
 		b.limiters = append(b.limiters, w)
 	}
@@ -312,6 +316,7 @@ func (b *Broadcaster[T]) toChanLocked(w *Watcher[T], log *dropLog) {
 // removeReader unregisters a ring reader. Caller holds b.mu.
 func (b *Broadcaster[T]) removeReader(w *Watcher[T]) {
 	b.readers = deleteWatcher(b.readers, w)
+	b.nreaders.Store(int32(len(b.readers)))
 	b.limiters = deleteWatcher(b.limiters, w)
 	b.lappers = deleteWatcher(b.lappers, w)
 	if b.blocker == w {
@@ -542,6 +547,7 @@ func (b *Broadcaster[T]) Shutdown() {
 		w.mu.Unlock()
 	}
 	b.readers, b.limiters, b.lappers, b.full, b.blocker = nil, nil, nil, nil, nil
+	b.nreaders.Store(0)
 	b.mu.Unlock()
 	b.wakeParked()
 	log.report(b)
