@@ -52,7 +52,7 @@ type Broadcaster[T any] struct {
 	done chan struct{}                // closed by Shutdown
 	// nreaders is len(readers), for readers deciding whether to yield
 	// before they park (see parkYields).
-	nreaders atomic.Int32
+	nreaders atomicI32
 	_        [64]byte
 
 	// mu guards the fields below and makes acceptance of a value, the
@@ -96,15 +96,15 @@ type Broadcaster[T any] struct {
 
 	// Written by publishers, read by every reader on every read.
 	_         [64]byte
-	head      atomic.Uint64 // sequence number of the next value; stored under mu
-	blockedAt atomic.Uint64 // the sequence publishers wait to publish, plus one; 0: none
-	nblocked  atomic.Int64  // full WaitIfChannelFull readers yet to make room for it
+	head      atomicU64 // sequence number of the next value; stored under mu
+	blockedAt atomicU64 // the sequence publishers wait to publish, plus one; 0: none
+	nblocked  atomicI64 // full WaitIfChannelFull readers yet to make room for it
 	_         [64]byte
 
 	// roomWait counts publishers waiting for a ring reader to make room;
 	// readers wake them all (roomWaiters, under roomMu) when it is
 	// non-zero, so that they go on together instead of one after the other.
-	roomWait    atomic.Int32
+	roomWait    atomicI32
 	roomMu      sync.Mutex
 	roomWaiters []chan struct{}
 	spareWake   []chan struct{}
@@ -115,7 +115,7 @@ type Broadcaster[T any] struct {
 	parkMu      sync.Mutex
 	parked      []*Watcher[T]
 	spareParked [][]*Watcher[T] // emptied lists of parked readers, for reuse
-	nparked     atomic.Int32
+	nparked     atomicI32
 
 	dropped uint64 // drops of the watchers no longer registered (under mu)
 	panics  atomic.Uint64

@@ -26,15 +26,15 @@ type Watcher[T any] struct {
 	// reader.go): stored by whoever changes the queue, under mu. They come
 	// first, with what the publisher reads beside them, so that a scan of
 	// the readers touches one cache line of each.
-	fullAt atomic.Uint64
-	pin    atomic.Uint64
+	fullAt atomicU64
+	pin    atomicU64
 	kind   kind
 	lazy   bool  // a lossy built-in without drop handler: drops settled lazily
 	inFull bool  // listed in b.full (guarded by b.mu)
 	mode   uint8 // guarded by mu
 	inPark bool  // guarded by b.parkMu
 
-	waiters atomic.Int32
+	waiters atomicI32
 	exposed atomic.Bool // ResultChan has returned cs.ch
 
 	b        *Broadcaster[T]
@@ -58,7 +58,7 @@ type Watcher[T any] struct {
 	err   error  // why the watcher closed; nil while open
 	wake  chan struct{}
 
-	drops [numWatcherDropReasons]atomic.Uint64
+	drops [numWatcherDropReasons]atomicU64
 }
 
 // pubState is what the publisher keeps about a watcher whose full queue it
