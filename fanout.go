@@ -80,7 +80,6 @@ type Broadcaster[T any] struct {
 	waitChans []*Watcher[T]
 	nextID    uint64
 	gen       uint64 // publish attempts of one value, to tag decisions
-	accepted  uint64
 	refused   uint64
 
 	// The publish turn: held by a publisher that waits, or that calls a
@@ -575,7 +574,8 @@ func (b *Broadcaster[T]) Stats() Stats {
 	var log dropLog
 	b.mu.Lock()
 	h := b.head.Load()
-	s := Stats{Accepted: b.accepted, Refused: b.refused, Dropped: b.dropped, Watchers: len(b.readers) + len(b.chans)}
+	// Every accepted value took the next sequence number: head counts them.
+	s := Stats{Accepted: h, Refused: b.refused, Dropped: b.dropped, Watchers: len(b.readers) + len(b.chans)}
 	for _, w := range b.readers {
 		if w.lazy {
 			w.mu.Lock()

@@ -80,7 +80,6 @@ func (b *Broadcaster[T]) tryOne(v T) bool {
 		b.ring.Load().Put(h, v)
 	}
 	b.head.Store(h + 1)
-	b.accepted++
 	b.mu.Unlock()
 	if b.nparked.Load() > 0 {
 		b.wakeParked()
@@ -367,7 +366,6 @@ func (b *Broadcaster[T]) store(vs []T) {
 		}
 	}
 	b.head.Store(h + uint64(len(vs)))
-	b.accepted += uint64(len(vs))
 	if b.blockedAt.Load() != 0 {
 		b.blockedAt.Store(0) // the value publishers waited for is accepted
 	}
@@ -759,7 +757,6 @@ func (p *pub[T]) accept(v T, s uint64) {
 		b.ring.Load().Put(s, v)
 	}
 	b.head.Store(s + 1)
-	b.accepted++
 	if b.blockedAt.Load() != 0 {
 		b.blockedAt.Store(0)
 	}
