@@ -143,7 +143,7 @@ func (p *pub[T]) sendBlocked(v T) error {
 	p.markHanded()
 	p.waitStart()
 	list := b.blocked
-	b.mu.Unlock()
+	b.unlock()
 	var err error
 	sent := 0
 	for ; sent < len(list) && err == nil; sent++ {

@@ -59,7 +59,12 @@ type Broadcaster[T any] struct {
 	// registration of a watcher and its removal one total order. It is held
 	// for O(1) work per value on the shared ring: reserving, storing and
 	// advancing head. Waits, user callbacks and wake-ups happen outside it.
-	mu      sync.Mutex
+	mu sync.Mutex
+	// fast is the head below which a publisher that finds nobody ahead
+	// of it may accept values at once: min(limit, lap) when nothing else
+	// stands in the way, 0 when something does (see fastBound). Every
+	// unlock of mu recomputes it, so it is current whenever mu is taken.
+	fast    uint64
 	stopped bool
 	ringOn  bool          // values are written to the ring: it has readers or a history
 	limit   uint64        // no ring reader that waits, evicts or decides is full while head < limit
@@ -120,6 +125,26 @@ type Broadcaster[T any] struct {
 	panics  atomic.Uint64
 }
 
+// fastBound returns the head below which a publisher may accept values
+// without looking further: none while the broadcaster is stopped, a
+// publisher holds the turn or waits for room, a watcher has a channel or a
+// ring reader decided per value is full; else the ring limits. Caller holds
+// b.mu.
+func (b *Broadcaster[T]) fastBound() uint64 {
+	if b.stopped || b.turn || len(b.chans) > 0 || len(b.full) > 0 || b.roomWait.Load() != 0 {
+		return 0
+	}
+	return min(b.limit, b.lap)
+}
+
+// unlock recomputes b.fast and unlocks b.mu. Every unlock after a change of
+// what fastBound reads goes through it, so that the fast paths, which read
+// b.fast under b.mu, see what they would have computed themselves.
+func (b *Broadcaster[T]) unlock() {
+	b.fast = b.fastBound()
+	b.mu.Unlock()
+}
+
 // chanSlot keeps a channel watcher's channel inline, so that a delivery that
 // succeeds reads only this contiguous slice and the channel, not the watcher.
 type chanSlot[T any] struct {
@@ -155,6 +180,7 @@ func New[T any](opts ...Option) *Broadcaster[T] {
 		done:  make(chan struct{}),
 		limit: math.MaxUint64,
 		lap:   math.MaxUint64,
+		fast:  math.MaxUint64,
 	}
 	if b.err == nil && cfg.history > 0 {
 		b.ensureRing(&Watcher[T]{})
@@ -226,7 +252,7 @@ func (b *Broadcaster[T]) watch(prefix []T, opts []Option) (*Watcher[T], error) {
 		return nil, err
 	}
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	defer b.unlock()
 	if b.stopped {
 		return nil, ErrStopped
 	}
@@ -520,7 +546,7 @@ func (b *Broadcaster[T]) Shutdown() {
 	var log dropLog
 	b.mu.Lock()
 	if b.stopped {
-		b.mu.Unlock()
+		b.unlock()
 		return
 	}
 	b.stopped = true
@@ -547,7 +573,7 @@ func (b *Broadcaster[T]) Shutdown() {
 	}
 	b.readers, b.limiters, b.lappers, b.full, b.blocker = nil, nil, nil, nil, nil
 	b.nreaders.Store(0)
-	b.mu.Unlock()
+	b.unlock()
 	b.wakeParked()
 	log.report(b)
 }
@@ -590,7 +616,7 @@ func (b *Broadcaster[T]) Stats() Stats {
 	for i := range b.chans {
 		s.Dropped += b.chans[i].w.totalDrops()
 	}
-	b.mu.Unlock()
+	b.unlock()
 	log.report(b)
 	s.Panics = b.panics.Load()
 	return s

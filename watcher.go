@@ -113,7 +113,7 @@ func (w *Watcher[T]) ResultChan() <-chan T {
 	ch := w.cs.ch
 	w.exposed.Store(true)
 	w.mu.Unlock()
-	b.mu.Unlock()
+	b.unlock()
 	log.report(b)
 	return ch
 }
@@ -130,7 +130,7 @@ func (w *Watcher[T]) Stop() {
 	if !b.stopped {
 		b.closeLocked(w, ErrWatcherStopped, &log)
 	}
-	b.mu.Unlock()
+	b.unlock()
 	log.report(b)
 }
 
@@ -495,7 +495,7 @@ func (w *Watcher[T]) queueStats(log *dropLog) (queued int, delivered uint64) {
 	w.mu.Unlock()
 	// A channel watcher stays one: its counts need the broadcaster's lock.
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	defer b.unlock()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	queued = len(w.cs.ch)
