@@ -551,6 +551,7 @@ func (b *Broadcaster[T]) Shutdown() {
 	}
 	b.stopped = true
 	close(b.done)
+	b.signalRoom() // publishers waiting for room with a plain receive (see sleep)
 	chans := b.chans
 	b.chans, b.waitChans = nil, nil // detached first: closing stays O(watchers)
 	for _, cs := range chans {
