@@ -100,8 +100,7 @@
 // writes each value once, whatever the number of watchers, and a reader
 // copies a batch out under one uncontended lock. Only a watcher with queue
 // length 0 (a hand-off) has a channel from the start. The ring grows to twice
-// the largest queue length (sixteen times for DropIfChannelFull without a
-// drop handler, see below) and to the history, at least 64 values.
+// the largest queue length and to the history, at least 64 values.
 //
 // What a publisher pays per value on the ring is O(1), whatever the number
 // of watchers, as long as no watcher is full: it stores the value and
