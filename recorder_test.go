@@ -66,7 +66,7 @@ func TestNewRecorderRejectsInvalidConfig(t *testing.T) {
 	for name, opt := range map[string]fanout.RecorderOption{
 		"negative queue":              fanout.WithQueueLength(-1),
 		"queue above MaxQueueLength":  fanout.WithQueueLength(fanout.MaxQueueLength + 1),
-		"queue of 1<<45":              fanout.WithQueueLength(1 << 45),
+		"queue of 1<<45":              fanout.WithQueueLength(min(1<<45, math.MaxInt)), // MaxInt on 32-bit platforms
 		"queue of math.MaxInt":        fanout.WithQueueLength(math.MaxInt),
 		"zero tries":                  fanout.WithRetry(fanout.RetryPolicy{}),
 		"negative sleep":              fanout.WithRetry(fanout.RetryPolicy{MaxTries: 1, Sleep: -1}),
