@@ -144,6 +144,7 @@ func (p *pub[T]) sendBlocked(v T) error {
 	p.waitStart()
 	list := b.blocked
 	b.unlock()
+	p.announce()
 	var err error
 	sent := 0
 	for ; sent < len(list) && err == nil; sent++ {

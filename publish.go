@@ -194,7 +194,8 @@ type pub[T any] struct {
 	next  chan struct{} // the publisher to hand the turn to, once unlocked
 	start time.Time     // when the call first had to wait, for timeouts
 
-	accepted int // values of this call accepted so far
+	accepted  int // values of this call accepted so far
+	announced int // of those, how many the parked readers were woken for
 
 	// The value in hand: its sequence number plus one, and the generation
 	// that tags the decisions taken for it.
@@ -292,6 +293,20 @@ func (p *pub[T]) releaseTurn() {
 	n := copy(b.turnQ, b.turnQ[1:])
 	b.turnQ[n] = nil
 	b.turnQ = b.turnQ[:n]
+}
+
+// announce wakes the parked ring readers if this call accepted values since
+// it last did, before it waits or calls a user's behaviour with the lock
+// released: a reader that parked before those values must be woken to read
+// them, or a batch waiting for its room would wait forever. Caller does not
+// hold b.mu.
+func (p *pub[T]) announce() {
+	if p.accepted > p.announced {
+		p.announced = p.accepted
+		if p.b.nparked.Load() > 0 {
+			p.b.wakeParked()
+		}
+	}
 }
 
 // leave ends the call: it passes the turn on and unlocks, then wakes the
@@ -563,6 +578,7 @@ func (p *pub[T]) decide() error {
 	p.markHanded()
 	und := b.undecided
 	b.unlock()
+	p.announce()
 	for i := range und {
 		und[i].d, und[i].err = und[i].w.decide(und[i].st)
 	}
@@ -630,6 +646,7 @@ func (p *pub[T]) waitFull(s uint64) error {
 		return nil // they made room meanwhile
 	}
 	b.unlock()
+	p.announce()
 	err := p.sleep(wake)
 	b.mu.Lock()
 	return err
@@ -694,6 +711,7 @@ func (p *pub[T]) waitRoom(s uint64) error {
 		timeout = t.C
 	}
 	b.unlock()
+	p.announce()
 	var err error
 	select {
 	case <-wake:

@@ -365,6 +365,59 @@ func TestActionBatchContextReportsAcceptedCount(t *testing.T) {
 	})
 }
 
+// A batch that has values accepted and then waits for room wakes the ring
+// readers that parked before those values, whatever makes it wait: the
+// reader that must make room may be one of them, and would otherwise wait
+// for a wake-up that only the end of the batch gave.
+func TestActionBatchWaitingForRoomWakesParkedReaders(t *testing.T) {
+	for name, beh := range map[string]fanout.FullChannelBehavior{
+		"wait":         fanout.WaitIfChannelFull,
+		"wait-timeout": fanout.WaitTimeoutIfChannelFull(time.Hour),
+		"custom wait": waitFunc(func(fanout.FullState) fanout.Decision {
+			return fanout.Decision{Verdict: fanout.VerdictWait}
+		}),
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b := fanout.New[int](fanout.WithQueueLength(1), fanout.WithFullChannelBehavior(beh))
+				defer b.Shutdown()
+				w, err := b.Watch()
+				require.NoError(t, err)
+				got := make(chan int, 10)
+				go func() {
+					one := make([]int, 1)
+					for {
+						if _, err := w.Recv(context.Background(), one); err != nil {
+							close(got)
+							return
+						}
+						got <- one[0]
+					}
+				}()
+				synctest.Wait() // the reader is parked on its empty queue
+				done := make(chan error, 1)
+				go func() {
+					_, err := b.ActionBatch([]int{1, 2, 3})
+					done <- err
+				}()
+				synctest.Wait()
+				select {
+				case err := <-done:
+					require.NoError(t, err)
+				default:
+					t.Fatalf("the batch is still waiting; the reader took %d values", len(got))
+				}
+				b.Shutdown()
+				var vals []int
+				for v := range got {
+					vals = append(vals, v)
+				}
+				assert.Equal(t, []int{1, 2, 3}, vals)
+			})
+		})
+	}
+}
+
 // An empty batch accepts nothing and returns at once.
 func TestActionBatchEmpty(t *testing.T) {
 	b := fanouttest.New[int](t)
