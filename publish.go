@@ -331,11 +331,13 @@ func (p *pub[T]) run(vs []T) (int, error) {
 	b := p.b
 	n := 0
 	for n < len(vs) {
-		if b.stopped {
-			return n, ErrStopped
-		}
+		// The turn first: waiting for it releases the lock, and Shutdown
+		// may come meanwhile.
 		if err := p.yieldTurn(); err != nil { // taken while we waited for room
 			return n, err
+		}
+		if b.stopped {
+			return n, ErrStopped
 		}
 		if k := b.reserve(len(vs) - n); k > 0 {
 			b.store(vs[n : n+k])

@@ -214,6 +214,50 @@ func TestShutdownWhileWaitingOnFullChannels(t *testing.T) {
 	}
 }
 
+// No value is accepted once Shutdown has returned: a publisher handed the
+// publish turn just before Shutdown, which takes the lock first, returns
+// ErrStopped instead of accepting its value (an earlier version accepted
+// it after Shutdown, where no watcher received it and Action returned nil).
+func TestNoValueIsAcceptedAfterShutdownReturns(t *testing.T) {
+	for i := range 2000 {
+		b := fanout.New[int](fanout.WithQueueLength(1))
+		w, err := b.Watch()
+		require.NoError(t, err)
+		var wg sync.WaitGroup
+		for p := range 4 {
+			wg.Go(func() {
+				for j := 0; ; j++ {
+					var err error
+					if p%2 == 0 {
+						_, err = b.ActionBatch([]int{j, j, j})
+					} else {
+						err = b.Action(j)
+					}
+					if err != nil {
+						return
+					}
+				}
+			})
+		}
+		one := make([]int, 1)
+		for range 20 {
+			_, err := w.Recv(context.Background(), one)
+			require.NoError(t, err)
+		}
+		b.Shutdown()
+		atShutdown := b.Stats().Accepted
+		go func() { // drain, so that nothing waits on the reader
+			for {
+				if _, err := w.Recv(context.Background(), one); err != nil {
+					return
+				}
+			}
+		}()
+		wg.Wait()
+		require.Equal(t, atShutdown, b.Stats().Accepted, "iteration %d: a value was accepted after Shutdown returned", i)
+	}
+}
+
 // Shutdown ending an Action that waits on a full channel watcher, while
 // ActionOrDrop runs concurrently, races on nothing (run under -race).
 func TestShutdownEndingAWaitingActionRacesNothing(t *testing.T) {

@@ -283,12 +283,10 @@ func (w *Watcher[T]) park(ctx context.Context, wake chan struct{}, h uint64) err
 	}
 	b.parkMu.Unlock()
 	// A publisher stores head before it loads nparked, and we added to
-	// nparked before loading head: one of us sees the other. Yielding
-	// twice first lets a publisher that is about to store more do so, and
-	// saves the park and the wake-up: 71 -> 145 M deliveries/s at N=1000,
-	// 163 -> 229 at N=100, 26 -> 31 at N=1 (lossless pull, one publisher,
-	// medians of 3 interleaved runs of one binary); idle readers still
-	// park at once after that.
+	// nparked before loading head: one of us sees the other. With many
+	// readers, yielding first lets a publisher that is about to store more
+	// do so, and saves the park and the wake-up (see parkYields for when,
+	// and the figures); idle readers still park at once after that.
 	yields := 0
 	if b.nreaders.Load() >= parkYieldReaders {
 		yields = parkYields
