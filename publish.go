@@ -160,7 +160,7 @@ func (b *Broadcaster[T]) publish(ctx context.Context, vs []T, mode pubMode) (int
 	// below cost about a third of Action's time with one watcher.
 	b.mu.Lock()
 	if b.head.Load()+uint64(len(vs)) <= b.fast {
-		b.store(vs)
+		b.store(vs)   // fast > 0: nobody waits for room
 		b.mu.Unlock() // fast is unchanged: nothing it depends on changed
 		if b.nparked.Load() > 0 {
 			b.wakeParked()
@@ -194,8 +194,9 @@ type pub[T any] struct {
 	next  chan struct{} // the publisher to hand the turn to, once unlocked
 	start time.Time     // when the call first had to wait, for timeouts
 
-	accepted  int // values of this call accepted so far
-	announced int // of those, how many the parked readers were woken for
+	accepted  int  // values of this call accepted so far
+	announced int  // of those, how many the parked readers were woken for
+	rewake    bool // publishers waiting for room must look again (see tookBlocked)
 
 	// The value in hand: its sequence number plus one, and the generation
 	// that tags the decisions taken for it.
@@ -301,6 +302,10 @@ func (p *pub[T]) releaseTurn() {
 // them, or a batch waiting for its room would wait forever. Caller does not
 // hold b.mu.
 func (p *pub[T]) announce() {
+	if p.rewake {
+		p.rewake = false
+		p.b.signalRoom()
+	}
 	if p.accepted > p.announced {
 		p.announced = p.accepted
 		if p.b.nparked.Load() > 0 {
@@ -319,6 +324,9 @@ func (p *pub[T]) leave(accepted int) {
 	b.unlock()
 	if p.next != nil {
 		p.next <- struct{}{} // buffered: the next publisher takes it when it wakes
+	}
+	if p.rewake {
+		b.signalRoom()
 	}
 	if accepted > 0 && b.nparked.Load() > 0 {
 		b.wakeParked()
@@ -340,7 +348,9 @@ func (p *pub[T]) run(vs []T) (int, error) {
 			return n, ErrStopped
 		}
 		if k := b.reserve(len(vs) - n); k > 0 {
-			b.store(vs[n : n+k])
+			if b.store(vs[n : n+k]) {
+				p.rewake = true
+			}
 			n += k
 			p.accepted = n
 			continue
@@ -373,8 +383,10 @@ func (b *Broadcaster[T]) reserve(n int) int {
 
 // store accepts vs on the ring: one write per value, whatever the number of
 // readers, then one store of head, which publishes them to the readers
-// (they load head before copying).
-func (b *Broadcaster[T]) store(vs []T) {
+// (they load head before copying). It reports whether publishers wait for
+// room for the value it took: they must be woken to look again (see
+// rewake).
+func (b *Broadcaster[T]) store(vs []T) bool {
 	h := b.head.Load()
 	if b.ringOn {
 		rg := b.ring.Load()
@@ -383,9 +395,23 @@ func (b *Broadcaster[T]) store(vs []T) {
 		}
 	}
 	b.head.Store(h + uint64(len(vs)))
-	if b.blockedAt.Load() != 0 {
-		b.blockedAt.Store(0) // the value publishers waited for is accepted
+	return b.tookBlocked()
+}
+
+// tookBlocked clears blockedAt once the value publishers waited for is
+// accepted, and reports whether publishers wait for room. A publisher that
+// waits for room for a sequence another publisher has now taken is woken by
+// no reader: the readers count themselves out only for the sequence in
+// blockedAt, and may already have made room, then parked. So the publisher
+// that took it wakes them after unlocking (an Action waiting so under
+// concurrent publishers and parked readers waited forever). Caller holds
+// b.mu.
+func (b *Broadcaster[T]) tookBlocked() bool {
+	if b.blockedAt.Load() == 0 {
+		return false
 	}
+	b.blockedAt.Store(0)
+	return b.roomWait.Load() > 0
 }
 
 // one is the slow path for the value v: it returns true once v is
@@ -792,8 +818,8 @@ func (p *pub[T]) accept(v T, s uint64) {
 		b.ring.Load().Put(s, v)
 	}
 	b.head.Store(s + 1)
-	if b.blockedAt.Load() != 0 {
-		b.blockedAt.Store(0)
+	if b.tookBlocked() {
+		p.rewake = true
 	}
 	if len(b.chans) > 0 {
 		p.chanDeliver(v, s)
