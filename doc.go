@@ -193,6 +193,29 @@
 // and the pull methods return the reason ([ErrWatcherStopped], [ErrStopped] or
 // [ErrEvicted], also given by [Watcher.Err]).
 //
+// # Taken values
+//
+// A bridge that must acknowledge values upstream only once they are safe
+// (a durable NATS or Kafka consumer, say) publishes with
+// [Broadcaster.ActionSeq] or [Broadcaster.ActionBatchSeq], which return
+// each value's sequence number in the total order, and asks
+// [Broadcaster.Taken] how far the lossless watchers have got:
+//
+//	read path                          a value is taken when
+//	---------------------------------  -----------------------------------------
+//	Recv, Next, All                    the call returned it
+//	ResultChan                         the consumer received it from the channel
+//	either, registered WithCommit      the consumer called Commit after that
+//
+// Only [WaitIfChannelFull] watchers hold Taken back, each only for values
+// accepted after it registered and only until it is stopped or evicted;
+// the lossy behaviours may lose values anyway. After Shutdown they hold it
+// until they have read what stays queued. Taken costs a scan of the
+// lossless watchers, and nothing on the publish path when nobody calls it.
+// A value that was taken but not yet handled when its process crashes is
+// lost to that watcher unless it was registered [WithCommit] and the
+// upstream is acknowledged from Taken only: then "taken" means "done".
+//
 // # Values
 //
 // No value of T is special: the broadcaster never inspects values, so

@@ -123,6 +123,13 @@ type Broadcaster[T any] struct {
 
 	dropped uint64 // drops of the watchers no longer registered (under mu)
 	panics  atomic.Uint64
+
+	// holders are the WaitIfChannelFull watchers, whose progress bounds
+	// Taken; taken is the last bound Taken returned (see taken.go). Both
+	// under mu; holders outlive Shutdown, so that Taken follows their
+	// draining.
+	holders []*Watcher[T]
+	taken   uint64
 }
 
 // fastBound returns the head below which a publisher may accept values
@@ -260,8 +267,12 @@ func (b *Broadcaster[T]) watch(prefix []T, opts []Option) (*Watcher[T], error) {
 	h := b.head.Load()
 	k := min(uint64(cfg.replay), h)
 	w := &Watcher[T]{b: b, id: b.nextID, q: cfg.queueLen, kind: kindOf(cfg.behavior), behavior: cfg.behavior,
-		onDrop: cfg.onDrop, end: math.MaxUint64}
+		onDrop: cfg.onDrop, end: math.MaxUint64, commit: cfg.commit}
 	w.lazy = w.kind.lazy() && w.onDrop == nil
+	w.regSeq, w.lead = h, uint64(len(prefix))+k
+	if w.kind == kindWait {
+		b.holders = append(b.holders, w)
+	}
 	if len(prefix) > 0 || k > 0 {
 		w.q = max(w.q, len(prefix)+int(k)+1)
 	}
@@ -366,6 +377,11 @@ func (b *Broadcaster[T]) closeLocked(w *Watcher[T], reason error, log *dropLog) 
 	}
 	w.err = reason
 	defer func() { b.dropped += w.totalDrops() }() // its last drops are counted below
+	if w.kind == kindWait && reason != ErrStopped {
+		// It left: it holds nothing back. Shutdown's watchers still do,
+		// until they have read what stays queued (see Taken).
+		b.holders = deleteWatcher(b.holders, w)
+	}
 	if w.mode == modeChan {
 		if i := slices.IndexFunc(b.chans, func(s chanSlot[T]) bool { return s.w == w }); i >= 0 {
 			w.cs.in += b.chans[i].sent

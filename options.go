@@ -62,6 +62,7 @@ type config struct {
 	onDrop   func(Drop)
 	replay   int
 	history  int
+	commit   bool
 
 	historySet bool // WithHistory was applied: an error for a watcher
 }

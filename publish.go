@@ -57,7 +57,7 @@ func (b *Broadcaster[T]) Action(v T) error {
 		return nil
 	}
 	vs := [1]T{v}
-	_, err := b.publishSlow(context.Background(), vs[:], pubAction)
+	_, _, err := b.publishSlow(context.Background(), vs[:], pubAction)
 	return err
 }
 
@@ -149,40 +149,47 @@ func (b *Broadcaster[T]) ActionBatchContext(ctx context.Context, vs []T) (int, e
 // publish is every publish method: it accepts the values of vs in order,
 // waiting as mode says, and returns how many it accepted.
 func (b *Broadcaster[T]) publish(ctx context.Context, vs []T, mode pubMode) (int, error) {
+	_, n, err := b.publishAt(ctx, vs, mode)
+	return n, err
+}
+
+// publishAt is publish that also returns the sequence number of the first
+// value accepted (the n accepted took first, first+1, ...).
+func (b *Broadcaster[T]) publishAt(ctx context.Context, vs []T, mode pubMode) (first uint64, n int, err error) {
 	if b.err != nil {
-		return 0, b.err
+		return 0, 0, b.err
 	}
 	if len(vs) == 0 {
-		return 0, nil
+		return 0, 0, nil
 	}
 	// The fast path, inline: nobody holds the turn or waits for room, and
 	// the ring readers have room for all of vs. Building the call's state
 	// below cost about a third of Action's time with one watcher.
 	b.mu.Lock()
-	if b.head.Load()+uint64(len(vs)) <= b.fast {
+	if h := b.head.Load(); h+uint64(len(vs)) <= b.fast {
 		b.store(vs)   // fast > 0: nobody waits for room
 		b.mu.Unlock() // fast is unchanged: nothing it depends on changed
 		if b.nparked.Load() > 0 {
 			b.wakeParked()
 		}
-		return len(vs), nil
+		return h, len(vs), nil
 	}
 	b.mu.Unlock()
 	return b.publishSlow(ctx, vs, mode)
 }
 
-// publishSlow is publish when the fast path cannot take every value.
-func (b *Broadcaster[T]) publishSlow(ctx context.Context, vs []T, mode pubMode) (int, error) {
+// publishSlow is publishAt when the fast path cannot take every value.
+func (b *Broadcaster[T]) publishSlow(ctx context.Context, vs []T, mode pubMode) (uint64, int, error) {
 	if b.err != nil {
-		return 0, b.err
+		return 0, 0, b.err
 	}
 	p := pub[T]{b: b, ctx: ctx, mode: mode}
 	if err := p.enter(); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	n, err := p.run(vs)
 	p.leave(n)
-	return n, err
+	return p.first, n, err
 }
 
 // pub is one publish call.
@@ -194,9 +201,10 @@ type pub[T any] struct {
 	next  chan struct{} // the publisher to hand the turn to, once unlocked
 	start time.Time     // when the call first had to wait, for timeouts
 
-	accepted  int  // values of this call accepted so far
-	announced int  // of those, how many the parked readers were woken for
-	rewake    bool // publishers waiting for room must look again (see tookBlocked)
+	accepted  int    // values of this call accepted so far
+	first     uint64 // the sequence number of the first of them
+	announced int    // of those, how many the parked readers were woken for
+	rewake    bool   // publishers waiting for room must look again (see tookBlocked)
 
 	// The value in hand: its sequence number plus one, and the generation
 	// that tags the decisions taken for it.
@@ -348,6 +356,9 @@ func (p *pub[T]) run(vs []T) (int, error) {
 			return n, ErrStopped
 		}
 		if k := b.reserve(len(vs) - n); k > 0 {
+			if n == 0 {
+				p.first = b.head.Load()
+			}
 			if b.store(vs[n : n+k]) {
 				p.rewake = true
 			}
@@ -811,6 +822,9 @@ func (p *pub[T]) expire(s uint64) {
 // to, then the store and head, then the channel watchers.
 func (p *pub[T]) accept(v T, s uint64) {
 	b := p.b
+	if p.accepted == 0 {
+		p.first = s
+	}
 	if len(b.full) > 0 {
 		p.applyFull(s)
 	}

@@ -37,11 +37,15 @@ type Watcher[T any] struct {
 	waiters atomicI32
 	exposed atomic.Bool // ResultChan has returned cs.ch
 
-	b        *Broadcaster[T]
-	id       uint64
-	q        int // queue capacity
-	behavior FullChannelBehavior
-	onDrop   func(Drop)
+	b  *Broadcaster[T]
+	id uint64
+	q  int // queue capacity
+	// regSeq is head when the watcher registered, lead the number of
+	// values it receives before the value of regSeq (prefix and replay).
+	regSeq, lead uint64
+	commit       bool // WithCommit: holds Taken back until Commit
+	behavior     FullChannelBehavior
+	onDrop       func(Drop)
 
 	// Guarded by the broadcaster's mu.
 	ps *pubState     // decisions and runs of misses; nil for the kinds that need none
@@ -55,8 +59,11 @@ type Watcher[T any] struct {
 	priv  *fifo.FIFO[T]
 	segs  []seg
 	taken uint64 // values handed to the consumer by the pull methods
-	err   error  // why the watcher closed; nil while open
-	wake  chan struct{}
+	// committed is the number of values the consumer had taken at its last
+	// Commit (see taken.go).
+	committed atomic.Uint64
+	err       error // why the watcher closed; nil while open
+	wake      chan struct{}
 
 	drops [numWatcherDropReasons]atomicU64
 }
