@@ -1,8 +1,6 @@
 package fanout
 
-import (
-	"time"
-)
+import "time"
 
 // This file is the publish path's channel phase: watchers that have their
 // own channel (ResultChan was called, or the queue length is 0) get one
@@ -98,34 +96,6 @@ func (p *pub[T]) markHanded() {
 	p.marked = true
 }
 
-// undecidedChans lists the full channel watchers with a user's behaviour
-// not yet asked about the value in hand.
-func (p *pub[T]) undecidedChans() bool {
-	b := p.b
-	und := b.undecided[:0]
-	for _, w := range b.pending {
-		if w.kind == kindCustom && w.ps.preGen != p.gen && w.ps.skipGen != p.gen {
-			und = append(und, undecided[T]{w: w, st: w.fullState(p.seq - 1)})
-		}
-	}
-	b.undecided = und
-	return len(und) > 0
-}
-
-// chanBlocked lists in b.blocked the full channel watchers whose decision is
-// to wait, and reports whether there are any.
-func (p *pub[T]) chanBlocked() bool {
-	b := p.b
-	blk := b.blocked[:0]
-	for _, w := range b.pending {
-		if d := p.decision(w); p.blocks(w, d) && (cap(w.cs.ch) > 0 || p.mode != pubTry) {
-			blk = append(blk, blockedSend[T]{w: w, timeout: d.Timeout})
-		}
-	}
-	b.blocked = blk
-	return len(blk) > 0
-}
-
 // sendBlocked hands v to the full channel watchers that wait, before v is
 // accepted (ActionOrDrop refuses instead). It runs without b.mu, holding the
 // turn, so the value order on each channel is kept while Watch, Stop and
@@ -218,15 +188,6 @@ func (p *pub[T]) sendOne(v T, bs *blockedSend[T]) error {
 	return nil
 }
 
-func (b *Broadcaster[T]) isDone() bool {
-	select {
-	case <-b.done:
-		return true
-	default:
-		return false
-	}
-}
-
 // chanDeliver hands the accepted v to the channel watchers: a strict or try
 // publish makes its pass now, then each full one gets its verdict.
 func (p *pub[T]) chanDeliver(v T, s uint64) {
@@ -263,54 +224,4 @@ func (p *pub[T]) chanDeliver(v T, s uint64) {
 	for _, w := range evict {
 		b.closeLocked(w, ErrEvicted, &p.log)
 	}
-}
-
-// missChan applies the verdict of a full channel watcher to the value v of
-// s. It reports whether the watcher is to be evicted.
-func (p *pub[T]) missChan(w *Watcher[T], v T, s uint64) bool {
-	ps := w.ps
-	if ps.skipGen == p.gen {
-		w.count(DropTimeout, 1, &p.log, nil)
-		w.missed(s)
-		return false
-	}
-	ch := w.cs.ch
-	select {
-	case ch <- v: // the consumer made room meanwhile
-		w.cs.in++
-		return false
-	default:
-	}
-	var err error
-	r := DropFull
-	switch d := p.decision(w); d.Verdict {
-	case VerdictDropOldest:
-		if cap(ch) > 0 {
-			select {
-			case <-ch:
-				w.cs.in-- // put in, never received
-				w.count(DropOldest, 1, &p.log, nil)
-			default: // the consumer made room meanwhile
-			}
-			select {
-			case ch <- v:
-				w.cs.in++
-				return false
-			default:
-			}
-		}
-	case VerdictEvict:
-		w.count(DropEvicted, 1, &p.log, nil)
-		w.missed(s)
-		return true
-	case VerdictWait:
-		if d.Timeout < 0 {
-			r = DropTimeout
-		} // else a hand-off not ready for ActionOrDrop
-	case verdictPanic:
-		r, err = DropPanic, ps.preErr
-	}
-	w.count(r, 1, &p.log, err)
-	w.missed(s)
-	return false
 }

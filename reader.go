@@ -1,8 +1,9 @@
 package fanout
 
 import (
-	"github.com/fanout-go/fanout/internal/fifo"
 	"github.com/fanout-go/fanout/internal/ring"
+
+	"github.com/fanout-go/fanout/internal/fifo"
 )
 
 // This file holds a watcher's state on the broadcaster's shared ring: every

@@ -3,7 +3,6 @@ package fanout
 import (
 	"context"
 	"iter"
-	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -223,32 +222,6 @@ func (w *Watcher[T]) tryRecv(ctx context.Context, buf []T) (n int, wake chan str
 	return n, wake, h, err
 }
 
-// madeRoom reports whether a read that moved fullAt from before on should
-// wake the waiting publishers: for a WaitIfChannelFull reader, when it was
-// the last of the full ones to make room for the value they wait for (see
-// waitFull); for a reader decided per value, whenever a publisher waits.
-func (w *Watcher[T]) madeRoom(before uint64) bool {
-	b := w.b
-	switch {
-	case w.kind == kindWait:
-		bs := b.blockedAt.Load()
-		return bs != 0 && before < bs && w.o+w.c >= bs && b.nblocked.Add(-1) <= 0
-	case w.lazy:
-		return false
-	}
-	return b.roomWait.Load() > 0
-}
-
-// passWake passes a wake-up on to another goroutine parked on this watcher:
-// a publisher wakes a watcher once, however many goroutines are parked on
-// it, so each one that wakes and returns lets the next look again (to
-// re-park, if nothing is left, until the next value). Caller holds w.mu.
-func (w *Watcher[T]) passWake() {
-	if w.waiters.Load() > 0 {
-		w.signal()
-	}
-}
-
 // drainedErr returns the close reason once ch is closed and drained.
 func (w *Watcher[T]) drainedErr(ch chan T) error {
 	if len(ch) > 0 {
@@ -258,66 +231,6 @@ func (w *Watcher[T]) drainedErr(ch chan T) error {
 		return err
 	}
 	return nil
-}
-
-// parkYields is how many times a reader with nothing to read yields before
-// it parks, when the broadcaster has at least parkYieldReaders ring readers.
-// With many readers a yield hands the processor to another reader that has
-// values to take, and saves this one a park and a wake-up; with few, there
-// is nobody to hand it to, and looking at head again only takes its cache
-// line away from the publisher. Lossless pull, medians of 7 interleaved runs
-// of one binary, M deliveries/s, no yield against two: N=1 32 against 29,
-// N=10 125 against 80, N=100 wash (150 against 160), N=1000 175 against
-// 255, N=10000 50 against 104; with 4 publishers N=10 55 against 30, N=1000
-// 160 against 225.
-const (
-	parkYields       = 2
-	parkYieldReaders = 128
-)
-
-// park waits until a value past head h may have been published, or the
-// watcher changed mode or closed (both signal wake).
-func (w *Watcher[T]) park(ctx context.Context, wake chan struct{}, h uint64) error {
-	b := w.b
-	b.parkMu.Lock()
-	if !w.inPark {
-		w.inPark = true
-		if b.parked == nil { // taken by a wake-up still signalling
-			b.parked = b.takeSpareParked()
-		}
-		b.parked = append(b.parked, w)
-		b.nparked.Add(1)
-	}
-	b.parkMu.Unlock()
-	// A publisher stores head before it loads nparked, and we added to
-	// nparked before loading head: one of us sees the other. With many
-	// readers, yielding first lets a publisher that is about to store more
-	// do so, and saves the park and the wake-up (see parkYields for when,
-	// and the figures); idle readers still park at once after that.
-	yields := 0
-	if b.nreaders.Load() >= parkYieldReaders {
-		yields = parkYields
-	}
-	for range yields {
-		if b.head.Load() > h {
-			return nil
-		}
-		runtime.Gosched()
-	}
-	if b.head.Load() > h {
-		return nil
-	}
-	done := ctx.Done()
-	if done == nil { // no deadline: a plain receive, not a two-channel select
-		<-wake
-		return nil
-	}
-	select {
-	case <-wake:
-		return nil
-	case <-done:
-		return ctx.Err()
-	}
 }
 
 func (w *Watcher[T]) recvChan(ctx context.Context, ch chan T, buf []T) (int, error) {
@@ -368,17 +281,6 @@ func recvWait[T any](ctx context.Context, ch chan T) (v T, ok bool, err error) {
 	}
 }
 
-// signal wakes one goroutine parked on this watcher, if any. Caller holds
-// w.mu.
-func (w *Watcher[T]) signal() {
-	if w.wake != nil {
-		select {
-		case w.wake <- struct{}{}:
-		default:
-		}
-	}
-}
-
 // Next waits for the oldest queued value and returns it, like [Watcher.Recv]
 // with a one-element buffer.
 func (w *Watcher[T]) Next(ctx context.Context) (T, error) {
@@ -407,38 +309,6 @@ func (w *Watcher[T]) count(r DropReason, n uint64, log *dropLog, err error) {
 	w.drops[r].Add(n)
 	if w.onDrop != nil {
 		log.add(w.onDrop, Drop{WatcherID: w.id, Reason: r, Err: err}, n)
-	}
-}
-
-// decide consults the watcher's behaviour about the value of sequence
-// number seq. Caller is the publisher, holding the publish turn but no lock.
-func (w *Watcher[T]) decide(st FullState) (d Decision, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			d, err = Decision{Verdict: verdictPanic}, panicError(p)
-		}
-	}()
-	return w.behavior.OnFull(st), nil
-}
-
-// fullState describes the watcher to its behaviour. Caller holds b.mu.
-func (w *Watcher[T]) fullState(seq uint64) FullState {
-	st := FullState{WatcherID: w.id, QueueLength: w.q, Dropped: w.totalDrops()}
-	if ps := w.ps; ps != nil && ps.missEnd == seq && seq != 0 {
-		st.ConsecutiveDrops = ps.consec
-	}
-	return st
-}
-
-// missed records that the watcher missed the value of seq, for
-// ConsecutiveDrops. Caller holds b.mu.
-func (w *Watcher[T]) missed(seq uint64) {
-	if ps := w.ps; ps != nil {
-		if ps.missEnd != seq || seq == 0 {
-			ps.consec = 0
-		}
-		ps.consec++
-		ps.missEnd = seq + 1
 	}
 }
 

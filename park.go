@@ -1,0 +1,132 @@
+package fanout
+
+import (
+	"context"
+	"runtime"
+)
+
+// wakeParked wakes every ring reader waiting for a value. It takes the list
+// as a whole, so that publishers that accept values at the same time wake
+// each reader once.
+func (b *Broadcaster[T]) wakeParked() {
+	b.parkMu.Lock()
+	parked := b.parked
+	b.parked = nil
+	b.nparked.Store(0)
+	for _, w := range parked {
+		w.inPark = false
+	}
+	b.parkMu.Unlock()
+	for i, w := range parked {
+		w.signal() // w.wake was set before w was parked, under parkMu
+		parked[i] = nil
+	}
+	// Reuse the storage; if readers parked meanwhile (in a list of their
+	// own, see park), keep it for later.
+	b.parkMu.Lock()
+	switch {
+	case b.parked == nil:
+		b.parked = parked[:0]
+	case cap(parked) > 0 && len(b.spareParked) < maxSpareParked:
+		b.spareParked = append(b.spareParked, parked[:0])
+	}
+	b.parkMu.Unlock()
+}
+
+// takeSpareParked returns a kept empty list of parked readers, or nil.
+// Caller holds b.parkMu.
+func (b *Broadcaster[T]) takeSpareParked() []*Watcher[T] {
+	k := len(b.spareParked)
+	if k == 0 {
+		return nil
+	}
+	l := b.spareParked[k-1]
+	b.spareParked[k-1] = nil
+	b.spareParked = b.spareParked[:k-1]
+	return l
+}
+
+// maxSpareParked bounds the parked lists a broadcaster keeps for reuse: one
+// per wake-up that can overlap with another, which concurrent publishers do.
+const maxSpareParked = 4
+
+// parkYields is how many times a reader with nothing to read yields before
+// it parks, when the broadcaster has at least parkYieldReaders ring readers.
+// With many readers a yield hands the processor to another reader that has
+// values to take, and saves this one a park and a wake-up; with few, there
+// is nobody to hand it to, and looking at head again only takes its cache
+// line away from the publisher. Lossless pull, medians of 7 interleaved runs
+// of one binary, M deliveries/s, no yield against two: N=1 32 against 29,
+// N=10 125 against 80, N=100 wash (150 against 160), N=1000 175 against
+// 255, N=10000 50 against 104; with 4 publishers N=10 55 against 30, N=1000
+// 160 against 225.
+const (
+	parkYields       = 2
+	parkYieldReaders = 128
+)
+
+// park waits until a value past head h may have been published, or the
+// watcher changed mode or closed (both signal wake).
+func (w *Watcher[T]) park(ctx context.Context, wake chan struct{}, h uint64) error {
+	b := w.b
+	b.parkMu.Lock()
+	if !w.inPark {
+		w.inPark = true
+		if b.parked == nil { // taken by a wake-up still signalling
+			b.parked = b.takeSpareParked()
+		}
+		b.parked = append(b.parked, w)
+		b.nparked.Add(1)
+	}
+	b.parkMu.Unlock()
+	// A publisher stores head before it loads nparked, and we added to
+	// nparked before loading head: one of us sees the other. With many
+	// readers, yielding first lets a publisher that is about to store more
+	// do so, and saves the park and the wake-up (see parkYields for when,
+	// and the figures); idle readers still park at once after that.
+	yields := 0
+	if b.nreaders.Load() >= parkYieldReaders {
+		yields = parkYields
+	}
+	for range yields {
+		if b.head.Load() > h {
+			return nil
+		}
+		runtime.Gosched()
+	}
+	if b.head.Load() > h {
+		return nil
+	}
+	done := ctx.Done()
+	if done == nil { // no deadline: a plain receive, not a two-channel select
+		<-wake
+		return nil
+	}
+	select {
+	case <-wake:
+		return nil
+	case <-done:
+		return ctx.Err()
+	}
+}
+
+// signal wakes one goroutine parked on this watcher, if any. Caller holds
+// w.mu.
+func (w *Watcher[T]) signal() {
+	if w.wake != nil {
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// passWake passes a wake-up on to another goroutine parked on this watcher:
+// a publisher wakes a watcher once, however many goroutines are parked on
+// it, so each one that wakes and returns lets the next look again (to
+// re-park, if nothing is left, until the next value). Caller holds w.mu.
+func (w *Watcher[T]) passWake() {
+	if w.waiters.Load() > 0 {
+		w.signal()
+	}
+}

@@ -1,0 +1,269 @@
+package fanout
+
+import (
+	"math"
+	"slices"
+)
+
+// Watch registers a watcher that receives every value accepted after Watch
+// returns and none accepted before (but the replayed ones, see
+// [WithReplay]). Options override the broadcaster's defaults for this
+// watcher. It returns [ErrStopped] after Shutdown, or an error describing an
+// invalid option.
+//
+// Unlike k8s, Watch never waits for a blocked publisher.
+func (b *Broadcaster[T]) Watch(opts ...Option) (*Watcher[T], error) {
+	return b.watch(nil, opts)
+}
+
+// WatchWithPrefix is like [Broadcaster.Watch], but the watcher first receives
+// the values of prefix, then every value accepted after registration, with no
+// gap and no duplicate in between (with [WithReplay], the prefix comes
+// first, then the replayed values). As in k8s, the watcher's queue capacity
+// becomes the larger of its queue length and len(prefix)+1. An empty prefix
+// makes it the same as Watch. The prefix slice is not retained.
+func (b *Broadcaster[T]) WatchWithPrefix(prefix []T, opts ...Option) (*Watcher[T], error) {
+	return b.watch(prefix, opts)
+}
+
+func (b *Broadcaster[T]) watch(prefix []T, opts []Option) (*Watcher[T], error) {
+	if b.err != nil {
+		return nil, b.err
+	}
+	cfg := b.cfg.with(opts)
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	defer b.unlock()
+	if b.stopped {
+		return nil, ErrStopped
+	}
+	b.nextID++
+	h := b.head.Load()
+	k := min(uint64(cfg.replay), h)
+	w := &Watcher[T]{b: b, id: b.nextID, q: cfg.queueLen, kind: kindOf(cfg.behavior), behavior: cfg.behavior,
+		onDrop: cfg.onDrop, end: math.MaxUint64, commit: cfg.commit}
+	w.lazy = w.kind.lazy() && w.onDrop == nil
+	w.regSeq, w.lead = h, uint64(len(prefix))+k
+	if w.kind == kindWait {
+		b.holders = append(b.holders, w)
+	}
+	if len(prefix) > 0 || k > 0 {
+		w.q = max(w.q, len(prefix)+int(k)+1)
+	}
+	if w.kind == kindCustom || w.kind == kindTimeout {
+		w.ps = &pubState{}
+	}
+	if w.q == 0 {
+		b.addChan(w, 0, nil)
+		return w, nil
+	}
+	b.ensureRing(w)
+	if len(prefix) > 0 {
+		w.privq().PushSlice(prefix)
+	}
+	w.o, w.c = h-k, uint64(w.q-len(prefix))
+	w.publishMarks()
+	b.readers = append(b.readers, w)
+	b.nreaders.Store(int32(len(b.readers)))
+	if !w.lazy {
+		b.limiters = append(b.limiters, w)
+	}
+	if w.kind != kindWait && w.kind != kindEvict {
+		b.lappers = append(b.lappers, w)
+	}
+	b.ringOn = true
+	if f := w.fullAt.Load(); f < b.limit {
+		b.limit, b.blocker = f, w
+	}
+	b.lap = min(b.lap, w.pin.Load()+uint64(b.ring.Load().Cap()))
+	return w, nil
+}
+
+// addChan makes w a channel watcher of the given capacity holding vals, and
+// registers it. Caller holds b.mu (and w.mu once w is published).
+func (b *Broadcaster[T]) addChan(w *Watcher[T], capacity int, vals []T) {
+	cs := &chanState[T]{ch: make(chan T, capacity), stopCh: make(chan struct{}), in: uint64(len(vals))}
+	for _, v := range vals {
+		cs.ch <- v // cannot block: capacity >= len(vals)
+	}
+	w.cs, w.mode = cs, modeChan
+	if w.ps == nil {
+		w.ps = &pubState{}
+	}
+	b.chans = append(b.chans, chanSlot[T]{ch: cs.ch, w: w})
+	if w.kind.mayWait() {
+		b.waitChans = append(b.waitChans, w)
+	}
+}
+
+// toChanLocked moves a ring watcher to channel mode: its queued values go
+// into a new channel of its queue capacity (or more, if more are queued).
+// Caller holds b.mu and w.mu.
+func (b *Broadcaster[T]) toChanLocked(w *Watcher[T], log *dropLog) {
+	h := min(b.head.Load(), w.end)
+	if n, r := w.settle(h); n > 0 {
+		w.count(r, n, log, nil)
+	}
+	vals := make([]T, w.queued(h))
+	w.take(vals, h, b.ring.Load())
+	if w.err == nil {
+		b.removeReader(w)
+		b.addChan(w, max(w.q, len(vals)), vals)
+		if b.roomWait.Load() > 0 {
+			b.signalRoom() // a publisher may wait on this watcher's ring room
+		}
+	} else {
+		w.cs = &chanState[T]{ch: make(chan T, len(vals)), stopCh: make(chan struct{}), in: uint64(len(vals))}
+		for _, v := range vals {
+			w.cs.ch <- v
+		}
+		w.mode = modeChan
+		w.closeChan()
+	}
+	w.signal()
+}
+
+// removeReader unregisters a ring reader. Caller holds b.mu.
+func (b *Broadcaster[T]) removeReader(w *Watcher[T]) {
+	b.readers = deleteWatcher(b.readers, w)
+	b.nreaders.Store(int32(len(b.readers)))
+	b.limiters = deleteWatcher(b.limiters, w)
+	b.lappers = deleteWatcher(b.lappers, w)
+	if b.blocker == w {
+		b.blocker = nil
+	}
+	if w.inFull {
+		b.full = deleteWatcher(b.full, w)
+		w.inFull = false
+	}
+	if len(b.readers) == 0 && b.cfg.history == 0 {
+		b.ringOn = false
+	}
+}
+
+// closeLocked closes an open watcher for reason: it stops receiving, and what
+// it had queued stays readable. Caller holds b.mu.
+func (b *Broadcaster[T]) closeLocked(w *Watcher[T], reason error, log *dropLog) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return
+	}
+	w.err = reason
+	defer func() { b.dropped += w.totalDrops() }() // its last drops are counted below
+	if w.kind == kindWait && reason != ErrStopped {
+		// It left: it holds nothing back. Shutdown's watchers still do,
+		// until they have read what stays queued (see Taken).
+		b.holders = deleteWatcher(b.holders, w)
+	}
+	if w.mode == modeChan {
+		if i := slices.IndexFunc(b.chans, func(s chanSlot[T]) bool { return s.w == w }); i >= 0 {
+			w.cs.in += b.chans[i].sent
+			b.chans = slices.Delete(b.chans, i, i+1)
+		}
+		if w.kind.mayWait() {
+			b.waitChans = deleteWatcher(b.waitChans, w)
+		}
+		w.closeChan()
+		w.signal()
+		return
+	}
+	b.removeReader(w)
+	h := b.head.Load()
+	if n, r := w.settle(h); n > 0 {
+		w.count(r, n, log, nil)
+	}
+	w.evacuate(h, b.ring.Load()) // the ring will be reused
+	w.end = h
+	w.publishMarks()
+	w.signal()
+	if b.roomWait.Load() > 0 {
+		b.signalRoom()
+	}
+}
+
+// closeChan closes a channel watcher's channel. Caller holds w.mu.
+func (w *Watcher[T]) closeChan() {
+	cs := w.cs
+	close(cs.stopCh)
+	cs.sendMu.Lock()
+	cs.chClosed = true
+	close(cs.ch)
+	cs.sendMu.Unlock()
+}
+
+// chanSent returns the values put in a channel watcher's channel. Caller
+// holds b.mu.
+func (b *Broadcaster[T]) chanSent(w *Watcher[T]) uint64 {
+	n := w.cs.in
+	for i := range b.chans {
+		if b.chans[i].w == w {
+			n += b.chans[i].sent
+		}
+	}
+	return n
+}
+
+func deleteWatcher[T any](ws []*Watcher[T], w *Watcher[T]) []*Watcher[T] {
+	if i := slices.Index(ws, w); i >= 0 {
+		return slices.Delete(ws, i, i+1)
+	}
+	return ws
+}
+
+// Shutdown stops the broadcaster. It is idempotent, safe from any goroutine,
+// and never waits on a consumer. It closes intake; releases publishers
+// waiting for room or for their turn (they return [ErrStopped]); and closes
+// every watcher. Each value accepted before Shutdown stays readable from every
+// watcher that was registered for it, after which the watcher's channel
+// closes and its pull methods return ErrStopped. The broadcaster owns no
+// goroutines, so there is nothing else to wait for. After Shutdown, Action,
+// ActionContext, ActionBatch, Watch and WatchWithPrefix return ErrStopped,
+// ActionOrDrop returns (false, ErrStopped), and Stop is a no-op.
+func (b *Broadcaster[T]) Shutdown() {
+	var log dropLog
+	b.mu.Lock()
+	if b.stopped {
+		b.unlock()
+		return
+	}
+	b.stopped = true
+	close(b.done)
+	b.signalRoom() // publishers waiting for room with a plain receive (see sleep)
+	chans := b.chans
+	b.chans, b.waitChans = nil, nil // detached first: closing stays O(watchers)
+	for _, cs := range chans {
+		cs.w.cs.in += cs.sent
+		b.closeLocked(cs.w, ErrStopped, &log)
+	}
+	// No value will be published again, so ring readers can drain the
+	// ring where it is.
+	h := b.head.Load()
+	for _, w := range b.readers {
+		w.mu.Lock()
+		if n, r := w.settle(h); n > 0 {
+			w.count(r, n, &log, nil)
+		}
+		b.dropped += w.totalDrops()
+		w.end, w.err, w.inFull = h, ErrStopped, false
+		w.publishMarks()
+		w.signal()
+		w.mu.Unlock()
+	}
+	b.readers, b.limiters, b.lappers, b.full, b.blocker = nil, nil, nil, nil, nil
+	b.nreaders.Store(0)
+	b.unlock()
+	b.wakeParked()
+	log.report(b)
+}
+
+func (b *Broadcaster[T]) isDone() bool {
+	select {
+	case <-b.done:
+		return true
+	default:
+		return false
+	}
+}
