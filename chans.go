@@ -113,24 +113,30 @@ func (p *pub[T]) sendBlocked(v T) error {
 	p.markHanded()
 	p.waitStart()
 	list := b.blocked
+	var t *time.Timer // one for the call, reset per send; pools are under b.mu
+	if !p.deadline.IsZero() {
+		t = b.takeTimer()
+	}
 	b.unlock()
 	p.announce()
 	var err error
 	sent := 0
 	for ; sent < len(list) && err == nil; sent++ {
-		err = p.sendOne(v, &list[sent])
+		err = p.sendOne(v, &list[sent], t)
 	}
 	b.mu.Lock()
+	if t != nil {
+		b.putTimer(t)
+	}
 	for i := range list[:sent] {
 		bs := &list[i]
-		switch bs.timeout {
-		case sentValue:
+		switch bs.outcome {
+		case sendDone:
 			bs.w.ps.handed = p.gen
 			bs.w.cs.in++
-		case expired:
+		case sendExpired:
 			bs.w.ps.skipGen = p.gen
 		}
-		list[i] = blockedSend[T]{}
 	}
 	clear(list)
 	b.blocked = list[:0]
@@ -138,42 +144,45 @@ func (p *pub[T]) sendBlocked(v T) error {
 	return err
 }
 
-// Outcomes of sendOne, stored in blockedSend.timeout.
+// sendOutcome is what became of a blocked send.
+type sendOutcome uint8
+
 const (
-	sentValue time.Duration = -1
-	expired   time.Duration = -2
-	leftEarly time.Duration = -3
+	sendNotTried sendOutcome = iota // the wait was cut short before it
+	sendDone                        // the value is in the channel
+	sendExpired                     // the bounded wait ran out: the watcher misses the value
+	sendLeft                        // stopped or evicted meanwhile: it left before the value was accepted
 )
 
 // sendOne waits to hand v to one full channel watcher, at most its timeout
-// from when the call first had to wait. It records the outcome in bs.
-func (p *pub[T]) sendOne(v T, bs *blockedSend[T]) error {
+// from when the call first had to wait, timed by t. It records the outcome
+// in bs.
+func (p *pub[T]) sendOne(v T, bs *blockedSend[T], t *time.Timer) error {
 	b := p.b
 	cs := bs.w.cs
 	cs.sendMu.Lock()
 	defer cs.sendMu.Unlock()
+	bs.outcome = sendLeft
 	if cs.chClosed {
-		bs.timeout = leftEarly
 		if b.isDone() {
 			return ErrStopped
 		}
 		return nil
 	}
 	var timeout <-chan time.Time
-	if bs.timeout > 0 {
-		left := bs.timeout - time.Since(p.start)
+	if d := bs.d.Timeout; d > 0 {
+		left := d - time.Since(p.start)
 		if left <= 0 {
-			bs.timeout = expired
+			bs.outcome = sendExpired
 			return nil
 		}
-		t := p.timer(left)
-		defer p.putTimer(t)
+		t.Reset(left)
+		defer t.Stop()
 		timeout = t.C
 	}
-	bs.timeout = leftEarly
 	select {
 	case cs.ch <- v:
-		bs.timeout = sentValue
+		bs.outcome = sendDone
 	case <-cs.stopCh:
 		if b.isDone() { // Shutdown closes every watcher too
 			return ErrStopped
@@ -183,7 +192,7 @@ func (p *pub[T]) sendOne(v T, bs *blockedSend[T]) error {
 	case <-p.ctx.Done():
 		return p.ctx.Err()
 	case <-timeout:
-		bs.timeout = expired
+		bs.outcome = sendExpired
 	}
 	return nil
 }
@@ -212,16 +221,7 @@ func (p *pub[T]) chanDeliver(v T, s uint64) {
 		}
 		b.pending = pend
 	}
-	var buf [4]*Watcher[T]
-	evict := buf[:0]
-	for _, w := range b.pending {
-		if p.missChan(w, v, s) {
-			evict = append(evict, w)
-		}
-	}
+	p.applyAll(b.pending, v, s)
 	clear(b.pending)
 	b.pending = b.pending[:0]
-	for _, w := range evict {
-		b.closeLocked(w, ErrEvicted, &p.log)
-	}
 }

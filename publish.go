@@ -334,18 +334,18 @@ func (p *pub[T]) one(v T) (bool, error) {
 	if s >= b.limit { // a WaitIfChannelFull reader is full: no need to ask anyone
 		return false, p.waitFull(s)
 	}
-	if p.undecidedRing(s) {
+	if p.undecided(b.full, s) {
 		return false, p.decide()
 	}
-	if p.ringBlocked(s) {
+	if p.blocked(b.full, s) {
 		return false, p.waitRoom(s)
 	}
 	if len(b.chans) > 0 {
 		p.chanPass(v)
-		if p.undecidedChans() {
+		if p.undecided(b.pending, s) {
 			return false, p.decide()
 		}
-		if p.chanBlocked() {
+		if p.blocked(b.pending, s) {
 			return false, p.sendBlocked(v)
 		}
 	}
@@ -370,7 +370,7 @@ func (p *pub[T]) accept(v T, s uint64) {
 		p.first = s
 	}
 	if len(b.full) > 0 {
-		p.applyFull(s)
+		p.applyAll(b.full, v, s)
 	}
 	if b.ringOn {
 		b.ring.Load().Put(s, v)

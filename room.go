@@ -19,29 +19,20 @@ func (b *Broadcaster[T]) signalRoom() {
 	b.roomMu.Unlock()
 }
 
-// waitForRoom registers a room waiter's channel. Caller has counted itself
-// in roomWait. The channels are kept for reuse by the broadcaster itself
-// (not in a sync.Pool: a channel made in one testing/synctest bubble cannot
-// be used in another), so that waiting does not allocate.
+// waitForRoom registers a room waiter's channel. Caller holds b.mu and has
+// counted itself in roomWait.
 func (b *Broadcaster[T]) waitForRoom() chan struct{} {
+	ch := b.takeChan()
 	b.roomMu.Lock()
-	var ch chan struct{}
-	if n := len(b.spareWake); n > 0 {
-		ch = b.spareWake[n-1]
-		b.spareWake = b.spareWake[:n-1]
-	} else {
-		ch = make(chan struct{}, 1)
-	}
 	b.roomWaiters = append(b.roomWaiters, ch)
 	b.roomMu.Unlock()
 	return ch
 }
 
 // doneWaiting unregisters a room waiter's channel, if no reader took it
-// meanwhile, and puts it back empty.
+// meanwhile, and puts it back empty. Caller holds b.mu.
 func (b *Broadcaster[T]) doneWaiting(ch chan struct{}) {
 	b.roomMu.Lock()
-	defer b.roomMu.Unlock()
 	if i := slices.Index(b.roomWaiters, ch); i >= 0 {
 		b.roomWaiters = slices.Delete(b.roomWaiters, i, i+1)
 	}
@@ -49,7 +40,8 @@ func (b *Broadcaster[T]) doneWaiting(ch chan struct{}) {
 	case <-ch:
 	default:
 	}
-	b.spareWake = append(b.spareWake, ch)
+	b.roomMu.Unlock()
+	b.putChan(ch)
 }
 
 func (p *pub[T]) waitStart() {
@@ -142,8 +134,9 @@ func (p *pub[T]) waitRoom(s uint64) error {
 			p.expire(s)
 			return nil
 		}
-		t := p.timer(left)
-		defer p.putTimer(t)
+		t := b.takeTimer()
+		t.Reset(left)
+		defer b.putTimer(t) // b.mu is held again at return
 		timeout = t.C
 	}
 	b.unlock()

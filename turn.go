@@ -38,7 +38,7 @@ func (p *pub[T]) yieldTurn() error {
 		b.refused++
 		return errRefused
 	}
-	ch := b.spareChan()
+	ch := b.takeChan()
 	b.turnQ = append(b.turnQ, ch)
 	b.unlock()
 	p.waitStart()

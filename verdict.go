@@ -2,9 +2,27 @@ package fanout
 
 import "time"
 
+// This file decides what happens to the value in hand at each full watcher,
+// and applies it, whatever the watcher's read path: the full ring readers
+// decided per value (b.full) and the channel watchers the channel pass found
+// without room (b.pending) go through the same functions:
+//
+//	undecided  lists the full watchers whose user's behaviour must be asked
+//	decide     asks them, with no lock held, holding the publish turn
+//	blocked    lists the full watchers whose decision makes the value wait
+//	apply      applies each full watcher's verdict once the value is accepted
+//
+// Only the way a publisher waits depends on the read path: for a ring
+// reader, until it makes room (waitRoom, room.go); for a channel watcher, by
+// a blocked send of the value into its channel (sendBlocked, chans.go). See
+// DESIGN.md.
+
+// blockedSend is a full watcher whose decision makes the value in hand wait,
+// with the outcome of the wait for a channel watcher (see sendBlocked).
 type blockedSend[T any] struct {
 	w       *Watcher[T]
-	timeout time.Duration
+	d       Decision
+	outcome sendOutcome
 }
 
 type undecided[T any] struct {
@@ -41,13 +59,21 @@ func (p *pub[T]) blocks(w *Watcher[T], d Decision) bool {
 	return d.Verdict == VerdictWait && d.Timeout >= 0 && (w.ps == nil || w.ps.skipGen != p.gen)
 }
 
-// undecidedRing lists the full ring readers with a user's behaviour not yet
-// asked about the value in hand.
-func (p *pub[T]) undecidedRing(s uint64) bool {
+// fullFor reports whether w, listed as full, is still full for the value of
+// s: a ring reader may have made room since; a channel watcher listed by the
+// channel pass is full for that pass. Caller holds b.mu.
+func (w *Watcher[T]) fullFor(s uint64) bool {
+	return w.mode == modeChan || w.fullAt.Load() <= s
+}
+
+// undecided lists in b.undecided the full watchers of list with a user's
+// behaviour not yet asked about the value of s, and reports whether there
+// are any.
+func (p *pub[T]) undecided(list []*Watcher[T], s uint64) bool {
 	b := p.b
 	und := b.undecided[:0]
-	for _, w := range b.full {
-		if w.kind == kindCustom && w.ps.preGen != p.gen && w.fullAt.Load() <= s {
+	for _, w := range list {
+		if w.kind == kindCustom && w.ps.preGen != p.gen && w.fullFor(s) {
 			und = append(und, undecided[T]{w: w, st: w.fullState(s)})
 		}
 	}
@@ -82,151 +108,139 @@ func (p *pub[T]) decide() error {
 	return nil
 }
 
-// ringBlocked reports whether a full ring reader whose decision is to wait
-// makes the value wait. It sets p.deadline to the earliest end of a bounded
-// wait.
-func (p *pub[T]) ringBlocked(s uint64) bool {
-	b := p.b
-	blocked := false
-	p.deadline = time.Time{}
-	for _, w := range b.full {
-		if d := p.decision(w); w.fullAt.Load() <= s && p.blocks(w, d) {
-			blocked = true
-			if d.Timeout > 0 {
-				p.waitStart()
-				if t := p.start.Add(d.Timeout); p.deadline.IsZero() || t.Before(p.deadline) {
-					p.deadline = t
-				}
-			}
-		}
-	}
-	return blocked
-}
-
-// applyFull applies their verdicts to the full ring readers.
-func (p *pub[T]) applyFull(s uint64) {
-	b := p.b
-	var buf [4]*Watcher[T]
-	evict := buf[:0]
-	for _, w := range b.full {
-		if p.missRing(w, s) {
-			evict = append(evict, w)
-		}
-	}
-	for _, w := range evict {
-		b.closeLocked(w, ErrEvicted, &p.log)
-	}
-}
-
-// missRing applies the verdict of a full ring reader to the value of s. It
-// reports whether the reader is to be evicted.
-func (p *pub[T]) missRing(w *Watcher[T], s uint64) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.o+w.c > s { // it made room meanwhile: it takes the value
-		return false
-	}
-	var err error
-	r := DropFull
-	switch d := p.decision(w); d.Verdict {
-	case VerdictEvict:
-		w.count(DropEvicted, 1, &p.log, nil)
-		w.missed(s)
-		return true
-	case VerdictDropOldest:
-		if w.dropOldest(s) {
-			w.count(DropOldest, 1, &p.log, nil)
-			w.publishMarks()
-			return false
-		}
-	case VerdictWait: // only a bounded wait that expired, or a negative one
-		r = DropTimeout
-	case verdictPanic:
-		r, err = DropPanic, w.ps.preErr
-	}
-	w.skip(s)
-	w.count(r, 1, &p.log, err)
-	w.missed(s)
-	w.publishMarks()
-	return false
-}
-
-// undecidedChans lists the full channel watchers with a user's behaviour
-// not yet asked about the value in hand.
-func (p *pub[T]) undecidedChans() bool {
-	b := p.b
-	und := b.undecided[:0]
-	for _, w := range b.pending {
-		if w.kind == kindCustom && w.ps.preGen != p.gen && w.ps.skipGen != p.gen {
-			und = append(und, undecided[T]{w: w, st: w.fullState(p.seq - 1)})
-		}
-	}
-	b.undecided = und
-	return len(und) > 0
-}
-
-// chanBlocked lists in b.blocked the full channel watchers whose decision is
-// to wait, and reports whether there are any.
-func (p *pub[T]) chanBlocked() bool {
+// blocked lists in b.blocked the full watchers of list whose decision is to
+// wait for the value of s, and reports whether there are any. It sets
+// p.deadline to the earliest end of their bounded waits. A hand-off watcher
+// does not make ActionOrDrop wait: its consumer is ready or it misses the
+// value (see apply).
+func (p *pub[T]) blocked(list []*Watcher[T], s uint64) bool {
 	b := p.b
 	blk := b.blocked[:0]
-	for _, w := range b.pending {
-		if d := p.decision(w); p.blocks(w, d) && (cap(w.cs.ch) > 0 || p.mode != pubTry) {
-			blk = append(blk, blockedSend[T]{w: w, timeout: d.Timeout})
+	p.deadline = time.Time{}
+	for _, w := range list {
+		d := p.decision(w)
+		if !w.fullFor(s) || !p.blocks(w, d) || p.mode == pubTry && w.mode == modeChan && cap(w.cs.ch) == 0 {
+			continue
+		}
+		blk = append(blk, blockedSend[T]{w: w, d: d})
+		if d.Timeout > 0 {
+			p.waitStart()
+			if t := p.start.Add(d.Timeout); p.deadline.IsZero() || t.Before(p.deadline) {
+				p.deadline = t
+			}
 		}
 	}
 	b.blocked = blk
 	return len(blk) > 0
 }
 
-// missChan applies the verdict of a full channel watcher to the value v of
-// s. It reports whether the watcher is to be evicted.
-func (p *pub[T]) missChan(w *Watcher[T], v T, s uint64) bool {
-	ps := w.ps
-	if ps.skipGen == p.gen {
-		w.count(DropTimeout, 1, &p.log, nil)
-		w.missed(s)
-		return false
+// applyAll applies their verdicts for the accepted value v of s to the full
+// watchers of list, then closes those evicted.
+func (p *pub[T]) applyAll(list []*Watcher[T], v T, s uint64) {
+	var buf [4]*Watcher[T]
+	evict := buf[:0]
+	for _, w := range list {
+		if p.apply(w, v, s) {
+			evict = append(evict, w)
+		}
 	}
-	ch := w.cs.ch
-	select {
-	case ch <- v: // the consumer made room meanwhile
-		w.cs.in++
+	for _, w := range evict {
+		p.b.closeLocked(w, ErrEvicted, &p.log)
+	}
+}
+
+// apply applies the verdict of the full watcher w to the accepted value v
+// of s, and reports whether w is to be evicted. A watcher that made room
+// meanwhile takes the value, whatever its verdict.
+func (p *pub[T]) apply(w *Watcher[T], v T, s uint64) (evict bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.admit(v, s) {
 		return false
-	default:
 	}
 	var err error
 	r := DropFull
 	switch d := p.decision(w); d.Verdict {
-	case VerdictDropOldest:
-		if cap(ch) > 0 {
-			select {
-			case <-ch:
-				w.cs.in-- // put in, never received
-				w.count(DropOldest, 1, &p.log, nil)
-			default: // the consumer made room meanwhile
-			}
-			select {
-			case ch <- v:
-				w.cs.in++
-				return false
-			default:
-			}
-		}
 	case VerdictEvict:
 		w.count(DropEvicted, 1, &p.log, nil)
 		w.missed(s)
 		return true
+	case VerdictDropOldest:
+		discarded, stored := w.replaceOldest(v, s)
+		if discarded {
+			w.count(DropOldest, 1, &p.log, nil)
+		}
+		if stored {
+			return false
+		}
 	case VerdictWait:
-		if d.Timeout < 0 {
+		// A bounded wait that ran out, or a negative one; else a
+		// hand-off whose consumer was not ready for ActionOrDrop.
+		if d.Timeout < 0 || w.ps != nil && w.ps.skipGen == p.gen {
 			r = DropTimeout
-		} // else a hand-off not ready for ActionOrDrop
+		}
 	case verdictPanic:
-		r, err = DropPanic, ps.preErr
+		r, err = DropPanic, w.ps.preErr
 	}
+	w.reject(s)
 	w.count(r, 1, &p.log, err)
 	w.missed(s)
 	return false
+}
+
+// admit gives the value v of s to w if it has room for it now. Caller holds
+// b.mu and w.mu.
+func (w *Watcher[T]) admit(v T, s uint64) bool {
+	if w.mode == modeRing {
+		return w.o+w.c > s // the reader made room: the window takes s
+	}
+	select {
+	case w.cs.ch <- v:
+		w.cs.in++
+		return true
+	default:
+		return false
+	}
+}
+
+// replaceOldest discards the oldest queued value of w to make room for the
+// value v of s. It reports whether a value was discarded, and whether v
+// was queued. Caller holds b.mu and w.mu.
+func (w *Watcher[T]) replaceOldest(v T, s uint64) (discarded, stored bool) {
+	if w.mode == modeRing {
+		if w.dropOldest(s) {
+			w.publishMarks()
+			return true, true
+		}
+		return false, false
+	}
+	ch := w.cs.ch
+	if cap(ch) == 0 {
+		return false, false
+	}
+	select {
+	case <-ch:
+		w.cs.in-- // put in, never received
+		discarded = true
+	default: // the consumer made room meanwhile
+	}
+	select {
+	case ch <- v:
+		w.cs.in++
+		stored = true
+	default:
+	}
+	return discarded, stored
+}
+
+// reject makes w miss the value of s. A channel watcher misses it by not
+// being sent it; a ring reader's window moves past it. Caller holds b.mu
+// and w.mu.
+func (w *Watcher[T]) reject(s uint64) {
+	if w.mode == modeRing {
+		w.skip(s)
+		w.publishMarks()
+	}
 }
 
 // decide consults the watcher's behaviour about the value of sequence
