@@ -476,3 +476,15 @@ func TestNoAllocationPerValueUnderConcurrency(t *testing.T) {
 		})
 	}
 }
+
+func TestPublishWithADoneContextAfterShutdownReturnsErrStopped(t *testing.T) {
+	b := fanout.New[int]()
+	b.Shutdown()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	assert.ErrorIs(t, b.ActionContext(ctx, 1), fanout.ErrStopped)
+	_, err := b.ActionBatchContext(ctx, []int{1})
+	assert.ErrorIs(t, err, fanout.ErrStopped)
+	_, err = b.ActionSeq(ctx, 1)
+	assert.ErrorIs(t, err, fanout.ErrStopped)
+}

@@ -85,7 +85,8 @@ func (b *Broadcaster[T]) tryOne(v T) bool {
 
 // ActionContext is [Broadcaster.Action] bounded by ctx: if ctx is done before
 // v is accepted (already done when called included), it returns ctx.Err()
-// and no watcher with room has received v. A nil ctx, or one that can never
+// and no watcher with room has received v. After Shutdown it returns
+// [ErrStopped], whatever the state of ctx. A nil ctx, or one that can never
 // end (such as context.Background()), makes it the same as Action.
 func (b *Broadcaster[T]) ActionContext(ctx context.Context, v T) error {
 	vs := [1]T{v}
@@ -126,20 +127,32 @@ func (b *Broadcaster[T]) ActionBatch(vs []T) (int, error) {
 
 // ActionBatchContext is [Broadcaster.ActionBatch] bounded by ctx: it
 // returns ctx.Err() with the number of values accepted before ctx was done,
-// and no watcher with room has received the value that was waiting. A nil
-// ctx means context.Background().
+// and no watcher with room has received the value that was waiting. After
+// Shutdown it returns [ErrStopped], whatever the state of ctx. A nil ctx
+// means context.Background().
 func (b *Broadcaster[T]) ActionBatchContext(ctx context.Context, vs []T) (int, error) {
+	_, n, err := b.publishContext(ctx, vs)
+	return n, err
+}
+
+// publishContext is every publish method bounded by a context. A context
+// already done is ctx.Err(), but after Shutdown, which every publish
+// method reports as ErrStopped. One that can never end makes it Action.
+func (b *Broadcaster[T]) publishContext(ctx context.Context, vs []T) (first uint64, n int, err error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	if err := ctx.Err(); err != nil {
-		return 0, err
+		if b.isDone() {
+			return 0, 0, ErrStopped
+		}
+		return 0, 0, err
 	}
 	mode := pubStrict
 	if ctx.Done() == nil {
 		mode = pubAction
 	}
-	return b.publish(ctx, vs, mode)
+	return b.publishAt(ctx, vs, mode)
 }
 
 // publish is every publish method: it accepts the values of vs in order,

@@ -23,17 +23,7 @@ func (b *Broadcaster[T]) ActionSeq(ctx context.Context, v T) (uint64, error) {
 // first, first+1, ... first+n-1, since a batch is contiguous. When n is 0,
 // first means nothing.
 func (b *Broadcaster[T]) ActionBatchSeq(ctx context.Context, vs []T) (first uint64, n int, err error) {
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	if err := ctx.Err(); err != nil {
-		return 0, 0, err
-	}
-	mode := pubStrict
-	if ctx.Done() == nil {
-		mode = pubAction
-	}
-	return b.publishAt(ctx, vs, mode)
+	return b.publishContext(ctx, vs)
 }
 
 // Taken returns how far the lossless watchers have taken the accepted

@@ -129,6 +129,14 @@ func (w *Watcher[T]) ResultChan() <-chan T {
 // never waits on a consumer. A publisher waiting for this watcher's room is
 // released. Values already queued stay readable; then the channel closes and
 // the pull methods return [ErrWatcherStopped]. After Shutdown it is a no-op.
+//
+// A watcher read through [Watcher.ResultChan] may find, as the last value
+// in its channel, one that is accepted only after Stop returned: an
+// [Broadcaster.Action] waiting for another, full, channel watcher hands its
+// value to the channel watchers with room before it waits (see "Waiting"
+// in the package documentation), and a channel cannot take a value back.
+// Watchers read with the pull methods never receive a value accepted after
+// Stop.
 func (w *Watcher[T]) Stop() {
 	b := w.b
 	var log dropLog

@@ -307,3 +307,43 @@ func TestIdleWatcherMemory(t *testing.T) {
 	runtime.KeepAlive(ws)
 	b.Shutdown()
 }
+
+// The documented exception to "a stopped watcher receives nothing accepted
+// after Stop": Action hands its value to channel watchers with room before
+// it waits for a full one, and a channel cannot take it back.
+func TestStoppedChannelWatcherKeepsTheValueActionWaitedWith(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := fanout.New[int](fanout.WithQueueLength(1))
+		defer b.Shutdown()
+		full, err := b.Watch()
+		require.NoError(t, err)
+		full.ResultChan()
+		publish(t, b, 1)
+		roomy, err := b.Watch()
+		require.NoError(t, err)
+		roomy.ResultChan()
+		done := make(chan error)
+		go func() { done <- b.Action(2) }()
+		synctest.Wait() // Action waits for full, having handed 2 to roomy
+		roomy.Stop()
+		accepted := b.Stats().Accepted
+		assert.Equal(t, 1, <-full.ResultChan())
+		require.NoError(t, <-done)
+		assert.Equal(t, accepted+1, b.Stats().Accepted, "2 was accepted after Stop returned")
+		got, closed := fanouttest.DrainChan(roomy.ResultChan())
+		assert.Equal(t, []int{2}, got)
+		assert.True(t, closed)
+
+		// A pull watcher never receives a value accepted after its Stop.
+		pull, err := b.Watch()
+		require.NoError(t, err)
+		go func() { done <- b.Action(3) }()
+		synctest.Wait() // full holds 2: Action waits
+		pull.Stop()
+		assert.Equal(t, 2, <-full.ResultChan())
+		require.NoError(t, <-done)
+		got, err = fanouttest.CollectAll(t, pull)
+		assert.Empty(t, got)
+		assert.ErrorIs(t, err, fanout.ErrWatcherStopped)
+	})
+}
