@@ -6,18 +6,21 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # The build tag of the tests that need a real kube-apiserver and etcd
 # (k8s/apiservertest); only `make test` sets it.
 E2E_TAG := e2e
+# The build tag of the core's invariant checks and protocol tests (DESIGN.md).
+CHECK_TAG := fanoutcheck
 # The checks compile with -trimpath, as the release test's consumer builds do
 # (internal/release), so that those reuse the checks' compiled dependencies.
 CHECK_GOFLAGS := $(strip $(GOFLAGS) -trimpath)
 # Modules `make quick` tests at once.
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: test quick check fmt-check tidy-check vet staticcheck race e2e-binaries bench bench-readme release-check
+.PHONY: test quick check fmt-check tidy-check vet staticcheck race invariants e2e-binaries bench bench-readme release-check
 
 ## test: everything CI runs (.ci/run): gofmt, go mod tidy, go vet, the e2e binaries, go test -race of every
-## module including the end-to-end tests (-tags e2e) and the release test, then staticcheck.
+## module including the end-to-end tests (-tags e2e) and the release test, the core's tests once more with
+## its invariant checks (make invariants), then staticcheck.
 ## staticcheck comes last so that a lint finding does not hide a test failure.
-test: fmt-check tidy-check vet e2e-binaries race staticcheck
+test: fmt-check tidy-check vet e2e-binaries race invariants staticcheck
 
 ## quick: the edit-test loop: go test -race -short of every module, without the e2e tests and their binaries,
 ## the modules side by side (one job per core; each module's output is printed when it is done). -short skips
@@ -47,15 +50,24 @@ tidy-check:
 
 vet:
 	@set -e; for m in $(MODULES); do echo "== vet $$m"; (cd $$m && GOFLAGS="$(CHECK_GOFLAGS)" $(GO) vet -tags $(E2E_TAG) ./...); done
+	@echo "== vet -tags $(CHECK_TAG) ."; GOFLAGS="$(CHECK_GOFLAGS)" $(GO) vet -tags $(CHECK_TAG) .
 
 ## staticcheck: every module, e2e files included; reports every module before failing.
 staticcheck:
 	@fail=0; for m in $(MODULES); do echo "== staticcheck $$m"; \
-	(cd $$m && GOFLAGS="$(CHECK_GOFLAGS)" $(GO) run $(STATICCHECK) -tags $(E2E_TAG) ./...) || fail=1; done; exit $$fail
+	(cd $$m && GOFLAGS="$(CHECK_GOFLAGS)" $(GO) run $(STATICCHECK) -tags $(E2E_TAG) ./...) || fail=1; done; \
+	echo "== staticcheck -tags $(CHECK_TAG) ."; GOFLAGS="$(CHECK_GOFLAGS)" $(GO) run $(STATICCHECK) -tags $(CHECK_TAG) . || fail=1; \
+	exit $$fail
 
 race:
 	@set -e; for m in $(MODULES); do echo "== test -race -tags $(E2E_TAG) $$m"; \
 	(cd $$m && $(GO) test -race -tags $(E2E_TAG) -count=1 -timeout 30m ./...); done
+
+## invariants: the core's tests built with the fanoutcheck tag (DESIGN.md, section 9): the lock order and
+## the engine's invariants checked at every release of the broadcaster's lock, and the deterministic
+## protocol tests (protocol_test.go), which force each wake-up obligation's interleaving. About 3 minutes.
+invariants:
+	@echo "== test -race -tags $(CHECK_TAG) ."; $(GO) test -race -tags $(CHECK_TAG) -count=1 -timeout 30m .
 
 ## bench: the main command: the comparison harness bench/cmd/fanout-bench with its defaults (about 2 minutes
 ## on 2 cores): fanout vs k8s watch.Broadcaster vs raw channels, and k8s/record vs client-go's tools/record.

@@ -3,7 +3,6 @@ package fanout
 import (
 	"errors"
 	"math"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -41,9 +40,13 @@ const minRingSize = 64
 // A Broadcaster starts no goroutines. Create one with [New]; the zero value
 // is not usable.
 type Broadcaster[T any] struct {
-	// Read by readers and publishers, rarely written. The padding keeps
-	// each group below on cache lines of its own: a reader's loads of
-	// ring and head do not take the publishers' lock word away from them.
+	// The fields are grouped by who writes them and under which lock;
+	// DESIGN.md, section 2, is the table of owners, and section 5 the
+	// invariants that hold whenever mu is free. The padding keeps each
+	// group on cache lines of its own: a reader's loads of ring and head do
+	// not take the publishers' lock word away from them.
+
+	// Read by readers and publishers, rarely written.
 	cfg  config
 	err  error                        // an invalid option of New: returned by every call that can
 	ring atomic.Pointer[ring.Ring[T]] // replaced (under mu) only when it grows
@@ -53,21 +56,17 @@ type Broadcaster[T any] struct {
 	nreaders atomicI32
 	_        [64]byte
 
-	// mu guards the fields below and makes acceptance of a value, the
-	// registration of a watcher and its removal one total order. It is held
-	// for O(1) work per value on the shared ring: reserving, storing and
-	// advancing head. Waits, user callbacks and wake-ups happen outside it.
-	mu sync.Mutex
+	// mu makes acceptance of a value, the registration of a watcher and
+	// its removal one total order, and guards everything down to head.
+	mu broadcasterMu
 	// fast is the head below which a publisher that finds nobody ahead
-	// of it may accept values at once: min(limit, lap) when nothing else
-	// stands in the way, 0 when something does (see fastBound). Every
-	// unlock of mu recomputes it, so it is current whenever mu is taken.
+	// of it may accept values at once (fastBound; DESIGN.md, I1).
 	fast    uint64
 	stopped bool
 	ringOn  bool          // values are written to the ring: it has readers or a history
-	limit   uint64        // no ring reader that waits, evicts or decides is full while head < limit
+	limit   uint64        // no ring reader that waits, evicts or decides is full while head < limit (I4)
 	blocker *Watcher[T]   // the reader that set limit, if known
-	lap     uint64        // no ring slot a reader still refers to is overwritten while head < lap
+	lap     uint64        // no ring slot a reader still refers to is overwritten while head < lap (I3, I4)
 	readers []*Watcher[T] // every ring reader
 	// limiters are the ring readers that make the publisher wait or decide
 	// per value once full (all but the lazy ones); lappers those whose queue
@@ -81,62 +80,64 @@ type Broadcaster[T any] struct {
 	// waitChans lists the channel watchers whose behaviour may wait: the
 	// ones a strict publish checks for a full channel before delivering.
 	waitChans []*Watcher[T]
-	nextID    uint64
-	gen       uint64 // publish attempts of one value, to tag decisions
-	refused   uint64
+	// holders are the WaitIfChannelFull watchers, whose progress bounds
+	// Taken; they outlive Shutdown until drained. taken is the last bound
+	// Taken returned (taken.go).
+	holders []*Watcher[T]
+	taken   uint64
+	nextID  uint64
+	gen     uint64 // publish attempts of one value, to tag decisions
+	refused uint64
+	dropped uint64 // drops of the watchers no longer registered
 
-	// The publish turn: held by a publisher that waits, or that calls a
-	// user's OnFull, so that no other publisher overtakes it; the others
-	// queue in turnQ, in order.
+	// The publish turn (turn.go): held by a publisher that waits with
+	// values of its call accepted, calls a user's OnFull, or blocks on a
+	// channel watcher; the others queue in turnQ, in order.
 	turn  bool
 	turnQ []chan struct{}
 
-	// Reused by the publisher holding mu (or the turn).
-	pending   []*Watcher[T]
-	blocked   []blockedSend[T]
-	undecided []undecided[T]
+	// Scratch lists of the publisher holding mu (or the turn, across an
+	// unlock), and the pools of wait channels and timers (pool.go).
+	pending     []*Watcher[T]
+	blocked     []blockedSend[T]
+	undecided   []undecided[T]
+	spareWake   []chan struct{}
+	spareTimers []*time.Timer
 
 	// Written by publishers, read by every reader on every read.
 	_         [64]byte
 	head      atomicU64 // sequence number of the next value; stored under mu
-	blockedAt atomicU64 // the sequence publishers wait to publish, plus one; 0: none
-	nblocked  atomicI64 // full WaitIfChannelFull readers yet to make room for it
+	blockedAt atomicU64 // the sequence publishers wait to publish, plus one; 0: none (I2)
+	nblocked  atomicI64 // full WaitIfChannelFull readers yet to make room for it (I11)
 	_         [64]byte
 
-	// roomWait counts publishers waiting for a ring reader to make room;
-	// readers wake them all (roomWaiters, under roomMu) when it is
-	// non-zero, so that they go on together instead of one after the other.
+	// Publishers waiting for a ring reader's room (room.go): readers that
+	// make room wake them all when roomWait is non-zero.
 	roomWait    atomicI32
-	roomMu      sync.Mutex
+	roomMu      roomMu
 	roomWaiters []chan struct{}
-	spareWake   []chan struct{}
-	spareTimers []*time.Timer
 
-	// parkMu guards parked and Watcher.inPark: ring readers waiting for a
-	// value. nparked lets a publisher skip the lock when nobody waits.
-	parkMu      sync.Mutex
+	// Ring readers waiting for a value (park.go). nparked lets a publisher
+	// skip parkMu when nobody waits.
+	parkMu      parkMu
 	parked      []*Watcher[T]
 	spareParked [][]*Watcher[T] // emptied lists of parked readers, for reuse
 	nparked     atomicI32
 
-	dropped uint64 // drops of the watchers no longer registered (under mu)
-	panics  atomic.Uint64
+	panics atomic.Uint64
 
-	// holders are the WaitIfChannelFull watchers, whose progress bounds
-	// Taken; taken is the last bound Taken returned (see taken.go). Both
-	// under mu; holders outlive Shutdown, so that Taken follows their
-	// draining.
-	holders []*Watcher[T]
-	taken   uint64
+	//lint:ignore U1000 what the fanoutcheck build keeps; nothing without it
+	checkState
 }
 
 // fastBound returns the head below which a publisher may accept values
 // without looking further: none while the broadcaster is stopped, a
-// publisher holds the turn or waits for room, a watcher has a channel or a
-// ring reader decided per value is full; else the ring limits. Caller holds
-// b.mu.
+// publisher holds the turn or waits for room, the sequence publishers wait
+// for is set (blockedAt: only the slow path clears it, when it accepts
+// that sequence), a watcher has a channel or a ring reader decided per
+// value is full; else the ring limits. Caller holds b.mu.
 func (b *Broadcaster[T]) fastBound() uint64 {
-	if b.stopped || b.turn || len(b.chans) > 0 || len(b.full) > 0 || b.roomWait.Load() != 0 {
+	if b.stopped || b.turn || len(b.chans) > 0 || len(b.full) > 0 || b.roomWait.Load() != 0 || b.blockedAt.Load() != 0 {
 		return 0
 	}
 	return min(b.limit, b.lap)
@@ -175,6 +176,7 @@ func New[T any](opts ...Option) *Broadcaster[T] {
 		lap:   math.MaxUint64,
 		fast:  math.MaxUint64,
 	}
+	b.setCheck()
 	if b.err == nil && cfg.history > 0 {
 		b.ensureRing(&Watcher[T]{})
 		b.ringOn = true

@@ -79,6 +79,7 @@ func (w *Watcher[T]) park(ctx context.Context, wake chan struct{}, h uint64) err
 		b.nparked.Add(1)
 	}
 	b.parkMu.Unlock()
+	hook(hookReaderParking)
 	// A publisher stores head before it loads nparked, and we added to
 	// nparked before loading head: one of us sees the other. With many
 	// readers, yielding first lets a publisher that is about to store more
@@ -110,8 +111,10 @@ func (w *Watcher[T]) park(ctx context.Context, wake chan struct{}, h uint64) err
 	}
 }
 
-// signal wakes one goroutine parked on this watcher, if any. Caller holds
-// w.mu.
+// signal wakes one goroutine parked on this watcher, if any. Callers hold
+// w.mu, but wakeParked, which holds nothing: w.wake is set once, under
+// w.mu, before the watcher's first park (tryRecv), and never changes, and
+// wakeParked only signals watchers it found parked (DESIGN.md, W1).
 func (w *Watcher[T]) signal() {
 	if w.wake != nil {
 		select {

@@ -395,4 +395,5 @@ func (p *pub[T]) accept(v T, s uint64) {
 	if len(b.chans) > 0 {
 		p.chanDeliver(v, s)
 	}
+	hook(hookAccepted)
 }

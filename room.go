@@ -75,7 +75,9 @@ func (p *pub[T]) waitFull(s uint64) error {
 	}
 	b.unlock()
 	p.announce()
+	hook(hookRoomSleep)
 	err := p.sleep(wake)
+	hook(hookRoomWoken)
 	b.mu.Lock()
 	return err
 }
@@ -141,6 +143,7 @@ func (p *pub[T]) waitRoom(s uint64) error {
 	}
 	b.unlock()
 	p.announce()
+	hook(hookRoomSleep)
 	var err error
 	select {
 	case <-wake:
@@ -150,6 +153,7 @@ func (p *pub[T]) waitRoom(s uint64) error {
 	case <-b.done:
 		err = ErrStopped
 	}
+	hook(hookRoomWoken)
 	b.mu.Lock()
 	if err == nil && !p.deadline.IsZero() && !time.Now().Before(p.deadline) {
 		p.expire(s)

@@ -45,6 +45,7 @@ func (p *pub[T]) yieldTurn() error {
 	var err error
 	select {
 	case <-ch:
+		hook(hookTurnHanded)
 	case <-p.ctx.Done():
 		err = p.ctx.Err()
 	case <-b.done:

@@ -3,7 +3,6 @@ package fanout
 import (
 	"context"
 	"iter"
-	"sync"
 	"sync/atomic"
 
 	"github.com/fanout-go/fanout/internal/fifo"
@@ -52,7 +51,7 @@ type Watcher[T any] struct {
 
 	// mu guards what follows and serialises reads. Lock order: b.mu, then
 	// w.mu.
-	mu    sync.Mutex
+	mu    watcherMu
 	o, c  uint64
 	end   uint64 // no value at or past end is for this watcher
 	priv  *fifo.FIFO[T]
@@ -86,7 +85,7 @@ type pubState struct {
 type chanState[T any] struct {
 	ch       chan T
 	stopCh   chan struct{}
-	sendMu   sync.Mutex
+	sendMu   sendMu
 	chClosed bool
 	// in counts the values put in ch, but those its slot in b.chans
 	// counts (guarded by the broadcaster's mu).
@@ -208,6 +207,7 @@ func (w *Watcher[T]) tryRecv(ctx context.Context, buf []T) (n int, wake chan str
 	if n > 0 {
 		w.taken += uint64(n)
 		w.publishMarks()
+		hook(hookReaderMarked)
 		wakePublishers = w.madeRoom(before)
 	}
 	if n == 0 && w.queued(h) == 0 {

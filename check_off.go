@@ -1,0 +1,33 @@
+//go:build !fanoutcheck
+
+package fanout
+
+import "sync"
+
+// Without the fanoutcheck build tag, the checks and hooks are empty: the
+// compiler inlines them away, so that they cost nothing.
+
+// The engine's locks are plain mutexes. Under the fanoutcheck build tag
+// they are wrappers that panic when a goroutine takes them out of the
+// order of DESIGN.md, section 3 (check_on.go): Broadcaster.mu, Watcher.mu,
+// chanState.sendMu, Broadcaster.roomMu, Broadcaster.parkMu, the last a
+// leaf.
+type (
+	broadcasterMu = sync.Mutex
+	watcherMu     = sync.Mutex
+	sendMu        = sync.Mutex
+	roomMu        = sync.Mutex
+	parkMu        = sync.Mutex
+)
+
+// hook marks a decision point of the protocol where a test may pause the
+// goroutine (check_on.go).
+func hook(hookPoint) {}
+
+// setCheck is called by New to set up the checks of b.
+func (b *Broadcaster[T]) setCheck() {}
+
+// checkState is empty: nothing is kept for the checks.
+//
+//lint:ignore U1000 the fanoutcheck build's state (check_on.go)
+type checkState struct{}

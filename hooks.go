@@ -1,0 +1,31 @@
+package fanout
+
+// hookPoint names a decision point of the protocol (DESIGN.md, "Forcing
+// interleavings"): under the fanoutcheck build tag a test inside the
+// package can pause the goroutine that reaches it and drive another one
+// through, so that an interleaving a few instructions wide happens every
+// time. Without the tag, hook is empty and costs nothing.
+type hookPoint uint8
+
+const (
+	// hookReaderMarked: a ring reader has taken values and stored its
+	// marks, and is about to look whether publishers wait for its room
+	// (tryRecv). It holds w.mu.
+	hookReaderMarked hookPoint = iota
+	// hookTurnHanded: a publisher queued for the publish turn has been
+	// handed it, and is about to lock the broadcaster (yieldTurn).
+	hookTurnHanded
+	// hookRoomSleep: a publisher waiting for a ring reader's room has
+	// registered and unlocked, and is about to sleep (waitFull, waitRoom).
+	hookRoomSleep
+	// hookRoomWoken: a publisher waiting for room has been woken (or its
+	// wait ended), and is about to lock the broadcaster again.
+	hookRoomWoken
+	// hookReaderParking: a ring reader found nothing to read, counted
+	// itself parked, and is about to look at head a last time (park).
+	hookReaderParking
+	// hookAccepted: a publisher on the slow path has accepted a value
+	// and still holds the broadcaster's lock (accept).
+	hookAccepted
+	numHookPoints
+)

@@ -1,0 +1,350 @@
+//go:build fanoutcheck
+
+package fanout
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The tests of this file force, one by one, the interleavings of DESIGN.md:
+// the wake-up obligations of its section 6 and the three bugs of its
+// section 10. They pause a goroutine at a hook point (hooks.go) and drive
+// another through, inside a testing/synctest bubble, so that a missing
+// wake-up shows at once as a goroutine that synctest.Wait finds still
+// blocked, never as a time-out. They need the fanoutcheck build tag:
+//
+//	go test -race -tags fanoutcheck -run TestProtocol .
+
+// pauseAt makes the first goroutine that reaches p stop there until resume
+// is called; reached is closed when it gets there.
+func pauseAt(t *testing.T, p hookPoint) (reached <-chan struct{}, resume func()) {
+	r, release := make(chan struct{}), make(chan struct{})
+	var once atomic.Bool
+	restore := setHook(p, func() {
+		if once.CompareAndSwap(false, true) {
+			close(r)
+			<-release
+		}
+	})
+	var resumed atomic.Bool
+	resume = func() {
+		if resumed.CompareAndSwap(false, true) {
+			close(release)
+		}
+	}
+	t.Cleanup(func() { resume(); restore() })
+	return r, resume
+}
+
+// async runs f on a goroutine of the bubble and returns the channel its
+// result arrives on.
+func async(f func() error) <-chan error {
+	c := make(chan error, 1)
+	go func() { c <- f() }()
+	return c
+}
+
+// pending reports whether c has no result yet, once every goroutine of the
+// bubble is blocked.
+func pending(c <-chan error) bool {
+	synctest.Wait()
+	select {
+	case err := <-c:
+		panic("pending: already done: " + errString(err))
+	default:
+		return true
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "<nil>"
+	}
+	return err.Error()
+}
+
+// done returns the result of c, which must be there once every goroutine
+// of the bubble is blocked.
+func done(t *testing.T, c <-chan error, what string) error {
+	t.Helper()
+	synctest.Wait()
+	select {
+	case err := <-c:
+		return err
+	default:
+		t.Fatalf("%s is still blocked: nobody woke it", what)
+		return nil
+	}
+}
+
+func next(w *Watcher[int]) (int, error) { return w.Next(context.Background()) }
+
+// W1: a publisher wakes the readers parked before its values.
+func TestProtocolPublisherWakesParkedReaders(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := New[int]()
+		defer b.Shutdown()
+		w, err := b.Watch()
+		require.NoError(t, err)
+		got := make(chan int, 1)
+		read := async(func() error { v, err := next(w); got <- v; return err })
+		require.True(t, pending(read))
+		require.NoError(t, b.Action(7))
+		require.NoError(t, done(t, read, "the parked reader"))
+		assert.Equal(t, 7, <-got)
+	})
+}
+
+// W2 (58ede41): a batch that must wait mid-way first wakes the readers
+// parked before its first values, or it waits for a reader that sleeps.
+func TestProtocolBatchWakesParkedReadersBeforeItWaits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := New[int](WithQueueLength(1))
+		defer b.Shutdown()
+		w, err := b.Watch()
+		require.NoError(t, err)
+		var got []int
+		reader := async(func() error {
+			for {
+				v, err := next(w)
+				if err != nil {
+					return err
+				}
+				got = append(got, v)
+			}
+		})
+		require.True(t, pending(reader)) // parked on its empty queue
+		batch := async(func() error { _, err := b.ActionBatch([]int{1, 2, 3}); return err })
+		require.NoError(t, done(t, batch, "the batch"))
+		b.Shutdown()
+		require.ErrorIs(t, done(t, reader, "the reader"), ErrStopped)
+		assert.Equal(t, []int{1, 2, 3}, got)
+	})
+}
+
+// W3: the publisher waits until the last of the full lossless readers has
+// made room, and that one wakes it.
+func TestProtocolLastReaderToMakeRoomWakesThePublisher(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := New[int](WithQueueLength(1))
+		defer b.Shutdown()
+		r1, _ := b.Watch()
+		r2, _ := b.Watch()
+		require.NoError(t, b.Action(0))
+		pub := async(func() error { return b.Action(1) })
+		require.True(t, pending(pub))
+		_, err := next(r1)
+		require.NoError(t, err)
+		require.True(t, pending(pub), "one of two full readers made room")
+		_, err = next(r2)
+		require.NoError(t, err)
+		require.NoError(t, done(t, pub, "the publisher"))
+	})
+}
+
+// W4 (134c319): a publisher that accepts the sequence another waits for
+// wakes it. The reader that made room is paused after storing its marks,
+// so that the second publisher takes the sequence first; the reader then
+// finds no sequence waited for and wakes nobody.
+func TestProtocolPublisherThatTakesTheWaitedSequenceWakesTheWaiter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := New[int](WithQueueLength(1))
+		defer b.Shutdown()
+		r, _ := b.Watch()
+		require.NoError(t, b.Action(0))
+		first := async(func() error { return b.Action(1) })
+		require.True(t, pending(first)) // waits for r, which is full
+		reached, resume := pauseAt(t, hookReaderMarked)
+		read := async(func() error { _, err := next(r); return err })
+		<-reached // r took 0 and has room, but has not looked at the waiters
+		second := async(func() error { return b.Action(2) })
+		require.NoError(t, done(t, second, "the second publisher"))
+		resume()
+		require.NoError(t, done(t, read, "the reader"))
+		v, err := next(r)
+		require.NoError(t, err)
+		assert.Equal(t, 2, v)
+		require.NoError(t, done(t, first, "the first publisher"))
+		v, err = next(r)
+		require.NoError(t, err)
+		assert.Equal(t, 1, v)
+	})
+}
+
+// W5: a reader whose behaviour is decided per value wakes the publisher
+// waiting for its room.
+func TestProtocolReaderDecidedPerValueWakesThePublisher(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := New[int](WithQueueLength(1), WithFullChannelBehavior(WaitTimeoutIfChannelFull(time.Hour)))
+		defer b.Shutdown()
+		r, _ := b.Watch()
+		require.NoError(t, b.Action(0))
+		pub := async(func() error { return b.Action(1) })
+		require.True(t, pending(pub))
+		_, err := next(r)
+		require.NoError(t, err)
+		require.NoError(t, done(t, pub, "the publisher"))
+		assert.Zero(t, r.Stats().Dropped, "woken before its hour was up")
+	})
+}
+
+// W6: the turn is handed on, in the order the publishers queued for it.
+func TestProtocolTurnIsHandedOnInOrder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := New[int](WithQueueLength(1))
+		defer b.Shutdown()
+		w, _ := b.Watch()
+		ch := w.ResultChan()
+		require.NoError(t, b.Action(0))
+		var pubs []<-chan error
+		for v := 1; v <= 3; v++ {
+			pubs = append(pubs, async(func() error { return b.Action(v) }))
+			require.True(t, pending(pubs[len(pubs)-1])) // the first holds the turn, the others queue
+		}
+		for v := 0; v <= 3; v++ {
+			assert.Equal(t, v, <-ch)
+		}
+		for i, c := range pubs {
+			require.NoError(t, done(t, c, "publisher"), "publisher %d", i+1)
+		}
+	})
+}
+
+// W7: stopping the reader a publisher waits for releases it.
+func TestProtocolStopOfTheAwaitedReaderReleasesThePublisher(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := New[int](WithQueueLength(1))
+		defer b.Shutdown()
+		r, _ := b.Watch()
+		other, _ := b.Watch(WithQueueLength(10))
+		require.NoError(t, b.Action(0))
+		pub := async(func() error { return b.Action(1) })
+		require.True(t, pending(pub))
+		r.Stop()
+		require.NoError(t, done(t, pub, "the publisher"))
+		assert.Equal(t, []int{0, 1}, []int{must(next(other)), must(next(other))})
+	})
+}
+
+// W7: moving the awaited reader to a channel wakes the publisher, which then
+// waits on the channel instead.
+func TestProtocolResultChanOfTheAwaitedReaderReleasesThePublisher(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := New[int](WithQueueLength(1))
+		defer b.Shutdown()
+		r, _ := b.Watch()
+		require.NoError(t, b.Action(0))
+		pub := async(func() error { return b.Action(1) })
+		require.True(t, pending(pub))
+		ch := r.ResultChan()
+		require.True(t, pending(pub), "the channel is as full as the queue was")
+		assert.Equal(t, 0, <-ch)
+		require.NoError(t, done(t, pub, "the publisher"))
+		assert.Equal(t, 1, <-ch)
+	})
+}
+
+// W8: a wake-up meant for several goroutines parked on one watcher is
+// passed on by the one that takes it.
+func TestProtocolWakeUpIsPassedOnBetweenReadersOfOneWatcher(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := New[int]()
+		defer b.Shutdown()
+		w, _ := b.Watch()
+		got := make(chan int, 2)
+		read := func() error { v, err := next(w); got <- v; return err }
+		a, c := async(read), async(read)
+		require.True(t, pending(a))
+		require.True(t, pending(c))
+		_, err := b.ActionBatch([]int{1, 2}) // one wake-up for the watcher
+		require.NoError(t, err)
+		require.NoError(t, done(t, a, "the first reader"))
+		require.NoError(t, done(t, c, "the second reader"))
+		assert.ElementsMatch(t, []int{1, 2}, []int{<-got, <-got})
+	})
+}
+
+// W9: Shutdown ends every wait: room waiters (the plain receive and the
+// select), publishers queued for the turn or blocked on a channel, and
+// parked readers.
+func TestProtocolShutdownEndsEveryWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ring := New[int](WithQueueLength(1))
+		r, _ := ring.Watch()
+		require.NoError(t, ring.Action(0))
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		roomPlain := async(func() error { return ring.Action(1) })
+		roomSelect := async(func() error { return ring.ActionContext(ctx, 1) })
+
+		chans := New[int](WithQueueLength(1))
+		c, _ := chans.Watch()
+		c.ResultChan()
+		require.NoError(t, chans.Action(0))
+		sender := async(func() error { return chans.Action(1) })
+		require.True(t, pending(sender))
+		queued := async(func() error { return chans.Action(2) })
+
+		idle := New[int]()
+		p, _ := idle.Watch()
+		parked := async(func() error { _, err := next(p); return err })
+
+		for _, w := range []<-chan error{roomPlain, roomSelect, sender, queued, parked} {
+			require.True(t, pending(w))
+		}
+		ring.Shutdown()
+		chans.Shutdown()
+		idle.Shutdown()
+		for name, w := range map[string]<-chan error{"room waiter": roomPlain, "room waiter with a context": roomSelect,
+			"blocked sender": sender, "turn waiter": queued, "parked reader": parked} {
+			assert.ErrorIs(t, done(t, w, name), ErrStopped, name)
+		}
+		assert.Equal(t, 0, must(next(r)), "accepted values stay readable")
+	})
+}
+
+// 9d9ff78: a publisher handed the turn just as Shutdown takes the lock must
+// not accept its value after Shutdown returned. The publisher queues for
+// the turn inside run (after a wait for room), where only the look at
+// stopped after yieldTurn catches it.
+func TestProtocolPublisherHandedTheTurnAtShutdownAcceptsNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := New[int](WithQueueLength(1))
+		r, _ := b.Watch()
+		c, _ := b.Watch()
+		ch := c.ResultChan()
+		require.NoError(t, b.Action(0)) // r and c full
+		woken, resumeLate := pauseAt(t, hookRoomWoken)
+		late := async(func() error { return b.Action(2) })
+		require.True(t, pending(late)) // waits for r's room
+		require.Equal(t, 0, must(next(r)))
+		<-woken // woken, not yet locked again
+		holder := async(func() error { return b.Action(1) })
+		require.True(t, pending(holder)) // holds the turn, blocked on c
+		resumeLate()
+		require.True(t, pending(late)) // queued for the turn, in run
+		handed, resumeHanded := pauseAt(t, hookTurnHanded)
+		assert.Equal(t, 0, <-ch) // the holder's send goes through
+		require.NoError(t, done(t, holder, "the turn holder"))
+		<-handed
+		b.Shutdown()
+		accepted := b.Stats().Accepted
+		resumeHanded()
+		assert.ErrorIs(t, done(t, late, "the late publisher"), ErrStopped)
+		assert.Equal(t, accepted, b.Stats().Accepted, "a value was accepted after Shutdown returned")
+	})
+}
+
+func must(v int, err error) int {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
