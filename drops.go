@@ -1,6 +1,10 @@
 package fanout
 
-import "runtime"
+import (
+	"runtime"
+
+	"github.com/fanout-go/fanout/internal/guard"
+)
 
 // dropNote is a settled drop (n values alike) to report to a drop handler.
 type dropNote struct {
@@ -58,7 +62,7 @@ type panicCounter interface{ countPanic() }
 
 func (n *dropNote) call(c panicCounter) {
 	for range n.n {
-		if safeCall(func() { n.f(n.d) }) != nil {
+		if guard.Call(func() { n.f(n.d) }) != nil {
 			c.countPanic()
 		}
 	}

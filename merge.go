@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/fanout-go/fanout/internal/guard"
 )
 
 // ReportLossesTo makes the correlator report its late losses and its
@@ -211,7 +213,7 @@ func (c *Correlator[T]) claim(key string, s Sweep[T]) (openWrite[T], bool) {
 
 // write calls f with w's copy; a panic is returned as an error.
 func (w openWrite[T]) write(ctx context.Context, f func(context.Context, T) (T, error)) (stored T, err error) {
-	if perr := safeCall(func() { stored, err = f(ctx, w.v) }); perr != nil {
+	if perr := guard.Call(func() { stored, err = f(ctx, w.v) }); perr != nil {
 		return stored, &writePanic{perr}
 	}
 	return stored, err
@@ -263,7 +265,7 @@ func retryable[T any](s Sweep[T], err error) bool {
 		return false
 	}
 	retry := false
-	if safeCall(func() { retry = s.Retryable(err) }) != nil {
+	if guard.Call(func() { retry = s.Retryable(err) }) != nil {
 		return false
 	}
 	return retry

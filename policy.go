@@ -75,9 +75,6 @@ const (
 // verdictPanic is the decision of a behaviour whose OnFull panicked.
 const verdictPanic Verdict = 255
 
-// panicError turns a recovered panic into an error.
-func panicError(p any) error { return fmt.Errorf("fanout: panic: %v", p) }
-
 // String returns the verdict's lower-case name, as used in drop reasons.
 func (v Verdict) String() string {
 	switch v {

@@ -1,6 +1,10 @@
 package fanout
 
-import "time"
+import (
+	"time"
+
+	"github.com/fanout-go/fanout/internal/guard"
+)
 
 // This file decides what happens to the value in hand at each full watcher,
 // and applies it, whatever the watcher's read path: the full ring readers
@@ -248,7 +252,7 @@ func (w *Watcher[T]) reject(s uint64) {
 func (w *Watcher[T]) decide(st FullState) (d Decision, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			d, err = Decision{Verdict: verdictPanic}, panicError(p)
+			d, err = Decision{Verdict: verdictPanic}, guard.PanicError(p)
 		}
 	}()
 	return w.behavior.OnFull(st), nil
