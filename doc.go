@@ -225,9 +225,10 @@
 //
 // # Contexts
 //
-// Only calls that can block take a context. A nil context is accepted
-// everywhere and means context.Background() (no deadline); staticcheck's
-// SA1012 still asks callers to pass context.TODO instead.
+// Only calls that can block take a context, and it must not be nil: pass
+// context.Background() for no deadline. A nil context is a mistake that the
+// call reports, as an error naming it, without doing anything else
+// (staticcheck's SA1012 finds most of them before they run).
 //
 // # Options
 //

@@ -29,6 +29,10 @@ var (
 	ErrEvicted = errors.New("fanout: watcher evicted: queue full")
 )
 
+// errNilContext is returned by every call given a nil context.Context,
+// which does nothing else.
+var errNilContext = errors.New("fanout: nil context.Context: pass context.Background() for no deadline")
+
 // minRingSize keeps the shared ring from being tiny for small queue lengths,
 // so that readers take batches of useful size.
 const minRingSize = 64

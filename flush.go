@@ -10,10 +10,9 @@ import (
 // A runner that has exited counts as done. Flush does not wait for plain
 // watchers (see [Recorder.Watch]). Called from a sink or handler, it waits
 // for its own runner, which cannot progress: give it a context that ends.
-// A nil ctx means context.Background(), as everywhere in this package.
 func (r *Recorder[T]) Flush(ctx context.Context) error {
 	if ctx == nil {
-		ctx = context.Background()
+		return errNilContext
 	}
 	type mark struct {
 		run    *Runner[T]

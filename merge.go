@@ -134,19 +134,18 @@ type Sweep[T any] struct {
 // keeps them (they are written by the next sweep), and a record evicted
 // meanwhile loses only the values the write did not cover: on success
 // nothing, on failure what it carried (as [DropFull]). It returns an
-// error, and writes nothing, without a merging dedup stage or without
-// s.Write, or for a negative s.IdleFor.
+// error, and writes nothing, for a nil ctx, without a merging dedup stage
+// or without s.Write, or for a negative s.IdleFor.
 func (c *Correlator[T]) WriteOpen(ctx context.Context, s Sweep[T]) error {
 	switch {
+	case ctx == nil:
+		return errNilContext
 	case !c.merges():
 		return errors.New("fanout: Correlator.WriteOpen: the dedup stage does not merge (DedupStage.WriteFirst is 0)")
 	case s.Write == nil:
 		return errors.New("fanout: Correlator.WriteOpen: Sweep.Write is nil")
 	case s.IdleFor < 0:
 		return fmt.Errorf("fanout: Correlator.WriteOpen: negative Sweep.IdleFor %v", s.IdleFor)
-	}
-	if ctx == nil {
-		ctx = context.Background()
 	}
 	for _, key := range c.selectOpen(s) {
 		if err := ctx.Err(); err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fanout-go/fanout"
+	"github.com/fanout-go/fanout/fanouttest"
 )
 
 // An invalid option given to New is not silently kept until the first
@@ -73,4 +74,33 @@ func TestMisplacedOptionsDoNotCompile(t *testing.T) {
 			assert.ErrorContains(t, err, "Option")
 		})
 	}
+}
+
+// A nil context is a mistake every call reports, doing nothing else; it
+// never means "no deadline".
+func TestNilContextIsAnErrorThatDoesNothing(t *testing.T) {
+	var nilCtx context.Context // a variable: staticcheck's SA1012 flags a literal nil
+	b := fanouttest.New[int](t)
+	w := fanouttest.Watch(t, b)
+	assert.ErrorContains(t, b.ActionContext(nilCtx, 1), "nil context")
+	_, err := b.ActionBatchContext(nilCtx, []int{1})
+	assert.ErrorContains(t, err, "nil context")
+	_, err = b.ActionSeq(nilCtx, 1)
+	assert.ErrorContains(t, err, "nil context")
+	assert.Zero(t, b.Stats().Accepted)
+	_, err = w.Recv(nilCtx, make([]int, 1))
+	assert.ErrorContains(t, err, "nil context")
+	_, err = w.Next(nilCtx)
+	assert.ErrorContains(t, err, "nil context")
+
+	r, err := fanout.NewRecorder[int]()
+	require.NoError(t, err)
+	assert.ErrorContains(t, r.Flush(nilCtx), "nil context")
+	assert.ErrorContains(t, r.Shutdown(nilCtx), "nil context")
+	assert.NoError(t, r.Record(1), "the recorder still runs")
+	require.NoError(t, r.Shutdown(context.Background()))
+
+	c, err := fanout.NewCorrelator(fanout.CorrelatorConfig[int]{})
+	require.NoError(t, err)
+	assert.ErrorContains(t, c.WriteOpen(nilCtx, fanout.Sweep[int]{Write: func(ctx context.Context, v int) (int, error) { return v, nil }}), "nil context")
 }

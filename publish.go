@@ -86,8 +86,8 @@ func (b *Broadcaster[T]) tryOne(v T) bool {
 // ActionContext is [Broadcaster.Action] bounded by ctx: if ctx is done before
 // v is accepted (already done when called included), it returns ctx.Err()
 // and no watcher with room has received v. After Shutdown it returns
-// [ErrStopped], whatever the state of ctx. A nil ctx, or one that can never
-// end (such as context.Background()), makes it the same as Action.
+// [ErrStopped], whatever the state of ctx. A ctx that can never end (such
+// as context.Background()) makes it the same as Action.
 func (b *Broadcaster[T]) ActionContext(ctx context.Context, v T) error {
 	vs := [1]T{v}
 	_, err := b.ActionBatchContext(ctx, vs[:])
@@ -128,8 +128,7 @@ func (b *Broadcaster[T]) ActionBatch(vs []T) (int, error) {
 // ActionBatchContext is [Broadcaster.ActionBatch] bounded by ctx: it
 // returns ctx.Err() with the number of values accepted before ctx was done,
 // and no watcher with room has received the value that was waiting. After
-// Shutdown it returns [ErrStopped], whatever the state of ctx. A nil ctx
-// means context.Background().
+// Shutdown it returns [ErrStopped], whatever the state of ctx.
 func (b *Broadcaster[T]) ActionBatchContext(ctx context.Context, vs []T) (int, error) {
 	_, n, err := b.publishContext(ctx, vs)
 	return n, err
@@ -140,7 +139,7 @@ func (b *Broadcaster[T]) ActionBatchContext(ctx context.Context, vs []T) (int, e
 // method reports as ErrStopped. One that can never end makes it Action.
 func (b *Broadcaster[T]) publishContext(ctx context.Context, vs []T) (first uint64, n int, err error) {
 	if ctx == nil {
-		ctx = context.Background()
+		return 0, 0, errNilContext
 	}
 	if err := ctx.Err(); err != nil {
 		if b.isDone() {

@@ -279,10 +279,10 @@ func (r *Recorder[T]) start(name string, attach func(*Runner[T]) error, handle f
 // retries to play out.
 //
 // Called from a sink or handler, Shutdown waits for that very runner, so
-// give it a context that ends. A nil ctx means context.Background().
+// give it a context that ends.
 func (r *Recorder[T]) Shutdown(ctx context.Context) error {
 	if ctx == nil {
-		ctx = context.Background()
+		return errNilContext
 	}
 	r.mu.Lock()
 	r.stopped = true

@@ -158,7 +158,7 @@ func (w *Watcher[T]) Err() error {
 // Recv waits until at least one value is queued, moves up to len(buf) of the
 // oldest queued values into buf, and returns how many. Once the watcher is
 // closed and drained it returns 0 and the reason ([Watcher.Err]); if ctx ends
-// first it returns 0 and ctx.Err(). A nil ctx means no deadline. With an
+// first it returns 0 and ctx.Err(). With an
 // empty buf it does not wait: it returns 0 and the reason if the watcher is
 // closed and drained, else (0, nil).
 //
@@ -166,7 +166,7 @@ func (w *Watcher[T]) Err() error {
 // uncontended lock per batch, not per value.
 func (w *Watcher[T]) Recv(ctx context.Context, buf []T) (int, error) {
 	if ctx == nil {
-		ctx = context.Background()
+		return 0, errNilContext
 	}
 	for {
 		n, wake, c, err := w.tryRecv(ctx, buf)
