@@ -155,12 +155,7 @@ func TestBadInput(t *testing.T) {
 	n, err := w.Recv(context.Background(), nil)
 	assert.Equal(t, 0, n)
 	assert.NoError(t, err)
-	//lint:ignore SA1012 a nil context is documented to mean no deadline
-	require.NoError(t, b.ActionContext(nil, 7)) //nolint:staticcheck
-	//lint:ignore SA1012 a nil context is documented to mean no deadline
-	v, err := w.Next(nil) //nolint:staticcheck
-	require.NoError(t, err)
-	assert.Equal(t, 7, v)
+	// A nil context is bad input too: TestNilContextIsAnErrorThatDoesNothing.
 }
 
 // ActionOrDrop never waits: a full waiting watcher makes it refuse, and a

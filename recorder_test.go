@@ -380,17 +380,3 @@ func TestShutdownFromInsideARunnerReturnsWhenItsContextEnds(t *testing.T) {
 		})
 	}
 }
-
-// A nil context means no deadline, for Flush and Shutdown.
-func TestFlushAndShutdownAcceptANilContext(t *testing.T) {
-	r := newRecorder[item](t)
-	var handled []int
-	startHandler(t, r, func(v item) { handled = append(handled, v.N) })
-	require.NoError(t, r.Record(item{N: 1}))
-	//lint:ignore SA1012 nil is documented to mean no deadline
-	require.NoError(t, r.Flush(nil)) //nolint:staticcheck
-	assert.Equal(t, []int{1}, handled, "Flush(nil) waited for the handler")
-	//lint:ignore SA1012 nil is documented to mean no deadline
-	require.NoError(t, r.Shutdown(nil)) //nolint:staticcheck
-	assert.ErrorIs(t, r.Record(item{}), fanout.ErrStopped)
-}
