@@ -93,6 +93,9 @@ type Broadcaster[T any] struct {
 	gen     uint64 // publish attempts of one value, to tag decisions
 	refused uint64
 	dropped uint64 // drops of the watchers no longer registered
+	// nbounded counts the watchers whose waits can be bounded (a timeout
+	// or a user's behaviour): without them, no wait needs its start time.
+	nbounded int
 
 	// The publish turn (turn.go): held by a publisher that waits with
 	// values of its call accepted, calls a user's OnFull, or blocks on a

@@ -11,6 +11,21 @@ import (
 func (b *Broadcaster[T]) wakeParked() {
 	b.parkMu.Lock()
 	parked := b.parked
+	if len(parked) <= wakeUnderLock {
+		// A few: signal them holding parkMu, and keep the list. Taking
+		// it and giving its storage back cost a second lock of parkMu
+		// per wake-up, which one reader and one publisher make once per
+		// queue's worth of values.
+		for i, w := range parked {
+			w.inPark = false
+			w.signal()
+			parked[i] = nil
+		}
+		b.parked = parked[:0]
+		b.nparked.Store(0)
+		b.parkMu.Unlock()
+		return
+	}
 	b.parked = nil
 	b.nparked.Store(0)
 	for _, w := range parked {
@@ -45,6 +60,12 @@ func (b *Broadcaster[T]) takeSpareParked() []*Watcher[T] {
 	b.spareParked = b.spareParked[:k-1]
 	return l
 }
+
+// wakeUnderLock is the number of parked readers up to which a wake-up
+// signals them without releasing parkMu: a signal is a non-blocking send on
+// a buffered channel, so a reader that parks meanwhile waits for a few
+// sends at most.
+const wakeUnderLock = 8
 
 // maxSpareParked bounds the parked lists a broadcaster keeps for reuse: one
 // per wake-up that can overlap with another, which concurrent publishers do.

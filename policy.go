@@ -276,6 +276,10 @@ func kindOf(b FullChannelBehavior) kind {
 // mayWait reports whether a behaviour of kind k can return VerdictWait.
 func (k kind) mayWait() bool { return k == kindWait || k == kindTimeout || k == kindCustom }
 
+// bounded reports whether a wait for a watcher of this kind may have a
+// time limit, measured from when the publish call first waited.
+func (k kind) bounded() bool { return k == kindTimeout || k == kindCustom }
+
 // lazy reports whether the drops of a ring reader of kind k are settled by
 // whoever next looks at it, not by the publisher.
 func (k kind) lazy() bool { return k == kindDropNew || k == kindDropOldest }

@@ -52,8 +52,9 @@ func (b *Broadcaster[T]) watch(prefix []T, opts []Option) (*Watcher[T], error) {
 	if len(prefix) > 0 || k > 0 {
 		w.q = max(w.q, len(prefix)+int(k)+1)
 	}
-	if w.kind == kindCustom || w.kind == kindTimeout {
+	if w.kind.bounded() {
 		w.ps = &pubState{}
+		b.nbounded++
 	}
 	if w.q == 0 {
 		b.addChan(w, 0, nil)
@@ -152,6 +153,9 @@ func (b *Broadcaster[T]) closeLocked(w *Watcher[T], reason error, log *dropLog) 
 		return
 	}
 	w.err = reason
+	if w.kind.bounded() {
+		b.nbounded--
+	}
 	defer func() { b.dropped += w.totalDrops() }() // its last drops are counted below
 	if w.kind == kindWait && reason != ErrStopped {
 		// It left: it holds nothing back. Shutdown's watchers still do,

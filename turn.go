@@ -40,8 +40,8 @@ func (p *pub[T]) yieldTurn() error {
 	}
 	ch := b.takeChan()
 	b.turnQ = append(b.turnQ, ch)
+	p.unboundedWaitStart()
 	b.unlock()
-	p.waitStart()
 	var err error
 	select {
 	case <-ch:
