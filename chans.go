@@ -1,6 +1,8 @@
 package fanout
 
-import "time"
+import (
+	"time"
+)
 
 // This file is the publish path's channel phase: watchers that have their
 // own channel (ResultChan was called, or the queue length is 0) get one
@@ -29,13 +31,16 @@ func (p *pub[T]) offerAll(v T) {
 	pend := b.pending[:0]
 	for i := range b.chans {
 		cs := &b.chans[i]
-		if p.marked && cs.w.ps.handed == p.gen {
+		if p.marked && cs.w.ps.handed == p.gen || cs.filter && p.rejects(cs.w) {
 			continue
 		}
 		if !p.marked || cs.w.ps.skipGen != p.gen {
 			select {
 			case cs.ch <- v:
 				cs.sent++
+				if cs.filter {
+					cs.w.cs.sent(p.seq - 1)
+				}
 				continue
 			default:
 			}
@@ -53,7 +58,7 @@ func (p *pub[T]) checkWaiters(v T) {
 	b := p.b
 	pend := b.pending[:0]
 	for _, w := range b.waitChans {
-		if p.marked && (w.ps.handed == p.gen || w.ps.skipGen == p.gen) {
+		if p.marked && (w.ps.handed == p.gen || w.ps.skipGen == p.gen) || p.rejects(w) {
 			continue
 		}
 		ch := w.cs.ch
@@ -74,6 +79,7 @@ func (p *pub[T]) tryHandOff(w *Watcher[T], v T) bool {
 	case w.cs.ch <- v:
 		w.ps.handed, p.marked = p.gen, true
 		w.cs.in++
+		w.cs.sent(p.seq - 1)
 		return true
 	default:
 		return false
@@ -134,6 +140,7 @@ func (p *pub[T]) sendBlocked(v T) error {
 		case sendDone:
 			bs.w.ps.handed = p.gen
 			bs.w.cs.in++
+			bs.w.cs.sent(p.seq - 1)
 		case sendExpired:
 			bs.w.ps.skipGen = p.gen
 		}
@@ -205,6 +212,9 @@ func (p *pub[T]) chanDeliver(v T, s uint64) {
 		pend := b.pending[:0]
 		for i := range b.chans {
 			cs := &b.chans[i]
+			if cs.filter && p.rejects(cs.w) {
+				continue
+			}
 			if p.marked && (cs.w.ps.handed == p.gen || cs.w.ps.skipGen == p.gen) {
 				if cs.w.ps.skipGen == p.gen {
 					pend = append(pend, cs.w)
@@ -214,6 +224,9 @@ func (p *pub[T]) chanDeliver(v T, s uint64) {
 			select {
 			case cs.ch <- v:
 				cs.sent++
+				if cs.filter {
+					cs.w.cs.sent(s)
+				}
 				continue
 			default:
 			}
@@ -224,4 +237,70 @@ func (p *pub[T]) chanDeliver(v T, s uint64) {
 	p.applyAll(b.pending, v, s)
 	clear(b.pending)
 	b.pending = b.pending[:0]
+	for _, w := range b.filterChans {
+		p.countFiltered(w, s)
+	}
+}
+
+// keepResult is what a watcher's filter said about a value.
+type keepResult uint8
+
+const (
+	kept           keepResult = iota // the watcher takes the value
+	filteredOut                      // the watcher misses it, not as a drop
+	filterPanicked                   // the filter panicked: a drop (DropPanic)
+)
+
+// rejects reports whether the filter of w rejected the value in hand (or
+// panicked on it). Caller holds b.mu.
+func (p *pub[T]) rejects(w *Watcher[T]) bool {
+	return w.keep != nil && w.ps.keepGen == p.gen && w.ps.keepOut != kept
+}
+
+// countFiltered counts the accepted value of s for the channel watcher w if
+// its filter rejected it: filtered, or dropped if the filter panicked.
+func (p *pub[T]) countFiltered(w *Watcher[T], s uint64) {
+	switch {
+	case !p.rejects(w):
+	case w.ps.keepOut == filteredOut:
+		w.filtered.Add(1)
+	default:
+		w.count(DropPanic, 1, &p.log, w.ps.keepErr)
+		w.missed(s)
+	}
+}
+
+// seqRing remembers the sequence numbers of the last values sent into the
+// channel of a lossless watcher with a filter, so that Taken can tell the
+// oldest one not yet received: with a filter, the channel's values are not
+// the last sequences accepted. It holds the channel's capacity plus two
+// (a value sent by a blocked send is recorded once b.mu is taken again,
+// and one may be handed over before it is accepted). Guarded by b.mu.
+type seqRing struct {
+	seqs []uint64
+	n    uint64 // values recorded in all
+}
+
+func newSeqRing(capacity int) *seqRing { return &seqRing{seqs: make([]uint64, capacity+2)} }
+
+func (r *seqRing) push(seq uint64) {
+	r.seqs[r.n%uint64(len(r.seqs))] = seq
+	r.n++
+}
+
+// unreceived returns the sequence of the oldest of the last k values
+// recorded, or 0 (at most any sequence) if it is no longer known.
+func (r *seqRing) unreceived(k uint64) uint64 {
+	if k > r.n || k > uint64(len(r.seqs)) {
+		return 0
+	}
+	return r.seqs[(r.n-k)%uint64(len(r.seqs))]
+}
+
+// sent records that the value of s went into the channel. Caller holds
+// b.mu.
+func (cs *chanState[T]) sent(s uint64) {
+	if cs.seqs != nil {
+		cs.seqs.push(s)
+	}
 }

@@ -193,6 +193,22 @@
 // and the pull methods return the reason ([ErrWatcherStopped], [ErrStopped] or
 // [ErrEvicted], also given by [Watcher.Err]).
 //
+// # Filters
+//
+// A watcher registered [WithFilter] receives only the values its filter
+// keeps, and its queue holds only those: queue length, waits and drops are
+// about kept values, and rejected ones are counted apart
+// ([WatcherStats].Filtered). Such a watcher has a channel of its own from
+// the start, whatever its read path (it never reads the shared ring), and
+// the publisher asks its filter about every value before it hands the
+// value over. What that costs a publisher, with any number of filtered
+// watchers: one more release and retaking of the broadcaster's lock per
+// value (the filters run with no lock held, holding the publish turn), one
+// call per filtered watcher, and one channel send per watcher that keeps
+// the value. A watcher that rejects most values thus costs its reader
+// nothing for them, where reading and discarding by hand costs a queue
+// slot and a read each.
+//
 // # Taken values
 //
 // A bridge that must acknowledge values upstream only once they are safe

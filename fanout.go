@@ -93,6 +93,10 @@ type Broadcaster[T any] struct {
 	gen     uint64 // publish attempts of one value, to tag decisions
 	refused uint64
 	dropped uint64 // drops of the watchers no longer registered
+	// filterChans are the channel watchers with a filter: a publisher asks
+	// their filters about every value (no lock held) before the channel
+	// pass.
+	filterChans []*Watcher[T]
 	// nbounded counts the watchers whose waits can be bounded (a timeout
 	// or a user's behaviour): without them, no wait needs its start time.
 	nbounded int
@@ -161,9 +165,10 @@ func (b *Broadcaster[T]) unlock() {
 // chanSlot keeps a channel watcher's channel inline, so that a delivery that
 // succeeds reads only this contiguous slice and the channel, not the watcher.
 type chanSlot[T any] struct {
-	ch   chan T
-	w    *Watcher[T]
-	sent uint64 // values sent into ch
+	ch     chan T
+	w      *Watcher[T]
+	sent   uint64 // values sent into ch
+	filter bool   // w has a filter: look at what it said before sending
 }
 
 // New returns a running broadcaster. The options set the defaults for its
@@ -184,6 +189,9 @@ func New[T any](opts ...Option) *Broadcaster[T] {
 		fast:  math.MaxUint64,
 	}
 	b.setCheck()
+	if b.err == nil {
+		_, b.err = filterOf[T](cfg)
+	}
 	if b.err == nil && cfg.history > 0 {
 		b.ensureRing(&Watcher[T]{})
 		b.ringOn = true

@@ -63,6 +63,7 @@ type config struct {
 	replay   int
 	history  int
 	commit   bool
+	filter   any // func(T) bool, checked by Watch and New
 
 	historySet bool // WithHistory was applied: an error for a watcher
 }
@@ -235,4 +236,47 @@ func WithStamp[T any](f func(v T, now time.Time) T) RecorderOption {
 		return stampOption{}
 	}
 	return stampOption{f}
+}
+
+type filterOption struct{ f any }
+
+func (o filterOption) applyOption(c *config) { c.filter = o.f }
+
+// WithFilter makes a watcher receive only the values for which keep
+// returns true; the others are neither queued, delivered nor counted as
+// drops, but as filtered ([WatcherStats].Filtered). Its queue holds only
+// values keep kept, so a watcher that waits when full never makes a
+// publisher wait for a value it rejects, and queue length and drops count
+// kept values only. It applies to a prefix and replayed values too. Passed
+// to [New] it sets the default for every watcher; nil removes a filter. T
+// must be the broadcaster's value type: Watch (or, for New, every call)
+// returns an error otherwise, as Go cannot check it at compile time while
+// the other options stay untyped.
+//
+// keep is asked once per value, on the publishing goroutine, holding the
+// publish turn but no lock, as [FullChannelBehavior].OnFull is: so it may
+// call the broadcaster, except a publish method that waits. (Watch with
+// [WithReplay] asks it about the replayed values holding the broadcaster's
+// lock; that one call must not call the broadcaster.) It should be fast. A
+// panic in it makes the watcher miss that value, counted as [DropPanic].
+// See "Filters" in the package documentation for the cost.
+func WithFilter[T any](keep func(v T) bool) Option {
+	if keep == nil {
+		return filterOption{}
+	}
+	return filterOption{keep}
+}
+
+// filterOf returns the filter of cfg as a func(T) bool, or an error if it
+// takes another type.
+func filterOf[T any](cfg config) (func(T) bool, error) {
+	if cfg.filter == nil {
+		return nil, nil
+	}
+	keep, ok := cfg.filter.(func(T) bool)
+	if !ok {
+		var v T
+		return nil, fmt.Errorf("fanout: WithFilter: the filter is a %T, the values are %T", cfg.filter, v)
+	}
+	return keep, nil
 }

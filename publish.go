@@ -347,15 +347,18 @@ func (p *pub[T]) one(v T) (bool, error) {
 		return false, p.waitFull(s)
 	}
 	if p.undecided(b.full, s) {
-		return false, p.decide()
+		return false, p.decide(v)
 	}
 	if p.blocked(b.full, s) {
 		return false, p.waitRoom(s)
 	}
 	if len(b.chans) > 0 {
+		if len(b.filterChans) > 0 && p.unfiltered() {
+			return false, p.decide(v)
+		}
 		p.chanPass(v)
 		if p.undecided(b.pending, s) {
-			return false, p.decide()
+			return false, p.decide(v)
 		}
 		if p.blocked(b.pending, s) {
 			return false, p.sendBlocked(v)

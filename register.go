@@ -3,6 +3,8 @@ package fanout
 import (
 	"math"
 	"slices"
+
+	"github.com/fanout-go/fanout/internal/guard"
 )
 
 // Watch registers a watcher that receives every value accepted after Watch
@@ -34,6 +36,14 @@ func (b *Broadcaster[T]) watch(prefix []T, opts []Option) (*Watcher[T], error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	keep, err := filterOf[T](cfg)
+	if err != nil {
+		return nil, err
+	}
+	npre, prefixPanics := len(prefix), uint64(0)
+	if keep != nil {
+		prefix, prefixPanics = filterPrefix(keep, prefix)
+	}
 	b.mu.Lock()
 	defer b.unlock()
 	if b.stopped {
@@ -43,9 +53,10 @@ func (b *Broadcaster[T]) watch(prefix []T, opts []Option) (*Watcher[T], error) {
 	h := b.head.Load()
 	k := min(uint64(cfg.replay), h)
 	w := &Watcher[T]{b: b, id: b.nextID, q: cfg.queueLen, kind: kindOf(cfg.behavior), behavior: cfg.behavior,
-		onDrop: cfg.onDrop, end: math.MaxUint64, commit: cfg.commit}
-	w.lazy = w.kind.lazy() && w.onDrop == nil
+		onDrop: cfg.onDrop, end: math.MaxUint64, commit: cfg.commit, keep: keep}
+	w.lazy = w.kind.lazy() && w.onDrop == nil && w.keep == nil
 	w.regSeq, w.lead = h, uint64(len(prefix))+k
+	w.committed.Store(h)
 	if w.kind == kindWait {
 		b.holders = append(b.holders, w)
 	}
@@ -53,18 +64,37 @@ func (b *Broadcaster[T]) watch(prefix []T, opts []Option) (*Watcher[T], error) {
 		w.q = max(w.q, len(prefix)+int(k)+1)
 	}
 	if w.kind.bounded() {
-		w.ps = &pubState{}
 		b.nbounded++
 	}
-	if w.q == 0 {
-		b.addChan(w, 0, nil)
+	if w.kind.bounded() || w.keep != nil {
+		w.ps = &pubState{}
+	}
+	if w.keep != nil {
+		// A filtered watcher queues only what its filter keeps: it has
+		// its own channel, and never holds a place on the ring.
+		w.filtered.Add(uint64(npre-len(prefix)) - prefixPanics)
+		w.drops[DropPanic].Add(prefixPanics)
+		b.panics.Add(prefixPanics)
+		vals, seqs := b.filterStart(w, prefix, h-k, h)
+		b.addChan(w, w.q, vals, seqs)
 		return w, nil
 	}
+	if w.q == 0 {
+		b.addChan(w, 0, nil, nil)
+		return w, nil
+	}
+	b.addReader(w, prefix, h-k)
+	return w, nil
+}
+
+// addReader registers w as a ring reader holding prefix, then the values of
+// the ring from sequence from on. Caller holds b.mu.
+func (b *Broadcaster[T]) addReader(w *Watcher[T], prefix []T, from uint64) {
 	b.ensureRing(w)
 	if len(prefix) > 0 {
 		w.privq().PushSlice(prefix)
 	}
-	w.o, w.c = h-k, uint64(w.q-len(prefix))
+	w.o, w.c = from, uint64(w.q-len(prefix))
 	w.publishMarks()
 	b.readers = append(b.readers, w)
 	b.nreaders.Store(int32(len(b.readers)))
@@ -79,24 +109,83 @@ func (b *Broadcaster[T]) watch(prefix []T, opts []Option) (*Watcher[T], error) {
 		b.limit, b.blocker = f, w
 	}
 	b.lap = min(b.lap, w.pin.Load()+uint64(b.ring.Load().Cap()))
-	return w, nil
 }
 
 // addChan makes w a channel watcher of the given capacity holding vals, and
 // registers it. Caller holds b.mu (and w.mu once w is published).
-func (b *Broadcaster[T]) addChan(w *Watcher[T], capacity int, vals []T) {
-	cs := &chanState[T]{ch: make(chan T, capacity), stopCh: make(chan struct{}), in: uint64(len(vals))}
-	for _, v := range vals {
-		cs.ch <- v // cannot block: capacity >= len(vals)
-	}
+func (b *Broadcaster[T]) addChan(w *Watcher[T], capacity int, vals []T, seqs []uint64) {
+	cs := w.newChan(capacity, vals, seqs)
 	w.cs, w.mode = cs, modeChan
 	if w.ps == nil {
 		w.ps = &pubState{}
 	}
-	b.chans = append(b.chans, chanSlot[T]{ch: cs.ch, w: w})
+	b.chans = append(b.chans, chanSlot[T]{ch: cs.ch, w: w, filter: w.keep != nil})
 	if w.kind.mayWait() {
 		b.waitChans = append(b.waitChans, w)
 	}
+	if w.keep != nil {
+		b.filterChans = append(b.filterChans, w)
+	}
+}
+
+// filterPrefix returns the values of prefix that keep keeps, before the
+// watcher exists: with no lock held. A value it panics on is left out and
+// counted in drops and panics once the watcher exists.
+func filterPrefix[T any](keep func(T) bool, prefix []T) (vals []T, panics uint64) {
+	for _, v := range prefix {
+		ok := false
+		if err := guard.Call(func() { ok = keep(v) }); err != nil {
+			panics++
+			continue
+		}
+		if ok {
+			vals = append(vals, v)
+		}
+	}
+	return vals, panics
+}
+
+// filterStart returns the values a new watcher with a filter starts with,
+// and their sequence numbers (0 for the prefix's): prefix (filtered
+// already), then the values of the ring from sequence from to h (a replay)
+// that its filter keeps. Caller holds b.mu: the replay is the one place a
+// filter runs with a lock held (see WithFilter).
+func (b *Broadcaster[T]) filterStart(w *Watcher[T], prefix []T, from, h uint64) ([]T, []uint64) {
+	vals := slices.Clone(prefix)
+	seqs := make([]uint64, len(prefix), len(prefix)+int(h-from))
+	if from == h {
+		return vals, seqs
+	}
+	replay := make([]T, h-from)
+	b.ring.Load().Copy(replay, from, h)
+	for i, v := range replay {
+		switch out, _ := w.filter(v); out {
+		case kept:
+			vals, seqs = append(vals, v), append(seqs, from+uint64(i))
+		case filteredOut:
+			w.filtered.Add(1)
+		default:
+			w.drops[DropPanic].Add(1) // reported to no handler: Watch has not returned
+			b.panics.Add(1)
+		}
+	}
+	return vals, seqs
+}
+
+// newChan returns a channel of the given capacity for w holding vals, of
+// sequence numbers seqs (needed for a lossless watcher with a filter only).
+func (w *Watcher[T]) newChan(capacity int, vals []T, seqs []uint64) *chanState[T] {
+	cs := &chanState[T]{ch: make(chan T, capacity), stopCh: make(chan struct{}), in: uint64(len(vals))}
+	for _, v := range vals {
+		cs.ch <- v // cannot block: capacity >= len(vals)
+	}
+	if w.keep != nil && w.kind == kindWait && capacity > 0 {
+		cs.seqs = newSeqRing(capacity)
+		for _, s := range seqs {
+			cs.seqs.push(s)
+		}
+	}
+	return cs
 }
 
 // toChanLocked moves a ring watcher to channel mode: its queued values go
@@ -111,15 +200,12 @@ func (b *Broadcaster[T]) toChanLocked(w *Watcher[T], log *dropLog) {
 	w.take(vals, h, b.ring.Load())
 	if w.err == nil {
 		b.removeReader(w)
-		b.addChan(w, max(w.q, len(vals)), vals)
+		b.addChan(w, max(w.q, len(vals)), vals, nil)
 		if b.roomWait.Load() > 0 {
 			b.signalRoom() // a publisher may wait on this watcher's ring room
 		}
 	} else {
-		w.cs = &chanState[T]{ch: make(chan T, len(vals)), stopCh: make(chan struct{}), in: uint64(len(vals))}
-		for _, v := range vals {
-			w.cs.ch <- v
-		}
+		w.cs = w.newChan(len(vals), vals, nil)
 		w.mode = modeChan
 		w.closeChan()
 	}
@@ -169,6 +255,9 @@ func (b *Broadcaster[T]) closeLocked(w *Watcher[T], reason error, log *dropLog) 
 		}
 		if w.kind.mayWait() {
 			b.waitChans = deleteWatcher(b.waitChans, w)
+		}
+		if w.keep != nil {
+			b.filterChans = deleteWatcher(b.filterChans, w)
 		}
 		w.closeChan()
 		w.signal()
@@ -237,7 +326,7 @@ func (b *Broadcaster[T]) Shutdown() {
 	close(b.done)
 	b.signalRoom() // publishers waiting for room with a plain receive (see sleep)
 	chans := b.chans
-	b.chans, b.waitChans = nil, nil // detached first: closing stays O(watchers)
+	b.chans, b.waitChans, b.filterChans = nil, nil, nil // detached first: closing stays O(watchers)
 	for _, cs := range chans {
 		cs.w.cs.in += cs.sent
 		b.closeLocked(cs.w, ErrStopped, &log)

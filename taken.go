@@ -52,7 +52,7 @@ func (b *Broadcaster[T]) Taken() uint64 {
 		f = min(f, w.takenFloor(h))
 	}
 	// Each watcher's bound is exact or low (a value handed to a channel
-	// before it was accepted, a prefix value in the channel), never high,
+	// before it was accepted, or one sent but not yet recorded), never high,
 	// and what is taken stays taken: the largest bound seen is still true.
 	f = max(f, b.taken)
 	b.taken = f
@@ -61,46 +61,53 @@ func (b *Broadcaster[T]) Taken() uint64 {
 }
 
 // takenFloor returns a lower bound of the sequence number of the first
-// value of the lossless watcher w that it has not taken, at most head h.
-// Caller holds b.mu.
+// value of the lossless watcher w that it has not taken (or, with
+// WithCommit, not committed), at most head h. Caller holds b.mu.
 func (w *Watcher[T]) takenFloor(h uint64) uint64 {
 	if w.commit {
-		return min(h, w.liveSeq(w.committed.Load()))
+		return min(h, w.committed.Load())
 	}
+	return w.progress(h)
+}
+
+// progress returns a lower bound of the sequence number of the first value
+// the watcher has not taken, at most h: exact, or low by one value handed
+// to a channel before it was accepted. Caller holds b.mu.
+func (w *Watcher[T]) progress(h uint64) uint64 {
 	if w.mode == modeChan {
+		n := uint64(len(w.cs.ch))
+		switch {
+		case n == 0:
+			return h
+		case w.cs.seqs != nil:
+			// A filter leaves gaps: the channel's values are not the
+			// last n sequences.
+			return min(h, max(w.regSeq, w.cs.seqs.unreceived(n)))
+		}
 		// Values enter the channel in order, every one of them for a
 		// lossless watcher: what is still in it is the newest.
-		return max(w.regSeq, h-min(h, uint64(len(w.cs.ch))))
+		return max(w.regSeq, h-min(h, n))
 	}
 	// pin is the first ring value the reader still holds: nothing is
 	// skipped or moved off the ring for a lossless reader that is open.
 	return min(h, max(w.regSeq, w.pin.Load()))
 }
 
-// liveSeq returns the sequence number of the value after the first n
-// values the watcher received (its prefix and replayed values first).
-func (w *Watcher[T]) liveSeq(n uint64) uint64 {
-	return w.regSeq + n - min(n, w.lead)
-}
-
 // Commit tells the broadcaster that the consumer is done with every value
 // it has taken from this watcher so far. It matters only for a
 // [WaitIfChannelFull] watcher registered [WithCommit], which holds
 // [Broadcaster.Taken] back until then; for others it does nothing. It
-// costs the watcher's lock (and, for a channel watcher, the broadcaster's).
+// costs the broadcaster's lock, once.
 func (w *Watcher[T]) Commit() {
 	if !w.commit || w.kind != kindWait {
 		return
 	}
-	var log dropLog
-	_, delivered := w.queueStats(&log)
-	log.report(w.b)
-	for {
-		old := w.committed.Load()
-		if delivered <= old || w.committed.CompareAndSwap(old, delivered) {
-			return
-		}
+	b := w.b
+	b.mu.Lock()
+	if f := w.progress(b.head.Load()); f > w.committed.Load() {
+		w.committed.Store(f)
 	}
+	b.mu.Unlock() // nothing fastBound reads changed
 }
 
 type commitOption struct{}

@@ -30,10 +30,12 @@ type blockedSend[T any] struct {
 }
 
 type undecided[T any] struct {
-	w   *Watcher[T]
-	st  FullState
-	d   Decision
-	err error
+	w      *Watcher[T]
+	filter bool // ask its filter (WithFilter), not its behaviour
+	st     FullState
+	d      Decision
+	keep   keepResult
+	err    error
 }
 
 // decision returns what a full watcher's behaviour says about the value in
@@ -85,11 +87,11 @@ func (p *pub[T]) undecided(list []*Watcher[T], s uint64) bool {
 	return len(und) > 0
 }
 
-// decide asks the listed behaviours for their decisions. It holds the turn
-// but no lock meanwhile, so OnFull may call the broadcaster (see
-// [FullChannelBehavior]); a panic in it is recovered as the decision to miss
-// the value.
-func (p *pub[T]) decide() error {
+// decide asks the behaviours and filters listed in b.undecided about v.
+// It holds the turn but no lock meanwhile, so that they may call the
+// broadcaster (see [FullChannelBehavior] and [WithFilter]); a panic in
+// either is recovered as the decision to miss the value.
+func (p *pub[T]) decide(v T) error {
 	b := p.b
 	p.takeTurn()
 	p.markHanded()
@@ -97,19 +99,61 @@ func (p *pub[T]) decide() error {
 	b.unlock()
 	p.announce()
 	for i := range und {
-		und[i].d, und[i].err = und[i].w.decide(und[i].st)
+		if und[i].filter {
+			und[i].keep, und[i].err = und[i].w.filter(v)
+		} else {
+			und[i].d, und[i].err = und[i].w.decide(und[i].st)
+		}
 	}
 	b.mu.Lock()
 	for i := range und {
-		ps := und[i].w.ps
-		ps.pre, ps.preErr, ps.preGen = und[i].d, und[i].err, p.gen
-		if und[i].err != nil {
-			b.panics.Add(1)
-		}
+		p.record(&und[i])
 		und[i] = undecided[T]{}
 	}
 	b.undecided = und[:0]
 	return nil
+}
+
+// record keeps what decide learnt in the watcher's pubState, tagged with
+// the value's generation. Caller holds b.mu.
+func (p *pub[T]) record(u *undecided[T]) {
+	ps := u.w.ps
+	if u.filter {
+		ps.keepGen, ps.keepOut, ps.keepErr = p.gen, u.keep, u.err
+	} else {
+		ps.pre, ps.preErr, ps.preGen = u.d, u.err, p.gen
+	}
+	if u.err != nil {
+		p.b.panics.Add(1)
+	}
+}
+
+// unfiltered lists in b.undecided the channel watchers with a filter not
+// yet asked about the value in hand: the channel pass must not hand a
+// value to one that rejects it.
+func (p *pub[T]) unfiltered() bool {
+	b := p.b
+	und := b.undecided[:0]
+	for _, w := range b.filterChans {
+		if w.ps.keepGen != p.gen {
+			und = append(und, undecided[T]{w: w, filter: true})
+		}
+	}
+	b.undecided = und
+	return len(und) > 0
+}
+
+// filter asks the watcher's filter about v, containing a panic. Caller is
+// the publisher, holding the publish turn but no lock.
+func (w *Watcher[T]) filter(v T) (keepResult, error) {
+	keep := false
+	if err := guard.Call(func() { keep = w.keep(v) }); err != nil {
+		return filterPanicked, err
+	}
+	if !keep {
+		return filteredOut, nil
+	}
+	return kept, nil
 }
 
 // blocked lists in b.blocked the full watchers of list whose decision is to

@@ -57,13 +57,19 @@ type Watcher[T any] struct {
 	priv  *fifo.FIFO[T]
 	segs  []seg
 	taken uint64 // values handed to the consumer by the pull methods
-	// committed is the number of values the consumer had taken at its last
-	// Commit (see taken.go).
+	// committed is the first sequence the consumer had not taken at its
+	// last Commit (see taken.go); stored under b.mu.
 	committed atomic.Uint64
 	err       error // why the watcher closed; nil while open
 	wake      chan struct{}
 
 	drops [numWatcherDropReasons]atomicU64
+	// keep is the watcher's filter (WithFilter), nil for none: such a
+	// watcher has a channel from the start, and the publisher asks keep
+	// about each value before the channel pass. filtered counts the
+	// values it rejected.
+	keep     func(T) bool
+	filtered atomicU64
 }
 
 // pubState is what the publisher keeps about a watcher whose full queue it
@@ -72,10 +78,13 @@ type pubState struct {
 	pre     Decision // the behaviour's decision for the value of preGen
 	preErr  error    // the panic, when pre is verdictPanic
 	preGen  uint64
-	skipGen uint64 // the watcher misses the value of this generation
-	handed  uint64 // channel mode: it already has the value of this generation
-	consec  uint64 // length of its current run of missed values
-	missEnd uint64 // sequence number after its last missed value
+	keepGen uint64     // the generation of the value keepOut is about
+	keepOut keepResult // what the filter said about it
+	keepErr error      // its panic, when keepOut is filterPanicked
+	skipGen uint64     // the watcher misses the value of this generation
+	handed  uint64     // channel mode: it already has the value of this generation
+	consec  uint64     // length of its current run of missed values
+	missEnd uint64     // sequence number after its last missed value
 }
 
 // chanState is a channel-mode watcher's channel. ch and stopCh never change
@@ -90,6 +99,9 @@ type chanState[T any] struct {
 	// in counts the values put in ch, but those its slot in b.chans
 	// counts (guarded by the broadcaster's mu).
 	in uint64
+	// seqs records what went into ch, for a lossless watcher with a
+	// filter (see Taken); nil for the others. Guarded by b.mu.
+	seqs *seqRing
 }
 
 // ID returns the watcher's identifier, unique within its broadcaster and
@@ -337,6 +349,9 @@ type WatcherStats struct {
 	// Delivered counts the values the consumer has taken: read with the
 	// pull methods or received from the channel that ResultChan returned.
 	Delivered uint64
+	// Filtered counts the values the watcher's filter rejected
+	// ([WithFilter]): missed on purpose, not dropped.
+	Filtered uint64
 	// Dropped is the number of values missed, all reasons together.
 	Dropped uint64
 	// DroppedFull, DroppedOldest, DroppedTimeout, DroppedEvicted and
@@ -352,6 +367,7 @@ func (w *Watcher[T]) Stats() WatcherStats {
 	s := WatcherStats{QueueLength: w.q}
 	s.Queued, s.Delivered = w.queueStats(&log)
 	log.report(w.b)
+	s.Filtered = w.filtered.Load()
 	s.DroppedFull = w.drops[DropFull].Load()
 	s.DroppedOldest = w.drops[DropOldest].Load()
 	s.DroppedTimeout = w.drops[DropTimeout].Load()
