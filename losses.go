@@ -58,7 +58,7 @@ func (l runnerLosses[T]) Lost(reason DropReason, n int, err error) {
 	r.mu.Unlock()
 	if r.onDrop != nil || r.logger != nil {
 		for range n {
-			r.report(Drop{WatcherID: run.w.ID(), Reason: reason, Err: err}, run)
+			r.report(Drop{WatcherID: run.w.ID(), WatcherName: run.name, Reason: reason, Err: err}, run)
 		}
 	}
 }

@@ -64,6 +64,7 @@ type config struct {
 	history  int
 	commit   bool
 	filter   any // func(T) bool, checked by Watch and New
+	name     string
 
 	historySet bool // WithHistory was applied: an error for a watcher
 }
@@ -280,3 +281,13 @@ func filterOf[T any](cfg config) (func(T) bool, error) {
 	}
 	return keep, nil
 }
+
+type nameOption string
+
+func (o nameOption) applyOption(c *config) { c.name = string(o) }
+
+// WithName names a watcher, for people: the name is in its [WatcherStats],
+// in every [Drop] and [FullState] about it, and in what is logged about it.
+// It need not be unique. The default is "". Passed to [New] it names every
+// watcher alike, which is rarely useful.
+func WithName(name string) Option { return nameOption(name) }

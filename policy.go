@@ -42,6 +42,8 @@ type FullChannelBehavior interface {
 type FullState struct {
 	// WatcherID is the watcher's [Watcher.ID].
 	WatcherID uint64
+	// WatcherName is its [Watcher.Name].
+	WatcherName string
 	// QueueLength is the watcher's queue capacity.
 	QueueLength int
 	// Dropped is the number of values this watcher has missed so far, for
@@ -236,6 +238,9 @@ type Drop struct {
 	// by a [Recorder] runner it is the runner's watcher, and 0 for
 	// [DropRefused].
 	WatcherID uint64
+	// WatcherName is the watcher's [Watcher.Name], if it has one; for a
+	// Recorder runner, the runner's name ("sink", "handler", "slog").
+	WatcherName string
 	// Reason says why.
 	Reason DropReason
 	// Err is the panic, for [DropPanic]; the last sink error, for

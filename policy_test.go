@@ -56,7 +56,7 @@ func TestFullChannelBehaviors(t *testing.T) {
 					got := r.drain(slow)
 					assert.Equal(t, tc.want, got)
 					s := slow.Stats()
-					s.Queued, s.QueueLength = 0, 0
+					s.ID, s.Queued, s.QueueLength = 0, 0, 0
 					assert.Equal(t, tc.stats, s)
 					if tc.err != nil {
 						assert.ErrorIs(t, slow.Err(), tc.err)

@@ -155,6 +155,9 @@ func (r *Recorder[T]) reportUnsafe(d Drop, runner *Runner[T]) {
 	}
 	if r.logger != nil {
 		attrs := []slog.Attr{slog.String("reason", d.Reason.String()), slog.Uint64("watcher", d.WatcherID)}
+		if d.WatcherName != "" {
+			attrs = append(attrs, slog.String("watcher_name", d.WatcherName))
+		}
 		if runner != nil {
 			attrs = append(attrs, slog.String("runner", runner.name))
 		}
@@ -249,7 +252,7 @@ func (r *Recorder[T]) start(name string, attach func(*Runner[T]) error, handle f
 			return nil, err
 		}
 	}
-	var opts []Option
+	opts := []Option{WithName(name)}
 	if r.onDrop != nil || r.logger != nil {
 		// A handler makes the runner's drops be settled per value, so
 		// that each is reported as it happens; without one they cost

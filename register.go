@@ -53,7 +53,7 @@ func (b *Broadcaster[T]) watch(prefix []T, opts []Option) (*Watcher[T], error) {
 	h := b.head.Load()
 	k := min(uint64(cfg.replay), h)
 	w := &Watcher[T]{b: b, id: b.nextID, q: cfg.queueLen, kind: kindOf(cfg.behavior), behavior: cfg.behavior,
-		onDrop: cfg.onDrop, end: math.MaxUint64, commit: cfg.commit, keep: keep}
+		onDrop: cfg.onDrop, end: math.MaxUint64, commit: cfg.commit, keep: keep, name: cfg.name}
 	w.lazy = w.kind.lazy() && w.onDrop == nil && w.keep == nil
 	w.regSeq, w.lead = h, uint64(len(prefix))+k
 	w.committed.Store(h)

@@ -167,7 +167,7 @@ func (run *Runner[T]) exit() {
 
 func (run *Runner[T]) drop(reason DropReason, err error) {
 	run.drops[reason].Add(1)
-	run.r.report(Drop{WatcherID: run.w.ID(), Reason: reason, Err: err}, run)
+	run.r.report(Drop{WatcherID: run.w.ID(), WatcherName: run.name, Reason: reason, Err: err}, run)
 }
 
 // write correlates v and writes it to sink, retrying per the policy. It

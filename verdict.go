@@ -304,7 +304,7 @@ func (w *Watcher[T]) decide(st FullState) (d Decision, err error) {
 
 // fullState describes the watcher to its behaviour. Caller holds b.mu.
 func (w *Watcher[T]) fullState(seq uint64) FullState {
-	st := FullState{WatcherID: w.id, QueueLength: w.q, Dropped: w.totalDrops()}
+	st := FullState{WatcherID: w.id, WatcherName: w.name, QueueLength: w.q, Dropped: w.totalDrops()}
 	if ps := w.ps; ps != nil && ps.missEnd == seq && seq != 0 {
 		st.ConsecutiveDrops = ps.consec
 	}

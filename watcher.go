@@ -35,9 +35,10 @@ type Watcher[T any] struct {
 	waiters atomicI32
 	exposed atomic.Bool // ResultChan has returned cs.ch
 
-	b  *Broadcaster[T]
-	id uint64
-	q  int // queue capacity
+	b    *Broadcaster[T]
+	id   uint64
+	name string // WithName
+	q    int    // queue capacity
 	// regSeq is head when the watcher registered, lead the number of
 	// values it receives before the value of regSeq (prefix and replay).
 	regSeq, lead uint64
@@ -107,6 +108,9 @@ type chanState[T any] struct {
 // ID returns the watcher's identifier, unique within its broadcaster and
 // used in [Drop] and [FullState].
 func (w *Watcher[T]) ID() uint64 { return w.id }
+
+// Name returns the name given with [WithName], or "".
+func (w *Watcher[T]) Name() string { return w.name }
 
 // ResultChan returns the channel that carries the watcher's values, as in
 // k8s.io/apimachinery/pkg/watch. It is closed after Stop, Shutdown or
@@ -328,7 +332,7 @@ func (w *Watcher[T]) All(ctx context.Context) iter.Seq[T] {
 func (w *Watcher[T]) count(r DropReason, n uint64, log *dropLog, err error) {
 	w.drops[r].Add(n)
 	if w.onDrop != nil {
-		log.add(w.onDrop, Drop{WatcherID: w.id, Reason: r, Err: err}, n)
+		log.add(w.onDrop, Drop{WatcherID: w.id, WatcherName: w.name, Reason: r, Err: err}, n)
 	}
 }
 
@@ -342,6 +346,9 @@ func (w *Watcher[T]) totalDrops() uint64 {
 
 // WatcherStats is a snapshot of a watcher's queue and drop counters.
 type WatcherStats struct {
+	// ID and Name are the watcher's [Watcher.ID] and [Watcher.Name].
+	ID   uint64
+	Name string
 	// Queued is the number of values waiting to be read.
 	Queued int
 	// QueueLength is the queue capacity.
@@ -364,7 +371,7 @@ type WatcherStats struct {
 // counted as soon as they happen.
 func (w *Watcher[T]) Stats() WatcherStats {
 	var log dropLog
-	s := WatcherStats{QueueLength: w.q}
+	s := WatcherStats{ID: w.id, Name: w.name, QueueLength: w.q}
 	s.Queued, s.Delivered = w.queueStats(&log)
 	log.report(w.b)
 	s.Filtered = w.filtered.Load()

@@ -347,3 +347,24 @@ func TestStoppedChannelWatcherKeepsTheValueActionWaitedWith(t *testing.T) {
 		assert.ErrorIs(t, err, fanout.ErrWatcherStopped)
 	})
 }
+
+func TestWatcherNameIsInItsStatsDropsAndFullState(t *testing.T) {
+	var drops []fanout.Drop
+	var states []fanout.FullState
+	b := fanouttest.New[int](t, fanout.WithQueueLength(1))
+	w := fanouttest.Watch(t, b, fanout.WithName("audit"), fanout.WithDropHandler(func(d fanout.Drop) { drops = append(drops, d) }),
+		fanout.WithFullChannelBehavior(waitFunc(func(st fanout.FullState) fanout.Decision {
+			states = append(states, st)
+			return fanout.Decision{Verdict: fanout.VerdictDropNew}
+		})))
+	publish(t, b, 1, 2)
+	assert.Equal(t, "audit", w.Name())
+	s := w.Stats()
+	assert.Equal(t, "audit", s.Name)
+	assert.Equal(t, w.ID(), s.ID)
+	require.Len(t, drops, 1)
+	assert.Equal(t, "audit", drops[0].WatcherName)
+	require.Len(t, states, 1)
+	assert.Equal(t, "audit", states[0].WatcherName)
+	assert.Empty(t, fanouttest.Watch(t, b).Name(), "unnamed by default")
+}
