@@ -59,6 +59,13 @@
 //     return an error and recorders count events as refused; nothing
 //     panics. client-go leaves its maintenance goroutines running until
 //     the recording context ends.
+//   - Shutdown finishes the open series: each series holding occurrences
+//     not yet written (the third and later ones, see below) gets a last
+//     write with its final count, within the shutdown's bound. client-go
+//     never writes them, so that the API server keeps the count of the
+//     last refresh and the rest is lost silently; here, after a Shutdown
+//     that returned nil, none are lost, and when the last write fails or
+//     does not fit in the bound they are counted as dropped.
 //   - Invalid input never panics: a nil or typed-nil object, an object
 //     whose kind no scheme knows, a nil scheme, a type other than Normal
 //     or Warning are logged (with client-go's messages) and counted as
@@ -106,6 +113,10 @@
 //     minutes with its final count and forgets it, and forgets events that
 //     never became a series once they are more than 6 minutes old; the
 //     next occurrence of a forgotten key starts again at 1.
+//  6. At Shutdown, once the sink's queue is done, every series holding
+//     occurrences not yet written is written with its final count and
+//     forgotten (not when the recording context ends first: its writes
+//     end with it).
 //
 // The series are the core [fanout.Correlator] configured as client-go's:
 // a merging dedup stage keyed as above ([fanout.DedupStage].WriteFirst 2),

@@ -109,6 +109,25 @@ func (s seriesCorrelator) finish(ctx context.Context, w *sinkAdapter) {
 	})
 }
 
+// finishUnwritten gives each series holding occurrences not yet written
+// its last write, with its final count, and forgets it: at Shutdown, once
+// the runner has exited, so that a series ends on the API server with the
+// count the recorders saw (client-go leaves it at the count of its last
+// write, and loses the rest silently). A series whose count was written in
+// full is not written again. ctx, the shutdown's, ends the pass between two
+// writes; the write in flight ends with the recording's context, which
+// Shutdown cancels when ctx ends. A failed write is counted as a failure,
+// and its occurrences as rejected (an API error) or, when the write is
+// worth retrying, as dropped at shutdown.
+func (s seriesCorrelator) finishUnwritten(ctx context.Context, w *sinkAdapter) {
+	_ = s.WriteOpen(ctx, fanout.Sweep[*eventsv1.Event]{
+		Write:     w.maintenanceWrite,
+		Finish:    true,
+		Unwritten: true,
+		Retryable: adapt.Retryable,
+	})
+}
+
 // maintenanceWrite is safeWrite for refresh and finish, with the context
 // of the recording (as client-go's), not the pass's: a pass that ends
 // early does not cut its write in flight short. A sink that stores
