@@ -101,6 +101,6 @@ func burst(t *testing.T, record func(i int)) {
 	}
 	peak = max(peak, runtime.NumGoroutine())
 	runtime.ReadMemStats(&after)
-	assert.LessOrEqual(t, peak-base, 4, "goroutines grow with sinks, not events (client-go's tools/events starts two per event)")
+	assert.LessOrEqual(t, peak-base, 4, "goroutines grow with sinks, not events (client-go v0.37's tools/events starts two per event)")
 	assert.Less(t, int64(after.HeapInuse)-int64(before.HeapInuse), int64(64<<20), "heap bounded by the 1000-event queue")
 }

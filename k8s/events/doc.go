@@ -30,9 +30,10 @@
 //
 // What client-go does wrong, or does not do, and this package does:
 //
-//   - No goroutine per event. client-go starts one goroutine per recorded
-//     event and another per sink write (millions in a busy
-//     kube-scheduler, kubernetes/kubernetes#140393). Here a recorder builds
+//   - No goroutine per event. client-go up to v0.37 (and v0.38.0-alpha.0)
+//     starts one goroutine per recorded event and another per sink write
+//     (millions in a busy kube-scheduler, kubernetes/kubernetes#140393);
+//     v0.38.0-alpha.2 no longer does (#140448, #140868). Here a recorder builds
 //     the event and queues it on the caller's goroutine without ever
 //     blocking; a full queue drops the event, counted.
 //   - One write at a time per sink, in order, with client-go's retries on

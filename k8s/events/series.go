@@ -39,8 +39,8 @@ func newSeriesCorrelator(size int) (seriesCorrelator, error) {
 			Key:        seriesKey,
 			Merge:      markSeries,
 			WriteFirst: 2,
-			// The time the occurrence was recorded, as client-go, whose
-			// goroutine per event reads the clock then; the runner may
+			// The time the occurrence was recorded, as client-go v0.37,
+			// whose goroutine per event reads the clock then; the runner may
 			// take the event off its queue much later (a slow or
 			// retrying sink).
 			Time: func(ev *eventsv1.Event) time.Time { return ev.EventTime.Time },
