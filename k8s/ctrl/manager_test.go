@@ -3,6 +3,7 @@ package fanoutctrl
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -69,6 +70,22 @@ func run(t *testing.T, m *Manager) (stop func() error) {
 	}
 }
 
+// logLines returns a logger showing verbosity v and what it logged.
+func logLines(v int) (logr.Logger, func() []string) {
+	var mu sync.Mutex
+	var lines []string
+	logger := funcr.New(func(_, args string) {
+		mu.Lock()
+		defer mu.Unlock()
+		lines = append(lines, args)
+	}, funcr.Options{Verbosity: v})
+	return logger, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(lines)
+	}
+}
+
 func pod(name string) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID("uid-" + name)}}
 }
@@ -132,21 +149,13 @@ func TestRecordersStartSinksLazilyAndRefuseAfterStart(t *testing.T) {
 // a nil object is logged there, and counted as invalid.
 func TestRecorderWithLoggerLogsThere(t *testing.T) {
 	m, _ := newTestManager(t, manager.Options{})
-	var mu sync.Mutex
-	var lines []string
-	logger := funcr.New(func(prefix, args string) {
-		mu.Lock()
-		defer mu.Unlock()
-		lines = append(lines, args)
-	}, funcr.Options{})
+	logger, lines := logLines(0)
 	core := m.GetEventRecorderFor("pods").(record.EventRecorderLogger).WithLogger(logger)
 	ev := m.GetEventRecorder("pods").(events.EventRecorderLogger).WithLogger(logger)
 	core.Event(nil, corev1.EventTypeNormal, "R", "m")
 	ev.Eventf(nil, nil, corev1.EventTypeNormal, "R", "A", "m")
 	require.NoError(t, run(t, m)())
-	mu.Lock()
-	defer mu.Unlock()
-	assert.Len(t, lines, 2, "%q", lines)
+	assert.Len(t, lines(), 2, "%q", lines())
 	assert.EqualValues(t, 1, m.RecordBroadcaster().Stats().Invalid)
 	assert.EqualValues(t, 1, m.EventsBroadcaster().Stats().Invalid)
 }
@@ -154,21 +163,13 @@ func TestRecorderWithLoggerLogsThere(t *testing.T) {
 // When the manager's logger shows V(1), every event is logged there, as
 // controller-runtime does.
 func TestEventsLoggedAtV1WhenShown(t *testing.T) {
-	var mu sync.Mutex
-	var lines []string
-	logger := funcr.New(func(prefix, args string) {
-		mu.Lock()
-		defer mu.Unlock()
-		lines = append(lines, args)
-	}, funcr.Options{Verbosity: 1})
+	logger, lines := logLines(1)
 	m, _ := newTestManager(t, manager.Options{Logger: logger})
 	stop := run(t, m)
 	m.GetEventRecorderFor("pods").Event(pod("web"), corev1.EventTypeNormal, "Synced", "core note")
 	m.GetEventRecorder("pods").Eventf(pod("web"), nil, corev1.EventTypeNormal, "Synced", "Sync", "events note")
 	require.NoError(t, stop())
-	mu.Lock()
-	defer mu.Unlock()
-	all := strings.Join(lines, "\n")
+	all := strings.Join(lines(), "\n")
 	assert.Contains(t, all, "core note")
 	assert.Contains(t, all, "events note")
 }

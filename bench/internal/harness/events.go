@@ -7,7 +7,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"text/tabwriter"
 	"time"
@@ -119,7 +118,8 @@ type eventsSample struct {
 // clock runs from the first event recorded until every event is handled:
 // fanout's Flush; client-go's Shutdown and then every goroutine of the
 // measurement gone. Goroutines are sampled by the producers every 64
-// events and after each round.
+// events and after each round. The rounds are the record comparison's
+// ([recordRounds]).
 func measureEvents(s System, pods []*v1.Pod, n, producers int) (eventsSample, error) {
 	base := runtime.NumGoroutine()
 	sink := eventsSink{newCountingSink(pods)}
@@ -148,8 +148,9 @@ func measureEvents(s System, pods []*v1.Pod, n, producers int) (eventsSample, er
 	}
 	fb, _ := b.(*events.Broadcaster)
 	wait := func(sent int64) error {
+		sample()
 		if fb == nil {
-			return waitCount(&probe, sent)
+			return spinUntil(probe.Load, sent, "events handed to the probe watcher")
 		}
 		// fanout's sink runner drops, counted, rather than queue more
 		// than 1000 events: wait for it as well as for the probe, which
@@ -158,7 +159,13 @@ func measureEvents(s System, pods []*v1.Pod, n, producers int) (eventsSample, er
 		defer cancel()
 		return fb.Flush(ctx)
 	}
-	er := newEventsRounds(rec, wait, sample, pods, total, producers)
+	var recorded atomic.Int64
+	er := newRecordRounds(func(p *v1.Pod) {
+		rec.Eventf(p, nil, v1.EventTypeNormal, "Synced", "Sync", "synced")
+		if recorded.Add(1)%64 == 0 {
+			sample()
+		}
+	}, wait, pods, total, producers)
 	runtime.GC()
 	var m0, m1 runtime.MemStats
 	var counted int64
@@ -211,102 +218,6 @@ func spinSettle(base int) bool {
 	return true
 }
 
-// eventsRounds is [recordRounds] for an events.k8s.io recorder, with its
-// own wait after each round: merged events make no sink call to wait for.
-type eventsRounds struct {
-	rec       clientevents.EventRecorder
-	wait      func(sent int64) error
-	sample    func()
-	own       [][]*v1.Pod
-	per       int
-	share     int
-	total     int64
-	start     []chan struct{}
-	done      sync.WaitGroup
-	abandoned atomic.Bool
-}
-
-func newEventsRounds(rec clientevents.EventRecorder, wait func(sent int64) error, sample func(), pods []*v1.Pod, n, producers int) *eventsRounds {
-	er := &eventsRounds{rec: rec, wait: wait, sample: sample, own: make([][]*v1.Pod, producers), per: n / producers,
-		total: int64(n)}
-	for i, p := range pods {
-		er.own[i%producers] = append(er.own[i%producers], p)
-	}
-	rounds := max(2, ceilDiv(er.per, max(1, RecordBatch/producers)))
-	er.share = max(1, ceilDiv(er.per, rounds))
-	er.start = make([]chan struct{}, ceilDiv(er.per, er.share))
-	for i := range er.start {
-		er.start[i] = make(chan struct{})
-	}
-	return er
-}
-
-func (er *eventsRounds) produce(j int) {
-	own, k := er.own[j], 0
-	for _, start := range er.start {
-		<-start
-		if er.abandoned.Load() {
-			return
-		}
-		for end := min(k+er.share, er.per); k < end; k++ {
-			er.rec.Eventf(own[k%len(own)], nil, v1.EventTypeNormal, "Synced", "Sync", "synced")
-			if k%64 == 0 {
-				er.sample()
-			}
-		}
-		er.done.Done()
-	}
-}
-
-func (er *eventsRounds) run(half func(sent int64)) error {
-	var producers sync.WaitGroup
-	for j := range er.own {
-		producers.Go(func() { er.produce(j) })
-	}
-	defer producers.Wait()
-	var sent int64
-	halved := false
-	for r, start := range er.start {
-		if !halved && (2*sent >= er.total || r == len(er.start)-1) {
-			halved = true
-			half(sent)
-		}
-		er.done.Add(len(er.own))
-		close(start)
-		er.done.Wait()
-		er.sample()
-		sent += int64(min(er.share, er.per-r*er.share) * len(er.own))
-		if err := er.wait(sent); err != nil {
-			er.abandoned.Store(true)
-			for _, ch := range er.start[r+1:] {
-				close(ch)
-			}
-			return err
-		}
-	}
-	return nil
-}
-
-// waitCount spins, yielding, until c reaches want, or gives up when it has
-// not moved for recordStallTimeout.
-func waitCount(c *atomic.Int64, want int64) error {
-	last, since := c.Load(), time.Now()
-	for spin := 1; ; spin++ {
-		got := c.Load()
-		if got >= want {
-			return nil
-		}
-		runtime.Gosched()
-		if spin%1024 == 0 {
-			if got != last {
-				last, since = got, time.Now()
-			} else if time.Since(since) > recordStallTimeout {
-				return fmt.Errorf("the probe watcher was handed %d of %d events, none for %s", got, want, recordStallTimeout)
-			}
-		}
-	}
-}
-
 // checkSameSeriesCalls reports an error unless every sample of every
 // system made exactly the same sink calls, in all and about each pod, and
 // those are a series' calls: about each pod one Create and, for a pod with
@@ -357,25 +268,11 @@ func notSeries(byPod []sinkCalls) int {
 // system with its ratio against [EventsClientGo].
 func eventsGroup(cfg Config, res *Results, systems []System, producers int) ([]Case, error) {
 	pods := recordPods()
-	for _, s := range systems {
-		if _, err := measureEvents(s, pods, min(cfg.RecordEvents, 2*RecordBatch), producers); err != nil {
-			return nil, err
-		}
-	}
-	samples := make([][]eventsSample, len(systems))
-	for rep := range cfg.Reps {
-		for k := range systems {
-			i := (k + rep) % len(systems)
-			smp, err := measureEvents(systems[i], pods, cfg.RecordEvents, producers)
-			if err != nil {
-				return nil, err
-			}
-			if !smp.settled {
-				res.Warnings = append(res.Warnings, fmt.Sprintf("events %s P=%d: goroutines still running after the measurement",
-					systems[i].Label(), producers))
-			}
-			samples[i] = append(samples[i], smp)
-		}
+	samples, err := recordReps(cfg, res, systems, KindEvents, producers, func(s System, events int) (eventsSample, error) {
+		return measureEvents(s, pods, events, producers)
+	})
+	if err != nil {
+		return nil, err
 	}
 	if err := checkSameSeriesCalls(systems, samples); err != nil {
 		return nil, err

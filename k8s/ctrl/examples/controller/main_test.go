@@ -5,7 +5,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -13,7 +12,6 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -26,18 +24,7 @@ import (
 func TestMain(m *testing.M) {
 	klog.SetLogger(logr.Discard())
 	ctrllog.SetLogger(logr.Discard())
-	code := m.Run()
-	if err := apiservertest.StopShared(); err != nil {
-		fmt.Fprintln(os.Stderr, "stopping the e2e env:", err)
-		code = 1
-	}
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	os.Exit(apiservertest.RunTests(m))
 }
 
 // The controller, with leader election, records an event about each pod
