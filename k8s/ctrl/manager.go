@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/leaderelection"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	ctrlrecorder "sigs.k8s.io/controller-runtime/pkg/recorder"
@@ -46,10 +48,11 @@ const (
 type Manager struct {
 	manager.Manager
 
-	cfg    config
-	record *record.Broadcaster
-	events *events.Broadcaster
-	core   typedcorev1.EventsGetter
+	cfg        config
+	record     *record.Broadcaster
+	events     *events.Broadcaster
+	core       typedcorev1.EventsGetter
+	httpClient *http.Client // the sinks', nil with the tests' fake sinks
 
 	// scheme and logger are the wrapped manager's, set by NewManager
 	// before anything can record.
@@ -93,7 +96,8 @@ var _ ctrlrecorder.Provider = (*Manager)(nil)
 //
 // options.EventBroadcaster, deprecated by controller-runtime, must be nil:
 // tune the broadcasters with [WithRecordOptions] and [WithEventsOptions].
-// The sinks use the manager's HTTP client, as controller-runtime's.
+// The sinks use an HTTP client of their own made from config, as
+// controller-runtime's events.k8s.io client does.
 func NewManager(config *rest.Config, options manager.Options, opts ...Option) (*Manager, error) {
 	if config == nil {
 		return nil, errors.New("fanoutctrl: must specify Config")
@@ -107,8 +111,34 @@ func NewManager(config *rest.Config, options manager.Options, opts ...Option) (*
 	if config.UserAgent == "" {
 		config.UserAgent = rest.DefaultKubernetesUserAgent()
 	}
-	// The lock takes a recorder of m now; it makes no use of the
-	// broadcasters, made below, before the manager starts.
+	logger := options.Logger
+	if logger.GetSink() == nil {
+		logger = ctrllog.Log // manager.New's default too
+	}
+	m.logger = logger.WithName("events")
+	if err := m.makeBroadcasters(config); err != nil {
+		return nil, err
+	}
+	if m.cfg.metrics {
+		if err := m.registerMetrics(); err != nil {
+			return nil, err
+		}
+	}
+	inner, err := m.newInner(config, options)
+	if err != nil {
+		m.unregisterMetrics()
+		return nil, err
+	}
+	m.Manager, m.scheme = inner, inner.GetScheme()
+	if m.scheme == nil {
+		m.scheme = scheme.Scheme
+	}
+	return m, nil
+}
+
+// newInner makes controller-runtime's manager, with a leader election lock
+// whose recorder is m's (see NewManager).
+func (m *Manager) newInner(config *rest.Config, options manager.Options) (manager.Manager, error) {
 	if options.LeaderElection && options.LeaderElectionResourceLockInterface == nil && options.LeaderElectionConfig == nil {
 		renew := defaultRenewDeadline
 		if options.RenewDeadline != nil {
@@ -127,31 +157,20 @@ func NewManager(config *rest.Config, options manager.Options, opts ...Option) (*
 		}
 		options.LeaderElectionResourceLockInterface = lock
 	}
-	inner, err := manager.New(config, options)
-	if err != nil {
-		return nil, err
-	}
-	m.Manager, m.scheme, m.logger = inner, inner.GetScheme(), inner.GetLogger().WithName("events")
-	if m.scheme == nil {
-		m.scheme = scheme.Scheme
-	}
-	if err := m.makeBroadcasters(config); err != nil {
-		return nil, err
-	}
-	if m.cfg.metrics {
-		if err := m.registerMetrics(); err != nil {
-			return nil, err
-		}
-	}
-	return m, nil
+	return manager.New(config, options)
 }
 
-// makeBroadcasters makes both broadcasters and the core/v1 client, on the
-// manager's HTTP client (as controller-runtime's recorders).
+// makeBroadcasters makes both broadcasters and the core/v1 client, on an
+// HTTP client of their own, before the wrapped manager: nothing of it is
+// left to undo when making that fails. They start nothing.
 func (m *Manager) makeBroadcasters(config *rest.Config) error {
 	eventsSink, core := m.cfg.eventsSink, typedcorev1.EventsGetter(nil)
 	if eventsSink == nil || m.cfg.coreSink == nil {
-		httpClient := m.GetHTTPClient()
+		httpClient, err := rest.HTTPClientFor(config)
+		if err != nil {
+			return err
+		}
+		m.httpClient = httpClient
 		coreClient, err := typedcorev1.NewForConfigAndClient(config, httpClient)
 		if err != nil {
 			return err
@@ -178,10 +197,7 @@ func (m *Manager) makeBroadcasters(config *rest.Config) error {
 
 // registerMetrics registers a collector per broadcaster (see WithMetrics).
 func (m *Manager) registerMetrics() error {
-	reg := m.cfg.registerer
-	if reg == nil {
-		reg = ctrlmetrics.Registry
-	}
+	reg := m.registerer()
 	m.collectors = []prometheus.Collector{
 		metrics.NewCollector(m.record, prometheus.Labels{"api": apiCore}),
 		metrics.NewCollector(m.events, prometheus.Labels{"api": apiEvents}),
@@ -286,11 +302,24 @@ func (m *Manager) shutdown() {
 	if err := errors.Join(errs...); err != nil {
 		m.logger.Error(err, "Event recorders did not finish in time: the events not written are counted as dropped at shutdown", "timeout", timeout)
 	}
-	reg := m.cfg.registerer
-	if reg == nil {
-		reg = ctrlmetrics.Registry
+	if m.httpClient != nil {
+		m.httpClient.CloseIdleConnections()
 	}
+	m.unregisterMetrics()
+}
+
+func (m *Manager) registerer() prometheus.Registerer {
+	if m.cfg.registerer == nil {
+		return ctrlmetrics.Registry
+	}
+	return m.cfg.registerer
+}
+
+// unregisterMetrics undoes registerMetrics.
+func (m *Manager) unregisterMetrics() {
+	reg := m.registerer()
 	for _, c := range m.collectors {
 		reg.Unregister(c)
 	}
+	m.collectors = nil
 }

@@ -242,3 +242,15 @@ func TestNewManagerRefusesEventBroadcaster(t *testing.T) {
 	_, err = NewManager(nil, manager.Options{})
 	assert.Error(t, err)
 }
+
+// A manager that cannot be made leaves nothing registered: here the
+// leader election lock has no ID.
+func TestNewManagerErrorLeavesNoMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	_, err := NewManager(offline, manager.Options{LeaderElection: true, LeaderElectionNamespace: "ns", Logger: logr.Discard()},
+		WithMetrics(reg))
+	assert.ErrorContains(t, err, "LeaderElectionID must be configured")
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	assert.Empty(t, mfs)
+}
