@@ -669,6 +669,36 @@ func TestWriteOpenFinishesIdleRecords(t *testing.T) {
 	assert.Equal(t, 3, c.Correlate(at("recent", 11)).Count)
 }
 
+// A sweep of the unwritten records writes only those holding merged values
+// not yet written, and finishing forgets them; a record whose count was
+// written in full, or that a refresh wrote since, is left as it is.
+func TestWriteOpenUnwrittenSkipsRecordsAlreadyWritten(t *testing.T) {
+	c, losses := newMerging(t, 0, newManualClock())
+	// a: merged occurrences 3 and 4; b: its two occurrences written, none
+	// merged; c: merged, then refreshed; d: a single occurrence.
+	for _, e := range []ev{at("a", 0), at("a", 1), at("a", 2), at("a", 3), at("b", 0), at("b", 1),
+		at("c", 0), at("c", 1), at("c", 2), at("d", 0)} {
+		c.Correlate(e)
+	}
+	var refresh recordWrites
+	require.NoError(t, c.WriteOpen(t.Context(), fanout.Sweep[ev]{Write: refresh.write}))
+	require.Len(t, refresh.get(), 3, "a, b and c are open")
+	c.Correlate(at("a", 4))
+
+	var w recordWrites
+	last := fanout.Sweep[ev]{Write: w.write, Finish: true, Unwritten: true}
+	require.NoError(t, c.WriteOpen(t.Context(), last))
+	got := w.get()
+	require.Len(t, got, 1, "only a holds an occurrence not yet written")
+	assert.Equal(t, "a", got[0].Obj)
+	assert.Equal(t, 5, got[0].Count)
+	assert.Equal(t, 3, c.Stats().Records, "a is finished; b, c and d are left")
+	assert.Equal(t, 1, c.Correlate(at("a", 5)).Count, "a starts afresh")
+	lost, failures := losses.get()
+	assert.Empty(t, lost)
+	assert.Zero(t, failures)
+}
+
 // Occurrences merged while a record is being written stay to be written:
 // the write holds no lock, the record stays open even when finishing, and
 // a refresh re-marks the stored record with the later count.

@@ -117,6 +117,11 @@ type Sweep[T any] struct {
 	// error is retryable. Without Finish a failed write leaves the record
 	// as it was, its merged values still to be written.
 	Retryable func(error) bool
+	// Unwritten selects only the open records that hold merged values
+	// not yet written (nor being written): a last sweep before the sink
+	// stops need not repeat what it already stored. client-go has no such
+	// sweep; fanout's events.k8s.io series finish this way at Shutdown.
+	Unwritten bool
 }
 
 // WriteOpen writes the open records that s selects (see
@@ -170,7 +175,7 @@ func (c *Correlator[T]) selectOpen(s Sweep[T]) []string {
 	for _, key := range c.dedupCache.Keys() {
 		e, _ := c.dedupCache.Peek(key)
 		switch {
-		case !c.idle(e, s, now):
+		case !c.selects(e, s, now):
 		case c.open(e):
 			keys = append(keys, key)
 		case s.Finish:
@@ -181,8 +186,12 @@ func (c *Correlator[T]) selectOpen(s Sweep[T]) []string {
 	return keys
 }
 
-// idle reports whether e is old enough for s.
-func (c *Correlator[T]) idle(e *seen[T], s Sweep[T], now time.Time) bool {
+// selects reports whether s selects e by age (IdleFor) and, with
+// s.Unwritten, by merged values not yet written.
+func (c *Correlator[T]) selects(e *seen[T], s Sweep[T], now time.Time) bool {
+	if s.Unwritten && e.pending == 0 {
+		return false
+	}
 	return s.IdleFor == 0 || now.Sub(e.last) > s.IdleFor
 }
 
@@ -201,7 +210,7 @@ func (c *Correlator[T]) claim(key string, s Sweep[T]) (openWrite[T], bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.dedupCache.Peek(key)
-	if !ok || !c.open(e) || !c.idle(e, s, c.clock.Now()) {
+	if !ok || !c.open(e) || !c.selects(e, s, c.clock.Now()) {
 		return openWrite[T]{}, false
 	}
 	w := openWrite[T]{key: key, e: e, v: c.own(e.v, c.clone == nil), ver: e.ver, n: e.pending}

@@ -2,9 +2,13 @@ package apiservertest
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"sync"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -42,6 +46,26 @@ func StopShared() error {
 		return nil
 	}
 	return shared.env.Stop()
+}
+
+// RunTests is the TestMain of a package whose tests use [Shared]: it runs
+// m, stops the shared [Env], and, when every test passed, fails if a
+// goroutine is left running (goleak.Find). It returns the exit code:
+//
+//	func TestMain(m *testing.M) { os.Exit(apiservertest.RunTests(m)) }
+func RunTests(m *testing.M) int {
+	code := m.Run()
+	if err := StopShared(); err != nil {
+		fmt.Fprintln(os.Stderr, "stopping the e2e env:", err)
+		code = 1
+	}
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	return code
 }
 
 // Namespace creates the namespace name with client for one test, failing t

@@ -3,7 +3,6 @@
 package e2etest
 
 import (
-	"fmt"
 	"os"
 	"runtime"
 	"testing"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
-	"go.uber.org/goleak"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -22,18 +20,7 @@ import (
 
 func TestMain(m *testing.M) {
 	klog.SetLogger(logr.Discard()) // the outage test provokes many logged errors
-	code := m.Run()
-	if err := apiservertest.StopShared(); err != nil {
-		fmt.Fprintln(os.Stderr, "stopping the e2e env:", err)
-		code = 1
-	}
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	os.Exit(apiservertest.RunTests(m))
 }
 
 // cluster returns the shared env and a clientset, starting the env on
@@ -101,6 +88,6 @@ func burst(t *testing.T, record func(i int)) {
 	}
 	peak = max(peak, runtime.NumGoroutine())
 	runtime.ReadMemStats(&after)
-	assert.LessOrEqual(t, peak-base, 4, "goroutines grow with sinks, not events (client-go's tools/events starts two per event)")
+	assert.LessOrEqual(t, peak-base, 4, "goroutines grow with sinks, not events (client-go v0.37's tools/events starts two per event)")
 	assert.Less(t, int64(after.HeapInuse)-int64(before.HeapInuse), int64(64<<20), "heap bounded by the 1000-event queue")
 }

@@ -43,11 +43,14 @@ type Broadcaster struct {
 
 	counters adapt.Counters
 
-	// quit ends when ShutdownContext starts.
+	// quit ends when ShutdownContext starts; final is the context of
+	// that first ShutdownContext, which bounds the last writes of the
+	// series still open (set under mu before quit ends).
 	quit    context.Context
 	quitNow context.CancelFunc
 	mu      sync.Mutex
 	stopped bool
+	final   context.Context
 	sinks   map[*sinkRun]struct{}
 	evicted uint64 // open series evicted by the correlators of retired sinks
 }
@@ -199,7 +202,7 @@ func (b *Broadcaster) StartRecordingToSinkWithContext(ctx context.Context) error
 // to write: they are skipped.
 func (b *Broadcaster) maintain(ctx context.Context, run *fanout.Runner[*eventsv1.Event], w *sinkAdapter, sr *sinkRun) {
 	defer close(sr.done)
-	defer b.retire(run, sr)
+	defer b.retire(ctx, run, w, sr)
 	// A pass ends early when recording ends or the broadcaster shuts down.
 	passCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -234,11 +237,21 @@ func (b *Broadcaster) maintain(ctx context.Context, run *fanout.Runner[*eventsv1
 }
 
 // retire ends a sink once its runner has exited, when nothing can be
-// merged any more: series still open are not written (as client-go), and
-// what was merged into them is counted lost (the correlator reports it to
-// the runner). The sink's evicted series are added to the broadcaster's.
-func (b *Broadcaster) retire(run *fanout.Runner[*eventsv1.Event], sr *sinkRun) {
+// merged any more. At Shutdown, while the recording context lasts, the
+// series holding occurrences not yet written get a last write with their
+// final count, bounded by the shutdown's context (see
+// seriesCorrelator.finishUnwritten); what is still open after that is
+// forgotten, and what was merged into it is counted lost (the correlator
+// reports it to the runner). The sink's evicted series are added to the
+// broadcaster's.
+func (b *Broadcaster) retire(ctx context.Context, run *fanout.Runner[*eventsv1.Event], w *sinkAdapter, sr *sinkRun) {
 	<-run.Done()
+	if b.quit.Err() != nil && ctx.Err() == nil {
+		b.mu.Lock()
+		final := b.final
+		b.mu.Unlock()
+		sr.series.finishUnwritten(final, w)
+	}
 	sr.series.Purge()
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -326,13 +339,19 @@ func (b *Broadcaster) Shutdown() {
 // goroutine has finished, or ctx.Err() as soon as ctx ends: then the events
 // still queued are dropped (counted as dropped at shutdown) and the context
 // of the writes in flight is cancelled, so that they end as soon as the
-// sink honours it. Series still open are not written, as with client-go.
-// It is idempotent and safe from any goroutine.
+// sink honours it. Once a sink's queue is done, each of its series that
+// holds occurrences not yet written gets one last write with its final
+// count, within ctx (client-go loses them); a series already written in
+// full is not written again. It is idempotent and safe from any
+// goroutine.
 func (b *Broadcaster) ShutdownContext(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	b.mu.Lock()
+	if !b.stopped {
+		b.final = ctx
+	}
 	b.stopped = true
 	b.quitNow()
 	runs := make([]*sinkRun, 0, len(b.sinks))
@@ -375,9 +394,15 @@ func (b *Broadcaster) ShutdownContext(ctx context.Context) error {
 //   - DroppedFull also counts occurrences merged into a series that the
 //     full series cache evicted before they were written; DroppedRejected
 //     also counts those of a series whose final write the API server
-//     rejected; DroppedShutdown also counts those of series still open when
-//     recording ended (they are not written, as with client-go).
-//   - Failures also counts failed series refresh and finish writes.
+//     rejected (also the last write at Shutdown); DroppedShutdown also
+//     counts those of series still open when recording ended: when the
+//     context given to StartRecordingToSinkWithContext ended (they are
+//     not written, as with client-go), or when their last write at
+//     Shutdown failed with an error worth retrying or did not happen
+//     within its context. After a Shutdown that returned nil with a sink
+//     that accepted every write, none are lost.
+//   - Failures also counts failed series refresh, finish and last
+//     writes.
 func (b *Broadcaster) Stats() eventstats.Stats {
 	return adapt.Stats(b.rec.Stats(), &b.counters)
 }

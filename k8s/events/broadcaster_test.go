@@ -444,41 +444,134 @@ func TestShutdownBoundsMaintenanceWrite(t *testing.T) {
 	})
 }
 
-// Occurrences merged into a series still open when recording ends
-// (Shutdown, or the end of the context given to
-// StartRecordingToSinkWithContext) are never written, as in client-go; they
-// move from Merged to DroppedShutdown, since Merged means "written later".
-func TestOpenSeriesMergedOccurrencesCountedDroppedWhenRecordingEnds(t *testing.T) {
-	for _, how := range []string{"Shutdown", "context"} {
-		t.Run(how, func(t *testing.T) {
+// recordSeries starts recording to sink, records five occurrences of one
+// series and one of another event, and flushes: the sink then has the two
+// creates and the count-2 patch, and three occurrences are merged.
+func recordSeries(t *testing.T, sink *recordingSink) (*Broadcaster, context.CancelFunc) {
+	t.Helper()
+	b, err := New(sink)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(quietCtx(context.Background()))
+	require.NoError(t, b.StartRecordingToSinkWithContext(ctx))
+	r := b.NewRecorder(scheme.Scheme, "ctrl").WithLogger(quiet)
+	for range 5 {
+		r.Eventf(pod("foo", "ns"), nil, corev1.EventTypeNormal, "R", "A", "n")
+	}
+	r.Eventf(pod("bar", "ns"), nil, corev1.EventTypeNormal, "R", "A", "n")
+	flush(t, b)
+	require.Len(t, sink.ops(), 3, "two creates and the count-2 patch; 3 occurrences merged")
+	return b, cancel
+}
+
+// At Shutdown, a series holding occurrences not yet written gets a last
+// write with its final count, so that nothing recorded is lost: client-go
+// leaves it at count 2. The occurrences stay counted as merged.
+func TestShutdownWritesOpenSeriesFinalCount(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sink := newRecordingSink()
+		b, cancel := recordSeries(t, sink)
+		defer cancel()
+		require.NoError(t, b.ShutdownContext(context.Background()))
+		ops := sink.ops()
+		require.Len(t, ops, 4)
+		assert.Equal(t, "patch", ops[3].Verb)
+		assert.Equal(t, ops[0].Name, ops[3].Name, "the series' event")
+		assert.EqualValues(t, 5, ops[3].Count)
+		time.Sleep(time.Hour)
+		assert.Len(t, sink.ops(), 4, "nothing more is written")
+		s := b.Stats()
+		assert.EqualValues(t, 6, s.Recorded)
+		assert.EqualValues(t, 3, s.Written, "the last write is the series', not a new event")
+		assert.EqualValues(t, 3, s.Merged)
+		assert.Zero(t, s.Dropped())
+		assert.Zero(t, s.Failures)
+	})
+}
+
+// A series whose count was written in full (two occurrences, or a refresh
+// since the last one) is not written again at Shutdown.
+func TestShutdownLeavesWrittenSeries(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sink := newRecordingSink()
+		b, r := startQuiet(t, sink)
+		for range 2 {
+			r.Eventf(pod("two", "ns"), nil, corev1.EventTypeNormal, "R", "A", "n")
+		}
+		for range 3 {
+			r.Eventf(pod("refreshed", "ns"), nil, corev1.EventTypeNormal, "R", "A", "n")
+		}
+		flush(t, b)
+		time.Sleep(refreshTime + time.Minute) // the refresh writes both series
+		require.Len(t, sink.ops(), 6, "two creates, two count-2 patches, two refreshes")
+		require.NoError(t, b.ShutdownContext(context.Background()))
+		assert.Len(t, sink.ops(), 6)
+		assert.Zero(t, b.Stats().Dropped())
+	})
+}
+
+// A last write that fails loses the series' merged occurrences, counted:
+// as rejected for an API error, as dropped at shutdown for an error worth
+// retrying (there is no retry after Shutdown), and so when the shutdown's
+// context ends before the write.
+func TestShutdownCountsOpenSeriesWhoseLastWriteFails(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		fail             error
+		hang             bool
+		rejected, dropSh uint64
+	}{
+		{name: "API error", fail: badRequest(), rejected: 3},
+		{name: "transport error", fail: errTransport, dropSh: 3},
+		{name: "context ends", hang: true, dropSh: 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				sink := newRecordingSink()
-				b, err := New(sink)
-				require.NoError(t, err)
-				defer b.Shutdown()
-				ctx, cancel := context.WithCancel(quietCtx(context.Background()))
+				b, cancel := recordSeries(t, sink)
 				defer cancel()
-				require.NoError(t, b.StartRecordingToSinkWithContext(ctx))
-				r := b.NewRecorder(scheme.Scheme, "ctrl").WithLogger(quiet)
-				p := pod("foo", "ns")
-				for range 5 {
-					r.Eventf(p, nil, corev1.EventTypeNormal, "R", "A", "n")
+				sink.fail = func(n int, o op) error {
+					if n >= 3 {
+						return tc.fail
+					}
+					return nil
 				}
-				flush(t, b)
-				require.Len(t, sink.ops(), 2, "create and the count-2 patch; 3 occurrences merged")
-				if how == "Shutdown" {
-					require.NoError(t, b.ShutdownContext(context.Background()))
+				sink.hang = func(o op) bool { return tc.hang && o.Count == 5 }
+				ctx, stop := context.WithTimeout(context.Background(), time.Second)
+				defer stop()
+				err := b.ShutdownContext(ctx)
+				if tc.hang {
+					assert.ErrorIs(t, err, context.DeadlineExceeded)
 				} else {
-					cancel()
+					assert.NoError(t, err)
 				}
-				time.Sleep(time.Hour)
-				require.Len(t, sink.ops(), 2, "the open series is never written")
+				synctest.Wait()
 				s := b.Stats()
-				assert.EqualValues(t, 5, s.Recorded)
-				assert.EqualValues(t, 2, s.Written)
-				assert.Zero(t, s.Merged, "nothing merged was written")
-				assert.EqualValues(t, 3, s.DroppedShutdown, "the 3 merged occurrences were lost when recording ended")
+				assert.EqualValues(t, 3, s.Written)
+				assert.Zero(t, s.Merged)
+				assert.Equal(t, tc.rejected, s.DroppedRejected)
+				assert.Equal(t, tc.dropSh, s.DroppedShutdown)
+				assert.EqualValues(t, 1, s.Failures, "the failed last write")
 			})
 		})
 	}
+}
+
+// Occurrences merged into a series still open when the context given to
+// StartRecordingToSinkWithContext ends are never written, as in client-go
+// (the sink's writes end with that context); they move from Merged to
+// DroppedShutdown, since Merged means "written later".
+func TestOpenSeriesMergedOccurrencesCountedDroppedWhenRecordingContextEnds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sink := newRecordingSink()
+		b, cancel := recordSeries(t, sink)
+		defer b.Shutdown()
+		cancel()
+		time.Sleep(time.Hour)
+		require.Len(t, sink.ops(), 3, "the open series is never written")
+		s := b.Stats()
+		assert.EqualValues(t, 6, s.Recorded)
+		assert.EqualValues(t, 3, s.Written)
+		assert.Zero(t, s.Merged, "nothing merged was written")
+		assert.EqualValues(t, 3, s.DroppedShutdown, "the 3 merged occurrences were lost when recording ended")
+	})
 }

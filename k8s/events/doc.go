@@ -30,9 +30,10 @@
 //
 // What client-go does wrong, or does not do, and this package does:
 //
-//   - No goroutine per event. client-go starts one goroutine per recorded
-//     event and another per sink write (millions in a busy
-//     kube-scheduler, kubernetes/kubernetes#140393). Here a recorder builds
+//   - No goroutine per event. client-go up to v0.37 (and v0.38.0-alpha.0)
+//     starts one goroutine per recorded event and another per sink write
+//     (millions in a busy kube-scheduler, kubernetes/kubernetes#140393);
+//     v0.38.0-alpha.2 no longer does (#140448, #140868). Here a recorder builds
 //     the event and queues it on the caller's goroutine without ever
 //     blocking; a full queue drops the event, counted.
 //   - One write at a time per sink, in order, with client-go's retries on
@@ -59,6 +60,13 @@
 //     return an error and recorders count events as refused; nothing
 //     panics. client-go leaves its maintenance goroutines running until
 //     the recording context ends.
+//   - Shutdown finishes the open series: each series holding occurrences
+//     not yet written (the third and later ones, see below) gets a last
+//     write with its final count, within the shutdown's bound. client-go
+//     never writes them, so that the API server keeps the count of the
+//     last refresh and the rest is lost silently; here, after a Shutdown
+//     that returned nil, none are lost, and when the last write fails or
+//     does not fit in the bound they are counted as dropped.
 //   - Invalid input never panics: a nil or typed-nil object, an object
 //     whose kind no scheme knows, a nil scheme, a type other than Normal
 //     or Warning are logged (with client-go's messages) and counted as
@@ -106,6 +114,10 @@
 //     minutes with its final count and forgets it, and forgets events that
 //     never became a series once they are more than 6 minutes old; the
 //     next occurrence of a forgotten key starts again at 1.
+//  6. At Shutdown, once the sink's queue is done, every series holding
+//     occurrences not yet written is written with its final count and
+//     forgotten (not when the recording context ends first: its writes
+//     end with it).
 //
 // The series are the core [fanout.Correlator] configured as client-go's:
 // a merging dedup stage keyed as above ([fanout.DedupStage].WriteFirst 2),

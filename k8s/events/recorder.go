@@ -17,7 +17,7 @@ import (
 
 // recorder is the EventRecorderLogger of a Broadcaster. It builds each
 // event on the caller's goroutine and queues it without blocking: no
-// goroutine per event, unlike client-go's.
+// goroutine per event, unlike client-go's up to v0.37.
 type recorder struct {
 	b          *Broadcaster
 	scheme     *runtime.Scheme

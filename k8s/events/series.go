@@ -39,8 +39,8 @@ func newSeriesCorrelator(size int) (seriesCorrelator, error) {
 			Key:        seriesKey,
 			Merge:      markSeries,
 			WriteFirst: 2,
-			// The time the occurrence was recorded, as client-go, whose
-			// goroutine per event reads the clock then; the runner may
+			// The time the occurrence was recorded, as client-go v0.37,
+			// whose goroutine per event reads the clock then; the runner may
 			// take the event off its queue much later (a slow or
 			// retrying sink).
 			Time: func(ev *eventsv1.Event) time.Time { return ev.EventTime.Time },
@@ -105,6 +105,25 @@ func (s seriesCorrelator) finish(ctx context.Context, w *sinkAdapter) {
 		Write:     w.maintenanceWrite,
 		IdleFor:   finishTime,
 		Finish:    true,
+		Retryable: adapt.Retryable,
+	})
+}
+
+// finishUnwritten gives each series holding occurrences not yet written
+// its last write, with its final count, and forgets it: at Shutdown, once
+// the runner has exited, so that a series ends on the API server with the
+// count the recorders saw (client-go leaves it at the count of its last
+// write, and loses the rest silently). A series whose count was written in
+// full is not written again. ctx, the shutdown's, ends the pass between two
+// writes; the write in flight ends with the recording's context, which
+// Shutdown cancels when ctx ends. A failed write is counted as a failure,
+// and its occurrences as rejected (an API error) or, when the write is
+// worth retrying, as dropped at shutdown.
+func (s seriesCorrelator) finishUnwritten(ctx context.Context, w *sinkAdapter) {
+	_ = s.WriteOpen(ctx, fanout.Sweep[*eventsv1.Event]{
+		Write:     w.maintenanceWrite,
+		Finish:    true,
+		Unwritten: true,
 		Retryable: adapt.Retryable,
 	})
 }

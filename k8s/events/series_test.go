@@ -574,3 +574,38 @@ func BenchmarkSeriesCorrelate(b *testing.B) {
 		})
 	}
 }
+
+// The fast path of the series patch gives client-go's bytes on every event
+// it takes, and takes every event with a series observed at some time.
+func TestSeriesPatchFastPath(t *testing.T) {
+	times := []time.Time{{}, time.Unix(0, 0), time.Unix(0, 999), time.Unix(1, 0), time.Unix(1_700_000_000, 123456789),
+		time.Date(2026, 11, 21, 23, 59, 59, 0, time.FixedZone("x", 3600)), time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC)}
+	counts := []int32{0, 1, 2, 3, -1, 1 << 30, -(1 << 31)}
+	fast := 0
+	for _, ts := range times {
+		for _, n := range counts {
+			for _, note := range []string{"", "plain", "bad utf8 \xff", "<b>&amp;</b>"} {
+				ev := &eventsv1.Event{
+					ObjectMeta: metav1.ObjectMeta{Name: "web.1", Namespace: "ns", ResourceVersion: "7"},
+					Note:       note, Reason: "R", Action: "A", Type: "Normal", EventTime: metav1.NewMicroTime(time.Unix(5, 0)),
+					Series: &eventsv1.EventSeries{Count: n, LastObservedTime: metav1.NewMicroTime(ts)},
+				}
+				want, err := slowSeriesPatch(ev)
+				require.NoError(t, err)
+				got, ok := fastSeriesPatch(ev)
+				if ok {
+					fast++
+					assert.Equal(t, string(want), string(got), "count %d, time %v, note %q", n, ts, note)
+				} else {
+					assert.True(t, ts.IsZero(), "the fast path takes %v", ts)
+				}
+				p, err := seriesPatch(ev)
+				require.NoError(t, err)
+				assert.Equal(t, string(want), string(p))
+			}
+		}
+	}
+	assert.Equal(t, (len(times)-1)*len(counts)*4, fast)
+	_, ok := fastSeriesPatch(&eventsv1.Event{})
+	assert.False(t, ok, "no series")
+}

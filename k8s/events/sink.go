@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/fanout-go/fanout/k8s/internal/adapt"
 	"github.com/fanout-go/fanout/k8s/record/util"
@@ -177,8 +178,41 @@ func (e *seriesRaceError) Error() string {
 func (e *seriesRaceError) Unwrap() error { return e.err }
 
 // seriesPatch is the strategic merge patch from ev without Series to ev,
-// as client-go's createPatchBytesForSeries.
+// as client-go's createPatchBytesForSeries. client-go diffs two JSON
+// encodings of the event through the strategic-merge machinery (about
+// 30 µs a patch, 14% of the CPU time of recording a series in the
+// benchmark harness's events group); the two differ only in Series, so
+// the usual case is written directly and the rest (no series, a zero last
+// observed time) goes the long way. TestSeriesPatchFastPath checks that
+// the two agree.
 func seriesPatch(ev *eventsv1.Event) ([]byte, error) {
+	if p, ok := fastSeriesPatch(ev); ok {
+		return p, nil
+	}
+	return slowSeriesPatch(ev)
+}
+
+// fastSeriesPatch writes the patch of an event whose series has a
+// non-zero last observed time: {"series":{"count":N,"lastObservedTime":T}},
+// keys in the order encoding/json sorts them, values as it encodes them.
+func fastSeriesPatch(ev *eventsv1.Event) ([]byte, bool) {
+	if ev.Series == nil || ev.Series.LastObservedTime.IsZero() {
+		return nil, false
+	}
+	ts, err := ev.Series.LastObservedTime.MarshalJSON()
+	if err != nil {
+		return nil, false
+	}
+	p := make([]byte, 0, 80)
+	p = append(p, `{"series":{"count":`...)
+	p = strconv.AppendInt(p, int64(ev.Series.Count), 10)
+	p = append(p, `,"lastObservedTime":`...)
+	p = append(p, ts...)
+	return append(p, "}}"...), true
+}
+
+// slowSeriesPatch is client-go's computation.
+func slowSeriesPatch(ev *eventsv1.Event) ([]byte, error) {
 	base := ev.DeepCopy()
 	base.Series = nil
 	before, err := json.Marshal(base)

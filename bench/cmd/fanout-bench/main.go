@@ -3,15 +3,16 @@
 // and prints a table of throughput (with ratios against k8s wait q100),
 // stalled-watcher cost, latency, idle memory and idle CPU, then the rate of
 // recording Kubernetes events into a no-op sink with fanout's k8s/record
-// against client-go's tools/record, followed by the project's performance
-// targets with PASS/FAIL.
+// against client-go's tools/record and with k8s/events against
+// tools/events, followed by the project's performance targets with
+// PASS/FAIL.
 //
 // Usage:
 //
 //	fanout-bench [-watchers 1,10,100,1000] [-producers 1,4] [-reps 7]
 //	             [-duration 60ms] [-record-events 20000] [-json FILE] [-svg FILE]
 //	             [-latency-producers 1,4] [-idle-pull-watchers 100000] [-record-producers 1,8]
-//	             [-quick] [-only throughput,stall,latency,idle_memory,idle_cpu,replay,record]
+//	             [-quick] [-only throughput,stall,latency,idle_memory,idle_cpu,replay,record,events]
 //	             [-nats=false]
 //
 // The nats group (package natsbench) follows: one producer through an
@@ -30,7 +31,9 @@
 // latency_samples, idle_bytes_per_watcher and idle_cpu_ms_per_sec; a
 // figure that the case's kind does not measure is null. A record case has
 // events/s in delivered_per_sec, ns per event in ns_per_publish and its
-// ratio against client-go in ratio_vs_k8s_wait_q100. -svg draws
+// ratio against client-go in ratio_vs_k8s_wait_q100; an events case the
+// same (its ratio in ratio_vs_client_go) and the most goroutines seen while
+// recording in peak_goroutines. -svg draws
 // delivered/s against watchers. Both create the file's directory if needed
 // and print where the file went.
 //
@@ -159,7 +162,7 @@ func (f *flags) register(fs *flag.FlagSet, def harness.Config) {
 	f.stallWatch = fs.Int("stall-watchers", def.StallWatchers, "watchers of the stalled-watcher comparison")
 	f.idleWatch = fs.Int("idle-watchers", def.IdleWatchers, "idle watchers of the memory measurement")
 	f.idleCPU = fs.Duration("idle", def.IdleCPUDuration, "idle CPU measurement time per system")
-	f.recEvents = fs.Int("record-events", def.RecordEvents, "Kubernetes events recorded per measurement of the k8s record comparison")
+	f.recEvents = fs.Int("record-events", def.RecordEvents, "Kubernetes events recorded per measurement of the k8s record and events comparisons")
 	f.jsonFile = fs.String("json", "", "write the cases as JSON Lines (one object per case) to `FILE`")
 	f.svgFile = fs.String("svg", "", "draw delivered/s against watchers as SVG to `FILE`")
 	f.quiet = fs.Bool("q", false, "no progress lines on stderr")
@@ -169,7 +172,7 @@ func (f *flags) register(fs *flag.FlagSet, def harness.Config) {
 	fs.Var(&f.watchers, "watchers", "comma-separated watcher counts `LIST`")
 	fs.Var(&f.producers, "producers", "comma-separated producer counts `LIST`")
 	fs.Var(&f.latProd, "latency-producers", "comma-separated producer counts `LIST` of the latency measurement")
-	fs.Var(&f.recProd, "record-producers", "comma-separated counts `LIST` of goroutines recording in the k8s record comparison")
+	fs.Var(&f.recProd, "record-producers", "comma-separated counts `LIST` of goroutines recording in the k8s record and events comparisons")
 }
 
 // apply sets in cfg the fields whose flags set names.

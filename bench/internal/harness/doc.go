@@ -103,6 +103,20 @@
 // exactly the same Create, Patch and Update calls, one per event, and the
 // same about each pod.
 //
+// A second comparison, kind "events", does the same for events.k8s.io/v1:
+// fanout's k8s/events against k8s.io/client-go/tools/events, with the
+// same events, pods, producers and rounds, all with the same type, reason,
+// action and note, so that each pod's first event is a Create, its second
+// a Patch (a series of 2) and the rest are merged into the series with no
+// sink call. A probe watcher counts the events each broadcaster hands out;
+// after each round the harness waits until it has them all (and, for
+// fanout, until Flush returns). The clock runs until every event is
+// handled: fanout's Flush, or client-go's Shutdown followed by every
+// goroutine of the measurement gone (up to client-go v0.37 each event
+// runs on goroutines of its own). The most goroutines seen above the
+// baseline while recording are reported, and every measurement must make
+// the same calls about each pod. See [measureEvents].
+//
 // [Run] measures, [WriteReport], [WriteJSON] and [WriteChart] render, and
 // [EvaluateTargets] checks the project's performance targets.
 package harness

@@ -142,9 +142,16 @@ func (s *countingSink) snapshot() (sinkCalls, []sinkCalls) {
 // waitFor spins, yielding the processor at each turn, until the sink has
 // seen want calls. It gives up if no call arrives for recordStallTimeout.
 func (s *countingSink) waitFor(want int64) error {
-	last, since := s.calls(), time.Now()
+	return spinUntil(s.calls, want, "events reached the sink")
+}
+
+// spinUntil spins, yielding the processor at each turn, until count()
+// reaches want. It gives up if the count does not move for
+// recordStallTimeout, with an error saying "<count> of <want> <what>".
+func spinUntil(count func() int64, want int64, what string) error {
+	last, since := count(), time.Now()
 	for spin := 1; ; spin++ {
-		got := s.calls()
+		got := count()
 		if got >= want {
 			return nil
 		}
@@ -153,7 +160,7 @@ func (s *countingSink) waitFor(want int64) error {
 			if got != last {
 				last, since = got, time.Now()
 			} else if time.Since(since) > recordStallTimeout {
-				return fmt.Errorf("%d of %d events reached the sink, none for %s", got, want, recordStallTimeout)
+				return fmt.Errorf("%d of %d %s, none for %s", got, want, what, recordStallTimeout)
 			}
 		}
 	}
@@ -205,7 +212,8 @@ func measureRecord(s System, pods []*v1.Pod, events, producers int) (recordSampl
 	}
 	sink := newCountingSink(pods)
 	b.StartRecordingToSink(sink)
-	rr := newRecordRounds(b.NewRecorder(scheme.Scheme, v1.EventSource{Component: "fanout-bench"}), sink, pods,
+	rec := b.NewRecorder(scheme.Scheme, v1.EventSource{Component: "fanout-bench"})
+	rr := newRecordRounds(func(p *v1.Pod) { rec.Event(p, v1.EventTypeNormal, "Synced", "synced") }, sink.waitFor, pods,
 		recordEvents(events, producers), producers)
 	runtime.GC()
 	var m0, m1 runtime.MemStats
@@ -230,27 +238,27 @@ func measureRecord(s System, pods []*v1.Pod, events, producers int) (recordSampl
 // recordRounds records events about pods from several goroutines, in
 // rounds: in each round every goroutine records its share, at most
 // RecordBatch/producers events (at least two rounds, so that allocations
-// can be counted over the second half), then the coordinator waits until the sink
-// has seen every call so far, so that the recorders' 1000-event queues
-// never overflow. Goroutine j records about its own pods only, the pods i
+// can be counted over the second half), then the coordinator waits (wait:
+// until the sink has seen every call so far, for the record comparison),
+// so that the recorders' 1000-event queues never overflow. Goroutine j records about its own pods only, the pods i
 // with i mod producers = j, in turn, so that the sink calls about each pod
 // (a Create for its first event, a Patch for every repeat) do not depend on
 // how the goroutines interleave. With one producer it records about every
 // pod in turn, in batches of RecordBatch.
 type recordRounds struct {
-	rec       clientrecord.EventRecorder
-	sink      *countingSink
-	own       [][]*v1.Pod // the pods of each producer
-	per       int         // events per producer
-	share     int         // events per producer per round
+	record    func(*v1.Pod)          // records one event about a pod
+	wait      func(sent int64) error // after each round, with the events recorded so far
+	own       [][]*v1.Pod            // the pods of each producer
+	per       int                    // events per producer
+	share     int                    // events per producer per round
 	total     int64
 	start     []chan struct{} // closed to start each round
 	done      sync.WaitGroup  // the producers that finished the round
 	abandoned atomic.Bool     // the coordinator gave up: producers return
 }
 
-func newRecordRounds(rec clientrecord.EventRecorder, sink *countingSink, pods []*v1.Pod, events, producers int) *recordRounds {
-	rr := &recordRounds{rec: rec, sink: sink, own: make([][]*v1.Pod, producers), per: events / producers, total: int64(events)}
+func newRecordRounds(record func(*v1.Pod), wait func(sent int64) error, pods []*v1.Pod, events, producers int) *recordRounds {
+	rr := &recordRounds{record: record, wait: wait, own: make([][]*v1.Pod, producers), per: events / producers, total: int64(events)}
 	for i, p := range pods {
 		rr.own[i%producers] = append(rr.own[i%producers], p)
 	}
@@ -276,7 +284,7 @@ func (rr *recordRounds) produce(j int) {
 			return
 		}
 		for end := min(k+rr.share, rr.per); k < end; k++ {
-			rr.rec.Event(own[k%len(own)], v1.EventTypeNormal, "Synced", "synced")
+			rr.record(own[k%len(own)])
 		}
 		rr.done.Done()
 	}
@@ -302,7 +310,7 @@ func (rr *recordRounds) run(half func(sent int64)) error {
 		close(start)
 		rr.done.Wait()
 		sent += int64(min(rr.share, rr.per-r*rr.share) * len(rr.own))
-		if err := rr.sink.waitFor(sent); err != nil {
+		if err := rr.wait(sent); err != nil {
 			rr.abandoned.Store(true)
 			for _, ch := range rr.start[r+1:] {
 				close(ch)
@@ -361,6 +369,40 @@ func at(calls []sinkCalls, i int) sinkCalls {
 	return sinkCalls{}
 }
 
+// isSettled reports whether every goroutine of the measurement exited.
+func (s recordSample) isSettled() bool { return s.settled }
+
+// recordReps runs measure, which records the given number of events with
+// one system, for a discarded warm-up of each system (up to two batches),
+// then for cfg.Reps repetitions in which every system records
+// cfg.RecordEvents events, the order rotated by one system per
+// repetition. A measurement whose goroutines did not all exit adds a
+// warning. samples[i] are systems[i]'s.
+func recordReps[S interface{ isSettled() bool }](cfg Config, res *Results, systems []System, kind string, producers int,
+	measure func(s System, events int) (S, error)) (samples [][]S, err error) {
+	for _, s := range systems {
+		if _, err := measure(s, min(cfg.RecordEvents, 2*RecordBatch)); err != nil {
+			return nil, err
+		}
+	}
+	samples = make([][]S, len(systems))
+	for rep := range cfg.Reps {
+		for k := range systems {
+			i := (k + rep) % len(systems)
+			smp, err := measure(systems[i], cfg.RecordEvents)
+			if err != nil {
+				return nil, err
+			}
+			if !smp.isSettled() {
+				res.Warnings = append(res.Warnings, fmt.Sprintf("%s %s P=%d: goroutines still running after the measurement",
+					kind, systems[i].Label(), producers))
+			}
+			samples[i] = append(samples[i], smp)
+		}
+	}
+	return samples, nil
+}
+
 // recordGroup runs the record comparison with the given number of
 // recording goroutines: a discarded warm-up of each system (up to two
 // batches), then cfg.Reps repetitions in which every system records
@@ -371,25 +413,11 @@ func at(calls []sinkCalls, i int) sinkCalls {
 // events/s in the same repetition.
 func recordGroup(cfg Config, res *Results, systems []System, producers int) ([]Case, error) {
 	pods := recordPods()
-	for _, s := range systems {
-		if _, err := measureRecord(s, pods, min(cfg.RecordEvents, 2*RecordBatch), producers); err != nil {
-			return nil, err
-		}
-	}
-	samples := make([][]recordSample, len(systems))
-	for rep := range cfg.Reps {
-		for k := range systems {
-			i := (k + rep) % len(systems)
-			smp, err := measureRecord(systems[i], pods, cfg.RecordEvents, producers)
-			if err != nil {
-				return nil, err
-			}
-			if !smp.settled {
-				res.Warnings = append(res.Warnings, fmt.Sprintf("record %s P=%d: goroutines still running after the measurement",
-					systems[i].Label(), producers))
-			}
-			samples[i] = append(samples[i], smp)
-		}
+	samples, err := recordReps(cfg, res, systems, KindRecord, producers, func(s System, events int) (recordSample, error) {
+		return measureRecord(s, pods, events, producers)
+	})
+	if err != nil {
+		return nil, err
 	}
 	if err := checkSameSinkCalls(systems, samples); err != nil {
 		return nil, err

@@ -54,7 +54,7 @@ func TestMeasureRecord(t *testing.T) {
 // share of each round: every pod gets events, and no pod two producers.
 func TestRecordRoundsSplitPods(t *testing.T) {
 	pods := recordPods()
-	rr := newRecordRounds(nil, newCountingSink(pods), pods, 2000, 8)
+	rr := newRecordRounds(nil, nil, pods, 2000, 8)
 	// 250 events each, at most 62 per round: 5 rounds of 50.
 	if rr.per != 250 || rr.share != 50 || len(rr.start) != 5 || rr.total != 2000 {
 		t.Errorf("per %d, share %d, rounds %d, total %d", rr.per, rr.share, len(rr.start), rr.total)

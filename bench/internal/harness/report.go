@@ -67,7 +67,7 @@ func WriteReport(w io.Writer, res *Results) error {
 	var b strings.Builder
 	for _, section := range []func(*strings.Builder, *Results) error{
 		reportHeader, reportThroughput, reportStall, reportLatency, reportIdleMemory, reportIdleCPU,
-		reportReplay, reportRecord, reportWarnings, reportTargets,
+		reportReplay, reportRecord, reportEvents, reportWarnings, reportTargets,
 	} {
 		if err := section(&b, res); err != nil {
 			return err

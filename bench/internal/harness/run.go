@@ -61,11 +61,12 @@ type Config struct {
 	IdleCPUDuration time.Duration
 
 	// RecordEvents is the number of Kubernetes events recorded per
-	// measurement of the record comparison, the same for both recorders so
-	// that they make the same sink calls.
+	// measurement of the record and events comparisons, the same for both
+	// recorders so that they make the same sink calls.
 	RecordEvents int
 	// RecordProducers lists the numbers of goroutines recording
-	// concurrently in the record comparison, each about its own pods.
+	// concurrently in the record and events comparisons, each about its
+	// own pods.
 	RecordProducers []int
 
 	// ReplayHistory is H of the replay comparison: the broadcaster's (or
@@ -199,7 +200,7 @@ const (
 )
 
 // Kinds lists every kind of case, in report order.
-var Kinds = []string{KindThroughput, KindStall, KindLatency, KindIdleMemory, KindIdleCPU, KindReplay, KindRecord}
+var Kinds = []string{KindThroughput, KindStall, KindLatency, KindIdleMemory, KindIdleCPU, KindReplay, KindRecord, KindEvents}
 
 // Case is the result of one measured case: one system in one setting. It is
 // also one line of the JSON Lines output. Every figure is present in every
@@ -292,6 +293,10 @@ type Case struct {
 	// IdleCPUMsPerSec is process CPU milliseconds per second of wall time
 	// while the watchers are parked.
 	IdleCPUMsPerSec *float64 `json:"idle_cpu_ms_per_sec"`
+
+	// PeakGoroutines is, for the events kind, the most goroutines seen
+	// above the baseline while recording, over the repetitions.
+	PeakGoroutines *float64 `json:"peak_goroutines"`
 
 	// SinkCreates and SinkPatches are, for the record kind, the sink's
 	// Create and Patch calls per repetition, the same for every record
@@ -391,6 +396,12 @@ func steps(cfg Config, res *Results) []step {
 			fmt.Sprintf("k8s record: %d events about %d pods per measurement, %s", recordEvents(cfg.RecordEvents, p), RecordPods,
 				plural(p, "producer")),
 			func() ([]Case, error) { return recordGroup(cfg, res, RecordSystems(), p) }})
+	}
+	for _, p := range cfg.RecordProducers {
+		out = append(out, step{KindEvents,
+			fmt.Sprintf("k8s events: %d events.k8s.io events about %d pods per measurement, %s", recordEvents(cfg.RecordEvents, p),
+				RecordPods, plural(p, "producer")),
+			func() ([]Case, error) { return eventsGroup(cfg, res, EventsSystems(), p) }})
 	}
 	return out
 }

@@ -65,6 +65,7 @@ func TestRunTiny(t *testing.T) {
 		KindIdleCPU:    len(IdleCPUSystems()) + 1,
 		KindReplay:     len(ReplaySystems()),
 		KindRecord:     2 * len(RecordSystems()),
+		KindEvents:     2 * len(EventsSystems()),
 	}
 	for k, n := range want {
 		if count[k] != n {
@@ -201,7 +202,7 @@ func TestWriteJSON(t *testing.T) {
 			}
 		}
 		if sys := m["system"]; sys != "fanout" && sys != "k8s" && sys != "chan" && sys != "teivah" && sys != "kelindar" &&
-			!(kind == KindIdleCPU && sys == "none") && !(kind == KindRecord && sys == SystemClientGo) {
+			!(kind == KindIdleCPU && sys == "none") && !((kind == KindRecord || kind == KindEvents) && sys == SystemClientGo) {
 			t.Errorf("line %d: system %v", lines, sys)
 		}
 		if b, _ := m["batch"].(float64); kind != KindIdleCPU && b != 1 && !(kind == KindThroughput && b == DefaultBatch) {

@@ -116,6 +116,10 @@ func (s System) Label() string {
 		return "fanout k8s/record"
 	case s.API == APIRecord:
 		return s.Name + " tools/record"
+	case s.API == APIEvents && s.Name == SystemFanout:
+		return "fanout k8s/events"
+	case s.API == APIEvents:
+		return s.Name + " tools/events"
 	}
 	if s.API == APIReplay || s.API == APIPrefix {
 		return replayLabel(s)

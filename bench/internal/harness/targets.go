@@ -124,13 +124,14 @@ func throughputRatio(cases []Case, a, b System, n, producers int) float64 {
 // the results of one run, and returns them in report order: the first
 // targets, then issue 10's (peers, producers, batches, lossy reads, 10,000
 // watchers, 100,000 idle watchers, recording from 8 goroutines, latency
-// with 4 producers). Each compares figures of the same run. A target whose
+// with 4 producers), then issue 20's (events.k8s.io from 8 goroutines).
+// Each compares figures of the same run. A target whose
 // figures were not measured (e.g. N=1000 left out with -watchers) is NA.
 func EvaluateTargets(cases []Case) []Target {
 	var out []Target
 	for _, f := range []func([]Case) []Target{
 		throughputTargets, allocTargets, idleTargets, latencyTargets, idleCPUTargets, stallTargets, recordTargets,
-		peerTargets, producerTargets, batchTargets, lossyTargets, largeTargets, latency4Targets,
+		peerTargets, producerTargets, batchTargets, lossyTargets, largeTargets, latency4Targets, eventsTargets,
 	} {
 		out = append(out, f(cases)...)
 	}

@@ -1,0 +1,325 @@
+package fanoutctrl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	typedeventsv1 "k8s.io/client-go/kubernetes/typed/events/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/leaderelection"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	ctrlrecorder "sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	"github.com/fanout-go/fanout/k8s/events"
+	"github.com/fanout-go/fanout/k8s/metrics"
+	"github.com/fanout-go/fanout/k8s/record"
+)
+
+// defaultRenewDeadline is controller-runtime's default
+// manager.Options.RenewDeadline (unexported there), which sets the
+// timeout of the leader election client.
+const defaultRenewDeadline = 10 * time.Second
+
+// Values of the "api" label of the metrics (see [WithMetrics]).
+const (
+	apiCore   = "core/v1"
+	apiEvents = "events.k8s.io/v1"
+)
+
+// Manager is a controller-runtime [manager.Manager] whose event recorders
+// are fanout's: GetEventRecorderFor records through a
+// [record.Broadcaster] (core/v1 Events) and GetEventRecorder through an
+// [events.Broadcaster] (events.k8s.io/v1), and so does leader election.
+// Every other method is the wrapped manager's. Make it with [NewManager];
+// pass it wherever controller-runtime takes a manager.
+type Manager struct {
+	manager.Manager
+
+	cfg        config
+	record     *record.Broadcaster
+	events     *events.Broadcaster
+	core       typedcorev1.EventsGetter
+	httpClient *http.Client // the sinks', nil with the tests' fake sinks
+
+	// scheme and logger are the wrapped manager's, set by NewManager
+	// before anything can record.
+	scheme *runtime.Scheme
+	logger logr.Logger
+
+	startOnce  sync.Once
+	collectors []prometheus.Collector
+}
+
+var _ ctrlrecorder.Provider = (*Manager)(nil)
+
+// NewManager returns a manager made by controller-runtime's manager.New
+// (ctrl.NewManager) with config and options, whose event recorders are
+// fanout's. It is a drop-in replacement for that call:
+//
+//	mgr, err := fanoutctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{...})
+//
+// What changes:
+//
+//   - GetEventRecorderFor and GetEventRecorder return recorders of a
+//     [record.Broadcaster] and an [events.Broadcaster] (client-go's
+//     decisions, counters for every drop, no goroutine per event). Their
+//     sinks start when the first event is recorded or at
+//     [Manager.Start], whichever comes first.
+//   - With options.LeaderElection, the leader election's resource lock is
+//     made here (with controller-runtime's leaderelection.NewResourceLock
+//     and the same options) so that its events go through the same
+//     broadcaster: every event is written once. controller-runtime's own
+//     broadcasters are never started. Not when
+//     options.LeaderElectionResourceLockInterface is set (your lock, your
+//     recorder) or options.LeaderElectionConfig is (leader election in
+//     another cluster: controller-runtime records its events there, as
+//     before).
+//   - [Manager.Start] flushes and shuts both broadcasters down, within
+//     [WithShutdownTimeout], once controller-runtime's manager has
+//     stopped (runnables and leader election included), so that the
+//     events recorded until then are written.
+//   - With [WithMetrics], the broadcasters' counters are exported to
+//     Prometheus.
+//
+// options.EventBroadcaster, deprecated by controller-runtime, must be nil:
+// tune the broadcasters with [WithRecordOptions] and [WithEventsOptions].
+// The sinks use an HTTP client of their own made from config, as
+// controller-runtime's events.k8s.io client does.
+func NewManager(config *rest.Config, options manager.Options, opts ...Option) (*Manager, error) {
+	if config == nil {
+		return nil, errors.New("fanoutctrl: must specify Config")
+	}
+	//lint:ignore SA1019 checked so that it is not silently ignored
+	if options.EventBroadcaster != nil {
+		return nil, errors.New("fanoutctrl: manager.Options.EventBroadcaster must be nil: fanout's broadcasters replace it (tune them with WithRecordOptions)")
+	}
+	m := &Manager{cfg: newConfig(opts)}
+	config = rest.CopyConfig(config)
+	if config.UserAgent == "" {
+		config.UserAgent = rest.DefaultKubernetesUserAgent()
+	}
+	logger := options.Logger
+	if logger.GetSink() == nil {
+		logger = ctrllog.Log // manager.New's default too
+	}
+	m.logger = logger.WithName("events")
+	if err := m.makeBroadcasters(config); err != nil {
+		return nil, err
+	}
+	if m.cfg.metrics {
+		if err := m.registerMetrics(); err != nil {
+			return nil, err
+		}
+	}
+	inner, err := m.newInner(config, options)
+	if err != nil {
+		m.unregisterMetrics()
+		return nil, err
+	}
+	m.Manager, m.scheme = inner, inner.GetScheme()
+	if m.scheme == nil {
+		m.scheme = scheme.Scheme
+	}
+	return m, nil
+}
+
+// newInner makes controller-runtime's manager, with a leader election lock
+// whose recorder is m's (see NewManager).
+func (m *Manager) newInner(config *rest.Config, options manager.Options) (manager.Manager, error) {
+	if options.LeaderElection && options.LeaderElectionResourceLockInterface == nil && options.LeaderElectionConfig == nil {
+		renew := defaultRenewDeadline
+		if options.RenewDeadline != nil {
+			renew = *options.RenewDeadline
+		}
+		lock, err := leaderelection.NewResourceLock(rest.CopyConfig(config), m, leaderelection.Options{
+			LeaderElection:             true,
+			LeaderElectionResourceLock: options.LeaderElectionResourceLock,
+			LeaderElectionNamespace:    options.LeaderElectionNamespace,
+			LeaderElectionID:           options.LeaderElectionID,
+			RenewDeadline:              renew,
+			LeaderLabels:               options.LeaderElectionLabels,
+		})
+		if err != nil {
+			return nil, err
+		}
+		options.LeaderElectionResourceLockInterface = lock
+	}
+	return manager.New(config, options)
+}
+
+// makeBroadcasters makes both broadcasters and the core/v1 client, on an
+// HTTP client of their own, before the wrapped manager: nothing of it is
+// left to undo when making that fails. They start nothing.
+func (m *Manager) makeBroadcasters(config *rest.Config) error {
+	eventsSink, core := m.cfg.eventsSink, typedcorev1.EventsGetter(nil)
+	if eventsSink == nil || m.cfg.coreSink == nil {
+		httpClient, err := rest.HTTPClientFor(config)
+		if err != nil {
+			return err
+		}
+		m.httpClient = httpClient
+		coreClient, err := typedcorev1.NewForConfigAndClient(config, httpClient)
+		if err != nil {
+			return err
+		}
+		eventsClient, err := typedeventsv1.NewForConfigAndClient(config, httpClient)
+		if err != nil {
+			return err
+		}
+		core = coreClient
+		if eventsSink == nil {
+			eventsSink = &events.EventSinkImpl{Interface: eventsClient}
+		}
+	}
+	m.core = core
+	logCtx := klog.NewContext(context.Background(), m.logger)
+	m.record = record.New(append([]record.BroadcasterOption{record.WithContext(logCtx)}, m.cfg.recordOpts...)...)
+	ev, err := events.New(eventsSink, m.cfg.eventsOpts...)
+	if err != nil {
+		return err
+	}
+	m.events = ev
+	return nil
+}
+
+// registerMetrics registers a collector per broadcaster (see WithMetrics).
+func (m *Manager) registerMetrics() error {
+	reg := m.registerer()
+	m.collectors = []prometheus.Collector{
+		metrics.NewCollector(m.record, prometheus.Labels{"api": apiCore}),
+		metrics.NewCollector(m.events, prometheus.Labels{"api": apiEvents}),
+	}
+	for i, c := range m.collectors {
+		if err := reg.Register(c); err != nil {
+			for _, done := range m.collectors[:i] {
+				reg.Unregister(done)
+			}
+			m.collectors = nil
+			return fmt.Errorf("fanoutctrl: registering the event metrics: %w", err)
+		}
+	}
+	return nil
+}
+
+// RecordBroadcaster returns the core/v1 broadcaster behind
+// GetEventRecorderFor, for its Stats and Flush.
+func (m *Manager) RecordBroadcaster() *record.Broadcaster { return m.record }
+
+// EventsBroadcaster returns the events.k8s.io/v1 broadcaster behind
+// GetEventRecorder, for its Stats, SeriesEvicted and Flush.
+func (m *Manager) EventsBroadcaster() *events.Broadcaster { return m.events }
+
+// GetEventRecorderFor returns a core/v1 recorder of the manager's
+// [record.Broadcaster] whose events have source component name, as
+// controller-runtime's. The broadcaster's sink starts with its first
+// event, if the manager has not started yet.
+//
+// Deprecated: controller-runtime deprecates the core/v1 events API; use
+// GetEventRecorder.
+func (m *Manager) GetEventRecorderFor(name string) record.EventRecorder {
+	return &coreRecorder{m: m, name: name}
+}
+
+// GetEventRecorder returns an events.k8s.io/v1 recorder of the manager's
+// [events.Broadcaster] reporting as controller name (ReportingInstance is
+// name-hostname), as controller-runtime's. It also implements
+// [events.EventRecorderLogger]. The broadcaster's sink starts with its
+// first event, if the manager has not started yet.
+func (m *Manager) GetEventRecorder(name string) ctrlrecorder.EventRecorder {
+	return &eventsRecorder{m: m, name: name}
+}
+
+// Start starts recording to the API server (if no event did already),
+// then runs controller-runtime's manager until ctx ends (see its Start).
+// Once that has returned, every runnable and the leader election having
+// stopped, it flushes both broadcasters and shuts them down, within the
+// bound of [WithShutdownTimeout]; then it unregisters the metrics. It
+// returns the wrapped manager's error. Events still unwritten at the bound
+// are counted as dropped at shutdown (the broadcasters' Stats) and logged,
+// but do not make Start fail.
+func (m *Manager) Start(ctx context.Context) error {
+	m.startRecording()
+	err := m.Manager.Start(ctx)
+	m.shutdown()
+	return err
+}
+
+// startRecording starts both sinks, and the loggers controller-runtime
+// starts, once.
+func (m *Manager) startRecording() {
+	m.startOnce.Do(func() {
+		coreSink := m.cfg.coreSink
+		if coreSink == nil {
+			coreSink = &typedcorev1.EventSinkImpl{Interface: m.core.Events("")}
+		}
+		m.record.StartRecordingToSink(coreSink)
+		if err := m.events.StartRecordingToSinkWithContext(logr.NewContext(context.Background(), m.logger)); err != nil {
+			m.logger.Error(err, "Unable to start recording events.k8s.io events")
+		}
+		// controller-runtime logs every event at V(1); the watchers cost a
+		// goroutine and a copy of each event, so only when that is shown.
+		if v := m.logger.V(1); v.Enabled() {
+			m.record.StartEventWatcher(func(e *corev1.Event) {
+				v.Info(e.Message, "type", e.Type, "object", e.InvolvedObject, "reason", e.Reason)
+			})
+			if _, err := m.events.StartLogging(v); err != nil {
+				m.logger.Error(err, "Unable to start logging events.k8s.io events")
+			}
+		}
+	})
+}
+
+// shutdown flushes and shuts both broadcasters down, side by side, within
+// the configured bound, and unregisters the metrics.
+func (m *Manager) shutdown() {
+	timeout := m.cfg.shutdownTimeout
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for i, b := range []interface {
+		Flush(context.Context) error
+		ShutdownContext(context.Context) error
+	}{m.record, m.events} {
+		wg.Go(func() {
+			errs[i] = errors.Join(b.Flush(ctx), b.ShutdownContext(ctx))
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		m.logger.Error(err, "Event recorders did not finish in time: the events not written are counted as dropped at shutdown", "timeout", timeout)
+	}
+	if m.httpClient != nil {
+		m.httpClient.CloseIdleConnections()
+	}
+	m.unregisterMetrics()
+}
+
+func (m *Manager) registerer() prometheus.Registerer {
+	if m.cfg.registerer == nil {
+		return ctrlmetrics.Registry
+	}
+	return m.cfg.registerer
+}
+
+// unregisterMetrics undoes registerMetrics.
+func (m *Manager) unregisterMetrics() {
+	reg := m.registerer()
+	for _, c := range m.collectors {
+		reg.Unregister(c)
+	}
+	m.collectors = nil
+}

@@ -1,0 +1,256 @@
+package fanoutctrl
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/fanout-go/fanout/k8s/events"
+	"github.com/fanout-go/fanout/k8s/internal/apitest"
+	"github.com/fanout-go/fanout/k8s/record"
+)
+
+// offline is the configuration of an API server that is never contacted:
+// the tests here start no cache, no leader election and no metrics server,
+// and their events go to fake sinks.
+var offline = &rest.Config{Host: "https://127.0.0.1:1"}
+
+// withSinks makes the manager write to fake sinks instead of the API
+// server's.
+func withSinks(core record.EventSink, ev events.EventSink) Option {
+	return optionFunc(func(c *config) { c.coreSink, c.eventsSink = core, ev })
+}
+
+// fakes are the fake sinks of a test manager.
+type fakes struct {
+	core   *apitest.CoreSink
+	events *apitest.EventsSink
+}
+
+func newTestManager(t *testing.T, options manager.Options, opts ...Option) (*Manager, fakes) {
+	t.Helper()
+	f := fakes{core: apitest.NewCoreSink(), events: &apitest.EventsSink{}}
+	options.Metrics = metricsserver.Options{BindAddress: "0"}
+	if options.Logger.GetSink() == nil {
+		options.Logger = logr.Discard()
+	}
+	m, err := NewManager(offline, options, append([]Option{withSinks(f.core, f.events)}, opts...)...)
+	require.NoError(t, err)
+	return m, f
+}
+
+// run starts m and returns a function that stops it and returns Start's
+// error.
+func run(t *testing.T, m *Manager) (stop func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Start(ctx) }()
+	return func() error {
+		cancel()
+		return <-done
+	}
+}
+
+// logLines returns a logger showing verbosity v and what it logged.
+func logLines(v int) (logr.Logger, func() []string) {
+	var mu sync.Mutex
+	var lines []string
+	logger := funcr.New(func(_, args string) {
+		mu.Lock()
+		defer mu.Unlock()
+		lines = append(lines, args)
+	}, funcr.Options{Verbosity: v})
+	return logger, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(lines)
+	}
+}
+
+func pod(name string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID("uid-" + name)}}
+}
+
+// Both getters record through fanout's broadcasters: the events reach the
+// sinks as client-go's recorders would write them, with the name as the
+// source component (core/v1) and the reporting controller
+// (events.k8s.io/v1).
+func TestRecordersWriteThroughFanoutBroadcasters(t *testing.T) {
+	m, f := newTestManager(t, manager.Options{})
+	stop := run(t, m)
+	core := m.GetEventRecorderFor("pods")
+	ev := m.GetEventRecorder("pods")
+	for range 3 {
+		core.Eventf(pod("web"), corev1.EventTypeNormal, "Synced", "synced %s", "web")
+		ev.Eventf(pod("web"), nil, corev1.EventTypeWarning, "BackOff", "Restart", "restarting %s", "web")
+	}
+	ev.AnnotatedEventf(pod("db"), nil, map[string]string{"a": "b"}, corev1.EventTypeNormal, "Synced", "Sync", "ok")
+	require.NoError(t, stop())
+
+	assert.Equal(t, []string{"create", "patch", "patch"}, f.core.Ops(), "a count of 3")
+	first := f.core.Calls()[0].Event
+	assert.Equal(t, "pods", first.Source.Component)
+	assert.Equal(t, "Pod", first.InvolvedObject.Kind)
+	assert.Equal(t, "synced web", first.Message)
+
+	// web: created, a series of 2, and its final count (3) at shutdown;
+	// db: created, with its annotation.
+	assert.Equal(t, []string{"create", "patch", "create", "patch"}, f.events.Ops())
+	calls := f.events.Calls()
+	assert.Equal(t, "pods", calls[0].Event.ReportingController)
+	assert.EqualValues(t, 3, calls[3].Event.Series.Count)
+	assert.Equal(t, map[string]string{"a": "b"}, calls[2].Event.Annotations)
+	assert.Zero(t, m.RecordBroadcaster().Stats().Dropped())
+	assert.Zero(t, m.EventsBroadcaster().Stats().Dropped())
+}
+
+// Events recorded before Start start the sinks, as controller-runtime's
+// lazy recorders do; events recorded after Start has returned are refused
+// (counted), and nothing is started again.
+func TestRecordersStartSinksLazilyAndRefuseAfterStart(t *testing.T) {
+	m, f := newTestManager(t, manager.Options{})
+	core := m.GetEventRecorderFor("early")
+	ev := m.GetEventRecorder("early")
+	assert.Zero(t, m.RecordBroadcaster().Stats().Sinks, "nothing started before an event")
+	core.Event(pod("web"), corev1.EventTypeNormal, "Early", "before Start")
+	ev.Eventf(pod("web"), nil, corev1.EventTypeNormal, "Early", "Setup", "before Start")
+	assert.EqualValues(t, 1, m.RecordBroadcaster().Stats().Sinks)
+	require.NoError(t, run(t, m)())
+	assert.Len(t, f.core.Calls(), 1)
+	assert.Len(t, f.events.Calls(), 1)
+
+	core.Event(pod("web"), corev1.EventTypeNormal, "Late", "after Start")
+	ev.Eventf(pod("web"), nil, corev1.EventTypeNormal, "Late", "Stop", "after Start")
+	assert.EqualValues(t, 1, m.RecordBroadcaster().Stats().Refused)
+	assert.EqualValues(t, 1, m.EventsBroadcaster().Stats().Refused)
+	assert.Len(t, f.core.Calls(), 1)
+}
+
+// A recorder given a logger with WithLogger logs to it: an event about
+// a nil object is logged there, and counted as invalid.
+func TestRecorderWithLoggerLogsThere(t *testing.T) {
+	m, _ := newTestManager(t, manager.Options{})
+	logger, lines := logLines(0)
+	core := m.GetEventRecorderFor("pods").(record.EventRecorderLogger).WithLogger(logger)
+	ev := m.GetEventRecorder("pods").(events.EventRecorderLogger).WithLogger(logger)
+	core.Event(nil, corev1.EventTypeNormal, "R", "m")
+	ev.Eventf(nil, nil, corev1.EventTypeNormal, "R", "A", "m")
+	require.NoError(t, run(t, m)())
+	assert.Len(t, lines(), 2, "%q", lines())
+	assert.EqualValues(t, 1, m.RecordBroadcaster().Stats().Invalid)
+	assert.EqualValues(t, 1, m.EventsBroadcaster().Stats().Invalid)
+}
+
+// When the manager's logger shows V(1), every event is logged there, as
+// controller-runtime does.
+func TestEventsLoggedAtV1WhenShown(t *testing.T) {
+	logger, lines := logLines(1)
+	m, _ := newTestManager(t, manager.Options{Logger: logger})
+	stop := run(t, m)
+	m.GetEventRecorderFor("pods").Event(pod("web"), corev1.EventTypeNormal, "Synced", "core note")
+	m.GetEventRecorder("pods").Eventf(pod("web"), nil, corev1.EventTypeNormal, "Synced", "Sync", "events note")
+	require.NoError(t, stop())
+	all := strings.Join(lines(), "\n")
+	assert.Contains(t, all, "core note")
+	assert.Contains(t, all, "events note")
+}
+
+// Start is bounded by WithShutdownTimeout even when the API server never
+// answers: the events not written are counted as dropped at shutdown, the
+// write in flight once its context is cancelled.
+func TestStartReturnsWithinShutdownTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m, f := newTestManager(t, manager.Options{}, WithShutdownTimeout(time.Minute))
+		release := make(chan struct{})
+		defer close(release)
+		f.events.Hold = func(apitest.Call[*eventsv1.Event]) <-chan struct{} { return release }
+		stop := run(t, m)
+		for i := range 3 {
+			m.GetEventRecorder("pods").Eventf(pod(fmt.Sprint("p", i)), nil, corev1.EventTypeNormal, "R", "A", "m")
+		}
+		start := time.Now()
+		require.NoError(t, stop())
+		assert.Equal(t, time.Minute, time.Since(start), "the bound, on the bubble's clock")
+		synctest.Wait()
+		st := m.EventsBroadcaster().Stats()
+		assert.EqualValues(t, 3, st.Recorded)
+		assert.EqualValues(t, 3, st.DroppedShutdown, "the write in flight and the two queued: %+v", st)
+		assert.Zero(t, st.Sinks, "the sink has stopped")
+	})
+}
+
+// WithMetrics registers one collector per broadcaster, told apart by the
+// api label, and Start unregisters them when it returns; a registry that
+// has them already refuses a second manager's.
+func TestWithMetricsRegistersUntilStartReturns(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, _ := newTestManager(t, manager.Options{}, WithMetrics(reg))
+	m.GetEventRecorder("pods").Eventf(pod("web"), nil, corev1.EventTypeNormal, "R", "A", "m")
+	apis := map[string]float64{}
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() != "fanout_k8s_events_recorded_total" {
+			continue
+		}
+		for _, mt := range mf.GetMetric() {
+			for _, l := range mt.GetLabel() {
+				if l.GetName() == "api" {
+					apis[l.GetValue()] = mt.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	assert.Equal(t, map[string]float64{"core/v1": 0, "events.k8s.io/v1": 1}, apis)
+
+	_, err = NewManager(offline, manager.Options{Metrics: metricsserver.Options{BindAddress: "0"}, Logger: logr.Discard()},
+		WithMetrics(reg))
+	assert.ErrorContains(t, err, "registering the event metrics")
+
+	require.NoError(t, run(t, m)())
+	mfs, err = reg.Gather()
+	require.NoError(t, err)
+	assert.Empty(t, mfs, "unregistered")
+}
+
+// The deprecated EventBroadcaster option is refused rather than ignored.
+func TestNewManagerRefusesEventBroadcaster(t *testing.T) {
+	b := record.New()
+	defer b.Shutdown()
+	//lint:ignore SA1019 the deprecated option is tested
+	_, err := NewManager(offline, manager.Options{EventBroadcaster: b})
+	assert.ErrorContains(t, err, "EventBroadcaster must be nil")
+	_, err = NewManager(nil, manager.Options{})
+	assert.Error(t, err)
+}
+
+// A manager that cannot be made leaves nothing registered: here the
+// leader election lock has no ID.
+func TestNewManagerErrorLeavesNoMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	_, err := NewManager(offline, manager.Options{LeaderElection: true, LeaderElectionNamespace: "ns", Logger: logr.Discard()},
+		WithMetrics(reg))
+	assert.ErrorContains(t, err, "LeaderElectionID must be configured")
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	assert.Empty(t, mfs)
+}
