@@ -14,7 +14,7 @@ CHECK_GOFLAGS := $(strip $(GOFLAGS) -trimpath)
 # Modules `make quick` tests at once.
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: test quick check fmt-check tidy-check vet staticcheck race invariants e2e-binaries bench bench-readme release-check
+.PHONY: test quick check fmt-check tidy-check vet staticcheck race invariants histories e2e-binaries bench bench-readme release-check
 
 ## test: everything CI runs (.ci/run): gofmt, go mod tidy, go vet, the e2e binaries, go test -race of every
 ## module including the end-to-end tests (-tags e2e) and the release test, the core's tests once more with
@@ -80,6 +80,13 @@ bench:
 ## bench/bench.svg. Deliberate: copy the report's figures into README.md from the same run.
 bench-readme:
 	cd bench && $(GO) run ./cmd/fanout-bench -json out/bench.json -svg bench.svg $(BENCHFLAGS)
+
+## histories: the long run of the root module's concurrent histories checked against their model with
+## porcupine (history_test.go; `go test` checks 100 of them): the fuzz target FuzzHistories under -race for
+## HISTORYTIME (default 10m), each input a seed. A failure gives the history and the path of its visualization.
+HISTORYTIME ?= 10m
+histories:
+	$(GO) test -race -run '^$$' -fuzz '^FuzzHistories$$' -fuzztime $(HISTORYTIME) .
 
 ## release-check: check that every module requires its siblings at the version in VERSION (with a replace
 ## for development), and print the tags that release them. See RELEASING.md.

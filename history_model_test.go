@@ -1,0 +1,627 @@
+package fanout_test
+
+import (
+	"fmt"
+	"slices"
+)
+
+// This file is the sequential specification that the recorded histories of
+// history_test.go are checked against with porcupine: the documented
+// semantics of a Broadcaster (doc.go, "Ordering guarantees", "Waiting",
+// "Stopping", "Taken values"), written as a pure step function over a small
+// state. See history_test.go for how the histories are made, and for what
+// is checked and what is not.
+//
+// The state is the delivery order: every value that took a place in the
+// broadcaster's total order (accepted), plus the values of failed publishes
+// (phantoms), which only channel watchers may have been handed. For each
+// watcher: where it registered, how far it has read (a cursor into the
+// order), where it stopped receiving, its read path and close reason. The
+// linearization points:
+//
+//   - A published value takes its place when it is accepted; each value of
+//     a batch is an operation of its own, with the batch's call and return,
+//     and must directly follow the batch's previous value (contiguity).
+//     Accepting it needs room in every open WaitIfChannelFull watcher and
+//     evicts every open EvictIfChannelFull watcher that is full (queue
+//     lengths are exact). ActionSeq's sequence number is its position.
+//   - A failed publish (an error, or ActionOrDrop's false) accepts nothing.
+//   - Watch registers at the end of the order (minus its replay).
+//   - A read takes the next values of the watcher: for a lossless watcher
+//     exactly the next accepted ones, for a lossy one any later ones, in
+//     order, never twice; a read that times out saw nothing to read; one
+//     that returns the close reason found the watcher closed and drained.
+//   - Stop and Shutdown close watchers at the end of the order; after
+//     Shutdown every publish and Watch fails with ErrStopped. Shutdown
+//     closes the watchers one by one, so until it returns (a mark op at its
+//     return time) a read may still find a watcher it closed open.
+//   - Taken and Stats read the state: Taken never decreases nor passes a
+//     value a WaitIfChannelFull watcher that has not left has yet to read.
+//
+// Two documented exceptions make a value reach a channel watcher before it
+// is accepted ("Waiting" in doc.go): Action hands a value to the channel
+// watchers with room before it waits for a full one, and a strict publish
+// (a context that can end) hands it to a full waiting channel watcher that
+// made room while it waits for another. The model lets a channel watcher
+// read such a value early (it becomes the pending value: the publisher holds
+// the publish turn, so nothing else is accepted before it), and keeps a
+// value whose publish then failed as a phantom: a channel watcher may read
+// it, in its place, and lossless watchers may skip it. A failed value that
+// cannot have been handed out goes to a set instead (its place in the order
+// would only multiply the states porcupine explores). A hand-off watcher
+// (queue length 0) may also miss ActionOrDrop's values, as documented.
+//
+// Every value is unique, so each read names the publish it came from, and
+// the model needs no search of its own: every step is deterministic, and
+// porcupine's search is over the orders of the operations only.
+
+// pubMode is how a publish call may hand a value out before accepting it.
+type pubMode uint8
+
+const (
+	modeAction pubMode = iota // Action, ActionBatch, a context that never ends: to channel watchers with room
+	modeStrict                // a context that can end: only to full waiting channel watchers
+	modeTry                   // ActionOrDrop: to nobody
+)
+
+func (m pubMode) String() string { return [...]string{"action", "strict", "try"}[m] }
+
+// wKind is a watcher's full-queue behaviour, as the model sees it.
+type wKind uint8
+
+const (
+	wkWait       wKind = iota // WaitIfChannelFull: lossless
+	wkEvict                   // EvictIfChannelFull: lossless until evicted
+	wkDropNew                 // DropIfChannelFull
+	wkDropOldest              // DropOldestIfChannelFull
+	wkTimeout                 // WaitTimeoutIfChannelFull
+)
+
+func (k wKind) String() string {
+	return [...]string{"wait", "evict", "drop-new", "drop-oldest", "timeout"}[k]
+}
+
+// lossless reports whether the watcher receives every value accepted for
+// it, in order, until it closes.
+func (k wKind) lossless() bool { return k == wkWait || k == wkEvict }
+
+// valInfo is what the model knows of a published value before the history
+// runs: the publish mode and the batch's previous value (0 for the first).
+type valInfo struct {
+	mode pubMode
+	prev uint64
+}
+
+// watchInfo is a watcher's configuration. replay is what it replays (at
+// most what was accepted: known only at registration, so the model
+// computes lead itself); q is its queue length before the replay grows it.
+type watchInfo struct {
+	kind    wKind
+	q       int
+	replay  int
+	handler bool
+}
+
+// hOp is an operation kind.
+type hOp uint8
+
+const (
+	opPublish      hOp = iota // one value of a publish call
+	opWatch                   // Watch
+	opResultChan              // ResultChan: the watcher reads a channel from then on
+	opRead                    // Recv, Next or a channel receive
+	opStop                    // Watcher.Stop
+	opShutdown                // Shutdown
+	opShutdownDone            // a mark at Shutdown's return: it has closed every watcher
+	opWStats                  // Watcher.Stats, once the watcher is closed and drained
+	opStats                   // Broadcaster.Stats
+	opTaken                   // Broadcaster.Taken
+)
+
+// errCode is an operation's error, as the model compares it.
+type errCode uint8
+
+const (
+	errNone errCode = iota
+	errStopped
+	errWatcherStopped
+	errEvicted
+	errCtx     // the call's context ended
+	errRefused // ActionOrDrop returned false
+)
+
+func (e errCode) String() string {
+	return [...]string{"ok", "ErrStopped", "ErrWatcherStopped", "ErrEvicted", "ctx", "refused"}[e]
+}
+
+type hInput struct {
+	Op hOp
+	W  int    // the watcher, for watcher operations
+	V  uint64 // the value, for opPublish
+}
+
+type hOutput struct {
+	Err errCode
+	// Seq is the sequence number ActionSeq or ActionBatchSeq reported for
+	// an accepted value; -1 when the call does not report one.
+	Seq int64
+	// Offered: the value of a failed publish may have been handed to
+	// channel watchers (the first value not accepted, of a call whose
+	// context was not already done).
+	Offered bool
+	Vals    []uint64 // opRead: the values read
+	// N is opTaken's result; opStats' Accepted.
+	N uint64
+	// opStats' Refused and Watchers; opWStats' counters.
+	Refused, Watchers                   uint64
+	Delivered, Dropped, Evicted, Queued uint64
+}
+
+const (
+	phantomBit = uint64(1) << 63 // a value of a failed publish, that may have been handed out
+	valueMask  = phantomBit - 1
+)
+
+// wState is one watcher's state; the zero value is a watcher not yet
+// registered.
+type wState struct {
+	on       bool
+	chanMode bool
+	start    int // the first entry it may receive (its registration minus its replay)
+	regSeq   int // accepted values at registration
+	cursor   int // the entry after the last one it read
+	end      int // the entry from which it receives nothing; -1 while open
+	acctEnd  int // end, plus the value that evicted it
+	closedBy errCode
+	pendRead bool // it read the pending value
+	nread    int  // values read
+	nreadIn  int  // accepted values read within [start, acctEnd)
+	capacity int  // its queue length, as the replay grew it; 1 for a hand-off
+}
+
+func (w *wState) open() bool { return w.on && w.end < 0 }
+
+// hState is the model's state. Steps copy it; they never modify it.
+type hState struct {
+	entries []uint64 // the delivery order: values, phantoms with phantomBit
+	// gone are the failed values never handed out, sorted: kept out of
+	// entries, where their place would only multiply the states.
+	gone     []uint64
+	accepted int
+	lastAcc  uint64 // the last value accepted
+	pending  uint64 // a value read before it was accepted, 0 if none
+	refused  uint64
+	taken    uint64
+	shutdown bool
+	// settled: Shutdown has returned. Until then a reader may still find
+	// a watcher open that Shutdown closes (it closes them one by one).
+	settled bool
+	ws      []wState
+}
+
+func (s *hState) clone() *hState {
+	c := *s
+	c.entries = slices.Clip(s.entries) // appends copy
+	c.gone = slices.Clip(s.gone)
+	c.ws = slices.Clone(s.ws)
+	return &c
+}
+
+// historyModel is the specification for a history whose values and
+// watchers are described by vals and watchers.
+type historyModel struct {
+	vals     map[uint64]valInfo
+	watchers []watchInfo
+}
+
+func (m *historyModel) init() *hState { return &hState{ws: make([]wState, len(m.watchers))} }
+
+// skippable reports whether a lossless watcher may never receive the entry
+// e: a phantom, or a value of ActionOrDrop that a hand-off watcher's
+// consumer was not ready for (documented as DropFull).
+func (m *historyModel) skippable(wi watchInfo, e uint64) bool {
+	if e&phantomBit != 0 {
+		return true
+	}
+	return wi.q == 0 && m.vals[e&valueMask].mode == modeTry
+}
+
+// queued returns how many accepted values watcher i has yet to read that it
+// cannot miss (for a lossy watcher: that it may still read).
+func (m *historyModel) queued(s *hState, i int) int {
+	w, wi := &s.ws[i], m.watchers[i]
+	limit := len(s.entries)
+	if w.end >= 0 {
+		limit = w.end
+	}
+	n := 0
+	for _, e := range s.entries[min(w.cursor, limit):limit] {
+		if e&phantomBit == 0 && !(wi.kind.lossless() && m.skippable(wi, e)) {
+			n++
+		}
+	}
+	return n
+}
+
+// step applies the operation to s and returns "" if the specification
+// allows it in state s, else why not.
+func (m *historyModel) step(s *hState, in hInput, out hOutput) string {
+	switch in.Op {
+	case opPublish:
+		if out.Err == errNone {
+			return m.accept(s, in.V, out)
+		}
+		return m.fail(s, in.V, out)
+	case opWatch:
+		return m.watch(s, in.W, out)
+	case opResultChan:
+		s.ws[in.W].chanMode = true
+		return ""
+	case opRead:
+		return m.read(s, in.W, out)
+	case opStop:
+		if w := &s.ws[in.W]; w.open() && !s.shutdown {
+			w.end, w.acctEnd, w.closedBy = len(s.entries), len(s.entries), errWatcherStopped
+		}
+		return ""
+	case opShutdown:
+		s.shutdown = true
+		for i := range s.ws {
+			if w := &s.ws[i]; w.open() {
+				w.end, w.acctEnd, w.closedBy = len(s.entries), len(s.entries), errStopped
+			}
+		}
+		return ""
+	case opShutdownDone:
+		if !s.shutdown {
+			return "Shutdown returned before it was called"
+		}
+		s.settled = true
+		return ""
+	case opWStats:
+		return m.watcherStats(s, in.W, out)
+	case opStats:
+		open := 0
+		for i := range s.ws {
+			if s.ws[i].open() {
+				open++
+			}
+		}
+		if out.N != uint64(s.accepted) || out.Refused != s.refused || out.Watchers != uint64(open) {
+			return fmt.Sprintf("Stats: accepted %d, refused %d, %d watchers open", s.accepted, s.refused, open)
+		}
+		return ""
+	case opTaken:
+		return m.takenStep(s, out.N)
+	}
+	return "unknown operation"
+}
+
+// accept is the linearization of an accepted value.
+func (m *historyModel) accept(s *hState, v uint64, out hOutput) string {
+	vi := m.vals[v]
+	switch {
+	case s.shutdown:
+		return "accepted after Shutdown"
+	case s.pending != 0 && s.pending != v:
+		return "accepted while another value was handed out"
+	case vi.prev != 0 && s.lastAcc != vi.prev:
+		return "not right after the previous value of its batch"
+	case out.Seq >= 0 && out.Seq != int64(s.accepted):
+		return fmt.Sprintf("sequence number %d, not %d", out.Seq, s.accepted)
+	}
+	idx := len(s.entries)
+	for i := range s.ws {
+		w, wi := &s.ws[i], m.watchers[i]
+		if !w.open() || w.pendRead {
+			continue
+		}
+		switch wi.kind {
+		case wkWait:
+			if wi.q == 0 && vi.mode == modeTry {
+				continue // a hand-off watcher misses what it is not ready for
+			}
+			if m.queued(s, i) >= w.capacity {
+				return fmt.Sprintf("accepted while w%d was full", i)
+			}
+		case wkEvict:
+			if m.queued(s, i) >= w.capacity {
+				w.end, w.acctEnd, w.closedBy = idx, idx+1, errEvicted
+			}
+		}
+	}
+	s.entries = append(s.entries, v)
+	s.accepted++
+	s.lastAcc = v
+	if s.pending == v {
+		s.resolvePending(idx, true)
+	}
+	return ""
+}
+
+// resolvePending moves the watchers that read the pending value past its
+// entry idx.
+func (s *hState) resolvePending(idx int, accepted bool) {
+	for i := range s.ws {
+		if w := &s.ws[i]; w.pendRead {
+			w.pendRead = false
+			w.cursor = idx + 1
+			if accepted && (w.acctEnd < 0 || idx < w.acctEnd) {
+				w.nreadIn++
+			}
+		}
+	}
+	s.pending = 0
+}
+
+// fail is the linearization of a value that was not accepted.
+func (m *historyModel) fail(s *hState, v uint64, out hOutput) string {
+	vi := m.vals[v]
+	switch {
+	case out.Err == errStopped && !s.shutdown:
+		return "ErrStopped before Shutdown"
+	case out.Err == errCtx && vi.mode != modeStrict,
+		out.Err == errRefused && vi.mode != modeTry,
+		out.Err != errStopped && out.Err != errCtx && out.Err != errRefused:
+		return fmt.Sprintf("%v from a %v publish", out.Err, vi.mode)
+	}
+	if out.Err == errRefused {
+		s.refused++
+	}
+	if vi.mode == modeTry {
+		if s.pending == v {
+			return "ActionOrDrop's value was handed out"
+		}
+		return ""
+	}
+	if !out.Offered {
+		if s.pending == v {
+			return "a value never handed out was read"
+		}
+		i, _ := slices.BinarySearch(s.gone, v)
+		s.gone = slices.Insert(s.gone, i, v)
+		return ""
+	}
+	// A phantom: a channel watcher may have been handed it. Its entry
+	// also tells a later read that the call is over.
+	idx := len(s.entries)
+	s.entries = append(s.entries, v|phantomBit)
+	if s.pending == v {
+		s.resolvePending(idx, false)
+	}
+	return ""
+}
+
+func (m *historyModel) watch(s *hState, i int, out hOutput) string {
+	switch {
+	case out.Err == errStopped && !s.shutdown:
+		return "ErrStopped before Shutdown"
+	case out.Err == errStopped:
+		return ""
+	case out.Err != errNone:
+		return fmt.Sprintf("Watch returned %v", out.Err)
+	case s.shutdown:
+		return "registered after Shutdown"
+	}
+	wi := m.watchers[i]
+	start, lead := len(s.entries), 0
+	for start > 0 && lead < wi.replay {
+		start--
+		if s.entries[start]&phantomBit == 0 {
+			lead++
+		}
+	}
+	c := wi.q
+	if lead > 0 {
+		c = max(c, lead+1)
+	}
+	s.ws[i] = wState{on: true, chanMode: c == 0, start: start, regSeq: s.accepted,
+		cursor: start, end: -1, acctEnd: -1, capacity: max(c, 1)}
+	return ""
+}
+
+func (m *historyModel) read(s *hState, i int, out hOutput) string {
+	w, wi := &s.ws[i], m.watchers[i]
+	switch {
+	case !w.on:
+		return "read before registration"
+	case len(out.Vals) > 0 && out.Err != errNone:
+		return "values and an error"
+	case out.Err == errCtx: // it found nothing to read
+		if !w.open() && (w.closedBy != errStopped || s.settled) {
+			return "timed out although closed"
+		}
+		if wi.kind.lossless() && m.queued(s, i) > 0 {
+			return fmt.Sprintf("timed out with %d values queued", m.queued(s, i))
+		}
+		return ""
+	case len(out.Vals) == 0: // the close reason, once drained
+		if w.open() || out.Err != w.closedBy {
+			return fmt.Sprintf("%v, but the watcher is %s", out.Err, w.status())
+		}
+		if wi.kind.lossless() && m.queued(s, i) > 0 {
+			return fmt.Sprintf("%v with %d values queued", out.Err, m.queued(s, i))
+		}
+		return ""
+	}
+	for _, v := range out.Vals {
+		if w.pendRead {
+			return "a value after one not yet accepted"
+		}
+		idx := slices.IndexFunc(s.entries, func(e uint64) bool { return e&valueMask == v })
+		if idx < 0 {
+			if why := m.early(s, i, v); why != "" {
+				return fmt.Sprintf("%s before it was accepted: %s", describeValue(v), why)
+			}
+			s.pending, w.pendRead = v, true
+			w.nread++
+			continue
+		}
+		e := s.entries[idx]
+		switch {
+		case idx < w.start:
+			return fmt.Sprintf("%s, accepted before registration", describeValue(v))
+		case idx < w.cursor:
+			return fmt.Sprintf("%s again or out of order", describeValue(v))
+		case e&phantomBit != 0 && (!w.chanMode || !handedEarly(wi, m.vals[v].mode)):
+			return fmt.Sprintf("%s, never accepted", describeValue(v))
+		case e&phantomBit == 0 && w.end >= 0 && idx >= w.end:
+			return fmt.Sprintf("%s, accepted after it closed", describeValue(v))
+		}
+		if wi.kind.lossless() {
+			for _, skipped := range s.entries[w.cursor:idx] {
+				if !m.skippable(wi, skipped) {
+					return fmt.Sprintf("%s, skipping %s", describeValue(v), describeValue(skipped&valueMask))
+				}
+			}
+		}
+		w.cursor = idx + 1
+		w.nread++
+		if e&phantomBit == 0 {
+			w.nreadIn++
+		}
+	}
+	return ""
+}
+
+// early returns "" if watcher i may read v before v's publish is
+// linearized: v must be a value the publisher hands out before accepting,
+// to a watcher of this kind on a channel, next in the order, and not held
+// up by an earlier value of its batch or by another pending value.
+func (m *historyModel) early(s *hState, i int, v uint64) string {
+	vi, ok := m.vals[v]
+	wi := m.watchers[i]
+	switch {
+	case !ok:
+		return "never published"
+	case slices.Contains(s.gone, v):
+		return "its publish failed before handing it out"
+	case !s.ws[i].chanMode:
+		return "the watcher is not on a channel"
+	case !handedEarly(wi, vi.mode):
+		return fmt.Sprintf("a %v publish does not hand it to a %v watcher", vi.mode, wi.kind)
+	case s.pending != 0 && s.pending != v:
+		return describeValue(s.pending) + " is handed out"
+	case vi.prev != 0 && s.lastAcc != vi.prev:
+		return "the previous value of its batch is not accepted"
+	case wi.kind.lossless() && m.queued(s, i) > 0:
+		return "earlier values are queued"
+	}
+	return ""
+}
+
+// handedEarly reports whether a publish of mode may hand a value to a
+// channel watcher of this kind before accepting it.
+func handedEarly(wi watchInfo, mode pubMode) bool {
+	switch mode {
+	case modeAction:
+		return true
+	case modeStrict: // only to a full one that waits
+		return wi.kind == wkWait || wi.kind == wkTimeout
+	}
+	return false
+}
+
+// watcherStats checks a drained watcher's counters: what it read, and
+// that every value accepted for it was read or counted as a drop.
+func (m *historyModel) watcherStats(s *hState, i int, out hOutput) string {
+	w, wi := &s.ws[i], m.watchers[i]
+	switch {
+	case !w.on || w.open():
+		return "Stats of a watcher that is " + w.status()
+	case out.Queued != 0:
+		return "values queued after the close reason"
+	case out.Delivered != uint64(w.nread):
+		return fmt.Sprintf("%d values read", w.nread)
+	}
+	in := 0
+	for _, e := range s.entries[w.start:min(w.acctEnd, len(s.entries))] {
+		if e&phantomBit == 0 {
+			in++
+		}
+	}
+	switch {
+	case uint64(w.nreadIn)+out.Dropped != uint64(in):
+		return fmt.Sprintf("%d values accepted for it, %d of them read", in, w.nreadIn)
+	case wi.kind == wkWait && wi.q > 0 && out.Dropped != 0:
+		return "a lossless watcher dropped values"
+	case (out.Evicted == 1) != (w.closedBy == errEvicted) || out.Evicted > 1:
+		return "eviction counted wrong"
+	case wi.kind == wkEvict && out.Dropped != out.Evicted:
+		return "an EvictIfChannelFull watcher dropped values"
+	}
+	return ""
+}
+
+// takenStep checks Taken: it never decreases, and every lossless watcher
+// that has not left has read every value below it that was accepted after
+// it registered.
+func (m *historyModel) takenStep(s *hState, t uint64) string {
+	switch {
+	case t < s.taken:
+		return fmt.Sprintf("Taken decreased from %d", s.taken)
+	case t > uint64(s.accepted):
+		return fmt.Sprintf("only %d accepted", s.accepted)
+	}
+	for i := range s.ws {
+		w, wi := &s.ws[i], m.watchers[i]
+		if !w.on || wi.kind != wkWait || !(w.open() || w.closedBy == errStopped) {
+			continue
+		}
+		limit := len(s.entries)
+		if w.end >= 0 {
+			limit = w.end
+		}
+		seq := 0 // accepted values before entry j
+		floor := uint64(s.accepted)
+		for j, e := range s.entries[:limit] {
+			if j >= w.cursor && !m.skippable(wi, e) {
+				floor = uint64(seq)
+				break
+			}
+			if e&phantomBit == 0 {
+				seq++
+			}
+		}
+		if t > max(uint64(w.regSeq), floor) {
+			return fmt.Sprintf("w%d has taken only %d", i, max(uint64(w.regSeq), floor))
+		}
+	}
+	s.taken = t
+	return ""
+}
+
+func (w *wState) status() string {
+	switch {
+	case !w.on:
+		return "not registered"
+	case w.open():
+		return "open"
+	}
+	return fmt.Sprintf("closed (%v)", w.closedBy)
+}
+
+func (s *hState) equal(o *hState) bool {
+	return s.accepted == o.accepted && s.lastAcc == o.lastAcc && s.pending == o.pending &&
+		s.refused == o.refused && s.taken == o.taken && s.shutdown == o.shutdown && s.settled == o.settled &&
+		slices.Equal(s.entries, o.entries) && slices.Equal(s.gone, o.gone) && slices.Equal(s.ws, o.ws)
+}
+
+func (s *hState) hash() uint64 {
+	h := uint64(14695981039346656037)
+	mix := func(x uint64) { h = (h ^ x) * 1099511628211 }
+	for _, e := range s.entries {
+		mix(e)
+	}
+	for _, e := range s.gone {
+		mix(e)
+	}
+	mix(s.pending)
+	mix(s.taken)
+	mix(s.refused)
+	for _, w := range s.ws {
+		mix(uint64(w.cursor)<<32 | uint64(uint32(w.end)))
+		mix(uint64(w.closedBy)<<8 | uint64(w.nread))
+	}
+	return h
+}
