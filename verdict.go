@@ -262,23 +262,34 @@ func (w *Watcher[T]) replaceOldest(v T, s uint64) (discarded, stored bool) {
 		}
 		return false, false
 	}
-	ch := w.cs.ch
-	if cap(ch) == 0 {
+	if cap(w.cs.ch) == 0 {
 		return false, false
 	}
+	// Send first: the consumer may have made room since admit looked, and
+	// then nothing need be discarded.
+	if w.trySend(v, s) {
+		return false, true
+	}
 	select {
-	case <-ch:
+	case <-w.cs.ch:
 		w.cs.in-- // put in, never received
 		discarded = true
 	default: // the consumer made room meanwhile
 	}
+	return discarded, w.trySend(v, s)
+}
+
+// trySend puts the value v of s in a channel watcher's channel if it has
+// room. Caller holds b.mu.
+func (w *Watcher[T]) trySend(v T, s uint64) bool {
 	select {
-	case ch <- v:
+	case w.cs.ch <- v:
 		w.cs.in++
-		stored = true
+		w.cs.sent(s)
+		return true
 	default:
+		return false
 	}
-	return discarded, stored
 }
 
 // reject makes w miss the value of s. A channel watcher misses it by not
