@@ -383,6 +383,28 @@ func TestHistoryCheckerRejectsViolations(t *testing.T) {
 			b.read(11, 12, late, v)
 		},
 	}, {
+		name: "a stopped watcher reads a value accepted after its Stop",
+		build: func(b *histBuilder, legal bool) {
+			// A channel watcher may keep the value a publisher handed it
+			// before accepting it (documented under Watcher.Stop); a pull
+			// watcher never receives it. v2 waits for x, full until after
+			// w's Stop.
+			w, x := b.watcher(wkWait, 1), b.watcher(wkWait, 1)
+			v1, v2 := b.value(0, modeAction, 0), b.value(0, modeAction, 0)
+			b.watch(1, 2, w)
+			b.watch(1, 2, x)
+			if legal {
+				b.op(2, 2, hInput{Op: opResultChan, W: w}, hOutput{})
+			}
+			b.publish(3, 4, v1, errNone)
+			b.publish(5, 12, v2, errNone)
+			b.read(6, 7, w, v1)
+			b.op(8, 9, hInput{Op: opStop, W: w}, hOutput{})
+			b.read(10, 11, x, v1)
+			b.read(13, 14, w, v2)
+			b.readErr(15, 16, w, errWatcherStopped)
+		},
+	}, {
 		name: "the close reason comes before the queued values",
 		build: func(b *histBuilder, legal bool) {
 			w, v := b.watchedValue(wkWait, 4)

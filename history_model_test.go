@@ -174,6 +174,7 @@ type wState struct {
 	acctEnd  int // end, plus the value that evicted it
 	closedBy errCode
 	pendRead bool // it read the pending value
+	late     bool // it read a value accepted after it closed (handed to its channel before)
 	nread    int  // values read
 	nreadIn  int  // accepted values read within [start, acctEnd)
 	capacity int  // its queue length, as the replay grew it; 1 for a hand-off
@@ -465,8 +466,11 @@ func (m *historyModel) read(s *hState, i int, out hOutput) string {
 			return fmt.Sprintf("%s again or out of order", describeValue(v))
 		case e&phantomBit != 0 && (!w.chanMode || !handedEarly(wi, m.vals[v].mode)):
 			return fmt.Sprintf("%s, never accepted", describeValue(v))
-		case e&phantomBit == 0 && w.end >= 0 && idx >= w.end:
+		case e&phantomBit == 0 && w.end >= 0 && idx >= w.end && !m.lateOK(s, i, v, idx):
 			return fmt.Sprintf("%s, accepted after it closed", describeValue(v))
+		}
+		if w.end >= 0 && idx >= w.end {
+			w.late = true
 		}
 		if wi.kind.lossless() {
 			for _, skipped := range s.entries[w.cursor:idx] {
@@ -508,6 +512,27 @@ func (m *historyModel) early(s *hState, i int, v uint64) string {
 		return "earlier values are queued"
 	}
 	return ""
+}
+
+// lateOK reports whether watcher i, closed, may read v, accepted at entry
+// idx after it closed: a publisher may hand a value to a channel watcher
+// before accepting it (Action to those with room, a strict publish to a
+// full one that waits), and a channel cannot take it back when the watcher
+// is stopped meanwhile (documented under Watcher.Stop). It is then the
+// first value accepted after the close, the publisher holding the turn,
+// and the last one the watcher reads. (The model does not see times: it
+// cannot tell that the publish began before the close, which it must have.)
+func (m *historyModel) lateOK(s *hState, i int, v uint64, idx int) bool {
+	w, wi := &s.ws[i], m.watchers[i]
+	if !w.chanMode || w.late || !handedEarly(wi, m.vals[v].mode) {
+		return false
+	}
+	for _, e := range s.entries[w.end:idx] {
+		if e&phantomBit == 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // handedEarly reports whether a publish of mode may hand a value to a

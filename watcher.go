@@ -146,12 +146,13 @@ func (w *Watcher[T]) ResultChan() <-chan T {
 // the pull methods return [ErrWatcherStopped]. After Shutdown it is a no-op.
 //
 // A watcher read through [Watcher.ResultChan] may find, as the last value
-// in its channel, one that is accepted only after Stop returned: an
-// [Broadcaster.Action] waiting for another, full, channel watcher hands its
-// value to the channel watchers with room before it waits (see "Waiting"
-// in the package documentation), and a channel cannot take a value back.
-// Watchers read with the pull methods never receive a value accepted after
-// Stop.
+// in its channel, one that is accepted only after Stop returned: a
+// publisher may hand its value to a channel watcher before the value is
+// accepted ([Broadcaster.Action] to those with room before it waits for a
+// full one; the other publish methods to a full one that waits, as soon as
+// it has room, while they wait for another), and a channel cannot take a
+// value back (see "Waiting" in the package documentation). Watchers read
+// with the pull methods never receive a value accepted after Stop.
 func (w *Watcher[T]) Stop() {
 	b := w.b
 	var log dropLog
