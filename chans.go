@@ -1,6 +1,7 @@
 package fanout
 
 import (
+	"errors"
 	"time"
 )
 
@@ -123,12 +124,19 @@ func (p *pub[T]) sendBlocked(v T) error {
 	if !p.deadline.IsZero() {
 		t = b.takeTimer()
 	}
+	rep := p.reporter(p.blockedWatchers())
+	defer rep.stop()
 	b.unlock()
 	p.announce()
 	var err error
 	sent := 0
-	for ; sent < len(list) && err == nil; sent++ {
-		err = p.sendOne(v, &list[sent], t)
+	for sent < len(list) && err == nil {
+		if err = p.sendOne(v, &list[sent], t, &rep); err == errReportDue {
+			p.report(&rep)
+			err = nil
+			continue
+		}
+		sent++
 	}
 	b.mu.Lock()
 	if t != nil {
@@ -164,7 +172,7 @@ const (
 // sendOne waits to hand v to one full channel watcher, at most its timeout
 // from when the call first had to wait, timed by t. It records the outcome
 // in bs.
-func (p *pub[T]) sendOne(v T, bs *blockedSend[T], t *time.Timer) error {
+func (p *pub[T]) sendOne(v T, bs *blockedSend[T], t *time.Timer, rep *waitReporter[T]) error {
 	b := p.b
 	cs := bs.w.cs
 	cs.sendMu.Lock()
@@ -200,9 +208,15 @@ func (p *pub[T]) sendOne(v T, bs *blockedSend[T], t *time.Timer) error {
 		return p.ctx.Err()
 	case <-timeout:
 		bs.outcome = sendExpired
+	case <-rep.c():
+		return errReportDue // reported by the caller, without sendMu
 	}
 	return nil
 }
+
+// errReportDue ends a blocked send whose wait report is due: the report
+// takes the watchers' locks, which come before sendMu.
+var errReportDue = errors.New("fanout: wait report due")
 
 // chanDeliver hands the accepted v to the channel watchers: a strict or try
 // publish makes its pass now, then each full one gets its verdict.

@@ -193,6 +193,17 @@
 // and the pull methods return the reason ([ErrWatcherStopped], [ErrStopped] or
 // [ErrEvicted], also given by [Watcher.Err]).
 //
+// # Who blocks the publisher
+//
+// A publisher that waits for a full lossless watcher says nothing by
+// itself; a reader that publishes into the broadcaster it reads, with its
+// own queue full, waits for itself for ever. [WithWaitReport] makes the
+// broadcaster report a publish that has waited longer than a threshold:
+// which watcher (its ID and [WithName]), its queue, how long, and how many
+// goroutines are parked reading it ([WaitReport]); [LogWaitReports] logs
+// them with slog, and [Stats].WaitReports counts them. It costs nothing
+// until a publisher has to wait.
+//
 // # Filters
 //
 // A watcher registered [WithFilter] receives only the values its filter

@@ -135,7 +135,8 @@ type Broadcaster[T any] struct {
 	spareParked [][]*Watcher[T] // emptied lists of parked readers, for reuse
 	nparked     atomicI32
 
-	panics atomic.Uint64
+	panics      atomic.Uint64
+	waitReports atomic.Uint64 // WithWaitReport's reports made
 
 	//lint:ignore U1000 what the fanoutcheck build keeps; nothing without it
 	checkState
@@ -179,7 +180,7 @@ type chanSlot[T any] struct {
 // every method that returns an error, Action and Watch included.
 func New[T any](opts ...Option) *Broadcaster[T] {
 	cfg := defaultConfig().with(opts)
-	cfg.historySet = false
+	cfg.newOnly = ""
 	b := &Broadcaster[T]{
 		cfg:   cfg,
 		err:   cfg.validate(),
@@ -242,8 +243,11 @@ type Stats struct {
 	// together, including watchers that have since been stopped.
 	Dropped uint64
 	// Panics counts panics recovered in the user's callbacks: OnFull (each
-	// also a drop, [DropPanic]) and drop handlers.
+	// also a drop, [DropPanic]), filters, drop handlers and wait reports.
 	Panics uint64
+	// WaitReports counts the reports of publishers waiting for a full
+	// watcher longer than the threshold of [WithWaitReport].
+	WaitReports uint64
 	// Watchers is the number of registered watchers.
 	Watchers int
 }
@@ -273,6 +277,7 @@ func (b *Broadcaster[T]) Stats() Stats {
 	b.unlock()
 	log.report(b)
 	s.Panics = b.panics.Load()
+	s.WaitReports = b.waitReports.Load()
 	return s
 }
 

@@ -1,7 +1,6 @@
 package fanout
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -65,8 +64,13 @@ type config struct {
 	commit   bool
 	filter   any // func(T) bool, checked by Watch and New
 	name     string
+	// waitAfter and waitReport: WithWaitReport.
+	waitAfter  time.Duration
+	waitReport func(WaitReport)
 
-	historySet bool // WithHistory was applied: an error for a watcher
+	// newOnly names the option of New's that was applied, if any: an
+	// error for a watcher.
+	newOnly string
 }
 
 func defaultConfig() config {
@@ -74,7 +78,7 @@ func defaultConfig() config {
 }
 
 func (c config) with(opts []Option) config {
-	c.historySet = false
+	c.newOnly = ""
 	for _, o := range opts {
 		if o != nil {
 			o.applyOption(&c)
@@ -91,18 +95,17 @@ func (c config) validate() error {
 	if c.history < 0 || c.history > MaxHistory {
 		return fmt.Errorf("fanout: invalid history %d: must be 0 (none) to MaxHistory (%d)", c.history, MaxHistory)
 	}
-	if c.historySet {
-		return errHistoryOnWatch
+	if c.newOnly != "" {
+		return fmt.Errorf("fanout: %s applies to New, not to Watch", c.newOnly)
+	}
+	if c.waitReport != nil && c.waitAfter <= 0 {
+		return fmt.Errorf("fanout: WithWaitReport: the threshold %v must be positive", c.waitAfter)
 	}
 	if c.replay < 0 || c.replay > c.history {
 		return fmt.Errorf("fanout: invalid replay %d: must be 0 to the broadcaster's history (%d, see WithHistory)", c.replay, c.history)
 	}
 	return nil
 }
-
-// errHistoryOnWatch is returned by Watch when given WithHistory, which only
-// New takes.
-var errHistoryOnWatch = errors.New("fanout: WithHistory applies to New, not to Watch")
 
 // recorderConfig holds a recorder's settings.
 type recorderConfig struct {
@@ -168,7 +171,7 @@ func WithDropHandler(f func(Drop)) CommonOption { return dropHandlerOption(f) }
 
 type historyOption int
 
-func (o historyOption) applyOption(c *config) { c.history, c.historySet = int(o), true }
+func (o historyOption) applyOption(c *config) { c.history, c.newOnly = int(o), "WithHistory" }
 
 // WithHistory makes a broadcaster keep its last n accepted values, so that a
 // watcher can start with some of them ([WithReplay]). The default is 0: no

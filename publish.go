@@ -213,6 +213,7 @@ type pub[T any] struct {
 	first     uint64 // the sequence number of the first of them
 	announced int    // of those, how many the parked readers were woken for
 	rewake    bool   // publishers waiting for room must look again (see tookBlocked)
+	reported  bool   // its wait was reported (WithWaitReport): once per call
 
 	// The value in hand: its sequence number plus one, and the generation
 	// that tags the decisions taken for it.
