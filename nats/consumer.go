@@ -58,12 +58,14 @@ type ConsumeConfig[T any] struct {
 	// Stream is the JetStream stream to consume.
 	Stream string
 	// Durable, if set, names a durable consumer, created if it does not
-	// exist. The consumer acknowledges each value only once the local
-	// broadcaster has accepted it, and resumes where the last one left
-	// off. Give each process its own durable: processes sharing a durable
-	// share its values instead of each receiving all of them. Empty means
-	// an ordered consumer: ephemeral, never acknowledging, recreated by
-	// the client as needed.
+	// exist (a pull consumer acknowledging with AckAll). The consumer
+	// acknowledges a message only once every lossless watcher of the
+	// local broadcaster has taken its values (see "Acknowledgement" in the
+	// package documentation), and resumes where the last one left off.
+	// Give each process its own durable: processes sharing a durable share
+	// its values instead of each receiving all of them. Empty means an
+	// ordered consumer: ephemeral, never acknowledging, recreated by the
+	// client as needed.
 	Durable string
 	// FilterSubjects limits the consumer to these subjects of the stream.
 	FilterSubjects []string
@@ -74,10 +76,15 @@ type ConsumeConfig[T any] struct {
 	Codec Codec[T]
 	// AckWait is how long the server waits for a durable consumer's ack
 	// before redelivering, when the durable is created. Zero means the
-	// server's default (30 s).
+	// server's default (30 s). A message is acknowledged once the local
+	// lossless watchers have taken its values: with watchers that take
+	// longer than AckWait, the server redelivers what they hold, and the
+	// consumer skips the copies (counted in [InboundStats].Duplicates).
 	AckWait time.Duration
 	// MaxAckPending bounds a new durable consumer's unacknowledged
-	// messages. Zero means the server's default (1000).
+	// messages: those in the NATS client's buffer, those being delivered,
+	// and those the lossless watchers have not taken yet. Zero means the
+	// server's default (1000).
 	MaxAckPending int
 	// OnError, if set, is called with an [*Error] for every message that
 	// did not decode or that the broadcaster refused, and for errors of the
@@ -99,6 +106,7 @@ type Consumer[T any] struct {
 	cons    jetstream.Consumer
 	stream  string
 	durable string
+	ack     *acker // durable only
 
 	mu      sync.Mutex
 	it      jetstream.MessagesContext
@@ -148,8 +156,21 @@ func Consume[T any](ctx context.Context, js jetstream.JetStream, b *fanout.Broad
 		return nil, &Error{Op: "consume", Subject: cfg.Stream, Err: err}
 	}
 	c.in.init(b, cfg.Codec, cfg.OnError, cfg.Logger)
+	if cfg.Durable != "" {
+		c.ack = newAcker(js.Conn(), b.Taken, c.ackFloor, &c.in.rep, c.in.ctx)
+		c.ack.start()
+	}
 	go c.run()
 	return c, nil
+}
+
+// ackFloor returns the durable's ack floor, as the server has it.
+func (c *Consumer[T]) ackFloor(ctx context.Context) (uint64, error) {
+	info, err := c.cons.Info(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return info.AckFloor.Stream, nil
 }
 
 // deliverPolicy translates a Start into JetStream's terms.
@@ -196,7 +217,7 @@ func durableConsumer[T any](ctx context.Context, js jetstream.JetStream, stream 
 			DeliverPolicy:  policy,
 			OptStartSeq:    seq,
 			OptStartTime:   t,
-			AckPolicy:      jetstream.AckExplicitPolicy,
+			AckPolicy:      jetstream.AckAllPolicy,
 			AckWait:        cfg.AckWait,
 			MaxAckPending:  cfg.MaxAckPending,
 			MaxDeliver:     -1,
@@ -205,8 +226,8 @@ func durableConsumer[T any](ctx context.Context, js jetstream.JetStream, stream 
 	if err != nil {
 		return nil, err
 	}
-	if info := cons.CachedInfo(); info.Config.AckPolicy != jetstream.AckExplicitPolicy || info.Config.DeliverSubject != "" {
-		return nil, fmt.Errorf("durable %q is not a pull consumer with explicit acks", cfg.Durable)
+	if err := checkDurable(cons.CachedInfo()); err != nil {
+		return nil, err
 	}
 	if _, err := js.ResetConsumer(ctx, cfg.Stream, cfg.Durable); err != nil {
 		return nil, fmt.Errorf("resetting durable %q to its ack floor (needs nats-server 2.14 or later): %w", cfg.Durable, err)
@@ -214,19 +235,44 @@ func durableConsumer[T any](ctx context.Context, js jetstream.JetStream, stream 
 	return cons, nil
 }
 
+// checkDurable returns an error unless an existing durable is a pull
+// consumer acknowledging with AckAll.
+func checkDurable(info *jetstream.ConsumerInfo) error {
+	switch {
+	case info.Config.DeliverSubject != "":
+		return fmt.Errorf("durable %q is a push consumer; Consume needs a pull consumer", info.Name)
+	case info.Config.AckPolicy == jetstream.AckExplicitPolicy:
+		return fmt.Errorf("durable %q acknowledges each message (AckExplicit); Consume acknowledges with AckAll: "+
+			"delete it and Consume again with Start: StartAtSequence(%d) to resume after its ack floor",
+			info.Name, info.AckFloor.Stream+1)
+	case info.Config.AckPolicy != jetstream.AckAllPolicy:
+		return fmt.Errorf("durable %q does not acknowledge with AckAll (%v)", info.Name, info.Config.AckPolicy)
+	}
+	return nil
+}
+
 // Close stops the consumer. It stops pulling at once, then waits until
-// the messages already received are published into the broadcaster (and,
-// for a durable, acknowledged). If ctx ends first, it gives up the rest
-// and returns ctx.Err() without waiting further (see [Consumer.Done]); a
-// durable's unacknowledged messages are redelivered to its next consumer.
-// It is idempotent; a nil ctx means no deadline.
+// the messages already received are published into the broadcaster and,
+// for a durable, until the local lossless watchers have taken their values
+// (stop the watchers that will not read any more first); a durable then
+// acknowledges them and has the server confirm its ack floor, so that the
+// durable's next consumer begins after them. If ctx ends first, it gives up
+// the rest and returns ctx.Err() without waiting further (see
+// [Consumer.Done]); a durable acknowledges what was taken, unconfirmed,
+// and the rest is redelivered to its next consumer. Otherwise it returns
+// an error wrapping [ErrAckUnconfirmed] if the server did not confirm the
+// floor. It is idempotent; a nil ctx means no deadline.
 func (c *Consumer[T]) Close(ctx context.Context) error {
-	return c.in.close(ctx, func() {
+	err := c.in.close(ctx, func() {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		c.closing = true
 		c.it.Drain()
 	})
+	if err == nil && c.ack != nil {
+		err = c.ack.err
+	}
+	return err
 }
 
 // Done returns a channel closed when the consumer's goroutine has exited:
@@ -241,7 +287,17 @@ func (c *Consumer[T]) Done() <-chan struct{} { return c.in.done }
 func (c *Consumer[T]) Err() error { return c.in.getErr() }
 
 // Stats returns the consumer's counters. They stay readable after Close.
-func (c *Consumer[T]) Stats() InboundStats { return c.in.stats() }
+func (c *Consumer[T]) Stats() InboundStats {
+	st := c.in.stats()
+	if a := c.ack; a != nil {
+		st.Acks = a.sentAcks.Load()
+		st.AcksConfirmed = a.confirmedN.Load()
+		st.AcksUnconfirmed = a.unconfirmed.Load()
+		st.AckFloor = a.floorNow.Load()
+		st.Reconnects = a.reconnects.Load()
+	}
+	return st
+}
 
 func (c *Consumer[T]) run() {
 	defer close(c.in.done)
@@ -271,9 +327,11 @@ func (c *Consumer[T]) iterator() jetstream.MessagesContext {
 // its subscription is gone, so that a successor's reset (see Consume) cannot
 // have values delivered to this consumer's old inbox, where they would wait
 // for AckWait; then it negatively acknowledges the value the broadcaster
-// refused, if any, so that another consumer of the durable gets it at once.
-// (An ordered consumer has neither acks nor resets, and its Closed starts a
-// goroutine that nats.go v1.55 never ends: it is only stopped.)
+// refused, if any, so that another consumer of the durable gets it at once,
+// and waits for the acker to acknowledge what the watchers take (see
+// acker.finish). (An ordered consumer has neither acks nor resets, and its
+// Closed starts a goroutine that nats.go v1.55 never ends: it is only
+// stopped.)
 func (c *Consumer[T]) finish() {
 	c.mu.Lock()
 	it := c.it
@@ -288,6 +346,7 @@ func (c *Consumer[T]) finish() {
 			c.in.rep.report(&Error{Op: "nak", Subject: msg.Subject(), Err: err})
 		}
 	}
+	c.ack.end()
 }
 
 // onNextError decides what an error of the iterator means, and reports
@@ -321,47 +380,36 @@ func (c *Consumer[T]) handle(msg jetstream.Msg) bool {
 	meta, err := msg.Metadata()
 	if err != nil { // not a JetStream message: cannot be placed in the order
 		c.in.received.Add(1)
-		c.in.decodeErrs.Add(1)
-		c.in.rep.report(&Error{Op: "decode", Subject: msg.Subject(), Err: err})
+		c.in.undecodable(msg.Subject(), 0, err)
 		return true
 	}
+	seq := meta.Sequence.Stream
 	if c.durable != "" {
 		switch c.checkDurable(meta) {
 		case seqGap:
 			return c.repairGap()
 		case seqDuplicate:
-			c.in.received.Add(1)
-			c.in.duplicates.Add(1)
-			c.ack(msg, meta)
+			n := valuesIn(msg.Headers())
+			c.in.received.Add(n)
+			c.in.duplicates.Add(n)
+			c.ack.redelivered(seq, meta.Sequence.Consumer, msg.Reply())
 			return true
 		}
 	}
-	switch c.in.deliver(msg.Subject(), meta.Sequence.Stream, msg.Data()) {
+	out, need := c.in.deliver(msg.Subject(), seq, msg.Headers(), msg.Data())
+	if c.durable == "" {
+		return out != refused
+	}
+	switch out {
 	case refused:
-		if c.durable != "" {
-			c.refused = msg // negatively acknowledged once the iterator is gone (see finish)
-		}
+		c.refused = msg // negatively acknowledged once the iterator is gone (see finish)
 		return false
 	case undecodable:
-		if c.durable != "" {
-			c.lastSeq = meta.Sequence.Stream
-			if err := msg.TermWithReason("fanoutnats: payload does not decode"); err != nil {
-				c.in.rep.report(&Error{Op: "ack", Subject: msg.Subject(), Sequence: meta.Sequence.Stream, Err: err})
-			}
-		}
-		return true
+		need = 0 // acknowledged with the values before it
 	}
-	if c.durable != "" {
-		c.lastSeq = meta.Sequence.Stream
-		c.ack(msg, meta)
-	}
+	c.lastSeq = seq
+	c.ack.add(seq, meta.Sequence.Consumer, msg.Reply(), need)
 	return true
-}
-
-func (c *Consumer[T]) ack(msg jetstream.Msg, meta *jetstream.MsgMetadata) {
-	if err := msg.Ack(); err != nil {
-		c.in.rep.report(&Error{Op: "ack", Subject: msg.Subject(), Sequence: meta.Sequence.Stream, Err: err})
-	}
 }
 
 type seqCheck uint8
@@ -408,7 +456,7 @@ func (c *Consumer[T]) repairGap() bool {
 		if attempt > 0 && !c.pause() {
 			return false
 		}
-		next, err := c.resetOnce()
+		next, err := c.resetAcked()
 		if err != nil {
 			c.in.rep.report(&Error{Op: "consume", Subject: c.stream, Err: fmt.Errorf("repairing a gap: %w", err)})
 			if errors.Is(err, nats.ErrConnectionClosed) {
@@ -472,6 +520,15 @@ func (c *Consumer[T]) pause() bool {
 	case <-t.C:
 		return true
 	}
+}
+
+// resetAcked resets the durable with the acker's replies dropped and no
+// acknowledgement sent meanwhile (see acker).
+func (c *Consumer[T]) resetAcked() (jetstream.MessagesContext, error) {
+	c.ack.sendMu.Lock()
+	defer c.ack.sendMu.Unlock()
+	c.ack.invalidate()
+	return c.resetOnce()
 }
 
 func (c *Consumer[T]) resetOnce() (jetstream.MessagesContext, error) {
