@@ -443,3 +443,46 @@ func TestCloseNeverHangsOnADeadServer(t *testing.T) {
 		waitDone(t, br)
 	}
 }
+
+func TestServerRestartLosesAndDuplicatesNoFramedValue(t *testing.T) {
+	srv := natstest.New(t)
+	admin := natstest.JetStream(t, srv.Connect(t))
+	natstest.Stream(t, admin, "EV", "ev")
+	const n = 5000
+	out := fanout.New[event](fanout.WithQueueLength(256))
+	fwd, err := fanoutnats.Forward(out, srv.Connect(t), fanoutnats.ForwardConfig[event]{
+		Subject: "ev", JetStream: true, Frame: 32, Batch: 128, AckTimeout: 500 * time.Millisecond, RetryWait: 20 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeWithin(fwd, time.Second) })
+	in, in2 := fanout.New[event](), fanout.New[event]()
+	w, _ := in.Watch()
+	w2, _ := in2.Watch()
+	durable := consume(t, natstest.JetStream(t, srv.Connect(t)), in,
+		fanoutnats.ConsumeConfig[event]{Stream: "EV", Durable: "d", Start: fanoutnats.StartAll(), AckWait: time.Second})
+	ordered := consume(t, natstest.JetStream(t, srv.Connect(t)), in2, fanoutnats.ConsumeConfig[event]{Stream: "EV", Start: fanoutnats.StartAll()})
+	go func() {
+		for i := 0; i < n; i += 10 {
+			_, _ = out.ActionBatch(events(i, i+10))
+		}
+	}()
+	received, received2 := recvAsync(w, n), recvAsync(w2, n)
+	natstest.Eventually(t, "a third of the values", func() bool { return durable.Stats().Delivered >= n/3 })
+	srv.Restart(t)
+	for name, got := range map[string][]event{"durable": received.wait(t), "ordered": received2.wait(t)} {
+		for i, e := range got {
+			if e.Seq != i {
+				t.Fatalf("%s consumer: value %d has seq %d: a value was lost, duplicated or reordered", name, i, e.Seq)
+			}
+		}
+	}
+	closeAndWait(t, fwd)
+	closeAndWait(t, durable)
+	fs, ds := fwd.Stats(), durable.Stats()
+	t.Logf("forwarder %+v; durable %+v; ordered %+v", fs, ds, ordered.Stats())
+	if fs.Published != n || fs.Failed != 0 || fs.Frames == 0 || ds.AckFloor != streamLastSeq(t, admin, "EV") {
+		t.Fatalf("forwarder %+v, durable %+v: want %d published in frames, each once, and every frame acknowledged", fs, ds, n)
+	}
+}
