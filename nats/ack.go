@@ -306,9 +306,33 @@ func (a *acker) confirmFloor() error {
 	return nil
 }
 
+// confirmOnce sends sent again as a double ack and reads the server's ack
+// floor back, until the floor has reached floor, for DefaultTimeout at
+// most. A cluster's new consumer leader may answer with an older floor
+// for a moment after it confirmed an acknowledgement: hence the retries.
 func (a *acker) confirmOnce(sent ackEntry, floor uint64) error {
 	ctx, cancel := context.WithTimeout(a.ctx, DefaultTimeout)
 	defer cancel()
+	wait := time.Millisecond
+	for {
+		err := a.askFloor(ctx, sent, floor)
+		if err == nil {
+			return nil
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		wait = min(2*wait, 100*time.Millisecond)
+	}
+}
+
+// askFloor sends sent as a double ack, if it is usable, and returns an
+// error unless the server's ack floor has then reached floor.
+func (a *acker) askFloor(ctx context.Context, sent ackEntry, floor uint64) error {
 	if sent.dseq > 0 {
 		if _, err := a.nc.RequestWithContext(ctx, sent.reply, ackBody); err != nil {
 			return err

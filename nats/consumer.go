@@ -151,7 +151,7 @@ func Consume[T any](ctx context.Context, js jetstream.JetStream, b *fanout.Broad
 	if err != nil {
 		return nil, &Error{Op: "consume", Subject: cfg.Stream, Err: err}
 	}
-	c.it, err = c.cons.Messages()
+	c.it, err = c.cons.Messages(pullExpiry)
 	if err != nil {
 		return nil, &Error{Op: "consume", Subject: cfg.Stream, Err: err}
 	}
@@ -209,7 +209,8 @@ func orderedConsumer[T any](ctx context.Context, stream jetstream.Stream, cfg Co
 
 func durableConsumer[T any](ctx context.Context, js jetstream.JetStream, stream jetstream.Stream, cfg ConsumeConfig[T]) (jetstream.Consumer, error) {
 	cons, err := stream.Consumer(ctx, cfg.Durable)
-	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+	created := errors.Is(err, jetstream.ErrConsumerNotFound)
+	if created {
 		policy, seq, t := deliverPolicy(cfg.Start, stream.CachedInfo())
 		cons, err = stream.CreateConsumer(ctx, jetstream.ConsumerConfig{
 			Durable:        cfg.Durable,
@@ -228,6 +229,9 @@ func durableConsumer[T any](ctx context.Context, js jetstream.JetStream, stream 
 	}
 	if err := checkDurable(cons.CachedInfo()); err != nil {
 		return nil, err
+	}
+	if created { // nothing delivered yet: nothing to reset (and, in a cluster, maybe no consumer leader yet to answer)
+		return cons, nil
 	}
 	if _, err := js.ResetConsumer(ctx, cfg.Stream, cfg.Durable); err != nil {
 		return nil, fmt.Errorf("resetting durable %q to its ack floor (needs nats-server 2.14 or later): %w", cfg.Durable, err)
@@ -537,5 +541,13 @@ func (c *Consumer[T]) resetOnce() (jetstream.MessagesContext, error) {
 	if _, err := c.js.ResetConsumer(ctx, c.stream, c.durable); err != nil {
 		return nil, err
 	}
-	return c.cons.Messages()
+	return c.cons.Messages(pullExpiry)
 }
+
+// pullExpiry is how long a pull request of a Consumer lasts. The NATS
+// client sends heartbeats every half of it and reports them missing after
+// twice that, then pulls again: so a pull request lost with a server (a
+// cluster node that died, say) is replaced within about 5 s instead of the
+// client's default of 30 s (the cluster test of this package saw a
+// consumer stall for 30 s after the stream leader's shutdown).
+var pullExpiry = jetstream.PullExpiry(5 * time.Second)

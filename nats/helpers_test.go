@@ -46,10 +46,15 @@ func recv[T any](t testing.TB, w *fanout.Watcher[T], n int) []T {
 // recvAsync reads n values from w on a goroutine of its own; receive the
 // result with wait, on the test's goroutine.
 func recvAsync[T any](w *fanout.Watcher[T], n int) *pending[T] {
+	return recvAsyncWithin(w, n, hangGuard)
+}
+
+// recvAsyncWithin is recvAsync, failing after guard instead of hangGuard.
+func recvAsyncWithin[T any](w *fanout.Watcher[T], n int, guard time.Duration) *pending[T] {
 	p := &pending[T]{done: make(chan struct{})}
 	go func() {
 		defer close(p.done)
-		ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+		ctx, cancel := context.WithTimeout(context.Background(), guard)
 		defer cancel()
 		buf := make([]T, 256)
 		for len(p.vals) < n {
@@ -59,6 +64,27 @@ func recvAsync[T any](w *fanout.Watcher[T], n int) *pending[T] {
 				return
 			}
 			p.vals = append(p.vals, buf[:k]...)
+		}
+	}()
+	return p
+}
+
+// recvAllAsync reads n values from each watcher, each on a goroutine of its
+// own, failing after guard; receive the results with wait.
+func recvAllAsync[T any](ws []*fanout.Watcher[T], n int, guard time.Duration) *pending[[]T] {
+	p := &pending[[]T]{done: make(chan struct{})}
+	each := make([]*pending[T], len(ws))
+	for i, w := range ws {
+		each[i] = recvAsyncWithin(w, n, guard)
+	}
+	go func() {
+		defer close(p.done)
+		for i, q := range each {
+			<-q.done
+			p.vals = append(p.vals, q.vals)
+			if q.err != nil && p.err == nil {
+				p.err = fmt.Errorf("watcher %d: %w", i, q.err)
+			}
 		}
 	}()
 	return p
