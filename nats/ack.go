@@ -53,6 +53,9 @@ type acker struct {
 	ackFloor func(context.Context) (uint64, error)
 	rep      *reporter
 	ctx      context.Context // done when Close gives up
+	// onReconnect, if set, is called on the acker's goroutine after each
+	// reconnect.
+	onReconnect func()
 
 	sendMu sync.Mutex
 	mu     sync.Mutex
@@ -195,6 +198,9 @@ func (a *acker) run(status chan nats.Status) {
 			a.mu.Lock()
 			a.confirm = true
 			a.mu.Unlock()
+			if a.onReconnect != nil {
+				a.onReconnect()
+			}
 			fresh = true
 		case <-a.ended:
 			a.finish(&p)

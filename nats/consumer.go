@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fanout-go/fanout"
@@ -111,6 +112,11 @@ type Consumer[T any] struct {
 	mu      sync.Mutex
 	it      jetstream.MessagesContext
 	closing bool
+	// wait bounds the wait for the next message; a reconnect cancels it
+	// (nudge), so that the durable is reset (see reconnected).
+	wait       context.Context
+	cancelWait context.CancelFunc
+	nudged     atomic.Bool
 
 	// Owned by the goroutine: the last stream sequence delivered (or
 	// terminated) and the last consumer sequence seen, to skip redeliveries
@@ -156,8 +162,10 @@ func Consume[T any](ctx context.Context, js jetstream.JetStream, b *fanout.Broad
 		return nil, &Error{Op: "consume", Subject: cfg.Stream, Err: err}
 	}
 	c.in.init(b, cfg.Codec, cfg.OnError, cfg.Logger)
+	c.wait, c.cancelWait = context.WithCancel(c.in.ctx)
 	if cfg.Durable != "" {
 		c.ack = newAcker(js.Conn(), b.Taken, c.ackFloor, &c.in.rep, c.in.ctx)
+		c.ack.onReconnect = c.nudge
 		c.ack.start()
 	}
 	go c.run()
@@ -307,8 +315,14 @@ func (c *Consumer[T]) run() {
 	defer close(c.in.done)
 	defer c.finish()
 	for {
-		it := c.iterator()
-		msg, err := it.Next(jetstream.NextContext(c.in.ctx))
+		it, wait := c.iterator()
+		msg, err := it.Next(jetstream.NextContext(wait))
+		if err != nil && c.in.ctx.Err() == nil && c.nudged.Swap(false) {
+			if !c.reconnected() {
+				return
+			}
+			continue
+		}
 		if err != nil {
 			if !c.onNextError(err) {
 				return
@@ -321,10 +335,32 @@ func (c *Consumer[T]) run() {
 	}
 }
 
-func (c *Consumer[T]) iterator() jetstream.MessagesContext {
+func (c *Consumer[T]) iterator() (jetstream.MessagesContext, context.Context) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.it
+	return c.it, c.wait
+}
+
+// nudge tells the consumer's goroutine that the connection reconnected: it
+// ends the wait for the next message. It runs on the acker's goroutine.
+func (c *Consumer[T]) nudge() {
+	c.nudged.Store(true)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cancelWait()
+}
+
+// reconnected resets the durable to its ack floor after a reconnect: the
+// messages the server sent while the connection was down are lost, and
+// when no later one comes to show the gap, the server would redeliver
+// them only after AckWait (the process test of this package stalled for
+// the 30 s default after a server restart). The values delivered again
+// are skipped. It reports whether to go on.
+func (c *Consumer[T]) reconnected() bool {
+	c.mu.Lock()
+	c.wait, c.cancelWait = context.WithCancel(c.in.ctx)
+	c.mu.Unlock()
+	return c.repairGap()
 }
 
 // finish ends the consumer: it stops the iterator. A durable's waits until
@@ -339,6 +375,7 @@ func (c *Consumer[T]) iterator() jetstream.MessagesContext {
 func (c *Consumer[T]) finish() {
 	c.mu.Lock()
 	it := c.it
+	c.cancelWait()
 	c.mu.Unlock()
 	if c.durable == "" {
 		it.Stop()

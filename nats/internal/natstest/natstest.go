@@ -202,12 +202,16 @@ func NewCluster(t testing.TB, n int) *Cluster {
 	for _, p := range routePorts {
 		routes = append(routes, &url.URL{Scheme: "nats-route", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(p))})
 	}
+	dirs := make([]string, n)
+	for i := range dirs {
+		dirs[i] = t.TempDir() // removed after the servers are shut down (cleanups run last first)
+	}
 	c := &Cluster{}
 	t.Cleanup(c.shutdownAll)
 	for i := range n {
 		o := &server.Options{
 			ServerName: "n" + strconv.Itoa(i), Host: "127.0.0.1", Port: server.RANDOM_PORT,
-			JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true,
+			JetStream: true, StoreDir: dirs[i], NoLog: true, NoSigs: true,
 			Cluster: server.ClusterOpts{Name: "natstest", Host: "127.0.0.1", Port: routePorts[i]},
 			Routes:  routes,
 		}
