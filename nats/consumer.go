@@ -99,8 +99,9 @@ type ConsumeConfig[T any] struct {
 // Consumer publishes the values of a JetStream stream into a local
 // [fanout.Broadcaster], in the stream's order, so that one consumer serves
 // any number of local watchers. It owns one goroutine (and the NATS
-// client's for the pull subscription). Create one with [Consume]; stop it
-// with [Consumer.Close].
+// client's for the pull subscription), and a durable one a second, which
+// acknowledges what the lossless watchers took. Create one with [Consume];
+// stop it with [Consumer.Close].
 type Consumer[T any] struct {
 	in      inbound[T]
 	js      jetstream.JetStream
@@ -130,13 +131,14 @@ type Consumer[T any] struct {
 // Consume starts publishing the messages of cfg.Stream into b, as cfg
 // says. ctx bounds the set-up calls to JetStream. It returns an error if js
 // or b is nil, if the stream does not exist, if the consumer cannot be
-// created, or if an existing durable is not a pull consumer with explicit
-// acks.
+// created, or if an existing durable is not a pull consumer acknowledging
+// with AckAll.
 //
-// A durable consumer is reset to its ack floor when Consume starts it (the
-// consumer reset API, nats-server 2.14 or later): the values after the ack
-// floor are redelivered in the stream's order, so a value a crashed process
-// had received but not acknowledged is not lost, and the order holds.
+// An existing durable is reset to its ack floor when Consume starts it
+// (the consumer reset API, nats-server 2.14 or later): the values after the
+// ack floor are redelivered in the stream's order, so a value a crashed
+// process had not acknowledged (see "Acknowledgement" in the package
+// documentation) is not lost, and the order holds.
 func Consume[T any](ctx context.Context, js jetstream.JetStream, b *fanout.Broadcaster[T], cfg ConsumeConfig[T]) (*Consumer[T], error) {
 	if js == nil || b == nil {
 		return nil, errors.New("fanoutnats: Consume: nil JetStream or broadcaster")

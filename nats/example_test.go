@@ -143,3 +143,83 @@ func ExampleNewSink() {
 	fmt.Println("stored", st.CachedInfo().State.Msgs, "written", rec.Stats().Written)
 	// Output: stored 2 written 2
 }
+
+// A durable consumer acknowledges a value once every lossless watcher has
+// taken it; a watcher registered WithCommit takes it when it commits, so
+// that a crash before the work is done makes the durable's next consumer
+// deliver it again.
+func ExampleConsume_durable() {
+	dir, _ := os.MkdirTemp("", "fanoutnats")
+	defer os.RemoveAll(dir)
+	srv := embeddedServer(dir)
+	defer stop(srv)
+	ctx := context.Background()
+	nc, _ := nats.Connect("", nats.InProcessServer(srv))
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	_, _ = js.CreateStream(ctx, jetstream.StreamConfig{Name: "EVENTS", Subjects: []string{"events"}})
+	for i := 1; i <= 3; i++ {
+		_, _ = js.Publish(ctx, "events", fmt.Appendf(nil, `{"id":%d}`, i))
+	}
+
+	local := fanout.New[Event]()
+	w, _ := local.Watch(fanout.WithCommit())
+	c, err := fanoutnats.Consume(ctx, js, local, fanoutnats.ConsumeConfig[Event]{
+		Stream: "EVENTS", Durable: "audit-writer", Start: fanoutnats.StartAll(),
+	})
+	if err != nil {
+		panic(err)
+	}
+	for range 3 {
+		e, _ := w.Next(ctx)
+		fmt.Println("written", e.ID) // the watcher's work
+		w.Commit()                   // done with everything received so far
+	}
+	if err := c.Close(ctx); err != nil { // waits for the commits, confirms the ack floor
+		panic(err)
+	}
+	fmt.Println("acknowledged up to stream sequence", c.Stats().AckFloor)
+	// Output:
+	// written 1
+	// written 2
+	// written 3
+	// acknowledged up to stream sequence 3
+}
+
+// A forwarder packs the values it finds queued into frames: one NATS
+// message for many values, delivered into the receiving broadcaster as one
+// batch.
+func ExampleForwardConfig_frame() {
+	dir, _ := os.MkdirTemp("", "fanoutnats")
+	defer os.RemoveAll(dir)
+	srv := embeddedServer(dir)
+	defer stop(srv)
+	ctx := context.Background()
+
+	ncB, _ := nats.Connect("", nats.InProcessServer(srv))
+	defer ncB.Close()
+	local := fanout.New[Event]()
+	w, _ := local.Watch()
+	sub, _ := fanoutnats.Subscribe(ncB, local, fanoutnats.SubscribeConfig[Event]{Subject: "events"})
+
+	ncA, _ := nats.Connect("", nats.InProcessServer(srv))
+	defer ncA.Close()
+	events := fanout.New[Event](fanout.WithQueueLength(1000))
+	fwd, _ := fanoutnats.Forward(events, ncA, fanoutnats.ForwardConfig[Event]{Subject: "events", Batch: 1000, Frame: 100})
+	batch := make([]Event, 1000)
+	for i := range batch {
+		batch[i] = Event{ID: i}
+	}
+	_, _ = events.ActionBatch(batch) // queued at once: the forwarder finds full frames
+	_ = fwd.Close(ctx)
+
+	sum := 0
+	for range 1000 {
+		e, _ := w.Next(ctx)
+		sum += e.ID
+	}
+	_ = sub.Close(ctx)
+	st := fwd.Stats()
+	fmt.Println(st.Published, "values in", st.Frames, "frames; sum", sum)
+	// Output: 1000 values in 10 frames; sum 499500
+}
