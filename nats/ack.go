@@ -43,8 +43,11 @@ import (
 //     watcher reads, so it polls Taken while values are pending, every
 //     pollMin, backing off to pollMax while Taken does not move; a
 //     reconnect (a status listener on the connection) makes it confirm the
-//     floor; the deliverer's end (ended) makes it finish: wait until every
-//     value delivered is taken (or Close gives up), acknowledge, confirm.
+//     floor and tell the deliverer (onReconnect), which resets the durable
+//     to redeliver what the connection lost; the deliverer's end (ended)
+//     makes it finish: wait until every value delivered is taken (or Close
+//     gives up), acknowledge, confirm. A confirmation holds sendMu for each
+//     attempt only, so that a reset can run between attempts.
 type acker struct {
 	nc    *nats.Conn
 	taken func() uint64
@@ -224,7 +227,6 @@ func (a *acker) busy() bool {
 func (a *acker) pass() bool {
 	taken := a.taken()
 	a.sendMu.Lock()
-	defer a.sendMu.Unlock()
 	a.mu.Lock()
 	e, ok := a.choose(taken)
 	confirm := a.confirm && !time.Now().Before(a.retryAt)
@@ -232,6 +234,7 @@ func (a *acker) pass() bool {
 	if ok {
 		a.publish(e)
 	}
+	a.sendMu.Unlock()
 	if confirm && a.confirmFloor() == nil {
 		a.mu.Lock()
 		a.confirm = false
@@ -290,18 +293,15 @@ func (a *acker) floorSeq() uint64 {
 // confirmFloor makes sure the server holds the floor: it sends the last
 // acknowledgement again and waits for the server's reply (a double ack),
 // then asks the server for the durable's ack floor. A failure is counted
-// and reported, and the next attempt waits DefaultRetryWait. Caller holds
-// sendMu.
+// and reported, and the next attempt waits DefaultRetryWait.
 func (a *acker) confirmFloor() error {
-	a.mu.Lock()
-	sent, floor := a.sent, a.floor
-	a.mu.Unlock()
+	floor := a.floorSeq()
 	if floor <= a.confirmed {
 		return nil
 	}
 	err := a.ctx.Err()
 	if err == nil {
-		err = a.confirmOnce(sent, floor)
+		err = a.confirmOnce(floor)
 	}
 	if err != nil {
 		a.retryAt = time.Now().Add(DefaultRetryWait)
@@ -312,16 +312,19 @@ func (a *acker) confirmFloor() error {
 	return nil
 }
 
-// confirmOnce sends sent again as a double ack and reads the server's ack
-// floor back, until the floor has reached floor, for DefaultTimeout at
-// most. A cluster's new consumer leader may answer with an older floor
-// for a moment after it confirmed an acknowledgement: hence the retries.
-func (a *acker) confirmOnce(sent ackEntry, floor uint64) error {
+// confirmOnce sends the last acknowledgement again as a double ack and
+// reads the server's ack floor back, until the floor has reached floor, for
+// DefaultTimeout at most. A cluster's new consumer leader may answer with
+// an older floor for a moment after it confirmed an acknowledgement, and a
+// restarted server needs a moment to answer at all: hence the retries.
+// Each attempt holds sendMu, the waits between them do not, so that the
+// consumer can reset the durable meanwhile.
+func (a *acker) confirmOnce(floor uint64) error {
 	ctx, cancel := context.WithTimeout(a.ctx, DefaultTimeout)
 	defer cancel()
 	wait := time.Millisecond
 	for {
-		err := a.askFloor(ctx, sent, floor)
+		err := a.askFloorNow(ctx, floor)
 		if err == nil {
 			return nil
 		}
@@ -334,6 +337,17 @@ func (a *acker) confirmOnce(sent ackEntry, floor uint64) error {
 		}
 		wait = min(2*wait, 100*time.Millisecond)
 	}
+}
+
+// askFloorNow is askFloor with the last acknowledgement sent, holding
+// sendMu.
+func (a *acker) askFloorNow(ctx context.Context, floor uint64) error {
+	a.sendMu.Lock()
+	defer a.sendMu.Unlock()
+	a.mu.Lock()
+	sent := a.sent
+	a.mu.Unlock()
+	return a.askFloor(ctx, sent, floor)
 }
 
 // askFloor sends sent as a double ack, if it is usable, and returns an
@@ -369,8 +383,6 @@ func (a *acker) finish(p *poller) {
 		a.pass()
 	}
 	a.pass()
-	a.sendMu.Lock()
-	defer a.sendMu.Unlock()
 	if n, last := a.stranded(); n > 0 {
 		// Taken, but every reply known for them is one the server would
 		// ignore: their redeliveries did not come before the end.
@@ -389,7 +401,7 @@ func (a *acker) finish(p *poller) {
 }
 
 // stranded returns how many messages pending were taken, and the last of
-// them. Caller holds sendMu.
+// them.
 func (a *acker) stranded() (int, uint64) {
 	taken := a.taken()
 	a.mu.Lock()

@@ -29,15 +29,16 @@ func serverAckFloor(t *testing.T, js jetstream.JetStream, stream, durable string
 	return info.AckFloor.Stream
 }
 
-// giveUp closes c with a context that ends soon: Close waits until the
-// watchers have taken what was delivered, which the caller's watchers never
-// will, and then acknowledges what they took.
-func giveUp(t *testing.T, c *fanoutnats.Consumer[event]) {
+// giveUp closes c with a context that ends soon, and checks that Close
+// gave up, for the reason why says: Close waits until the watchers have
+// taken what was delivered, which the caller's watchers never will, and
+// then acknowledges what they took.
+func giveUp(t *testing.T, c *fanoutnats.Consumer[event], why string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	if err := c.Close(ctx); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Close = %v, want DeadlineExceeded: values were still to be taken", err)
+		t.Fatalf("Close = %v, want DeadlineExceeded: %s", err, why)
 	}
 	waitDone(t, c)
 }
@@ -58,9 +59,7 @@ func resumed(t *testing.T, srv *natstest.Server, durable string, n int) []int {
 }
 
 func TestDurableAcknowledgesOnlyWhatEveryLosslessWatcherTook(t *testing.T) {
-	srv := natstest.New(t)
-	js := natstest.JetStream(t, srv.Connect(t))
-	natstest.Stream(t, js, "EV", "ev")
+	srv, js := streamEV(t)
 	b := fanout.New[event](fanout.WithQueueLength(64))
 	fast, _ := b.Watch()
 	slow, _ := b.Watch()
@@ -69,7 +68,7 @@ func TestDurableAcknowledgesOnlyWhatEveryLosslessWatcherTook(t *testing.T) {
 	jsPublish(t, js, "ev", events(1, 11)...)
 	recv(t, fast, 10)
 	recv(t, slow, 4)
-	giveUp(t, c)
+	giveUp(t, c, "values were still to be taken")
 	if got := serverAckFloor(t, js, "EV", "d"); got != 4 || c.Stats().AckFloor != 4 {
 		t.Fatalf("ack floor %d (consumer says %d), want 4: what the slow watcher took", got, c.Stats().AckFloor)
 	}
@@ -81,9 +80,7 @@ func TestDurableAcknowledgesOnlyWhatEveryLosslessWatcherTook(t *testing.T) {
 func TestWatcherWithCommitHoldsAcknowledgementsUntilItCommits(t *testing.T) {
 	for _, read := range []string{"Recv", "ResultChan"} {
 		t.Run(read, func(t *testing.T) {
-			srv := natstest.New(t)
-			js := natstest.JetStream(t, srv.Connect(t))
-			natstest.Stream(t, js, "EV", "ev")
+			srv, js := streamEV(t)
 			b := fanout.New[event](fanout.WithQueueLength(64))
 			w, _ := b.Watch(fanout.WithCommit())
 			c := consume(t, js, b, fanoutnats.ConsumeConfig[event]{Stream: "EV", Durable: "d", Start: fanoutnats.StartAll()})
@@ -100,7 +97,7 @@ func TestWatcherWithCommitHoldsAcknowledgementsUntilItCommits(t *testing.T) {
 			take(3)
 			w.Commit()
 			take(3) // done with, not committed
-			giveUp(t, c)
+			giveUp(t, c, "values were still to be taken")
 			if got := serverAckFloor(t, js, "EV", "d"); got != 3 {
 				t.Fatalf("ack floor %d, want 3: what the watcher committed", got)
 			}
@@ -113,9 +110,7 @@ func TestWatcherWithCommitHoldsAcknowledgementsUntilItCommits(t *testing.T) {
 }
 
 func TestCleanCloseLeavesTheNextConsumerNothingToRedeliver(t *testing.T) {
-	srv := natstest.New(t)
-	js := natstest.JetStream(t, srv.Connect(t))
-	natstest.Stream(t, js, "EV", "ev")
+	srv, js := streamEV(t)
 	b := fanout.New[event]()
 	w, _ := b.Watch()
 	_, _ = b.Watch(fanout.WithFullChannelBehavior(fanout.DropOldestIfChannelFull)) // lossy, never read
@@ -135,25 +130,23 @@ func TestCleanCloseLeavesTheNextConsumerNothingToRedeliver(t *testing.T) {
 	if st.Acks >= n/2 {
 		t.Errorf("%d acknowledgements for %d values: not batched", st.Acks, n)
 	}
-	jsPublish(t, js, "ev", event{Seq: n + 1})
-	if got := resumed(t, srv, "d", 1); got[0] != n+1 {
-		t.Fatalf("the next consumer began with %d, want %d", got[0], n+1)
+	checkNothingRedelivered(t, srv, js, n)
+}
+
+// checkNothingRedelivered stores value last+1 and checks that the next
+// consumer of durable "d" begins with it.
+func checkNothingRedelivered(t *testing.T, srv *natstest.Server, js jetstream.JetStream, last int) {
+	t.Helper()
+	jsPublish(t, js, "ev", event{Seq: last + 1})
+	if got := resumed(t, srv, "d", 1); got[0] != last+1 {
+		t.Fatalf("after Close, the next consumer began with %d, want %d", got[0], last+1)
 	}
 }
 
 func TestServerRestartMidStreamLeavesNothingToRedeliverAfterClose(t *testing.T) {
-	srv := natstest.New(t)
-	admin := natstest.JetStream(t, srv.Connect(t))
-	natstest.Stream(t, admin, "EV", "ev")
+	srv, admin := streamEV(t)
 	const n = 3000
-	out := fanout.New[event](fanout.WithQueueLength(256))
-	fwd, err := fanoutnats.Forward(out, srv.Connect(t), fanoutnats.ForwardConfig[event]{
-		Subject: "ev", JetStream: true, Batch: 64, AckTimeout: 500 * time.Millisecond, RetryWait: 20 * time.Millisecond,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { closeWithin(fwd, time.Second) })
+	out, fwd := jsForwarder(t, srv.Connect(t), 0)
 	in := fanout.New[event]()
 	ws := []*fanout.Watcher[event]{}
 	for range 3 {
@@ -174,11 +167,8 @@ func TestServerRestartMidStreamLeavesNothingToRedeliverAfterClose(t *testing.T) 
 	srv.Restart(t)
 	wg.Wait()
 	closeAndWait(t, c)
-	for i := range got {
-		if got[i][n-1].Seq != n || !slices.IsSortedFunc(got[i], func(a, b event) int { return a.Seq - b.Seq }) {
-			t.Fatalf("watcher %d: out of order, or the last value is %v", i, got[i][n-1])
-		}
-	}
+	checkSameOrderEachOnce(t, map[string][]event{"stream": streamOrder(t, admin, "EV", n),
+		"watcher 0": got[0], "watcher 1": got[1], "watcher 2": got[2]}, 1, n)
 	st := c.Stats()
 	t.Logf("consumer %+v", st)
 	if st.Reconnects == 0 || st.AcksConfirmed < 2 || serverAckFloor(t, admin, "EV", "d") != n {
@@ -186,34 +176,22 @@ func TestServerRestartMidStreamLeavesNothingToRedeliverAfterClose(t *testing.T) 
 			st, serverAckFloor(t, admin, "EV", "d"), n)
 	}
 	closeAndWait(t, fwd)
-	jsPublish(t, admin, "ev", event{Seq: n + 1})
-	if first := resumed(t, srv, "d", 1); first[0] != n+1 {
-		t.Fatalf("after Close, the next consumer began with %d, want %d", first[0], n+1)
-	}
+	checkNothingRedelivered(t, srv, admin, n)
 }
 
 func TestCloseCountsAndReportsAnAckFloorTheServerCannotConfirm(t *testing.T) {
-	srv := natstest.New(t)
-	js := natstest.JetStream(t, srv.Connect(t))
-	natstest.Stream(t, js, "EV", "ev")
+	srv, js := streamEV(t)
 	b := fanout.New[event]()
 	w, _ := b.Watch()
-	var mu sync.Mutex
-	var errs []error
+	var log errorLog
 	c := consume(t, js, b, fanoutnats.ConsumeConfig[event]{Stream: "EV", Durable: "d", Start: fanoutnats.StartAll(),
-		OnError: func(err error) { mu.Lock(); errs = append(errs, err); mu.Unlock() }})
+		OnError: log.add})
 	jsPublish(t, js, "ev", events(1, 6)...)
 	recv(t, w, 5)
 	natstest.Eventually(t, "the acknowledgement", func() bool { return c.Stats().AckFloor == 5 })
 	srv.Shutdown()
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-	defer cancel()
-	if err := c.Close(ctx); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Close = %v, want DeadlineExceeded: the server is down", err)
-	}
-	waitDone(t, c)
-	mu.Lock()
-	defer mu.Unlock()
+	giveUp(t, c, "the server is down")
+	errs := log.list()
 	var fe *fanoutnats.Error
 	if st := c.Stats(); st.AcksUnconfirmed != 1 || len(errs) == 0 || !errors.Is(errs[len(errs)-1], fanoutnats.ErrAckUnconfirmed) ||
 		!errors.As(errs[len(errs)-1], &fe) || fe.Sequence != 5 {

@@ -143,24 +143,30 @@ func TestJetStreamGivesEveryWatcherOfThreeProcessesTheStreamsOrder(t *testing.T)
 	}
 }
 
-// streamOrder reads the first n values of a stream, in sequence order.
+// streamOrder reads the first n values of a stream, in sequence order,
+// with the NATS client's own ordered consumer.
 func streamOrder(t *testing.T, js jetstream.JetStream, name string, n int) []event {
 	t.Helper()
+	cons, err := js.OrderedConsumer(guardCtx(t), name, jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	out := make([]event, 0, n)
-	for seq := uint64(1); len(out) < n; seq++ {
-		st, err := js.Stream(guardCtx(t), name)
+	for len(out) < n {
+		batch, err := cons.Fetch(n-len(out), jetstream.FetchMaxWait(hangGuard))
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, err := st.GetMsg(guardCtx(t), seq)
-		if err != nil {
-			t.Fatalf("stream sequence %d: %v", seq, err)
+		for m := range batch.Messages() {
+			var e event
+			if err := json.Unmarshal(m.Data(), &e); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, e)
 		}
-		var e event
-		if err := json.Unmarshal(m.Data, &e); err != nil {
-			t.Fatal(err)
+		if err := batch.Error(); err != nil {
+			t.Fatalf("after %d values: %v", len(out), err)
 		}
-		out = append(out, e)
 	}
 	return out
 }
@@ -445,18 +451,9 @@ func TestCloseNeverHangsOnADeadServer(t *testing.T) {
 }
 
 func TestServerRestartLosesAndDuplicatesNoFramedValue(t *testing.T) {
-	srv := natstest.New(t)
-	admin := natstest.JetStream(t, srv.Connect(t))
-	natstest.Stream(t, admin, "EV", "ev")
+	srv, admin := streamEV(t)
 	const n = 5000
-	out := fanout.New[event](fanout.WithQueueLength(256))
-	fwd, err := fanoutnats.Forward(out, srv.Connect(t), fanoutnats.ForwardConfig[event]{
-		Subject: "ev", JetStream: true, Frame: 32, Batch: 128, AckTimeout: 500 * time.Millisecond, RetryWait: 20 * time.Millisecond,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { closeWithin(fwd, time.Second) })
+	out, fwd := jsForwarder(t, srv.Connect(t), 32)
 	in, in2 := fanout.New[event](), fanout.New[event]()
 	w, _ := in.Watch()
 	w2, _ := in2.Watch()
@@ -471,13 +468,7 @@ func TestServerRestartLosesAndDuplicatesNoFramedValue(t *testing.T) {
 	received, received2 := recvAsync(w, n), recvAsync(w2, n)
 	natstest.Eventually(t, "a third of the values", func() bool { return durable.Stats().Delivered >= n/3 })
 	srv.Restart(t)
-	for name, got := range map[string][]event{"durable": received.wait(t), "ordered": received2.wait(t)} {
-		for i, e := range got {
-			if e.Seq != i {
-				t.Fatalf("%s consumer: value %d has seq %d: a value was lost, duplicated or reordered", name, i, e.Seq)
-			}
-		}
-	}
+	checkSameOrderEachOnce(t, map[string][]event{"durable": received.wait(t), "ordered": received2.wait(t)}, 0, n)
 	closeAndWait(t, fwd)
 	closeAndWait(t, durable)
 	fs, ds := fwd.Stats(), durable.Stats()

@@ -146,16 +146,9 @@ func Consume[T any](ctx context.Context, js jetstream.JetStream, b *fanout.Broad
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	stream, err := js.Stream(ctx, cfg.Stream)
-	if err != nil {
-		return nil, &Error{Op: "consume", Subject: cfg.Stream, Err: err}
-	}
 	c := &Consumer[T]{js: js, stream: cfg.Stream, durable: cfg.Durable}
-	if cfg.Durable == "" {
-		c.cons, err = orderedConsumer(ctx, stream, cfg)
-	} else {
-		c.cons, err = durableConsumer(ctx, js, stream, cfg)
-	}
+	var err error
+	c.cons, err = setUp(ctx, js, cfg)
 	if err != nil {
 		return nil, &Error{Op: "consume", Subject: cfg.Stream, Err: err}
 	}
@@ -181,6 +174,44 @@ func (c *Consumer[T]) ackFloor(ctx context.Context) (uint64, error) {
 		return 0, err
 	}
 	return info.AckFloor.Stream, nil
+}
+
+// setUpAttempts bounds the attempts of setUp.
+const setUpAttempts = 3
+
+// setUp finds the stream, then creates or finds the consumer. A request
+// that got no answer (lost with a server that restarted, say) or found no
+// responder (JetStream still starting) is tried again after
+// DefaultRetryWait, each attempt bounded by DefaultTimeout, setUpAttempts
+// times at most and until ctx ends.
+func setUp[T any](ctx context.Context, js jetstream.JetStream, cfg ConsumeConfig[T]) (jetstream.Consumer, error) {
+	for attempt := 1; ; attempt++ {
+		actx, cancel := context.WithTimeout(ctx, DefaultTimeout)
+		cons, err := setUpOnce(actx, js, cfg)
+		cancel()
+		lost := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders)
+		if err == nil || !lost || attempt == setUpAttempts || ctx.Err() != nil {
+			return cons, err
+		}
+		t := time.NewTimer(DefaultRetryWait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, err
+		case <-t.C:
+		}
+	}
+}
+
+func setUpOnce[T any](ctx context.Context, js jetstream.JetStream, cfg ConsumeConfig[T]) (jetstream.Consumer, error) {
+	stream, err := js.Stream(ctx, cfg.Stream)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Durable == "" {
+		return orderedConsumer(ctx, stream, cfg)
+	}
+	return durableConsumer(ctx, js, stream, cfg)
 }
 
 // deliverPolicy translates a Start into JetStream's terms.

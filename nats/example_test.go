@@ -37,13 +37,35 @@ func stop(srv *server.Server) {
 	srv.WaitForShutdown()
 }
 
+// exampleServer starts an embedded server with JetStream in a temporary
+// directory; done stops it and removes the directory.
+func exampleServer() (srv *server.Server, done func()) {
+	dir, _ := os.MkdirTemp("", "fanoutnats")
+	srv = embeddedServer(dir)
+	return srv, func() { stop(srv); os.RemoveAll(dir) }
+}
+
+// publishIDs stores the events of IDs 1 to n on subject.
+func publishIDs(js jetstream.JetStream, subject string, n int) {
+	for i := 1; i <= n; i++ {
+		_, _ = js.Publish(context.Background(), subject, fmt.Appendf(nil, `{"id":%d}`, i))
+	}
+}
+
+// exampleStream connects to srv and creates the stream name capturing
+// subjects; done closes the connection.
+func exampleStream(srv *server.Server, name string, subjects ...string) (js jetstream.JetStream, done func()) {
+	nc, _ := nats.Connect("", nats.InProcessServer(srv))
+	js, _ = jetstream.New(nc)
+	_, _ = js.CreateStream(context.Background(), jetstream.StreamConfig{Name: name, Subjects: subjects})
+	return js, nc.Close
+}
+
 // A broadcaster's values reach the watchers of another process through one
 // NATS subscription.
 func Example() {
-	dir, _ := os.MkdirTemp("", "fanoutnats")
-	defer os.RemoveAll(dir)
-	srv := embeddedServer(dir)
-	defer stop(srv)
+	srv, done := exampleServer()
+	defer done()
 	ctx := context.Background()
 
 	// Process B: one subscription feeds a local broadcaster; its watchers
@@ -84,18 +106,12 @@ func Example() {
 // A consumer joining late replays the last values of a JetStream stream,
 // then receives the new ones, with no gap between them.
 func ExampleConsume() {
-	dir, _ := os.MkdirTemp("", "fanoutnats")
-	defer os.RemoveAll(dir)
-	srv := embeddedServer(dir)
-	defer stop(srv)
+	srv, done := exampleServer()
+	defer done()
 	ctx := context.Background()
-	nc, _ := nats.Connect("", nats.InProcessServer(srv))
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	_, _ = js.CreateStream(ctx, jetstream.StreamConfig{Name: "EVENTS", Subjects: []string{"events"}})
-	for i := 1; i <= 5; i++ {
-		_, _ = js.Publish(ctx, "events", fmt.Appendf(nil, `{"id":%d}`, i))
-	}
+	js, closeJS := exampleStream(srv, "EVENTS", "events")
+	defer closeJS()
+	publishIDs(js, "events", 5)
 
 	local := fanout.New[Event]()
 	w, _ := local.Watch()
@@ -121,15 +137,11 @@ func ExampleConsume() {
 // A recorder writes to a JetStream stream; a write retried after a lost ack
 // is stored once.
 func ExampleNewSink() {
-	dir, _ := os.MkdirTemp("", "fanoutnats")
-	defer os.RemoveAll(dir)
-	srv := embeddedServer(dir)
-	defer stop(srv)
+	srv, done := exampleServer()
+	defer done()
 	ctx := context.Background()
-	nc, _ := nats.Connect("", nats.InProcessServer(srv))
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	_, _ = js.CreateStream(ctx, jetstream.StreamConfig{Name: "AUDIT", Subjects: []string{"audit.>"}})
+	js, closeJS := exampleStream(srv, "AUDIT", "audit.>")
+	defer closeJS()
 
 	sink, _ := fanoutnats.NewSink(js, fanoutnats.SinkConfig[Event]{Subject: "audit.events"})
 	rec, _ := fanout.NewRecorder[Event](fanout.WithRetry(fanoutnats.RetryPolicy()))
@@ -149,18 +161,12 @@ func ExampleNewSink() {
 // that a crash before the work is done makes the durable's next consumer
 // deliver it again.
 func ExampleConsume_durable() {
-	dir, _ := os.MkdirTemp("", "fanoutnats")
-	defer os.RemoveAll(dir)
-	srv := embeddedServer(dir)
-	defer stop(srv)
+	srv, done := exampleServer()
+	defer done()
 	ctx := context.Background()
-	nc, _ := nats.Connect("", nats.InProcessServer(srv))
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	_, _ = js.CreateStream(ctx, jetstream.StreamConfig{Name: "EVENTS", Subjects: []string{"events"}})
-	for i := 1; i <= 3; i++ {
-		_, _ = js.Publish(ctx, "events", fmt.Appendf(nil, `{"id":%d}`, i))
-	}
+	js, closeJS := exampleStream(srv, "EVENTS", "events")
+	defer closeJS()
+	publishIDs(js, "events", 3)
 
 	local := fanout.New[Event]()
 	w, _ := local.Watch(fanout.WithCommit())
@@ -190,10 +196,8 @@ func ExampleConsume_durable() {
 // message for many values, delivered into the receiving broadcaster as one
 // batch.
 func ExampleForwardConfig_frame() {
-	dir, _ := os.MkdirTemp("", "fanoutnats")
-	defer os.RemoveAll(dir)
-	srv := embeddedServer(dir)
-	defer stop(srv)
+	srv, done := exampleServer()
+	defer done()
 	ctx := context.Background()
 
 	ncB, _ := nats.Connect("", nats.InProcessServer(srv))

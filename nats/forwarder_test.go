@@ -423,9 +423,7 @@ func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 func TestFramesCarryEveryValueInOrderThroughCoreNATSAndJetStream(t *testing.T) {
 	for _, mode := range []string{"core", "jetstream durable", "jetstream ordered"} {
 		t.Run(mode, func(t *testing.T) {
-			srv := natstest.New(t)
-			js := natstest.JetStream(t, srv.Connect(t))
-			natstest.Stream(t, js, "EV", "ev")
+			srv, js := streamEV(t)
 			in := fanout.New[event]()
 			w, _ := in.Watch()
 			var inbound interface {
@@ -479,9 +477,7 @@ func streamLastSeq(t *testing.T, js jetstream.JetStream, name string) uint64 {
 }
 
 func TestFramesGiveEachFrameOneMessageIDFromItsFirstValue(t *testing.T) {
-	srv := natstest.New(t)
-	js := natstest.JetStream(t, srv.Connect(t))
-	natstest.Stream(t, js, "EV", "ev")
+	srv, js := streamEV(t)
 	cfg := fanoutnats.ForwardConfig[event]{Subject: "ev", Frame: 4, JetStream: true,
 		MsgID: func(e event) string { return fmt.Sprint("v", e.Seq) }}
 	for range 2 { // two forwarders, the same frames: stored once

@@ -125,22 +125,11 @@ func measureLatency(srv *server.Server, cfg Config, frame int) ([]int64, error) 
 // watchers, each recording the latency of every value it receives in
 // samples[first+i].
 func (lr *latencyRig) subscriber(srv *server.Server, first, n int, r *rig) error {
-	nc, err := connect(srv, r)
-	if err != nil {
-		return err
-	}
-	b := fanout.New[value](fanout.WithQueueLength(localQueue))
-	r.closers = append(r.closers, b.Shutdown)
-	for i := range n {
-		w, err := b.Watch()
-		if err != nil {
-			return err
-		}
-		samples := make([]int64, 0, lr.events)
-		slot := first + i
+	return subscriberProcess(srv, n, r, func(i int, w *fanout.Watcher[value]) {
 		lr.done.Add(1)
 		go func() {
-			defer func() { lr.samples[slot] = samples; lr.done.Done() }()
+			samples := make([]int64, 0, lr.events)
+			defer func() { lr.samples[first+i] = samples; lr.done.Done() }()
 			buf := make([]value, localQueue)
 			for len(samples) < lr.events {
 				k, err := w.Recv(context.Background(), buf)
@@ -153,18 +142,7 @@ func (lr *latencyRig) subscriber(srv *server.Server, first, n int, r *rig) error
 				}
 			}
 		}()
-	}
-	s, err := fanoutnats.Subscribe(nc, b, fanoutnats.SubscribeConfig[value]{Subject: subject})
-	if err != nil {
-		return err
-	}
-	r.closers = append(r.closers, func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		_ = s.Close(ctx)
-		<-s.Done()
 	})
-	return nil
 }
 
 // waitGroupWithin waits for wg, for d at most, and reports whether it was

@@ -154,19 +154,9 @@ func forwardPaced(srv *server.Server, m, window, frame int, r *rig) error {
 }
 
 // fanoutSubscriber is one process: one connection, one Subscriber, a
-// broadcaster with n watchers.
+// broadcaster with n watchers, each counting until it has m values.
 func fanoutSubscriber(srv *server.Server, n, m int, r *rig) error {
-	nc, err := connect(srv, r)
-	if err != nil {
-		return err
-	}
-	b := fanout.New[value](fanout.WithQueueLength(localQueue))
-	r.closers = append(r.closers, b.Shutdown)
-	for i := range n {
-		w, err := b.Watch()
-		if err != nil {
-			return err
-		}
+	return subscriberProcess(srv, n, r, func(i int, w *fanout.Watcher[value]) {
 		// One watcher per process is paced on: the broadcaster waits for
 		// the others, which are at most a queue behind.
 		count := r.counter(i == 0)
@@ -185,6 +175,26 @@ func fanoutSubscriber(srv *server.Server, n, m int, r *rig) error {
 				}
 			}
 		}()
+	})
+}
+
+// subscriberProcess is one process: one connection, and a Subscriber into
+// a broadcaster (queue localQueue) with n watchers, each handed to read
+// (which starts its reader) before the subscription starts. Everything is
+// closed with the rig.
+func subscriberProcess(srv *server.Server, n int, r *rig, read func(i int, w *fanout.Watcher[value])) error {
+	nc, err := connect(srv, r)
+	if err != nil {
+		return err
+	}
+	b := fanout.New[value](fanout.WithQueueLength(localQueue))
+	r.closers = append(r.closers, b.Shutdown)
+	for i := range n {
+		w, err := b.Watch()
+		if err != nil {
+			return err
+		}
+		read(i, w)
 	}
 	s, err := fanoutnats.Subscribe(nc, b, fanoutnats.SubscribeConfig[value]{Subject: subject})
 	if err != nil {
