@@ -3,10 +3,12 @@ package fanoutnats_test
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -507,4 +509,74 @@ func TestFramesGiveEachFrameOneMessageIDFromItsFirstValue(t *testing.T) {
 			t.Errorf("message %d: ID %q, header %v: want %q and a frame of 4", seq, got, m.Header, want)
 		}
 	}
+}
+
+func TestFramesHoldOneSubjectEachAndFitTheServersMaxPayload(t *testing.T) {
+	srv := natstest.New(t, func(o *server.Options) { o.MaxPayload = 1024 })
+	sub := rawSub(t, srv.Connect(t), "ev.*")
+	out := fanout.New[event](fanout.WithQueueLength(1000))
+	fwd, err := fanoutnats.Forward(out, srv.Connect(t), fanoutnats.ForwardConfig[event]{Frame: 1000, Batch: 1000,
+		SubjectOf: func(e event) string { return fmt.Sprint("ev.", e.Seq/100%2) }}) // runs of 100 per subject
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 1000
+	if _, err := out.ActionBatch(events(0, n)); err != nil {
+		t.Fatal(err)
+	}
+	closeAndWait(t, fwd)
+	var got []int
+	frames := 0
+	for len(got) < n {
+		m, err := sub.NextMsg(hangGuard)
+		if err != nil {
+			t.Fatalf("after %d values: %v", len(got), err)
+		}
+		evs := frameEvents(t, m)
+		frames += min(len(evs)-1, 1)
+		for _, e := range evs {
+			if want := fmt.Sprint("ev.", e.Seq/100%2); m.Subject != want {
+				t.Fatalf("value %d in a message for %s, want %s", e.Seq, m.Subject, want)
+			}
+			got = append(got, e.Seq)
+		}
+	}
+	for i, v := range got {
+		if v != i {
+			t.Fatalf("value %d has seq %d", i, v)
+		}
+	}
+	// 10 runs of 100 values of about 20 bytes, in frames within the
+	// server's 1024 bytes less room for headers: 3 or more per run.
+	if fs := fwd.Stats(); fs.Published != n || fs.Failed != 0 || frames < 30 || int(fs.Frames) != frames {
+		t.Fatalf("forwarder %+v, %d frames received: want %d values in 30 frames or more", fs, frames, n)
+	}
+}
+
+// frameEvents decodes the values of a message: a frame (see
+// fanoutnats.FrameHeader) or a plain message.
+func frameEvents(t *testing.T, m *nats.Msg) []event {
+	t.Helper()
+	parts := [][]byte{m.Data}
+	if m.Header.Get(fanoutnats.FrameHeader) != "" {
+		parts = nil
+		for body := m.Data; len(body) > 0; {
+			size, k := binary.Uvarint(body)
+			if k <= 0 || int(size) > len(body)-k {
+				t.Fatalf("malformed frame %q", m.Data)
+			}
+			parts = append(parts, body[k:k+int(size)])
+			body = body[k+int(size):]
+		}
+		if strconv.Itoa(len(parts)) != m.Header.Get(fanoutnats.FrameHeader) {
+			t.Fatalf("a frame of %d values says %s", len(parts), m.Header.Get(fanoutnats.FrameHeader))
+		}
+	}
+	evs := make([]event, len(parts))
+	for i, p := range parts {
+		if err := json.Unmarshal(p, &evs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return evs
 }
