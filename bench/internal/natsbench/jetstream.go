@@ -73,7 +73,9 @@ func jetStreamCase(cfg Config, rates []float64, acks uint64) Case {
 		SpreadPct:       (slices.Max(rates) - slices.Min(rates)) / med * 100, Acks: &a}
 }
 
-// fillStream creates the stream "BENCH" in memory and stores n values.
+// fillStream creates the stream "BENCH" in memory and stores n values, in
+// rounds of 1000 asynchronous publishes (more at once stalled the client
+// on a loaded VM).
 func fillStream(js jetstream.JetStream, n int) error {
 	ctx, cancel := context.WithTimeout(context.Background(), doneGuard)
 	defer cancel()
@@ -85,13 +87,16 @@ func fillStream(js jetstream.JetStream, n int) error {
 		if _, err := js.PublishAsync(subject, fmt.Appendf(nil, `{"src":0,"seq":%d}`, i)); err != nil {
 			return err
 		}
+		if (i+1)%1000 != 0 && i+1 != n {
+			continue
+		}
+		select {
+		case <-js.PublishAsyncComplete():
+		case <-ctx.Done():
+			return errors.New("natsbench: filling the stream timed out")
+		}
 	}
-	select {
-	case <-js.PublishAsyncComplete():
-		return nil
-	case <-ctx.Done():
-		return errors.New("natsbench: filling the stream timed out")
-	}
+	return nil
 }
 
 // consumeOnce reads the whole stream with a new durable into watchers and
