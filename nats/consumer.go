@@ -129,7 +129,9 @@ type Consumer[T any] struct {
 }
 
 // Consume starts publishing the messages of cfg.Stream into b, as cfg
-// says. ctx bounds the set-up calls to JetStream. It returns an error if js
+// says. ctx bounds the set-up calls to JetStream, each of which is tried
+// again when it got no answer within [DefaultTimeout] or found no
+// responder (a server restarting), 3 attempts at most. It returns an error if js
 // or b is nil, if the stream does not exist, if the consumer cannot be
 // created, or if an existing durable is not a pull consumer acknowledging
 // with AckAll.

@@ -228,7 +228,9 @@ type InboundStats struct {
 	// acknowledged: every message up to it was taken by the local lossless
 	// watchers.
 	AckFloor uint64
-	// Reconnects counts the connection's reconnects while the bridge ran.
+	// Reconnects counts the connection's reconnects while a Subscriber or a
+	// durable Consumer ran (an ordered Consumer does not count them: the
+	// NATS client recreates it).
 	Reconnects uint64
 	// SlowConsumerDropped counts messages the NATS client dropped because
 	// the subscriber's buffer was full (core NATS only): messages, not
