@@ -122,7 +122,7 @@ func TestConsumeRejectsADurableThatDoesNotAcknowledgeWithAckAll(t *testing.T) {
 	}
 }
 
-func TestDurableConsumerResumesWhatACrashedProcesssWatchersDidNotTake(t *testing.T) {
+func TestDurableConsumerResumesWhatACrashedProcessWatchersDidNotTake(t *testing.T) {
 	srv := natstest.New(t)
 	nc := srv.Connect(t)
 	js := natstest.JetStream(t, nc)
