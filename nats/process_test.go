@@ -158,6 +158,7 @@ func processConnOpts() []nats.Option {
 // read line by line.
 type roleProcess struct {
 	cmd    *exec.Cmd
+	stdin  io.WriteCloser // held open: the process exits when it closes (see runRole)
 	stderr bytes.Buffer
 	done   chan struct{} // closed when stdout is read to its end
 
@@ -180,11 +181,15 @@ func startRole(t *testing.T, role string, env ...string) *roleProcess {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	go p.read(out)
 	t.Cleanup(func() {
+		_ = p.stdin.Close()
 		_ = p.cmd.Process.Kill()
 		<-p.done
 		_ = p.cmd.Wait()
@@ -327,8 +332,14 @@ func (s *serverProcess) restart(t *testing.T) {
 const roleEnv = "FANOUTNATS_TEST_ROLE"
 
 // runRole runs a role of TestProcessesLoseNothingWhenAConsumerIsKilledAndTheServerRestarts
-// in this process, and returns its exit status.
+// in this process, and returns its exit status. The process exits as soon
+// as its stdin closes: when the test process is gone, even if it was
+// killed before its clean-ups ran, no server is left behind.
 func runRole(role string) int {
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		os.Exit(2)
+	}()
 	var err error
 	switch role {
 	case "server":
