@@ -143,24 +143,30 @@ func TestJetStreamGivesEveryWatcherOfThreeProcessesTheStreamsOrder(t *testing.T)
 	}
 }
 
-// streamOrder reads the first n values of a stream, in sequence order.
+// streamOrder reads the first n values of a stream, in sequence order,
+// with the NATS client's own ordered consumer.
 func streamOrder(t *testing.T, js jetstream.JetStream, name string, n int) []event {
 	t.Helper()
+	cons, err := js.OrderedConsumer(guardCtx(t), name, jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	out := make([]event, 0, n)
-	for seq := uint64(1); len(out) < n; seq++ {
-		st, err := js.Stream(guardCtx(t), name)
+	for len(out) < n {
+		batch, err := cons.Fetch(n-len(out), jetstream.FetchMaxWait(hangGuard))
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, err := st.GetMsg(guardCtx(t), seq)
-		if err != nil {
-			t.Fatalf("stream sequence %d: %v", seq, err)
+		for m := range batch.Messages() {
+			var e event
+			if err := json.Unmarshal(m.Data(), &e); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, e)
 		}
-		var e event
-		if err := json.Unmarshal(m.Data, &e); err != nil {
-			t.Fatal(err)
+		if err := batch.Error(); err != nil {
+			t.Fatalf("after %d values: %v", len(out), err)
 		}
-		out = append(out, e)
 	}
 	return out
 }
@@ -441,5 +447,33 @@ func TestCloseNeverHangsOnADeadServer(t *testing.T) {
 			t.Errorf("bridge %d: Close took %v with a 50ms deadline (err %v)", i, d, err)
 		}
 		waitDone(t, br)
+	}
+}
+
+func TestServerRestartLosesAndDuplicatesNoFramedValue(t *testing.T) {
+	srv, admin := streamEV(t)
+	const n = 5000
+	out, fwd := jsForwarder(t, srv.Connect(t), 32)
+	in, in2 := fanout.New[event](), fanout.New[event]()
+	w, _ := in.Watch()
+	w2, _ := in2.Watch()
+	durable := consume(t, natstest.JetStream(t, srv.Connect(t)), in,
+		fanoutnats.ConsumeConfig[event]{Stream: "EV", Durable: "d", Start: fanoutnats.StartAll(), AckWait: time.Second})
+	ordered := consume(t, natstest.JetStream(t, srv.Connect(t)), in2, fanoutnats.ConsumeConfig[event]{Stream: "EV", Start: fanoutnats.StartAll()})
+	go func() {
+		for i := 0; i < n; i += 10 {
+			_, _ = out.ActionBatch(events(i, i+10))
+		}
+	}()
+	received, received2 := recvAsync(w, n), recvAsync(w2, n)
+	natstest.Eventually(t, "a third of the values", func() bool { return durable.Stats().Delivered >= n/3 })
+	srv.Restart(t)
+	checkSameOrderEachOnce(t, map[string][]event{"durable": received.wait(t), "ordered": received2.wait(t)}, 0, n)
+	closeAndWait(t, fwd)
+	closeAndWait(t, durable)
+	fs, ds := fwd.Stats(), durable.Stats()
+	t.Logf("forwarder %+v; durable %+v; ordered %+v", fs, ds, ordered.Stats())
+	if fs.Published != n || fs.Failed != 0 || fs.Frames == 0 || ds.AckFloor != streamLastSeq(t, admin, "EV") {
+		t.Fatalf("forwarder %+v, durable %+v: want %d published in frames, each once, and every frame acknowledged", fs, ds, n)
 	}
 }

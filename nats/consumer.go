@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fanout-go/fanout"
@@ -58,12 +59,14 @@ type ConsumeConfig[T any] struct {
 	// Stream is the JetStream stream to consume.
 	Stream string
 	// Durable, if set, names a durable consumer, created if it does not
-	// exist. The consumer acknowledges each value only once the local
-	// broadcaster has accepted it, and resumes where the last one left
-	// off. Give each process its own durable: processes sharing a durable
-	// share its values instead of each receiving all of them. Empty means
-	// an ordered consumer: ephemeral, never acknowledging, recreated by
-	// the client as needed.
+	// exist (a pull consumer acknowledging with AckAll). The consumer
+	// acknowledges a message only once every lossless watcher of the
+	// local broadcaster has taken its values (see "Acknowledgement" in the
+	// package documentation), and resumes where the last one left off.
+	// Give each process its own durable: processes sharing a durable share
+	// its values instead of each receiving all of them. Empty means an
+	// ordered consumer: ephemeral, never acknowledging, recreated by the
+	// client as needed.
 	Durable string
 	// FilterSubjects limits the consumer to these subjects of the stream.
 	FilterSubjects []string
@@ -74,10 +77,15 @@ type ConsumeConfig[T any] struct {
 	Codec Codec[T]
 	// AckWait is how long the server waits for a durable consumer's ack
 	// before redelivering, when the durable is created. Zero means the
-	// server's default (30 s).
+	// server's default (30 s). A message is acknowledged once the local
+	// lossless watchers have taken its values: with watchers that take
+	// longer than AckWait, the server redelivers what they hold, and the
+	// consumer skips the copies (counted in [InboundStats].Duplicates).
 	AckWait time.Duration
 	// MaxAckPending bounds a new durable consumer's unacknowledged
-	// messages. Zero means the server's default (1000).
+	// messages: those in the NATS client's buffer, those being delivered,
+	// and those the lossless watchers have not taken yet. Zero means the
+	// server's default (1000).
 	MaxAckPending int
 	// OnError, if set, is called with an [*Error] for every message that
 	// did not decode or that the broadcaster refused, and for errors of the
@@ -91,18 +99,25 @@ type ConsumeConfig[T any] struct {
 // Consumer publishes the values of a JetStream stream into a local
 // [fanout.Broadcaster], in the stream's order, so that one consumer serves
 // any number of local watchers. It owns one goroutine (and the NATS
-// client's for the pull subscription). Create one with [Consume]; stop it
-// with [Consumer.Close].
+// client's for the pull subscription), and a durable one a second, which
+// acknowledges what the lossless watchers took. Create one with [Consume];
+// stop it with [Consumer.Close].
 type Consumer[T any] struct {
 	in      inbound[T]
 	js      jetstream.JetStream
 	cons    jetstream.Consumer
 	stream  string
 	durable string
+	ack     *acker // durable only
 
 	mu      sync.Mutex
 	it      jetstream.MessagesContext
 	closing bool
+	// wait bounds the wait for the next message; a reconnect cancels it
+	// (nudge), so that the durable is reset (see reconnected).
+	wait       context.Context
+	cancelWait context.CancelFunc
+	nudged     atomic.Bool
 
 	// Owned by the goroutine: the last stream sequence delivered (or
 	// terminated) and the last consumer sequence seen, to skip redeliveries
@@ -114,15 +129,18 @@ type Consumer[T any] struct {
 }
 
 // Consume starts publishing the messages of cfg.Stream into b, as cfg
-// says. ctx bounds the set-up calls to JetStream. It returns an error if js
+// says. ctx bounds the set-up calls to JetStream, each of which is tried
+// again when it got no answer within [DefaultTimeout] or found no
+// responder (a server restarting), 3 attempts at most. It returns an error if js
 // or b is nil, if the stream does not exist, if the consumer cannot be
-// created, or if an existing durable is not a pull consumer with explicit
-// acks.
+// created, or if an existing durable is not a pull consumer acknowledging
+// with AckAll.
 //
-// A durable consumer is reset to its ack floor when Consume starts it (the
-// consumer reset API, nats-server 2.14 or later): the values after the ack
-// floor are redelivered in the stream's order, so a value a crashed process
-// had received but not acknowledged is not lost, and the order holds.
+// An existing durable is reset to its ack floor when Consume starts it
+// (the consumer reset API, nats-server 2.14 or later): the values after the
+// ack floor are redelivered in the stream's order, so a value a crashed
+// process had not acknowledged (see "Acknowledgement" in the package
+// documentation) is not lost, and the order holds.
 func Consume[T any](ctx context.Context, js jetstream.JetStream, b *fanout.Broadcaster[T], cfg ConsumeConfig[T]) (*Consumer[T], error) {
 	if js == nil || b == nil {
 		return nil, errors.New("fanoutnats: Consume: nil JetStream or broadcaster")
@@ -130,26 +148,72 @@ func Consume[T any](ctx context.Context, js jetstream.JetStream, b *fanout.Broad
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	stream, err := js.Stream(ctx, cfg.Stream)
-	if err != nil {
-		return nil, &Error{Op: "consume", Subject: cfg.Stream, Err: err}
-	}
 	c := &Consumer[T]{js: js, stream: cfg.Stream, durable: cfg.Durable}
-	if cfg.Durable == "" {
-		c.cons, err = orderedConsumer(ctx, stream, cfg)
-	} else {
-		c.cons, err = durableConsumer(ctx, js, stream, cfg)
-	}
+	var err error
+	c.cons, err = setUp(ctx, js, cfg)
 	if err != nil {
 		return nil, &Error{Op: "consume", Subject: cfg.Stream, Err: err}
 	}
-	c.it, err = c.cons.Messages()
+	c.it, err = c.cons.Messages(pullExpiry)
 	if err != nil {
 		return nil, &Error{Op: "consume", Subject: cfg.Stream, Err: err}
 	}
 	c.in.init(b, cfg.Codec, cfg.OnError, cfg.Logger)
+	c.wait, c.cancelWait = context.WithCancel(c.in.ctx)
+	if cfg.Durable != "" {
+		c.ack = newAcker(js.Conn(), b.Taken, c.ackFloor, &c.in.rep, c.in.ctx)
+		c.ack.onReconnect = c.nudge
+		c.ack.start()
+	}
 	go c.run()
 	return c, nil
+}
+
+// ackFloor returns the durable's ack floor, as the server has it.
+func (c *Consumer[T]) ackFloor(ctx context.Context) (uint64, error) {
+	info, err := c.cons.Info(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return info.AckFloor.Stream, nil
+}
+
+// setUpAttempts bounds the attempts of setUp.
+const setUpAttempts = 3
+
+// setUp finds the stream, then creates or finds the consumer. A request
+// that got no answer (lost with a server that restarted, say) or found no
+// responder (JetStream still starting) is tried again after
+// DefaultRetryWait, each attempt bounded by DefaultTimeout, setUpAttempts
+// times at most and until ctx ends.
+func setUp[T any](ctx context.Context, js jetstream.JetStream, cfg ConsumeConfig[T]) (jetstream.Consumer, error) {
+	for attempt := 1; ; attempt++ {
+		actx, cancel := context.WithTimeout(ctx, DefaultTimeout)
+		cons, err := setUpOnce(actx, js, cfg)
+		cancel()
+		lost := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders)
+		if err == nil || !lost || attempt == setUpAttempts || ctx.Err() != nil {
+			return cons, err
+		}
+		t := time.NewTimer(DefaultRetryWait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, err
+		case <-t.C:
+		}
+	}
+}
+
+func setUpOnce[T any](ctx context.Context, js jetstream.JetStream, cfg ConsumeConfig[T]) (jetstream.Consumer, error) {
+	stream, err := js.Stream(ctx, cfg.Stream)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Durable == "" {
+		return orderedConsumer(ctx, stream, cfg)
+	}
+	return durableConsumer(ctx, js, stream, cfg)
 }
 
 // deliverPolicy translates a Start into JetStream's terms.
@@ -188,7 +252,8 @@ func orderedConsumer[T any](ctx context.Context, stream jetstream.Stream, cfg Co
 
 func durableConsumer[T any](ctx context.Context, js jetstream.JetStream, stream jetstream.Stream, cfg ConsumeConfig[T]) (jetstream.Consumer, error) {
 	cons, err := stream.Consumer(ctx, cfg.Durable)
-	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+	created := errors.Is(err, jetstream.ErrConsumerNotFound)
+	if created {
 		policy, seq, t := deliverPolicy(cfg.Start, stream.CachedInfo())
 		cons, err = stream.CreateConsumer(ctx, jetstream.ConsumerConfig{
 			Durable:        cfg.Durable,
@@ -196,7 +261,7 @@ func durableConsumer[T any](ctx context.Context, js jetstream.JetStream, stream 
 			DeliverPolicy:  policy,
 			OptStartSeq:    seq,
 			OptStartTime:   t,
-			AckPolicy:      jetstream.AckExplicitPolicy,
+			AckPolicy:      jetstream.AckAllPolicy,
 			AckWait:        cfg.AckWait,
 			MaxAckPending:  cfg.MaxAckPending,
 			MaxDeliver:     -1,
@@ -205,8 +270,11 @@ func durableConsumer[T any](ctx context.Context, js jetstream.JetStream, stream 
 	if err != nil {
 		return nil, err
 	}
-	if info := cons.CachedInfo(); info.Config.AckPolicy != jetstream.AckExplicitPolicy || info.Config.DeliverSubject != "" {
-		return nil, fmt.Errorf("durable %q is not a pull consumer with explicit acks", cfg.Durable)
+	if err := checkDurable(cons.CachedInfo()); err != nil {
+		return nil, err
+	}
+	if created { // nothing delivered yet: nothing to reset (and, in a cluster, maybe no consumer leader yet to answer)
+		return cons, nil
 	}
 	if _, err := js.ResetConsumer(ctx, cfg.Stream, cfg.Durable); err != nil {
 		return nil, fmt.Errorf("resetting durable %q to its ack floor (needs nats-server 2.14 or later): %w", cfg.Durable, err)
@@ -214,19 +282,44 @@ func durableConsumer[T any](ctx context.Context, js jetstream.JetStream, stream 
 	return cons, nil
 }
 
+// checkDurable returns an error unless an existing durable is a pull
+// consumer acknowledging with AckAll.
+func checkDurable(info *jetstream.ConsumerInfo) error {
+	switch {
+	case info.Config.DeliverSubject != "":
+		return fmt.Errorf("durable %q is a push consumer; Consume needs a pull consumer", info.Name)
+	case info.Config.AckPolicy == jetstream.AckExplicitPolicy:
+		return fmt.Errorf("durable %q acknowledges each message (AckExplicit); Consume acknowledges with AckAll: "+
+			"delete it and Consume again with Start: StartAtSequence(%d) to resume after its ack floor",
+			info.Name, info.AckFloor.Stream+1)
+	case info.Config.AckPolicy != jetstream.AckAllPolicy:
+		return fmt.Errorf("durable %q does not acknowledge with AckAll (%v)", info.Name, info.Config.AckPolicy)
+	}
+	return nil
+}
+
 // Close stops the consumer. It stops pulling at once, then waits until
-// the messages already received are published into the broadcaster (and,
-// for a durable, acknowledged). If ctx ends first, it gives up the rest
-// and returns ctx.Err() without waiting further (see [Consumer.Done]); a
-// durable's unacknowledged messages are redelivered to its next consumer.
-// It is idempotent; a nil ctx means no deadline.
+// the messages already received are published into the broadcaster and,
+// for a durable, until the local lossless watchers have taken their values
+// (stop the watchers that will not read any more first); a durable then
+// acknowledges them and has the server confirm its ack floor, so that the
+// durable's next consumer begins after them. If ctx ends first, it gives up
+// the rest and returns ctx.Err() without waiting further (see
+// [Consumer.Done]); a durable acknowledges what was taken, unconfirmed,
+// and the rest is redelivered to its next consumer. Otherwise it returns
+// an error wrapping [ErrAckUnconfirmed] if the server did not confirm the
+// floor. It is idempotent; a nil ctx means no deadline.
 func (c *Consumer[T]) Close(ctx context.Context) error {
-	return c.in.close(ctx, func() {
+	err := c.in.close(ctx, func() {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		c.closing = true
 		c.it.Drain()
 	})
+	if err == nil && c.ack != nil {
+		err = c.ack.err
+	}
+	return err
 }
 
 // Done returns a channel closed when the consumer's goroutine has exited:
@@ -241,14 +334,30 @@ func (c *Consumer[T]) Done() <-chan struct{} { return c.in.done }
 func (c *Consumer[T]) Err() error { return c.in.getErr() }
 
 // Stats returns the consumer's counters. They stay readable after Close.
-func (c *Consumer[T]) Stats() InboundStats { return c.in.stats() }
+func (c *Consumer[T]) Stats() InboundStats {
+	st := c.in.stats()
+	if a := c.ack; a != nil {
+		st.Acks = a.sentAcks.Load()
+		st.AcksConfirmed = a.confirmedN.Load()
+		st.AcksUnconfirmed = a.unconfirmed.Load()
+		st.AckFloor = a.floorNow.Load()
+		st.Reconnects = a.reconnects.Load()
+	}
+	return st
+}
 
 func (c *Consumer[T]) run() {
 	defer close(c.in.done)
 	defer c.finish()
 	for {
-		it := c.iterator()
-		msg, err := it.Next(jetstream.NextContext(c.in.ctx))
+		it, wait := c.iterator()
+		msg, err := it.Next(jetstream.NextContext(wait))
+		if err != nil && c.in.ctx.Err() == nil && c.nudged.Swap(false) {
+			if !c.reconnected() {
+				return
+			}
+			continue
+		}
 		if err != nil {
 			if !c.onNextError(err) {
 				return
@@ -261,22 +370,47 @@ func (c *Consumer[T]) run() {
 	}
 }
 
-func (c *Consumer[T]) iterator() jetstream.MessagesContext {
+func (c *Consumer[T]) iterator() (jetstream.MessagesContext, context.Context) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.it
+	return c.it, c.wait
+}
+
+// nudge tells the consumer's goroutine that the connection reconnected: it
+// ends the wait for the next message. It runs on the acker's goroutine.
+func (c *Consumer[T]) nudge() {
+	c.nudged.Store(true)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cancelWait()
+}
+
+// reconnected resets the durable to its ack floor after a reconnect: the
+// messages the server sent while the connection was down are lost, and
+// when no later one comes to show the gap, the server would redeliver
+// them only after AckWait (the process test of this package stalled for
+// the 30 s default after a server restart). The values delivered again
+// are skipped. It reports whether to go on.
+func (c *Consumer[T]) reconnected() bool {
+	c.mu.Lock()
+	c.wait, c.cancelWait = context.WithCancel(c.in.ctx)
+	c.mu.Unlock()
+	return c.repairGap()
 }
 
 // finish ends the consumer: it stops the iterator. A durable's waits until
 // its subscription is gone, so that a successor's reset (see Consume) cannot
 // have values delivered to this consumer's old inbox, where they would wait
 // for AckWait; then it negatively acknowledges the value the broadcaster
-// refused, if any, so that another consumer of the durable gets it at once.
-// (An ordered consumer has neither acks nor resets, and its Closed starts a
-// goroutine that nats.go v1.55 never ends: it is only stopped.)
+// refused, if any, so that another consumer of the durable gets it at once,
+// and waits for the acker to acknowledge what the watchers take (see
+// acker.finish). (An ordered consumer has neither acks nor resets, and its
+// Closed starts a goroutine that nats.go v1.55 never ends: it is only
+// stopped.)
 func (c *Consumer[T]) finish() {
 	c.mu.Lock()
 	it := c.it
+	c.cancelWait()
 	c.mu.Unlock()
 	if c.durable == "" {
 		it.Stop()
@@ -288,6 +422,7 @@ func (c *Consumer[T]) finish() {
 			c.in.rep.report(&Error{Op: "nak", Subject: msg.Subject(), Err: err})
 		}
 	}
+	c.ack.end()
 }
 
 // onNextError decides what an error of the iterator means, and reports
@@ -321,47 +456,36 @@ func (c *Consumer[T]) handle(msg jetstream.Msg) bool {
 	meta, err := msg.Metadata()
 	if err != nil { // not a JetStream message: cannot be placed in the order
 		c.in.received.Add(1)
-		c.in.decodeErrs.Add(1)
-		c.in.rep.report(&Error{Op: "decode", Subject: msg.Subject(), Err: err})
+		c.in.undecodable(msg.Subject(), 0, err)
 		return true
 	}
+	seq := meta.Sequence.Stream
 	if c.durable != "" {
 		switch c.checkDurable(meta) {
 		case seqGap:
 			return c.repairGap()
 		case seqDuplicate:
-			c.in.received.Add(1)
-			c.in.duplicates.Add(1)
-			c.ack(msg, meta)
+			n := valuesIn(msg.Headers())
+			c.in.received.Add(n)
+			c.in.duplicates.Add(n)
+			c.ack.redelivered(seq, meta.Sequence.Consumer, msg.Reply())
 			return true
 		}
 	}
-	switch c.in.deliver(msg.Subject(), meta.Sequence.Stream, msg.Data()) {
+	out, need := c.in.deliver(msg.Subject(), seq, msg.Headers(), msg.Data())
+	if c.durable == "" {
+		return out != refused
+	}
+	switch out {
 	case refused:
-		if c.durable != "" {
-			c.refused = msg // negatively acknowledged once the iterator is gone (see finish)
-		}
+		c.refused = msg // negatively acknowledged once the iterator is gone (see finish)
 		return false
 	case undecodable:
-		if c.durable != "" {
-			c.lastSeq = meta.Sequence.Stream
-			if err := msg.TermWithReason("fanoutnats: payload does not decode"); err != nil {
-				c.in.rep.report(&Error{Op: "ack", Subject: msg.Subject(), Sequence: meta.Sequence.Stream, Err: err})
-			}
-		}
-		return true
+		need = 0 // acknowledged with the values before it
 	}
-	if c.durable != "" {
-		c.lastSeq = meta.Sequence.Stream
-		c.ack(msg, meta)
-	}
+	c.lastSeq = seq
+	c.ack.add(seq, meta.Sequence.Consumer, msg.Reply(), need)
 	return true
-}
-
-func (c *Consumer[T]) ack(msg jetstream.Msg, meta *jetstream.MsgMetadata) {
-	if err := msg.Ack(); err != nil {
-		c.in.rep.report(&Error{Op: "ack", Subject: msg.Subject(), Sequence: meta.Sequence.Stream, Err: err})
-	}
 }
 
 type seqCheck uint8
@@ -408,7 +532,7 @@ func (c *Consumer[T]) repairGap() bool {
 		if attempt > 0 && !c.pause() {
 			return false
 		}
-		next, err := c.resetOnce()
+		next, err := c.resetAcked()
 		if err != nil {
 			c.in.rep.report(&Error{Op: "consume", Subject: c.stream, Err: fmt.Errorf("repairing a gap: %w", err)})
 			if errors.Is(err, nats.ErrConnectionClosed) {
@@ -474,11 +598,28 @@ func (c *Consumer[T]) pause() bool {
 	}
 }
 
+// resetAcked resets the durable with the acker's replies dropped and no
+// acknowledgement sent meanwhile (see acker).
+func (c *Consumer[T]) resetAcked() (jetstream.MessagesContext, error) {
+	c.ack.sendMu.Lock()
+	defer c.ack.sendMu.Unlock()
+	c.ack.invalidate()
+	return c.resetOnce()
+}
+
 func (c *Consumer[T]) resetOnce() (jetstream.MessagesContext, error) {
 	ctx, cancel := context.WithTimeout(c.in.ctx, DefaultTimeout)
 	defer cancel()
 	if _, err := c.js.ResetConsumer(ctx, c.stream, c.durable); err != nil {
 		return nil, err
 	}
-	return c.cons.Messages()
+	return c.cons.Messages(pullExpiry)
 }
+
+// pullExpiry is how long a pull request of a Consumer lasts. The NATS
+// client sends heartbeats every half of it and reports them missing after
+// twice that, then pulls again: so a pull request lost with a server (a
+// cluster node that died, say) is replaced within about 5 s instead of the
+// client's default of 30 s (the cluster test of this package saw a
+// consumer stall for 30 s after the stream leader's shutdown).
+var pullExpiry = jetstream.PullExpiry(5 * time.Second)

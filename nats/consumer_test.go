@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -92,42 +93,62 @@ func TestConsumeRejectsAMissingStream(t *testing.T) {
 	}
 }
 
-func TestConsumeRejectsADurableWithoutExplicitAcks(t *testing.T) {
+func TestConsumeRejectsADurableThatDoesNotAcknowledgeWithAckAll(t *testing.T) {
 	srv := natstest.New(t)
 	js := natstest.JetStream(t, srv.Connect(t))
 	natstest.Stream(t, js, "EV", "ev")
+	jsPublish(t, js, "ev", events(1, 4)...)
+	explicit, err := js.CreateConsumer(guardCtx(t), "EV", jetstream.ConsumerConfig{Durable: "explicit", AckPolicy: jetstream.AckExplicitPolicy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := explicit.Fetch(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for m := range msgs.Messages() {
+		if err := m.DoubleAck(guardCtx(t)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if _, err := js.CreateConsumer(guardCtx(t), "EV", jetstream.ConsumerConfig{Durable: "none", AckPolicy: jetstream.AckNonePolicy}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := fanoutnats.Consume(guardCtx(t), js, fanout.New[event](), fanoutnats.ConsumeConfig[event]{Stream: "EV", Durable: "none"})
-	if err == nil {
-		t.Fatal("Consume accepted a durable that never acknowledges")
+	for durable, want := range map[string]string{"explicit": "StartAtSequence(3)", "none": "AckAll"} {
+		_, err := fanoutnats.Consume(guardCtx(t), js, fanout.New[event](), fanoutnats.ConsumeConfig[event]{Stream: "EV", Durable: durable})
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Consume of durable %q: %v, want an error saying %s", durable, err, want)
+		}
 	}
 }
 
-func TestDurableConsumerResumesWhatACrashedProcessLeftUnacknowledged(t *testing.T) {
+func TestDurableConsumerResumesWhatACrashedProcessWatchersDidNotTake(t *testing.T) {
 	srv := natstest.New(t)
 	nc := srv.Connect(t)
 	js := natstest.JetStream(t, nc)
 	natstest.Stream(t, js, "EV", "ev")
-	b, _ := blockedWatcher() // takes value 1, then blocks on 2 for good
+	b, w := blockedWatcher() // a queue of one value
 	c := consume(t, js, b, fanoutnats.ConsumeConfig[event]{Stream: "EV", Durable: "proc", Start: fanoutnats.StartAll()})
 	jsPublish(t, js, "ev", events(1, 11)...)
-	natstest.Eventually(t, "the consumer to block on value 2", func() bool { return c.Stats().Received == 2 })
+	if got := recv(t, w, 1); got[0].Seq != 1 { // the watcher takes 1; 2 waits in its queue
+		t.Fatalf("got %v", got)
+	}
+	natstest.Eventually(t, "the consumer to block on value 3", func() bool { return c.Stats().Received == 3 })
 	expired, cancel := context.WithCancel(context.Background())
 	cancel()
 	if err := c.Close(expired); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Close = %v", err)
 	}
 	waitDone(t, c)
-	if st := c.Stats(); st.Delivered != 1 || st.Abandoned != 1 {
-		t.Fatalf("stats %+v, want 1 delivered and 1 abandoned", st)
+	if st := c.Stats(); st.Delivered != 2 || st.Abandoned != 1 || st.AckFloor != 1 {
+		t.Fatalf("stats %+v, want 2 delivered, 1 abandoned, stream sequence 1 acknowledged", st)
 	}
 	if err := nc.Flush(); err != nil { // the ack of value 1 has reached the server
 		t.Fatal(err)
 	}
 
-	// The next process, on its own connection, gets 2 to 10 in order.
+	// The next process, on its own connection, gets 2 (delivered, never
+	// taken) to 10 in order.
 	js2 := natstest.JetStream(t, srv.Connect(t))
 	b2 := fanout.New[event]()
 	w2, _ := b2.Watch()

@@ -37,15 +37,19 @@
 //     (it recreates the server-side consumer after the last sequence
 //     delivered); the durable consumer by checking that consumer sequences
 //     are consecutive, resetting the consumer to its ack floor after a gap
-//     (a delivery lost during a reconnect) and skipping redeliveries of
-//     stream sequences it already delivered (acks lost). So every watcher of
-//     every process consuming the same stream (with the same filter)
-//     receives the same values in the same order.
+//     and after every reconnect (deliveries lost with the connection), and
+//     skipping redeliveries of stream sequences it already delivered. So
+//     every watcher of every process consuming the same stream (with the
+//     same filter) receives the same values in the same order.
 //   - A Forwarder in JetStream mode stores one publisher's values in its
 //     order unless a publish had to be retried (time-out, reconnect, full
 //     stream): the retried value is then stored after the values sent with
 //     it. With Batch 1 the order holds through retries, at one round trip
 //     per value.
+//   - Frames ([ForwardConfig].Frame) change none of this: a frame holds
+//     consecutive values of one publisher for one subject, in order, and
+//     is one message; a receiver publishes it into its broadcaster as one
+//     contiguous batch.
 //
 // # Delivery guarantees
 //
@@ -54,21 +58,89 @@
 //     listens (counted as published: NATS cannot tell); what the NATS
 //     client dropped because a Subscriber's buffer was full is counted
 //     ([InboundStats].SlowConsumerDropped).
-//   - JetStream with a durable Consumer is at least once: a value is
-//     acknowledged only once the local broadcaster has accepted it, so with
-//     a lossless local watcher ([fanout.WaitIfChannelFull]), a value is
-//     lost neither when the server restarts nor when the consuming process
-//     crashes; after a crash, the values after the ack floor are delivered
-//     again, in order, to the durable's next consumer (see [Consume]).
-//     With a Forwarder in JetStream mode whose watcher waits when full, the
-//     producing side loses nothing either: values are retried until the
-//     stream acknowledges them, and the message IDs make the stream store
-//     a retried value once.
+//   - JetStream with a durable Consumer is at least once: a message is
+//     acknowledged only once every lossless local watcher has taken its
+//     values (see "Acknowledgement" below), so a value such a watcher has
+//     not taken is lost neither when the server restarts nor when the
+//     consuming process crashes: the durable's next consumer gets it
+//     again, in order. With a Forwarder in JetStream mode whose watcher
+//     waits when full, the producing side loses nothing either: values are
+//     retried until the stream acknowledges them, and the message IDs make
+//     the stream store a retried value (or frame) once.
+//   - JetStream with an ordered Consumer acknowledges nothing: it is a
+//     replay of the stream from where its Start says, for as long as it
+//     runs, and a new one starts where its own Start says.
 //   - Nothing is lost silently: every value that is not carried is counted
 //     ([ForwarderStats], [InboundStats], [SinkStats]) and reported to the
 //     OnError callback and the logger, except what a local watcher's
 //     strategy drops, which the core counts ([fanout.WatcherStats], also in
 //     ForwarderStats.Watcher) and reports to [fanout.WithDropHandler].
+//
+// # Acknowledgement
+//
+// A durable [Consumer] (ConsumeConfig.Durable) acknowledges stream
+// sequence s once every [fanout.WaitIfChannelFull] watcher of the local
+// broadcaster that was registered when the values of s were accepted has
+// taken them, or has left (Stop, eviction): [fanout.Broadcaster.Taken].
+// Watchers of the lossy behaviours never hold acknowledgements back. What
+// "taken" means, so what is safe when the consuming process crashes:
+//
+//	watcher reads with                 a value is taken (and may be acknowledged) when
+//	---------------------------------  --------------------------------------------------
+//	Recv, Next, All                    the call returned it to the watcher's code
+//	ResultChan                         the watcher's code received it from the channel
+//	either, registered WithCommit      the watcher's code called Commit after that
+//
+// So after a crash, the durable's next consumer begins after the last
+// acknowledgement, and gets again every value some lossless watcher had
+// not taken, at least once: also values taken by the other watchers, and
+// those taken since the last acknowledgement. Without [fanout.WithCommit],
+// a value a watcher had received but not finished with (written
+// somewhere, say) when the process died is not delivered again: for that,
+// register the watcher WithCommit and call [fanout.Watcher.Commit] once
+// the values received so far are done with; the cost is one Commit per
+// batch (a lock of the watcher), and acknowledgements that wait for the
+// slowest watcher's work.
+//
+// Acknowledgements are batched: the consumer acknowledges with AckAll
+// (one acknowledgement covers every message up to its sequence; the
+// durables Consume creates use that policy, and an existing durable that
+// does not is refused), from a goroutine of its own that polls Taken every millisecond
+// while values are pending (up to every 32 ms while no watcher reads), and
+// sooner every 64 messages. They are sent without waiting for the server,
+// except when a confirmation matters: after every reconnect and at Close,
+// the last one is sent again as a double ack and the server's ack floor is
+// read back. A confirmation that fails is counted
+// ([InboundStats].AcksUnconfirmed), reported (an [*Error] wrapping
+// [ErrAckUnconfirmed]), retried after a reconnect, and returned by Close.
+// So after Close returned nil, the durable's next consumer redelivers
+// nothing. Within one Consumer, a value is never delivered twice: redeliveries
+// (an acknowledgement the server lost, the consumer's own resets, a
+// watcher slower than AckWait) are skipped ([InboundStats].Duplicates).
+//
+// A message whose payload does not decode is acknowledged with the values
+// around it. AckWait still applies: values held by lossless watchers for
+// longer are redelivered by the server and skipped, costing network
+// traffic only; MaxAckPending bounds what the consumer may hold,
+// delivered and not yet taken, so a slow watcher holds back the stream's
+// deliveries as it holds back any publisher.
+//
+// # Frames
+//
+// With [ForwardConfig].Frame, a Forwarder packs up to that many values of
+// one batch, consecutive and for the same subject, into one NATS message
+// with the header [FrameHeader], so that one subscription receives values
+// at a multiple of the NATS message rate. A frame is made of what the
+// forwarder's watcher holds when it takes a batch, never waited for: a
+// value alone is sent as a plain message, so framing adds no latency. In
+// JetStream a frame is one stream message: one sequence, one message ID
+// (MsgID of its first value and its size, or the forwarder's own), and one
+// acknowledgement, once its last value is taken. [Subscribe] and [Consume]
+// read frames and plain messages alike; a value of a frame that does not
+// decode is counted and the others are delivered; a frame that does not
+// parse counts as one value that did not decode. Every receiver must
+// understand frames: turn them on once every process runs a version that
+// does.
 //
 // # Goroutines
 //
@@ -86,9 +158,15 @@
 // A [Subscriber] owns one goroutine, and the NATS client delivers into its
 // buffer. [Subscriber.Close] unsubscribes at once and blocks until the
 // buffered messages are delivered, or until its context ends. A [Consumer]
-// owns one goroutine, plus the NATS client's pull-consumer goroutines;
-// [Consumer.Close] stops pulling at once and blocks likewise. Both also end
-// by themselves when the broadcaster shuts down or the connection closes.
+// owns one goroutine, plus the NATS client's pull-consumer goroutines, and
+// a durable one a second goroutine that acknowledges; [Consumer.Close]
+// stops pulling at once and blocks likewise, and for a durable until the
+// lossless watchers have taken what was delivered and the ack floor is
+// confirmed (or its context ends: then what was taken is acknowledged and
+// the rest is redelivered to the durable's next consumer). Both also end
+// by themselves when the broadcaster shuts down or the connection closes;
+// a durable's acknowledging goroutine then still waits for the watchers
+// to take what was delivered, until Close gives up.
 // A [Sink] starts no goroutine: the recorder's runner calls it.
 //
 // Every Close is idempotent, bounded by its context (it never waits longer

@@ -25,6 +25,12 @@ var (
 	// ErrClosed is reported (wrapped in an [*Error]) for the values a
 	// bridge gave up because its Close context ended.
 	ErrClosed = errors.New("fanoutnats: closed")
+	// ErrAckUnconfirmed is reported (wrapped in an [*Error] whose Sequence
+	// is the stream sequence concerned) when a durable [Consumer] could not
+	// get the server to confirm its ack floor, at Close or after a
+	// reconnect, and returned by Close for the last one: the durable's next
+	// consumer may then get again values this one delivered.
+	ErrAckUnconfirmed = errors.New("fanoutnats: acknowledgement not confirmed")
 )
 
 // Error describes a value or a message that a bridge could not carry. The

@@ -59,6 +59,20 @@ type ForwardConfig[T any] struct {
 	// FlushTimeout bounds each flush of core NATS publishes. The default
 	// is [DefaultTimeout].
 	FlushTimeout time.Duration
+	// Frame, if 2 or more, packs up to Frame consecutive values for the
+	// same subject into one NATS message, a frame (see [FrameHeader]),
+	// within the server's maximum payload and one Batch, so that a subscription receives
+	// values at a multiple of NATS's message rate. Frames are made of what
+	// the watcher holds when the forwarder takes a batch, never waited for:
+	// at low rates a frame holds one value and is sent as a plain message.
+	// The order is the same as without frames, and a frame is one stream
+	// message in JetStream: one sequence and one message ID (MsgID's of its
+	// first value, followed by "+" and its number of values). Every
+	// receiver must understand frames ([Subscribe] and [Consume] do); a
+	// frame is delivered into the local broadcaster as one batch
+	// ([fanout.Broadcaster.ActionBatch]). The default, 0, sends one value
+	// per message.
+	Frame int
 
 	// JetStream makes the forwarder publish through JetStream: every
 	// value carries a Nats-Msg-Id header, the forwarder waits for the
@@ -67,11 +81,12 @@ type ForwardConfig[T any] struct {
 	// closed. A stream must capture the subjects.
 	JetStream bool
 	// MsgID returns a value's Nats-Msg-Id in JetStream mode. The default
-	// is an identifier unique to the forwarder and the value, so that the
-	// forwarder's own retries are recognised as duplicates by the stream
-	// (within its Duplicates window, 2 minutes by default). Give one
-	// derived from the value to also deduplicate values published twice
-	// by different processes.
+	// is an identifier unique to the forwarder and the message, so that
+	// the forwarder's own retries are recognised as duplicates by the
+	// stream (within its Duplicates window, 2 minutes by default). Give
+	// one derived from the value to also deduplicate values published
+	// twice by different processes (with Frame, only frames that begin
+	// with the same value and hold as many values are recognised).
 	MsgID func(v T) string
 	// AckTimeout bounds the wait for each JetStream ack. The default is
 	// [DefaultTimeout].
@@ -114,9 +129,12 @@ type Forwarder[T any] struct {
 	mu  sync.Mutex
 	err error
 
+	// out holds the messages of a batch (owned by the goroutine).
+	out []outMsg
+
 	received, published, failed, abandoned  atomic.Uint64
 	retries, duplicates, flushes, flushErrs atomic.Uint64
-	bytes                                   atomic.Uint64
+	bytes, frames                           atomic.Uint64
 }
 
 // Forward starts forwarding the values b accepts from now on to NATS over
@@ -301,8 +319,14 @@ func (f *Forwarder[T]) callSubject(v T, subject *string) (err error) {
 	return nil
 }
 
-func (f *Forwarder[T]) fail(op, subject string, err error) {
-	f.failed.Add(1)
+func (f *Forwarder[T]) fail(op, subject string, err error) { f.failN(1, op, subject, err) }
+
+// failN counts n values as failed and reports why.
+func (f *Forwarder[T]) failN(n int, op, subject string, err error) {
+	f.failed.Add(uint64(n))
+	if n > 1 {
+		err = fmt.Errorf("a frame of %d values: %w", n, err)
+	}
 	f.rep.report(&Error{Op: op, Subject: subject, Err: err})
 }
 
@@ -311,23 +335,27 @@ func (f *Forwarder[T]) fail(op, subject string, err error) {
 // flush: the batch's values to that subject are then counted as failed.
 func (f *Forwarder[T]) sendCore(batch []T) {
 	before := f.nc.LastError()
-	type sent struct{ values, bytes uint64 }
+	type sent struct{ values, bytes, frames uint64 }
 	var bySubject map[string]sent
-	for _, v := range batch {
-		subject, data, ok := f.prepare(v)
-		if !ok {
-			continue
+	f.out = f.pack(batch, f.out[:0])
+	for _, m := range f.out {
+		var err error
+		if m.values > 1 {
+			err = f.nc.PublishMsg(m.msg())
+		} else {
+			err = f.nc.Publish(m.subject, m.data)
 		}
-		if err := f.nc.Publish(subject, data); err != nil {
-			f.fail("publish", subject, err)
+		if err != nil {
+			f.failN(m.values, "publish", m.subject, err)
 			continue
 		}
 		if bySubject == nil {
 			bySubject = make(map[string]sent, 1)
 		}
-		s := bySubject[subject]
-		bySubject[subject] = sent{s.values + 1, s.bytes + uint64(len(data))}
+		s := bySubject[m.subject]
+		bySubject[m.subject] = sent{s.values + uint64(m.values), s.bytes + uint64(len(m.data)), s.frames + min(uint64(m.values-1), 1)}
 	}
+	clear(f.out)
 	if len(bySubject) == 0 {
 		return
 	}
@@ -342,6 +370,7 @@ func (f *Forwarder[T]) sendCore(batch []T) {
 		}
 		f.published.Add(n.values)
 		f.bytes.Add(n.bytes)
+		f.frames.Add(n.frames)
 	}
 }
 
@@ -357,42 +386,38 @@ func (f *Forwarder[T]) flush() {
 
 // jsPending is a JetStream publish waiting for its ack.
 type jsPending struct {
-	msg *nats.Msg
-	id  string
-	fut jetstream.PubAckFuture
-	err error
+	msg    *nats.Msg
+	id     string
+	values int
+	fut    jetstream.PubAckFuture
+	err    error
 }
 
 // sendJetStream publishes a batch asynchronously, then waits for each ack
 // in order and retries the publishes that failed.
 func (f *Forwarder[T]) sendJetStream(batch []T) {
 	before := f.nc.LastError()
-	pending := make([]jsPending, 0, len(batch))
-	for _, v := range batch {
-		subject, data, ok := f.prepare(v)
-		if !ok {
-			continue
-		}
-		id, err := f.msgID(v)
-		if err != nil {
-			f.fail("publish", subject, err)
-			continue
-		}
-		p := jsPending{msg: &nats.Msg{Subject: subject, Data: data, Header: nats.Header{}}, id: id}
-		p.fut, p.err = f.js.PublishMsgAsync(p.msg, jetstream.WithMsgID(id), jetstream.WithRetryAttempts(0))
+	f.out = f.pack(batch, f.out[:0])
+	pending := make([]jsPending, 0, len(f.out))
+	for _, m := range f.out {
+		p := jsPending{msg: m.msg(), id: m.id, values: m.values}
+		p.fut, p.err = f.js.PublishMsgAsync(p.msg, jetstream.WithMsgID(p.id), jetstream.WithRetryAttempts(0))
 		pending = append(pending, p)
 	}
+	clear(f.out)
 	for i := range pending {
 		p := &pending[i]
 		if p.err == nil {
-			p.err = f.await(p.fut)
+			p.err = f.await(p)
 		}
 		if p.err == nil {
 			f.confirm(p)
 			continue
 		}
 		if f.ctx.Err() != nil {
-			f.abandoned.Add(uint64(len(pending) - i))
+			for _, q := range pending[i:] {
+				f.abandoned.Add(uint64(q.values))
+			}
 			return
 		}
 		f.retry(p, before)
@@ -414,14 +439,14 @@ func (f *Forwarder[T]) msgID(v T) (id string, err error) {
 }
 
 // await waits for a publish's ack; a duplicate ack counts as success.
-func (f *Forwarder[T]) await(fut jetstream.PubAckFuture) error {
+func (f *Forwarder[T]) await(p *jsPending) error {
 	select {
-	case ack := <-fut.Ok():
+	case ack := <-p.fut.Ok():
 		if ack.Duplicate {
-			f.duplicates.Add(1)
+			f.duplicates.Add(uint64(p.values))
 		}
 		return nil
-	case err := <-fut.Err():
+	case err := <-p.fut.Err():
 		return err
 	case <-f.ctx.Done():
 		return ErrClosed
@@ -429,8 +454,11 @@ func (f *Forwarder[T]) await(fut jetstream.PubAckFuture) error {
 }
 
 func (f *Forwarder[T]) confirm(p *jsPending) {
-	f.published.Add(1)
+	f.published.Add(uint64(p.values))
 	f.bytes.Add(uint64(len(p.msg.Data)))
+	if p.values > 1 {
+		f.frames.Add(1)
+	}
 }
 
 // retry publishes p synchronously until the stream acknowledges it, the
@@ -441,13 +469,13 @@ func (f *Forwarder[T]) retry(p *jsPending, before error) {
 			p.err = err
 		}
 		if !Retryable(p.err) {
-			f.fail("publish", p.msg.Subject, p.err)
+			f.failN(p.values, "publish", p.msg.Subject, p.err)
 			return
 		}
 		f.retries.Add(1)
 		f.rep.report(&Error{Op: "publish", Subject: p.msg.Subject, Err: fmt.Errorf("will retry: %w", p.err)})
 		if !f.recovered && !f.pause() {
-			f.abandoned.Add(1)
+			f.abandoned.Add(uint64(p.values))
 			return
 		}
 		f.recovered = false
@@ -456,14 +484,14 @@ func (f *Forwarder[T]) retry(p *jsPending, before error) {
 		cancel()
 		if err == nil {
 			if ack.Duplicate {
-				f.duplicates.Add(1)
+				f.duplicates.Add(uint64(p.values))
 			}
 			f.confirm(p)
 			f.recovered = true // the values sent with it failed for the same reason
 			return
 		}
 		if f.ctx.Err() != nil {
-			f.abandoned.Add(1)
+			f.abandoned.Add(uint64(p.values))
 			return
 		}
 		p.err = err
@@ -503,9 +531,12 @@ type ForwarderStats struct {
 	Abandoned uint64
 	// Retries counts JetStream publishes tried again.
 	Retries uint64
-	// Duplicates counts JetStream acks that reported a duplicate: a retry
-	// of a value the stream had already stored, stored once.
+	// Duplicates counts values whose JetStream ack reported a duplicate: a
+	// retry of a value the stream had already stored, stored once.
 	Duplicates uint64
+	// Frames counts the frames published (messages of several values,
+	// see ForwardConfig.Frame), included in Published as their values.
+	Frames uint64
 	// Flushes and FlushErrors count core NATS flushes, one per batch, and
 	// those that failed (time-out, closed connection).
 	Flushes, FlushErrors uint64
@@ -527,6 +558,7 @@ func (f *Forwarder[T]) Stats() ForwarderStats {
 		Abandoned:      f.abandoned.Load(),
 		Retries:        f.retries.Load(),
 		Duplicates:     f.duplicates.Load(),
+		Frames:         f.frames.Load(),
 		Flushes:        f.flushes.Load(),
 		FlushErrors:    f.flushErrs.Load(),
 		Bytes:          f.bytes.Load(),
@@ -538,9 +570,9 @@ func (f *Forwarder[T]) Stats() ForwarderStats {
 // Metrics returns the statistics as Prometheus samples:
 // fanoutnats_forwarder_values_total{result=received|published|failed|abandoned},
 // fanoutnats_forwarder_dropped_total{reason=full|oldest|timeout|evicted},
-// fanoutnats_forwarder_retries_total, _duplicates_total, _flushes_total,
-// _flush_errors_total, _bytes_total, _callback_panics_total and the gauge
-// fanoutnats_forwarder_queued.
+// fanoutnats_forwarder_retries_total, _duplicates_total, _frames_total,
+// _flushes_total, _flush_errors_total, _bytes_total,
+// _callback_panics_total and the gauge fanoutnats_forwarder_queued.
 func (s ForwarderStats) Metrics() []Metric {
 	const values, dropped = "fanoutnats_forwarder_values_total", "fanoutnats_forwarder_dropped_total"
 	const vHelp = "Values taken from the local watcher, by outcome."
@@ -555,7 +587,8 @@ func (s ForwarderStats) Metrics() []Metric {
 		counter(dropped, dHelp, s.Watcher.DroppedTimeout, Label{"reason", "timeout"}),
 		counter(dropped, dHelp, s.Watcher.DroppedEvicted, Label{"reason", "evicted"}),
 		counter("fanoutnats_forwarder_retries_total", "JetStream publishes tried again.", s.Retries),
-		counter("fanoutnats_forwarder_duplicates_total", "JetStream acks reporting a duplicate.", s.Duplicates),
+		counter("fanoutnats_forwarder_duplicates_total", "Values whose JetStream ack reported a duplicate.", s.Duplicates),
+		counter("fanoutnats_forwarder_frames_total", "Frames (messages of several values) published.", s.Frames),
 		counter("fanoutnats_forwarder_flushes_total", "Core NATS flushes.", s.Flushes),
 		counter("fanoutnats_forwarder_flush_errors_total", "Core NATS flushes that failed.", s.FlushErrors),
 		counter("fanoutnats_forwarder_bytes_total", "Payload bytes published.", s.Bytes),

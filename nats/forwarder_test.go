@@ -3,10 +3,12 @@ package fanoutnats_test
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +19,7 @@ import (
 	"github.com/fanout-go/fanout/nats/internal/natstest"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // rawSub subscribes to subject with a plain NATS subscription, as a
@@ -178,10 +181,11 @@ func TestForwarderCountsEncodeErrorsAndOversizedPayloads(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(errs) != 3 || !errors.Is(errs[0], fanoutnats.ErrEncode) || !errors.Is(errs[1], nats.ErrMaxPayload) || !errors.Is(errs[2], fanoutnats.ErrEncode) {
-		t.Fatalf("OnError got %v, want ErrEncode, ErrMaxPayload, ErrEncode", errs)
+	// A batch is encoded before it is published: the encode errors first.
+	if len(errs) != 3 || !errors.Is(errs[0], fanoutnats.ErrEncode) || !errors.Is(errs[1], fanoutnats.ErrEncode) || !errors.Is(errs[2], nats.ErrMaxPayload) {
+		t.Fatalf("OnError got %v, want ErrEncode, ErrEncode, ErrMaxPayload", errs)
 	}
-	if fanoutnats.Retryable(errs[1]) {
+	if fanoutnats.Retryable(errs[2]) {
 		t.Fatal("an oversized payload is classified retryable")
 	}
 }
@@ -417,3 +421,162 @@ func TestForwarderLogsFailuresWithItsLogger(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+func TestFramesCarryEveryValueInOrderThroughCoreNATSAndJetStream(t *testing.T) {
+	for _, mode := range []string{"core", "jetstream durable", "jetstream ordered"} {
+		t.Run(mode, func(t *testing.T) {
+			srv, js := streamEV(t)
+			in := fanout.New[event]()
+			w, _ := in.Watch()
+			var inbound interface {
+				closer
+				Stats() fanoutnats.InboundStats
+			}
+			switch mode {
+			case "core":
+				inbound = subscribe(t, srv.Connect(t), in, fanoutnats.SubscribeConfig[event]{Subject: "ev"})
+			case "jetstream durable":
+				inbound = consume(t, js, in, fanoutnats.ConsumeConfig[event]{Stream: "EV", Durable: "d"})
+			default:
+				inbound = consume(t, js, in, fanoutnats.ConsumeConfig[event]{Stream: "EV"})
+			}
+			out := fanout.New[event](fanout.WithQueueLength(1000))
+			fwd, err := fanoutnats.Forward(out, srv.Connect(t), fanoutnats.ForwardConfig[event]{
+				Subject: "ev", Frame: 50, JetStream: mode != "core"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			const n = 1000
+			if _, err := out.ActionBatch(events(0, n)); err != nil { // queued at once: the forwarder takes full batches
+				t.Fatal(err)
+			}
+			got := seqs(recv(t, w, n))
+			closeAndWait(t, fwd)
+			closeAndWait(t, inbound)
+			for i, s := range got {
+				if s != i {
+					t.Fatalf("value %d has seq %d", i, s)
+				}
+			}
+			fs, is := fwd.Stats(), inbound.Stats()
+			if fs.Published != n || fs.Frames == 0 || is.Received != n || is.Delivered != n || is.Frames != fs.Frames {
+				t.Fatalf("forwarder %+v, inbound %+v: want %d values in frames", fs, is, n)
+			}
+			if mode == "jetstream durable" && is.AckFloor != streamLastSeq(t, js, "EV") {
+				t.Fatalf("ack floor %d, want the stream's last sequence", is.AckFloor)
+			}
+		})
+	}
+}
+
+func streamLastSeq(t *testing.T, js jetstream.JetStream, name string) uint64 {
+	t.Helper()
+	st, err := js.Stream(guardCtx(t), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.CachedInfo().State.LastSeq
+}
+
+func TestFramesGiveEachFrameOneMessageIDFromItsFirstValue(t *testing.T) {
+	srv, js := streamEV(t)
+	cfg := fanoutnats.ForwardConfig[event]{Subject: "ev", Frame: 4, JetStream: true,
+		MsgID: func(e event) string { return fmt.Sprint("v", e.Seq) }}
+	for range 2 { // two forwarders, the same frames: stored once
+		out := fanout.New[event](fanout.WithQueueLength(100))
+		fwd, err := fanoutnats.Forward(out, srv.Connect(t), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := out.ActionBatch(events(0, 8)); err != nil {
+			t.Fatal(err)
+		}
+		closeAndWait(t, fwd)
+	}
+	st, err := js.Stream(guardCtx(t), "EV")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := st.CachedInfo().State.Msgs; n != 2 {
+		t.Fatalf("stream holds %d messages, want 2 frames of 4", n)
+	}
+	for seq, want := range map[uint64]string{1: "v0+4", 2: "v4+4"} {
+		m, err := st.GetMsg(guardCtx(t), seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := m.Header.Get(jetstream.MsgIDHeader); got != want || m.Header.Get(fanoutnats.FrameHeader) != "4" {
+			t.Errorf("message %d: ID %q, header %v: want %q and a frame of 4", seq, got, m.Header, want)
+		}
+	}
+}
+
+func TestFramesHoldOneSubjectEachAndFitTheServersMaxPayload(t *testing.T) {
+	srv := natstest.New(t, func(o *server.Options) { o.MaxPayload = 1024 })
+	sub := rawSub(t, srv.Connect(t), "ev.*")
+	out := fanout.New[event](fanout.WithQueueLength(1000))
+	fwd, err := fanoutnats.Forward(out, srv.Connect(t), fanoutnats.ForwardConfig[event]{Frame: 1000, Batch: 1000,
+		SubjectOf: func(e event) string { return fmt.Sprint("ev.", e.Seq/100%2) }}) // runs of 100 per subject
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 1000
+	if _, err := out.ActionBatch(events(0, n)); err != nil {
+		t.Fatal(err)
+	}
+	closeAndWait(t, fwd)
+	var got []int
+	frames := 0
+	for len(got) < n {
+		m, err := sub.NextMsg(hangGuard)
+		if err != nil {
+			t.Fatalf("after %d values: %v", len(got), err)
+		}
+		evs := frameEvents(t, m)
+		frames += min(len(evs)-1, 1)
+		for _, e := range evs {
+			if want := fmt.Sprint("ev.", e.Seq/100%2); m.Subject != want {
+				t.Fatalf("value %d in a message for %s, want %s", e.Seq, m.Subject, want)
+			}
+			got = append(got, e.Seq)
+		}
+	}
+	for i, v := range got {
+		if v != i {
+			t.Fatalf("value %d has seq %d", i, v)
+		}
+	}
+	// 10 runs of 100 values of about 20 bytes, in frames within the
+	// server's 1024 bytes less room for headers: 3 or more per run.
+	if fs := fwd.Stats(); fs.Published != n || fs.Failed != 0 || frames < 30 || int(fs.Frames) != frames {
+		t.Fatalf("forwarder %+v, %d frames received: want %d values in 30 frames or more", fs, frames, n)
+	}
+}
+
+// frameEvents decodes the values of a message: a frame (see
+// fanoutnats.FrameHeader) or a plain message.
+func frameEvents(t *testing.T, m *nats.Msg) []event {
+	t.Helper()
+	parts := [][]byte{m.Data}
+	if m.Header.Get(fanoutnats.FrameHeader) != "" {
+		parts = nil
+		for body := m.Data; len(body) > 0; {
+			size, k := binary.Uvarint(body)
+			if k <= 0 || int(size) > len(body)-k {
+				t.Fatalf("malformed frame %q", m.Data)
+			}
+			parts = append(parts, body[k:k+int(size)])
+			body = body[k+int(size):]
+		}
+		if strconv.Itoa(len(parts)) != m.Header.Get(fanoutnats.FrameHeader) {
+			t.Fatalf("a frame of %d values says %s", len(parts), m.Header.Get(fanoutnats.FrameHeader))
+		}
+	}
+	evs := make([]event, len(parts))
+	for i, p := range parts {
+		if err := json.Unmarshal(p, &evs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return evs
+}

@@ -3,16 +3,18 @@ package fanoutnats
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 
 	"github.com/fanout-go/fanout"
+	"github.com/nats-io/nats.go"
 )
 
 // inbound is what a [Subscriber] and a [Consumer] share: it decodes
 // messages and publishes the values into the local broadcaster, and keeps
-// the counters.
+// the counters. Its methods run on the bridge's goroutine, except stats.
 type inbound[T any] struct {
 	b     *fanout.Broadcaster[T]
 	codec Codec[T]
@@ -25,8 +27,12 @@ type inbound[T any] struct {
 	mu  sync.Mutex
 	err error
 
+	// Owned by the goroutine: the parts and values of a frame.
+	parts [][]byte
+	vals  []T
+
 	received, delivered, decodeErrs, failed, abandoned atomic.Uint64
-	duplicates, resets, bytes                          atomic.Uint64
+	duplicates, resets, bytes, frames, reconnects      atomic.Uint64
 }
 
 func (in *inbound[T]) init(b *fanout.Broadcaster[T], codec Codec[T], onError func(error), logger *slog.Logger) {
@@ -40,34 +46,88 @@ func (in *inbound[T]) init(b *fanout.Broadcaster[T], codec Codec[T], onError fun
 type outcome uint8
 
 const (
-	accepted    outcome = iota // the broadcaster accepted the value
-	undecodable                // the payload did not decode: counted and reported
-	refused                    // the broadcaster did not accept it: stop
+	accepted    outcome = iota // the broadcaster accepted its values (some may not have decoded)
+	undecodable                // no value decoded: counted and reported
+	refused                    // the broadcaster did not accept them all: stop
 )
 
-// deliver decodes a payload and publishes the value into the broadcaster,
-// waiting as the local watchers' behaviours say, until Close gives up.
-func (in *inbound[T]) deliver(subject string, seq uint64, data []byte) outcome {
-	in.received.Add(1)
+// deliver decodes a message (a plain message or a frame) and publishes its
+// values into the broadcaster, waiting as the local watchers' behaviours
+// say, until Close gives up. When accepted, it also returns the sequence
+// number in the broadcaster after its last value: the [fanout.Broadcaster.Taken]
+// at which every lossless watcher has taken them.
+func (in *inbound[T]) deliver(subject string, seq uint64, h nats.Header, data []byte) (outcome, uint64) {
 	in.bytes.Add(uint64(len(data)))
+	if count, ok := frameCount(h); ok {
+		return in.deliverFrame(subject, seq, count, data)
+	}
+	in.received.Add(1)
 	v, err := in.codec.decode(data)
 	if err != nil {
-		in.decodeErrs.Add(1)
-		in.rep.report(&Error{Op: "decode", Subject: subject, Sequence: seq, Err: err})
-		return undecodable
+		in.undecodable(subject, seq, err)
+		return undecodable, 0
 	}
-	if err := in.b.ActionContext(in.ctx, v); err != nil {
-		if in.ctx.Err() != nil {
-			in.abandoned.Add(1)
-		} else {
-			in.failed.Add(1)
-			in.rep.report(&Error{Op: "deliver", Subject: subject, Sequence: seq, Err: err})
-			in.setErr(err)
-		}
-		return refused
+	local, err := in.b.ActionSeq(in.ctx, v)
+	if err != nil {
+		in.refused(subject, seq, err, 1)
+		return refused, 0
 	}
 	in.delivered.Add(1)
-	return accepted
+	return accepted, local + 1
+}
+
+// deliverFrame publishes the values of a frame in one batch. A value that
+// does not decode is counted and reported, and the others are delivered; a
+// frame that does not parse counts as one value that did not decode.
+func (in *inbound[T]) deliverFrame(subject string, seq uint64, count string, data []byte) (outcome, uint64) {
+	in.frames.Add(1)
+	parts, err := splitFrame(count, data, in.parts[:0])
+	in.parts = parts
+	if err != nil {
+		in.received.Add(1)
+		in.undecodable(subject, seq, err)
+		return undecodable, 0
+	}
+	in.received.Add(uint64(len(parts)))
+	vals := in.vals[:0]
+	for i, p := range parts {
+		v, err := in.codec.decode(p)
+		if err != nil {
+			in.undecodable(subject, seq, fmt.Errorf("value %d of %d of a frame: %w", i+1, len(parts), err))
+			continue
+		}
+		vals = append(vals, v)
+	}
+	clear(parts)
+	in.vals = vals[:0]
+	defer clear(vals) // the broadcaster holds the values; this buffer must not
+	if len(vals) == 0 {
+		return undecodable, 0
+	}
+	first, n, err := in.b.ActionBatchSeq(in.ctx, vals)
+	in.delivered.Add(uint64(n))
+	if n < len(vals) {
+		in.refused(subject, seq, err, len(vals)-n)
+		return refused, 0
+	}
+	return accepted, first + uint64(n)
+}
+
+func (in *inbound[T]) undecodable(subject string, seq uint64, err error) {
+	in.decodeErrs.Add(1)
+	in.rep.report(&Error{Op: "decode", Subject: subject, Sequence: seq, Err: err})
+}
+
+// refused counts n values the broadcaster did not accept: abandoned when
+// Close gave up, failed when it shut down.
+func (in *inbound[T]) refused(subject string, seq uint64, err error, n int) {
+	if in.ctx.Err() != nil {
+		in.abandoned.Add(uint64(n))
+		return
+	}
+	in.failed.Add(uint64(n))
+	in.rep.report(&Error{Op: "deliver", Subject: subject, Sequence: seq, Err: err})
+	in.setErr(err)
 }
 
 func (in *inbound[T]) setErr(err error) {
@@ -110,6 +170,8 @@ func (in *inbound[T]) stats() InboundStats {
 		Abandoned:      in.abandoned.Load(),
 		Duplicates:     in.duplicates.Load(),
 		Resets:         in.resets.Load(),
+		Frames:         in.frames.Load(),
+		Reconnects:     in.reconnects.Load(),
 		Bytes:          in.bytes.Load(),
 		CallbackPanics: in.rep.panics.Load(),
 	}
@@ -121,32 +183,58 @@ func isClosing(err error) bool {
 }
 
 // InboundStats is a snapshot of the counters of a [Subscriber] or a
-// [Consumer]. Every message taken from NATS (Received) ends as exactly one
-// of Delivered, DecodeErrors, Failed, Abandoned or Duplicates, or is being
-// delivered.
+// [Consumer]. Every value taken from NATS (Received; a frame counts as the
+// values it carries) ends as exactly one of Delivered, DecodeErrors,
+// Failed, Abandoned or Duplicates, or is being delivered.
 type InboundStats struct {
-	// Received counts messages taken from NATS.
+	// Received counts values taken from NATS: one per plain message, the
+	// values of a frame (see [FrameHeader]), one for a frame that does not
+	// parse.
 	Received uint64
 	// Delivered counts values the local broadcaster accepted.
 	Delivered uint64
-	// DecodeErrors counts messages whose payload did not decode. JetStream
-	// consumers terminate them (Term), so that they are not redelivered.
+	// DecodeErrors counts values whose payload did not decode, and frames
+	// that did not parse. A durable JetStream consumer acknowledges them
+	// with the values around them, so that they are not redelivered.
 	DecodeErrors uint64
 	// Failed counts decoded values the broadcaster refused because it was
 	// shut down. A JetStream consumer leaves them unacknowledged.
 	Failed uint64
-	// Abandoned counts messages given up because Close's context ended.
+	// Abandoned counts values given up because Close's context ended.
 	// A durable JetStream consumer leaves them unacknowledged, so that they
 	// are redelivered to the next consumer of the durable.
 	Abandoned uint64
-	// Duplicates counts redeliveries of values already delivered (a durable
-	// consumer's ack was lost): acknowledged again and skipped.
+	// Duplicates counts redelivered values a durable consumer had already
+	// delivered (an acknowledgement was lost or came late, or the consumer
+	// was reset): skipped.
 	Duplicates uint64
 	// Resets counts the times a durable consumer was reset to its ack
 	// floor to repair a gap in deliveries, so that no value is skipped.
 	Resets uint64
+	// Frames counts the frames received (messages carrying several values).
+	Frames uint64
+	// Acks counts the acknowledgements a durable consumer sent, each of
+	// every message up to a stream sequence (AckAll), double acks included.
+	Acks uint64
+	// AcksConfirmed counts the times the server confirmed a durable
+	// consumer's ack floor: at Close, and after each reconnect.
+	AcksConfirmed uint64
+	// AcksUnconfirmed counts the confirmations that failed (each is
+	// reported, wrapping [ErrAckUnconfirmed]): the values up to the ack
+	// floor the server holds may then be redelivered to the durable's next
+	// consumer.
+	AcksUnconfirmed uint64
+	// AckFloor is the highest stream sequence a durable consumer
+	// acknowledged: every message up to it was taken by the local lossless
+	// watchers.
+	AckFloor uint64
+	// Reconnects counts the connection's reconnects while a Subscriber or a
+	// durable Consumer ran (an ordered Consumer does not count them: the
+	// NATS client recreates it).
+	Reconnects uint64
 	// SlowConsumerDropped counts messages the NATS client dropped because
-	// the subscriber's buffer was full (core NATS only).
+	// the subscriber's buffer was full (core NATS only): messages, not
+	// values, since the client drops frames unread.
 	SlowConsumerDropped uint64
 	// Bytes counts the payload bytes received.
 	Bytes uint64
@@ -158,23 +246,33 @@ type InboundStats struct {
 }
 
 // Metrics returns the statistics as Prometheus samples:
-// fanoutnats_inbound_messages_total{result=received|delivered|decode_error|failed|abandoned|duplicate|slow_consumer_dropped},
-// fanoutnats_inbound_resets_total, _bytes_total, _callback_panics_total
-// and the gauge fanoutnats_inbound_pending.
+// fanoutnats_inbound_values_total{result=received|delivered|decode_error|failed|abandoned|duplicate},
+// fanoutnats_inbound_acks_total{result=sent|confirmed|unconfirmed},
+// fanoutnats_inbound_slow_consumer_dropped_total (messages),
+// fanoutnats_inbound_resets_total, _frames_total, _reconnects_total,
+// _bytes_total, _callback_panics_total, and the gauges
+// fanoutnats_inbound_ack_floor and fanoutnats_inbound_pending.
 func (s InboundStats) Metrics() []Metric {
-	const msgs = "fanoutnats_inbound_messages_total"
-	const help = "Messages taken from NATS, by outcome, and messages the NATS client dropped."
+	const values = "fanoutnats_inbound_values_total"
+	const help = "Values taken from NATS (a frame counts its values), by outcome."
+	const acks, aHelp = "fanoutnats_inbound_acks_total", "Acknowledgements of a durable consumer, and confirmations of its ack floor."
 	return []Metric{
-		counter(msgs, help, s.Received, Label{"result", "received"}),
-		counter(msgs, help, s.Delivered, Label{"result", "delivered"}),
-		counter(msgs, help, s.DecodeErrors, Label{"result", "decode_error"}),
-		counter(msgs, help, s.Failed, Label{"result", "failed"}),
-		counter(msgs, help, s.Abandoned, Label{"result", "abandoned"}),
-		counter(msgs, help, s.Duplicates, Label{"result", "duplicate"}),
-		counter(msgs, help, s.SlowConsumerDropped, Label{"result", "slow_consumer_dropped"}),
+		counter(values, help, s.Received, Label{"result", "received"}),
+		counter(values, help, s.Delivered, Label{"result", "delivered"}),
+		counter(values, help, s.DecodeErrors, Label{"result", "decode_error"}),
+		counter(values, help, s.Failed, Label{"result", "failed"}),
+		counter(values, help, s.Abandoned, Label{"result", "abandoned"}),
+		counter(values, help, s.Duplicates, Label{"result", "duplicate"}),
+		counter(acks, aHelp, s.Acks, Label{"result", "sent"}),
+		counter(acks, aHelp, s.AcksConfirmed, Label{"result", "confirmed"}),
+		counter(acks, aHelp, s.AcksUnconfirmed, Label{"result", "unconfirmed"}),
+		counter("fanoutnats_inbound_slow_consumer_dropped_total", "Messages the NATS client dropped: the subscriber's buffer was full.", s.SlowConsumerDropped),
 		counter("fanoutnats_inbound_resets_total", "Durable consumer resets after a gap in deliveries.", s.Resets),
+		counter("fanoutnats_inbound_frames_total", "Frames (messages of several values) received.", s.Frames),
+		counter("fanoutnats_inbound_reconnects_total", "Reconnects of the connection while the bridge ran.", s.Reconnects),
 		counter("fanoutnats_inbound_bytes_total", "Payload bytes received.", s.Bytes),
 		counter("fanoutnats_inbound_callback_panics_total", "Panics of OnError or the logger, contained.", s.CallbackPanics),
+		gauge("fanoutnats_inbound_ack_floor", "The highest stream sequence a durable consumer acknowledged.", float64(s.AckFloor)),
 		gauge("fanoutnats_inbound_pending", "Messages waiting in the subscriber's buffer.", float64(s.Pending)),
 	}
 }

@@ -62,13 +62,19 @@ func TestMetricsAreValidPrometheusSamplesOfTheStats(t *testing.T) {
 			t.Errorf("%s = %v, want %v", id, v[id], want)
 		}
 	}
-	is := fanoutnats.InboundStats{Received: 9, Delivered: 6, DecodeErrors: 1, Duplicates: 2, SlowConsumerDropped: 8, Pending: 3}
+	is := fanoutnats.InboundStats{Received: 9, Delivered: 6, DecodeErrors: 1, Duplicates: 2, SlowConsumerDropped: 8, Pending: 3,
+		Acks: 4, AcksUnconfirmed: 1, AckFloor: 7, Frames: 2, Reconnects: 1}
 	v = checkMetrics(t, is.Metrics())
 	for id, want := range map[string]float64{
-		"fanoutnats_inbound_messages_total{result=delivered}":             6,
-		"fanoutnats_inbound_messages_total{result=decode_error}":          1,
-		"fanoutnats_inbound_messages_total{result=slow_consumer_dropped}": 8,
-		"fanoutnats_inbound_pending{}":                                    3,
+		"fanoutnats_inbound_values_total{result=delivered}":    6,
+		"fanoutnats_inbound_values_total{result=decode_error}": 1,
+		"fanoutnats_inbound_slow_consumer_dropped_total{}":     8,
+		"fanoutnats_inbound_acks_total{result=sent}":           4,
+		"fanoutnats_inbound_acks_total{result=unconfirmed}":    1,
+		"fanoutnats_inbound_ack_floor{}":                       7,
+		"fanoutnats_inbound_frames_total{}":                    2,
+		"fanoutnats_inbound_reconnects_total{}":                1,
+		"fanoutnats_inbound_pending{}":                         3,
 	} {
 		if v[id] != want {
 			t.Errorf("%s = %v, want %v", id, v[id], want)

@@ -82,7 +82,7 @@ func Subscribe[T any](nc *nats.Conn, b *fanout.Broadcaster[T], cfg SubscribeConf
 		return nil, &Error{Op: "subscribe", Subject: cfg.Subject, Err: err}
 	}
 	s.sub = sub
-	s.status = nc.StatusChanged(nats.CLOSED)
+	s.status = nc.StatusChanged(nats.CLOSED, nats.CONNECTED)
 	s.in.init(b, cfg.Codec, cfg.OnError, cfg.Logger)
 	go s.run()
 	return s, nil
@@ -132,7 +132,11 @@ func (s *Subscriber[T]) run() {
 		case <-s.closing:
 			s.drain()
 			return
-		case <-s.status:
+		case st := <-s.status:
+			if st == nats.CONNECTED {
+				s.in.reconnects.Add(1)
+				continue
+			}
 			s.in.setErr(nats.ErrConnectionClosed)
 			s.stop()
 			return
@@ -145,7 +149,7 @@ func (s *Subscriber[T]) run() {
 
 // handle delivers one message, and reports whether to go on.
 func (s *Subscriber[T]) handle(m *nats.Msg) bool {
-	if s.in.deliver(m.Subject, 0, m.Data) == refused {
+	if out, _ := s.in.deliver(m.Subject, 0, m.Header, m.Data); out == refused {
 		s.stop()
 		return false
 	}
@@ -171,9 +175,9 @@ func (s *Subscriber[T]) drain() {
 func (s *Subscriber[T]) stop() {
 	s.droppedNow()
 	s.once.do(s.closing, func() { _ = s.sub.Unsubscribe() })
-	n := uint64(len(s.ch))
-	for range n {
-		<-s.ch
+	var n uint64
+	for range len(s.ch) {
+		n += valuesIn((<-s.ch).Header)
 	}
 	if n == 0 {
 		return
@@ -186,7 +190,7 @@ func (s *Subscriber[T]) stop() {
 	} else {
 		s.in.failed.Add(n)
 	}
-	s.in.rep.report(&Error{Op: "deliver", Subject: s.subject, Err: fmt.Errorf("%d buffered messages not delivered: %w", n, cause)})
+	s.in.rep.report(&Error{Op: "deliver", Subject: s.subject, Err: fmt.Errorf("%d buffered values not delivered: %w", n, cause)})
 }
 
 // droppedNow returns the number of messages the client dropped for the

@@ -2,8 +2,11 @@ package fanoutnats_test
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -232,5 +235,46 @@ func TestSubscriberStopsWhenTheConnectionCloses(t *testing.T) {
 	waitDone(t, s)
 	if !errors.Is(s.Err(), nats.ErrConnectionClosed) {
 		t.Fatalf("Err = %v, want nats.ErrConnectionClosed", s.Err())
+	}
+}
+
+// publishFrame publishes a frame of the given payloads by hand.
+func publishFrame(t *testing.T, nc *nats.Conn, subject, count string, parts ...[]byte) {
+	t.Helper()
+	var body []byte
+	for _, p := range parts {
+		body = binary.AppendUvarint(body, uint64(len(p)))
+		body = append(body, p...)
+	}
+	m := &nats.Msg{Subject: subject, Data: body, Header: nats.Header{fanoutnats.FrameHeader: []string{count}}}
+	if err := nc.PublishMsg(m); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSubscriberDeliversTheGoodValuesOfAFrameAndCountsTheRest(t *testing.T) {
+	srv := natstest.New(t)
+	b := fanout.New[event]()
+	w, _ := b.Watch()
+	var errs []error
+	s := subscribe(t, srv.Connect(t), b, fanoutnats.SubscribeConfig[event]{Subject: "ev",
+		OnError: func(err error) { errs = append(errs, err) }})
+	nc := srv.Connect(t)
+	publishFrame(t, nc, "ev", "3", []byte(`{"seq":1}`), []byte("garbage"), []byte(`{"seq":2}`))
+	publishFrame(t, nc, "ev", "5", []byte(`{"seq":3}`), []byte(`{"seq":4}`)) // the header says 5
+	publishJSON(t, nc, "ev", event{Seq: 5})
+	if got := seqs(recv(t, w, 3)); !slices.Equal(got, []int{1, 2, 5}) {
+		t.Fatalf("got %v, want 1 2 5", got)
+	}
+	closeAndWait(t, s)
+	if st := s.Stats(); st.Received != 5 || st.Delivered != 3 || st.DecodeErrors != 2 || st.Frames != 2 {
+		t.Fatalf("stats %+v: want 5 received (3 + 1 malformed frame + 1), 3 delivered, 2 decode errors, 2 frames", st)
+	}
+	if len(errs) != 2 || !errors.Is(errs[0], fanoutnats.ErrDecode) || !errors.Is(errs[1], fanoutnats.ErrDecode) ||
+		!strings.Contains(errs[0].Error(), "value 2 of 3") || !strings.Contains(errs[1].Error(), "malformed frame") {
+		t.Fatalf("OnError got %v", errs)
 	}
 }

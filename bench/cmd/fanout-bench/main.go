@@ -17,9 +17,11 @@
 //
 // The nats group (package natsbench) follows: one producer through an
 // embedded NATS server to 3 subscriber connections of N = 10 and 100
-// watchers, fanout's Subscriber against one NATS subscription per watcher.
-// It runs unless -nats=false, or -only is given without -nats; its JSON
-// lines have kind "nats".
+// watchers, fanout's Subscriber (unframed and in frames) against one NATS
+// subscription per watcher; then the latency of a Forwarder, unframed and
+// framed, and a durable JetStream Consume into lossless watchers. It runs
+// unless -nats=false, or -only is given without -nats; its JSON lines have
+// kinds "nats", "nats_latency" and "nats_jetstream".
 //
 // Run it with -h for the other flags.
 //
@@ -168,7 +170,7 @@ func (f *flags) register(fs *flag.FlagSet, def harness.Config) {
 	f.quiet = fs.Bool("q", false, "no progress lines on stderr")
 	f.strict = fs.Bool("strict", false, "exit with status 3 if a target fails")
 	f.only = fs.String("only", "", "comma-separated kinds of case to measure, of "+strings.Join(harness.Kinds, ","))
-	f.nats = fs.Bool("nats", true, "run the nats group, fanout over NATS vs one NATS subscription per watcher (~12 s; off with -only unless given)")
+	f.nats = fs.Bool("nats", true, "run the nats group, fanout over NATS vs one NATS subscription per watcher, frames, latency, JetStream (~25 s; off with -only unless given)")
 	fs.Var(&f.watchers, "watchers", "comma-separated watcher counts `LIST`")
 	fs.Var(&f.producers, "producers", "comma-separated producer counts `LIST`")
 	fs.Var(&f.latProd, "latency-producers", "comma-separated producer counts `LIST` of the latency measurement")

@@ -28,8 +28,8 @@ func TestRunNATSGroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := strings.Count(string(data), `"kind":"nats"`); n != 6 {
-		t.Errorf("%d JSON lines of kind nats, want 6:\n%s", n, data)
+	if n := strings.Count(string(data), `"kind":"nats"`); n != 8 {
+		t.Errorf("%d JSON lines of kind nats, want 8:\n%s", n, data)
 	}
 }
 

@@ -17,7 +17,9 @@ func runGroup(cfg Config, n int) ([]Case, error) {
 		return nil, err
 	}
 	defer func() { srv.Shutdown(); srv.WaitForShutdown() }()
-	systems := []system{fanoutSystem(cfg.Subscribers, n), natsSystem(cfg.Subscribers, n), rawSystem()}
+	// The order matters below: fanout, nats, raw, framed.
+	systems := []system{fanoutSystem(cfg.Subscribers, n), natsSystem(cfg.Subscribers, n), rawSystem(),
+		framedSystem(cfg.Subscribers, n, cfg.Frame)}
 	values := make([]int, len(systems))
 	for i, s := range systems {
 		if values[i], err = calibrate(srv, s, cfg); err != nil {
@@ -39,14 +41,22 @@ func runGroup(cfg Config, n int) ([]Case, error) {
 	for i, s := range systems {
 		cases[i] = summarize(s, cfg, samples[i])
 	}
-	// Ratios against one subscription per watcher, per repetition.
-	ratios := make([]float64, cfg.Reps)
-	for rep := range cfg.Reps {
-		ratios[rep] = samples[0][rep].deliveredPerSec() / samples[1][rep].deliveredPerSec()
+	cases[0].RatioVsNATS = ratioOf(samples[0], samples[1])
+	cases[3].RatioVsNATS = ratioOf(samples[3], samples[1])
+	cases[3].RatioVsRaw = ratioOf(samples[3], samples[2])
+	cases[3].Frame = cfg.Frame
+	return cases, nil
+}
+
+// ratioOf returns the median of the per-repetition ratios of a's
+// deliveries per second to b's.
+func ratioOf(a, b []sample) *float64 {
+	ratios := make([]float64, len(a))
+	for rep := range a {
+		ratios[rep] = a[rep].deliveredPerSec() / b[rep].deliveredPerSec()
 	}
 	r := median(ratios)
-	cases[0].RatioVsNATS = &r
-	return cases, nil
+	return &r
 }
 
 // calibrate returns the value count for which one measurement of s takes
@@ -78,7 +88,7 @@ func summarize(s system, cfg Config, smp []sample) Case {
 	med := median(rates)
 	last := smp[len(smp)-1]
 	queue := 0
-	if s.name == SystemFanout {
+	if s.name == SystemFanout || s.name == SystemFramed {
 		queue = localQueue
 	}
 	return Case{

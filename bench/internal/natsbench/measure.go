@@ -21,10 +21,12 @@ import (
 // subject is where the producer publishes.
 const subject = "bench.values"
 
-// value is the payload: {"src":0,"seq":N}, decoded by every watcher.
+// value is the payload: {"src":0,"seq":N}, decoded by every watcher; T is
+// the send time of the latency measurement (ns since its start).
 type value struct {
-	Src int `json:"src"`
-	Seq int `json:"seq"`
+	Src int   `json:"src"`
+	Seq int   `json:"seq"`
+	T   int64 `json:"t,omitempty"`
 }
 
 // localQueue is the queue length of fanout's local watchers.
@@ -40,6 +42,8 @@ type system struct {
 	subs, n     int // subscriber connections, watchers per connection
 	deliveryPer int // deliveries per published value
 	setup       func(srv *server.Server, m int, r *rig) error
+	// produce publishes m values, paced (see publish); nil means publish.
+	produce func(srv *server.Server, m, window int, r *rig) error
 }
 
 // rig is one measurement's consumers: counters the producer paces on, a
@@ -95,30 +99,64 @@ func connect(srv *server.Server, r *rig) (*nats.Conn, error) {
 
 func fanoutSystem(subs, n int) system {
 	return system{name: SystemFanout, api: "Subscriber → Broadcaster, Recv", subs: subs, n: n, deliveryPer: subs * n,
-		setup: func(srv *server.Server, m int, r *rig) error {
-			for range subs {
-				if err := fanoutSubscriber(srv, n, m, r); err != nil {
-					return err
-				}
-			}
-			return nil
+		setup: fanoutSubscribers(subs, n)}
+}
+
+// framedSystem is fanoutSystem with a producer that publishes into a local
+// broadcaster forwarded in frames of up to frame values.
+func framedSystem(subs, n, frame int) system {
+	return system{name: SystemFramed, api: fmt.Sprintf("Forward (frames ≤ %d) → Subscriber → Broadcaster, Recv", frame),
+		subs: subs, n: n, deliveryPer: subs * n, setup: fanoutSubscribers(subs, n),
+		produce: func(srv *server.Server, m, window int, r *rig) error {
+			return forwardPaced(srv, m, window, frame, r)
 		}}
 }
 
-// fanoutSubscriber is one process: one connection, one Subscriber, a
-// broadcaster with n watchers.
-func fanoutSubscriber(srv *server.Server, n, m int, r *rig) error {
+func fanoutSubscribers(subs, n int) func(srv *server.Server, m int, r *rig) error {
+	return func(srv *server.Server, m int, r *rig) error {
+		for range subs {
+			if err := fanoutSubscriber(srv, n, m, r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// forwardPaced publishes m values into a broadcaster whose Forwarder sends
+// them in frames, never more than window ahead of the slowest paced
+// consumer, and closes the forwarder once they are all published.
+func forwardPaced(srv *server.Server, m, window, frame int, r *rig) error {
 	nc, err := connect(srv, r)
 	if err != nil {
 		return err
 	}
-	b := fanout.New[value](fanout.WithQueueLength(localQueue))
-	r.closers = append(r.closers, b.Shutdown)
-	for i := range n {
-		w, err := b.Watch()
-		if err != nil {
+	out := fanout.New[value](fanout.WithQueueLength(1024))
+	defer out.Shutdown()
+	fwd, err := fanoutnats.Forward(out, nc, fanoutnats.ForwardConfig[value]{Subject: subject, Frame: frame})
+	if err != nil {
+		return err
+	}
+	for i := range m {
+		if i%64 == 0 {
+			if err := r.waitFor(int64(i-window), nc); err != nil {
+				_ = fwd.Close(context.Background())
+				return err
+			}
+		}
+		if err := out.Action(value{Seq: i}); err != nil {
 			return err
 		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), doneGuard)
+	defer cancel()
+	return fwd.Close(ctx)
+}
+
+// fanoutSubscriber is one process: one connection, one Subscriber, a
+// broadcaster with n watchers, each counting until it has m values.
+func fanoutSubscriber(srv *server.Server, n, m int, r *rig) error {
+	return subscriberProcess(srv, n, r, func(i int, w *fanout.Watcher[value]) {
 		// One watcher per process is paced on: the broadcaster waits for
 		// the others, which are at most a queue behind.
 		count := r.counter(i == 0)
@@ -137,6 +175,26 @@ func fanoutSubscriber(srv *server.Server, n, m int, r *rig) error {
 				}
 			}
 		}()
+	})
+}
+
+// subscriberProcess is one process: one connection, and a Subscriber into
+// a broadcaster (queue localQueue) with n watchers, each handed to read
+// (which starts its reader) before the subscription starts. Everything is
+// closed with the rig.
+func subscriberProcess(srv *server.Server, n int, r *rig, read func(i int, w *fanout.Watcher[value])) error {
+	nc, err := connect(srv, r)
+	if err != nil {
+		return err
+	}
+	b := fanout.New[value](fanout.WithQueueLength(localQueue))
+	r.closers = append(r.closers, b.Shutdown)
+	for i := range n {
+		w, err := b.Watch()
+		if err != nil {
+			return err
+		}
+		read(i, w)
 	}
 	s, err := fanoutnats.Subscribe(nc, b, fanoutnats.SubscribeConfig[value]{Subject: subject})
 	if err != nil {
@@ -237,7 +295,11 @@ func (s system) measure(srv *server.Server, m, window int) (sample, error) {
 		return sample{}, err
 	}
 	start := time.Now()
-	if err := publish(nc, m, window, r); err != nil {
+	produce := s.produce
+	if produce == nil {
+		produce = func(_ *server.Server, m, window int, r *rig) error { return publish(nc, m, window, r) }
+	}
+	if err := produce(srv, m, window, r); err != nil {
 		return sample{}, err
 	}
 	finished := make(chan struct{})

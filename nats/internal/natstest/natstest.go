@@ -1,14 +1,18 @@
-// Package natstest runs an embedded NATS server with JetStream for the
-// tests of github.com/fanout-go/fanout/nats: it listens on no port (clients
-// connect in-process), keeps its file store in the test's temporary
-// directory, can be restarted on the same store, and registers every
-// shutdown with t.Cleanup.
+// Package natstest runs embedded NATS servers with JetStream for the tests
+// of github.com/fanout-go/fanout/nats: a [Server] that listens on no port
+// (clients connect in-process), keeps its file store in the test's
+// temporary directory and can be restarted on the same store, and a
+// [Cluster] of servers on loopback TCP. Every shutdown is registered with
+// t.Cleanup.
 package natstest
 
 import (
 	"context"
 	"errors"
 	"net"
+	"net/url"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -176,5 +180,137 @@ func Eventually(t testing.TB, what string, cond func() bool) {
 			t.Fatalf("natstest: still waiting after 30s for %s", what)
 		case <-poll.C:
 		}
+	}
+}
+
+// Cluster is a JetStream cluster of embedded servers on loopback: each
+// listens for clients on a port of its own, has its own file store in the
+// test's temporary directory, and routes to the others. Every shutdown is
+// registered with t.Cleanup.
+type Cluster struct {
+	mu      sync.Mutex
+	servers []*server.Server // nil once shut down
+	urls    []string
+}
+
+// NewCluster starts n servers forming the JetStream cluster "natstest", and
+// returns once JetStream answers on every one of them.
+func NewCluster(t testing.TB, n int) *Cluster {
+	t.Helper()
+	routePorts := freePorts(t, n)
+	var routes []*url.URL
+	for _, p := range routePorts {
+		routes = append(routes, &url.URL{Scheme: "nats-route", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(p))})
+	}
+	dirs := make([]string, n)
+	for i := range dirs {
+		dirs[i] = t.TempDir() // removed after the servers are shut down (cleanups run last first)
+	}
+	c := &Cluster{}
+	t.Cleanup(c.shutdownAll)
+	for i := range n {
+		o := &server.Options{
+			ServerName: "n" + strconv.Itoa(i), Host: "127.0.0.1", Port: server.RANDOM_PORT,
+			JetStream: true, StoreDir: dirs[i], NoLog: true, NoSigs: true,
+			Cluster: server.ClusterOpts{Name: "natstest", Host: "127.0.0.1", Port: routePorts[i]},
+			Routes:  routes,
+		}
+		srv, err := server.NewServer(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv.Start()
+		if !srv.ReadyForConnections(10 * time.Second) {
+			t.Fatalf("natstest: server %d not ready after 10s", i)
+		}
+		c.servers = append(c.servers, srv)
+		c.urls = append(c.urls, srv.ClientURL())
+	}
+	for i := range n {
+		nc := c.Connect(t, i)
+		js := JetStream(t, nc)
+		Eventually(t, "JetStream to answer on server "+strconv.Itoa(i), func() bool {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			_, err := js.AccountInfo(ctx)
+			return err == nil
+		})
+		nc.Close()
+	}
+	return c
+}
+
+// freePorts returns n TCP ports of the loopback interface that were free
+// a moment ago: routes must be configured before the servers listen.
+func freePorts(t testing.TB, n int) []int {
+	t.Helper()
+	var ports []int
+	var ls []net.Listener
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	for _, l := range ls {
+		_ = l.Close()
+	}
+	return ports
+}
+
+// Connect returns a client of server first that knows every server's URL,
+// so that it reconnects to another when first goes down. It reconnects
+// forever, every 10 ms, and is closed at the end of the test.
+func (c *Cluster) Connect(t testing.TB, first int, opts ...nats.Option) *nats.Conn {
+	t.Helper()
+	urls := append([]string{c.urls[first]}, c.urls[:first]...)
+	urls = append(urls, c.urls[first+1:]...)
+	all := append([]nats.Option{nats.DontRandomize(), nats.MaxReconnects(-1),
+		nats.ReconnectWait(10 * time.Millisecond), nats.ReconnectJitter(0, 0),
+		nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {})}, opts...)
+	nc, err := nats.Connect(strings.Join(urls, ","), all...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+// StreamLeader returns the index of the server that leads stream (of the
+// global account), waiting until one does.
+func (c *Cluster) StreamLeader(t testing.TB, stream string) int {
+	t.Helper()
+	leader := -1
+	Eventually(t, "a leader for stream "+stream, func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for i, s := range c.servers {
+			if s != nil && s.JetStreamIsStreamLeader(server.DEFAULT_GLOBAL_ACCOUNT, stream) {
+				leader = i
+				return true
+			}
+		}
+		return false
+	})
+	return leader
+}
+
+// Shutdown stops server i and waits for its goroutines. It is idempotent.
+func (c *Cluster) Shutdown(i int) {
+	c.mu.Lock()
+	srv := c.servers[i]
+	c.servers[i] = nil
+	c.mu.Unlock()
+	if srv != nil {
+		srv.Shutdown()
+		srv.WaitForShutdown()
+	}
+}
+
+func (c *Cluster) shutdownAll() {
+	for i := range c.servers {
+		c.Shutdown(i)
 	}
 }

@@ -1,0 +1,155 @@
+package fanoutnats
+
+import (
+	"encoding/binary"
+	"fmt"
+	"strconv"
+
+	"github.com/nats-io/nats.go"
+)
+
+// FrameHeader is the header of a NATS message that carries a frame: several
+// values for one subject, in order, published by a [Forwarder] with
+// [ForwardConfig].Frame. Its value is the number of values, in decimal. The
+// payload is each value's encoding ([Codec]) preceded by its length in
+// bytes as an unsigned varint ([binary.AppendUvarint]). [Subscribe] and
+// [Consume] read frames and plain messages alike.
+const FrameHeader = "Fanout-Frame"
+
+// appendFramePart appends one encoded value to a frame's payload.
+func appendFramePart(body, data []byte) []byte {
+	body = binary.AppendUvarint(body, uint64(len(data)))
+	return append(body, data...)
+}
+
+// frameCount returns the value of h's FrameHeader, and whether h has one.
+func frameCount(h nats.Header) (string, bool) {
+	v, ok := h[FrameHeader]
+	if !ok || len(v) == 0 {
+		return "", false
+	}
+	return v[0], true
+}
+
+// valuesIn returns the number of values a message carries, as its header
+// says: a frame's count (1 if it is not a number), or 1.
+func valuesIn(h nats.Header) uint64 {
+	count, ok := frameCount(h)
+	if !ok {
+		return 1
+	}
+	n, err := strconv.ParseUint(count, 10, 32)
+	if err != nil || n == 0 {
+		return 1
+	}
+	return n
+}
+
+// splitFrame appends the encoded values of a frame's payload to parts, and
+// returns an error wrapping [ErrDecode] unless body holds exactly the
+// number of values count says (each takes one byte at least).
+func splitFrame(count string, body []byte, parts [][]byte) ([][]byte, error) {
+	n, err := strconv.Atoi(count)
+	if err != nil || n < 1 || n > len(body) {
+		return parts, fmt.Errorf("%w: frame header %s=%q for a %d-byte payload", ErrDecode, FrameHeader, count, len(body))
+	}
+	start := len(parts)
+	for len(body) > 0 {
+		size, k := binary.Uvarint(body)
+		if k <= 0 || size > uint64(len(body)-k) {
+			return parts[:start], fmt.Errorf("%w: malformed frame: value %d overruns the payload", ErrDecode, len(parts)-start+1)
+		}
+		end := k + int(size)
+		parts = append(parts, body[k:end:end])
+		body = body[end:]
+		if len(parts)-start > n {
+			break
+		}
+	}
+	if got := len(parts) - start; got != n {
+		return parts[:start], fmt.Errorf("%w: malformed frame: %d values, header says %d", ErrDecode, got, n)
+	}
+	return parts, nil
+}
+
+// outMsg is one NATS message a [Forwarder] publishes: one value, or a
+// frame of several values for one subject.
+type outMsg struct {
+	subject string
+	data    []byte
+	values  int
+	id      string // JetStream message ID
+}
+
+// msg returns the NATS message, with FrameHeader if it is a frame.
+func (m *outMsg) msg() *nats.Msg {
+	nm := &nats.Msg{Subject: m.subject, Data: m.data, Header: nats.Header{}}
+	if m.values > 1 {
+		nm.Header[FrameHeader] = []string{strconv.Itoa(m.values)}
+	}
+	return nm
+}
+
+// frameRoom is what a frame leaves of the server's maximum payload for the
+// headers (FrameHeader, Nats-Msg-Id and the NATS/1.0 line).
+const frameRoom = 512
+
+// pack encodes a batch into the messages to publish, appended to out: one
+// per value, or with Frame above 1, frames of up to Frame consecutive
+// values for the same subject within the server's maximum payload. A frame
+// of one value is a plain message. A value whose subject, encoding or
+// message ID fails is counted as failed and reported.
+func (f *Forwarder[T]) pack(batch []T, out []outMsg) []outMsg {
+	limit := int(f.nc.MaxPayload()) - frameRoom
+	for _, v := range batch {
+		subject, data, ok := f.prepare(v)
+		if !ok {
+			continue
+		}
+		if k := len(out) - 1; k >= 0 && f.joins(&out[k], subject, data, limit) {
+			f.addToFrame(&out[k], data)
+			continue
+		}
+		m := outMsg{subject: subject, data: data, values: 1}
+		if f.js != nil {
+			id, err := f.msgID(v)
+			if err != nil {
+				f.fail("publish", subject, err)
+				continue
+			}
+			m.id = id
+		}
+		out = append(out, m)
+	}
+	if f.cfg.MsgID != nil {
+		for i := range out {
+			if out[i].values > 1 {
+				out[i].id += "+" + strconv.Itoa(out[i].values)
+			}
+		}
+	}
+	return out
+}
+
+// joins reports whether a value encoded as data, for subject, goes into
+// the frame m.
+func (f *Forwarder[T]) joins(m *outMsg, subject string, data []byte, limit int) bool {
+	if f.cfg.Frame < 2 || m.values >= f.cfg.Frame || m.subject != subject {
+		return false
+	}
+	size := len(m.data) + len(data) + 2*binary.MaxVarintLen64
+	return size <= limit
+}
+
+// addToFrame appends a value to m, making m a frame if it held one value.
+// The frame's buffer starts with room for the two values and grows by
+// appending: sized for Frame values up front, each frame of two values
+// allocated Frame times their size (5.6 KB for 256 values of 22 bytes).
+func (f *Forwarder[T]) addToFrame(m *outMsg, data []byte) {
+	if m.values == 1 {
+		body := make([]byte, 0, len(m.data)+len(data)+2*binary.MaxVarintLen32)
+		m.data = appendFramePart(body, m.data)
+	}
+	m.data = appendFramePart(m.data, data)
+	m.values++
+}
