@@ -24,6 +24,9 @@ type (
 // goroutine (check_on.go).
 func hook(hookPoint) {}
 
+// checkDrained checks a closed ring reader's accounts once drained.
+func (w *Watcher[T]) checkDrained(uint64) {}
+
 // setCheck is called by New to set up the checks of b.
 func (b *Broadcaster[T]) setCheck() {}
 

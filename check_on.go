@@ -354,3 +354,19 @@ func contains[T any](ws []*Watcher[T], w *Watcher[T]) bool {
 type checkState struct {
 	checkNext int // the first ring reader of the next window
 }
+
+// checkDrained: a closed ring reader that has been drained has taken, or
+// dropped, every value accepted for it between its registration and its
+// close (the value that evicted it, missed after its end, aside). Caller
+// holds w.mu.
+func (w *Watcher[T]) checkDrained(h uint64) {
+	drops := w.totalDrops()
+	if w.err == ErrEvicted {
+		drops-- // the value that found it full, after its end
+	}
+	got := w.taken + w.filtered.Load() + drops
+	if want := min(h, w.end) - w.regSeq + w.lead; got != want {
+		panic(fmt.Sprintf("fanout: invariant broken: watcher %d closed (%v) and drained: taken %d + dropped %d = %d, want %d (end %d, registered at %d, lead %d)",
+			w.id, w.err, w.taken, drops, got, want, w.end, w.regSeq, w.lead))
+	}
+}

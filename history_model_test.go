@@ -481,8 +481,8 @@ func (m *historyModel) read(s *hState, i int, out hOutput) string {
 		}
 		w.cursor = idx + 1
 		w.nread++
-		if e&phantomBit == 0 {
-			w.nreadIn++
+		if e&phantomBit == 0 && (w.acctEnd < 0 || idx < w.acctEnd) {
+			w.nreadIn++ // a late value (lateOK) is read, not accepted for it
 		}
 	}
 	return ""

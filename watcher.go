@@ -229,6 +229,9 @@ func (w *Watcher[T]) tryRecv(ctx context.Context, buf []T) (n int, wake chan str
 	}
 	if n == 0 && w.queued(h) == 0 {
 		err = w.err // closed and drained
+		if err != nil {
+			w.checkDrained(h)
+		}
 	}
 	if n == 0 && err == nil && len(buf) > 0 {
 		if w.wake == nil {
