@@ -219,6 +219,9 @@ func (b *Broadcaster[T]) checkCounters() error {
 	if int(b.nreaders.Load()) != len(b.readers) {
 		errs = append(errs, fmt.Errorf("nreaders %d, %d readers", b.nreaders.Load(), len(b.readers)))
 	}
+	if int(b.nwatch.Load()) != len(b.readers)+len(b.chans) {
+		errs = append(errs, fmt.Errorf("nwatch %d, %d readers and %d channel watchers", b.nwatch.Load(), len(b.readers), len(b.chans)))
+	}
 	if b.stopped && (len(b.readers) > 0 || len(b.chans) > 0) {
 		errs = append(errs, errors.New("watchers still registered after Shutdown"))
 	}

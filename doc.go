@@ -193,6 +193,18 @@
 // and the pull methods return the reason ([ErrWatcherStopped], [ErrStopped] or
 // [ErrEvicted], also given by [Watcher.Err]).
 //
+// # Topics
+//
+// [Topics] is a family of broadcasters keyed by topic, with the guarantees
+// above within each topic. [Topics.Publish] reaches the watchers of that
+// topic ([Topics.Watch]) and those of several topics that include it
+// ([Topics.WatchTopics], [Topics.WatchAll]); the latter receive each
+// topic's values in that topic's order, and values of different topics in
+// no particular order. A topic exists while it has watchers or a history,
+// and costs nothing otherwise: publishing to it counts the value as
+// unheard. A watcher of several topics is one watcher per topic sharing one
+// wake-up channel, so that its reader parks once for all of them.
+//
 // # Who blocks the publisher
 //
 // A publisher that waits for a full lossless watcher says nothing by

@@ -248,3 +248,55 @@ func ExampleRecorder() {
 	// update warn "disk 91% full" (x3)
 	// recorded 6, written 4, skipped as spam 2
 }
+
+func ExampleWithFilter() {
+	b := fanout.New[Event]()
+	deletions, _ := b.Watch(fanout.WithName("deletions"),
+		fanout.WithFilter(func(ev Event) bool { return ev.Type == "DELETED" }))
+	_ = b.Action(Event{"ADDED", "pod-a"})
+	_ = b.Action(Event{"DELETED", "pod-a"})
+	b.Shutdown()
+	for ev := range deletions.All(context.Background()) {
+		fmt.Println(ev.Type, ev.Name)
+	}
+	fmt.Println("filtered:", deletions.Stats().Filtered)
+	// Output:
+	// DELETED pod-a
+	// filtered: 1
+}
+
+func ExampleTopics() {
+	t := fanout.NewTopics[string, Event]()
+	pods, _ := t.Watch("pods")
+	both, _ := t.WatchTopics([]string{"pods", "nodes"})
+	_ = t.Publish("pods", Event{"ADDED", "pod-a"})
+	_ = t.Publish("nodes", Event{"ADDED", "node-1"})
+	_ = t.Publish("leases", Event{"ADDED", "lease-x"}) // nobody listens: costs nothing
+	t.Shutdown()
+	for ev := range pods.All(context.Background()) {
+		fmt.Println("pods:", ev.Name)
+	}
+	n := 0
+	for range both.All(context.Background()) {
+		n++
+	}
+	fmt.Println("pods and nodes:", n, "values; unheard:", t.Stats().Unheard)
+	// Output:
+	// pods: pod-a
+	// pods and nodes: 2 values; unheard: 1
+}
+
+func ExampleWithWaitReport() {
+	reports := make(chan fanout.WaitReport, 1)
+	b := fanout.New[int](fanout.WithQueueLength(1),
+		fanout.WithWaitReport(10*time.Millisecond, func(r fanout.WaitReport) { reports <- r }))
+	w, _ := b.Watch(fanout.WithName("slow consumer"))
+	_ = b.Action(1)                 // fills its queue
+	go func() { _ = b.Action(2) }() // waits for it
+	r := <-reports
+	fmt.Printf("%q holds %d of %d\n", r.WatcherName, r.Queued, r.QueueLength)
+	_, _ = w.Next(context.Background())
+	b.Shutdown()
+	// Output:
+	// "slow consumer" holds 1 of 1
+}

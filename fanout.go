@@ -56,9 +56,11 @@ type Broadcaster[T any] struct {
 	ring atomic.Pointer[ring.Ring[T]] // replaced (under mu) only when it grows
 	done chan struct{}                // closed by Shutdown
 	// nreaders is len(readers), for readers deciding whether to yield
-	// before they park (see parkYields).
-	nreaders atomicI32
-	_        [64]byte
+	// before they park (see parkYields); nwatch the number of watchers
+	// registered, ring readers and channel watchers, for a Topics. Both
+	// stored under mu.
+	nreaders, nwatch atomicI32
+	_                [64]byte
 
 	// mu makes acceptance of a value, the registration of a watcher and
 	// its removal one total order, and guards everything down to head.

@@ -5,6 +5,23 @@ import (
 	"runtime"
 )
 
+// enterPark lists w among the parked readers of its broadcaster, so that
+// the next publisher wakes it (W1). The caller then looks at head again
+// before it sleeps.
+func (w *Watcher[T]) enterPark() {
+	b := w.b
+	b.parkMu.Lock()
+	if !w.inPark {
+		w.inPark = true
+		if b.parked == nil { // taken by a wake-up still signalling
+			b.parked = b.takeSpareParked()
+		}
+		b.parked = append(b.parked, w)
+		b.nparked.Add(1)
+	}
+	b.parkMu.Unlock()
+}
+
 // wakeParked wakes every ring reader waiting for a value. It takes the list
 // as a whole, so that publishers that accept values at the same time wake
 // each reader once.
@@ -90,16 +107,7 @@ const (
 // watcher changed mode or closed (both signal wake).
 func (w *Watcher[T]) park(ctx context.Context, wake chan struct{}, h uint64) error {
 	b := w.b
-	b.parkMu.Lock()
-	if !w.inPark {
-		w.inPark = true
-		if b.parked == nil { // taken by a wake-up still signalling
-			b.parked = b.takeSpareParked()
-		}
-		b.parked = append(b.parked, w)
-		b.nparked.Add(1)
-	}
-	b.parkMu.Unlock()
+	w.enterPark()
 	hook(hookReaderParking)
 	// A publisher stores head before it loads nparked, and we added to
 	// nparked before loading head: one of us sees the other. With many

@@ -50,6 +50,7 @@ func (b *Broadcaster[T]) watch(prefix []T, opts []Option) (*Watcher[T], error) {
 		return nil, ErrStopped
 	}
 	b.nextID++
+	b.nwatch.Add(1) // every path below registers w
 	h := b.head.Load()
 	k := min(uint64(cfg.replay), h)
 	w := &Watcher[T]{b: b, id: b.nextID, q: cfg.queueLen, kind: kindOf(cfg.behavior), behavior: cfg.behavior,
@@ -239,6 +240,7 @@ func (b *Broadcaster[T]) closeLocked(w *Watcher[T], reason error, log *dropLog) 
 		return
 	}
 	w.err = reason
+	b.nwatch.Add(-1)
 	if w.kind.bounded() {
 		b.nbounded--
 	}
@@ -347,6 +349,7 @@ func (b *Broadcaster[T]) Shutdown() {
 	}
 	b.readers, b.limiters, b.lappers, b.full, b.blocker = nil, nil, nil, nil, nil
 	b.nreaders.Store(0)
+	b.nwatch.Store(0) // the channel watchers counted themselves out above
 	b.unlock()
 	b.wakeParked()
 	log.report(b)

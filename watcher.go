@@ -43,8 +43,12 @@ type Watcher[T any] struct {
 	// values it receives before the value of regSeq (prefix and replay).
 	regSeq, lead uint64
 	commit       bool // WithCommit: holds Taken back until Commit
-	behavior     FullChannelBehavior
-	onDrop       func(Drop)
+	// onStop is called by the first Stop, with no lock held: a Topics
+	// retires a topic whose last watcher left. Set before the watcher is
+	// returned.
+	onStop   func()
+	behavior FullChannelBehavior
+	onDrop   func(Drop)
 
 	// Guarded by the broadcaster's mu.
 	ps *pubState     // decisions and runs of misses; nil for the kinds that need none
@@ -157,11 +161,15 @@ func (w *Watcher[T]) Stop() {
 	b := w.b
 	var log dropLog
 	b.mu.Lock()
-	if !b.stopped {
+	first := !b.stopped && w.err == nil // w.err is set under b.mu and w.mu
+	if first {
 		b.closeLocked(w, ErrWatcherStopped, &log)
 	}
 	b.unlock()
 	log.report(b)
+	if first && w.onStop != nil {
+		w.onStop()
+	}
 }
 
 // Err returns why the watcher closed: [ErrWatcherStopped], [ErrEvicted] or

@@ -1,0 +1,217 @@
+package fanout_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"testing/synctest"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fanout-go/fanout"
+	"github.com/fanout-go/fanout/fanouttest"
+)
+
+func TestTopicsDeliverEachValueToItsTopicsWatchersOnly(t *testing.T) {
+	tp := fanout.NewTopics[string, int]()
+	a, err := tp.Watch("a")
+	require.NoError(t, err)
+	b, err := tp.Watch("b")
+	require.NoError(t, err)
+	require.NoError(t, tp.Publish("a", 1))
+	require.NoError(t, tp.Publish("b", 2))
+	require.NoError(t, tp.Publish("a", 3))
+	tp.Shutdown()
+	assert.Equal(t, []int{1, 3}, fanouttest.Drain(a))
+	assert.Equal(t, []int{2}, fanouttest.Drain(b))
+	assert.ErrorIs(t, tp.Publish("a", 4), fanout.ErrStopped)
+	_, err = tp.Watch("a")
+	assert.ErrorIs(t, err, fanout.ErrStopped)
+}
+
+func TestTopicWithoutWatchersCostsNothingAndGoesAway(t *testing.T) {
+	tp := fanout.NewTopics[string, int]()
+	defer tp.Shutdown()
+	require.NoError(t, tp.Publish("nobody", 1))
+	s := tp.Stats()
+	assert.Equal(t, 0, s.Topics, "publishing creates no topic")
+	assert.Equal(t, uint64(1), s.Unheard)
+	w, err := tp.Watch("a")
+	require.NoError(t, err)
+	assert.Equal(t, 1, tp.Stats().Topics)
+	w.Stop()
+	s = tp.Stats()
+	assert.Equal(t, 0, s.Topics, "the last watcher's Stop retires the topic")
+	assert.Equal(t, uint64(1), s.Retired)
+	w2, err := tp.Watch("a")
+	require.NoError(t, err)
+	require.NoError(t, tp.Publish("a", 2))
+	assert.Equal(t, []int{2}, fanouttest.Collect(t, w2, 1), "a new topic of the same name works")
+}
+
+func TestTopicsKeepAHistoryPerTopic(t *testing.T) {
+	tp := fanout.NewTopics[string, int](fanout.WithHistory(2))
+	defer tp.Shutdown()
+	for _, v := range []int{1, 2, 3} {
+		require.NoError(t, tp.Publish("a", v))
+	}
+	require.NoError(t, tp.Publish("b", 10))
+	w, err := tp.Watch("a", fanout.WithReplay(2))
+	require.NoError(t, err)
+	assert.Equal(t, []int{2, 3}, fanouttest.Collect(t, w, 2))
+	st, ok := tp.Topic("a")
+	require.True(t, ok)
+	assert.Equal(t, uint64(3), st.Accepted)
+}
+
+// A watcher of several topics receives exactly their values, each topic's
+// in the order its own watchers see.
+func TestWatchTopicsReceivesEachTopicInItsOrder(t *testing.T) {
+	const each = 2000
+	tp := fanout.NewTopics[int, int](fanout.WithQueueLength(8))
+	solo := make([]*fanout.Watcher[int], 3)
+	for i := range solo {
+		var err error
+		solo[i], err = tp.Watch(i)
+		require.NoError(t, err)
+	}
+	g, err := tp.WatchTopics([]int{0, 2})
+	require.NoError(t, err)
+	got := map[int][]int{}
+	var rg sync.WaitGroup
+	rg.Go(func() {
+		for m := range g.All(context.Background()) {
+			got[m.Topic] = append(got[m.Topic], m.Value)
+		}
+	})
+	soloGot := make([][]int, 3)
+	for i, w := range solo {
+		rg.Go(func() { soloGot[i], _ = collectAll(w) })
+	}
+	var pg sync.WaitGroup
+	for p := range 4 {
+		pg.Go(func() {
+			for i := range each {
+				assert.NoError(t, tp.Publish((p+i)%3, p*each+i))
+			}
+		})
+	}
+	pg.Wait()
+	tp.Shutdown()
+	rg.Wait()
+	assert.ErrorIs(t, g.Err(), fanout.ErrStopped)
+	assert.Equal(t, soloGot[0], got[0])
+	assert.Equal(t, soloGot[2], got[2])
+	assert.Empty(t, got[1])
+}
+
+func TestWatchAllIncludesTopicsThatAppearLater(t *testing.T) {
+	tp := fanout.NewTopics[string, int]()
+	_, err := tp.Watch("old")
+	require.NoError(t, err)
+	all, err := tp.WatchAll()
+	require.NoError(t, err)
+	require.NoError(t, tp.Publish("old", 1))
+	require.NoError(t, tp.Publish("new", 2)) // no watcher of its own: made for all
+	tp.Shutdown()
+	var got []fanout.Message[string, int]
+	for m := range all.All(context.Background()) {
+		got = append(got, m)
+	}
+	assert.ElementsMatch(t, []fanout.Message[string, int]{{Topic: "old", Value: 1}, {Topic: "new", Value: 2}}, got)
+	assert.Equal(t, uint64(0), tp.Stats().Unheard)
+}
+
+// A reader of several topics parks once and is woken by any of them, a
+// topic that WatchAll takes on while it is parked included.
+func TestTopicsWatcherWakesForAnyOfItsTopics(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tp := fanout.NewTopics[string, int]()
+		defer tp.Shutdown()
+		g, err := tp.WatchTopics([]string{"a", "b"})
+		require.NoError(t, err)
+		all, err := tp.WatchAll()
+		require.NoError(t, err)
+		for _, topic := range []string{"b", "a"} {
+			got := make(chan fanout.Message[string, int], 1)
+			go func() { m, _ := g.Next(context.Background()); got <- m }()
+			synctest.Wait() // parked
+			require.NoError(t, tp.Publish(topic, 7))
+			assert.Equal(t, fanout.Message[string, int]{Topic: topic, Value: 7}, <-got)
+		}
+		_, _ = all.Next(context.Background())
+		_, _ = all.Next(context.Background())
+		got := make(chan fanout.Message[string, int], 1)
+		go func() { m, _ := all.Next(context.Background()); got <- m }()
+		synctest.Wait()
+		require.NoError(t, tp.Publish("later", 9))
+		assert.Equal(t, fanout.Message[string, int]{Topic: "later", Value: 9}, <-got)
+	})
+}
+
+// A lossless watcher of several topics makes their publishers wait, as a
+// watcher of one does.
+func TestTopicsWatcherIsLosslessByDefault(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tp := fanout.NewTopics[string, int](fanout.WithQueueLength(1))
+		defer tp.Shutdown()
+		g, err := tp.WatchTopics([]string{"a"})
+		require.NoError(t, err)
+		require.NoError(t, tp.Publish("a", 1))
+		done := make(chan error, 1)
+		go func() { done <- tp.Publish("a", 2) }()
+		synctest.Wait()
+		select {
+		case <-done:
+			t.Fatal("the publisher did not wait for the full watcher")
+		default:
+		}
+		ok, err := tp.PublishOrDrop("a", 3)
+		assert.False(t, ok)
+		assert.NoError(t, err)
+		m, err := g.Next(context.Background())
+		require.NoError(t, err)
+		assert.Equal(t, 1, m.Value)
+		require.NoError(t, <-done)
+		m, err = g.Next(context.Background())
+		require.NoError(t, err)
+		assert.Equal(t, 2, m.Value)
+	})
+}
+
+// One of its topics' watchers evicted evicts the whole watcher: no topic
+// goes silently missing.
+func TestTopicsWatcherIsEvictedWhole(t *testing.T) {
+	tp := fanout.NewTopics[string, int](fanout.WithQueueLength(1), fanout.WithFullChannelBehavior(fanout.EvictIfChannelFull))
+	defer tp.Shutdown()
+	g, err := tp.WatchTopics([]string{"a", "b"})
+	require.NoError(t, err)
+	require.NoError(t, tp.Publish("a", 1))
+	require.NoError(t, tp.Publish("a", 2)) // evicts a's watcher
+	var got []int
+	for m := range g.All(context.Background()) {
+		got = append(got, m.Value)
+	}
+	assert.Equal(t, []int{1}, got)
+	assert.ErrorIs(t, g.Err(), fanout.ErrEvicted)
+	assert.Equal(t, 0, tp.Stats().Topics, "both topics retired")
+}
+
+func TestTopicsBadInput(t *testing.T) {
+	tp := fanout.NewTopics[string, int]()
+	defer tp.Shutdown()
+	_, err := tp.WatchTopics([]string{"a"}, fanout.WithQueueLength(0))
+	assert.ErrorContains(t, err, "queue")
+	_, err = tp.WatchAll(fanout.WithFilter(func(int) bool { return true }))
+	assert.ErrorContains(t, err, "filter")
+	bad := fanout.NewTopics[string, int](fanout.WithQueueLength(-1))
+	assert.ErrorContains(t, bad.Publish("a", 1), "invalid queue length")
+	var nilCtx context.Context
+	assert.ErrorContains(t, tp.PublishContext(nilCtx, "a", 1), "nil context")
+	g, err := tp.WatchTopics(nil)
+	require.NoError(t, err)
+	g.Stop()
+	_, err = g.Next(context.Background())
+	assert.ErrorIs(t, err, fanout.ErrWatcherStopped, "a watcher of no topic, stopped")
+}

@@ -1,0 +1,275 @@
+package fanout
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"sync"
+)
+
+// TopicsWatcher receives the values of several topics of a [Topics]
+// ([Topics.WatchTopics], [Topics.WatchAll]) as [Message]s. It is one
+// watcher per topic, each with its own queue and strategy, read together:
+// the watchers share one wake-up channel, so that a reader parks once for
+// all of them. It starts no goroutine. Reads are serialised; every method
+// is safe for concurrent use.
+type TopicsWatcher[K comparable, T any] struct {
+	t    *Topics[K, T]
+	opts []Option
+	all  bool
+	wake chan struct{} // every one of its watchers' wake-up channel
+
+	mu      sync.Mutex // guards subs and stopped
+	subs    []topicSub[K, T]
+	stopped bool
+
+	readMu sync.Mutex // serialises reads; guards what follows
+	next   int        // the watcher read first next time, for fairness
+	tmp    []T
+	heads  []uint64
+	err    error // why it closed, once drained
+}
+
+type topicSub[K comparable, T any] struct {
+	topic K
+	b     *Broadcaster[T]
+	w     *Watcher[T]
+}
+
+// add registers a watcher of topic on b for g. Caller holds g.t.mu.
+func (g *TopicsWatcher[K, T]) add(topic K, b *Broadcaster[T]) error {
+	w, err := b.Watch(g.opts...)
+	if err != nil {
+		return err
+	}
+	w.mu.Lock()
+	w.wake = g.wake // before any read: its parks wake g's reader
+	w.mu.Unlock()
+	g.mu.Lock()
+	stopped := g.stopped
+	if !stopped {
+		w.onStop = func() { g.t.retire(topic, b) }
+		g.subs = append(g.subs, topicSub[K, T]{topic, b, w})
+	}
+	g.mu.Unlock()
+	if stopped {
+		w.Stop()
+		return nil
+	}
+	select { // a reader parked before it must look at it too
+	case g.wake <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+func (g *TopicsWatcher[K, T]) snapshot() []topicSub[K, T] {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.subs
+}
+
+// Recv waits until at least one value of its topics is queued, moves up to
+// len(buf) of them into buf, and returns how many, as [Watcher.Recv]: each
+// topic's values in that topic's order, the topics taken in turn. Once
+// every topic's watcher is closed and drained it returns 0 and the reason
+// ([TopicsWatcher.Err]); if ctx ends first, 0 and ctx.Err(). With an empty
+// buf it does not wait.
+func (g *TopicsWatcher[K, T]) Recv(ctx context.Context, buf []Message[K, T]) (int, error) {
+	if ctx == nil {
+		return 0, errNilContext
+	}
+	g.readMu.Lock()
+	defer g.readMu.Unlock()
+	for {
+		subs := g.snapshot()
+		n, open := g.poll(subs, buf)
+		switch {
+		case n > 0 || len(buf) == 0:
+			return n, nil
+		case open == 0 && (len(subs) > 0 || g.closed()):
+			return 0, g.closeErr()
+		}
+		if err := g.park(ctx, subs); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// poll takes what its topics' watchers hold, each in turn from g.next, and
+// returns how many values it took and how many watchers are open. Caller
+// holds g.readMu.
+func (g *TopicsWatcher[K, T]) poll(subs []topicSub[K, T], buf []Message[K, T]) (n, open int) {
+	if cap(g.tmp) < len(buf) {
+		g.tmp = make([]T, len(buf))
+	}
+	g.heads = append(g.heads[:0], make([]uint64, len(subs))...)
+	for j := range subs {
+		i := (g.next + j) % len(subs)
+		k, h, err := subs[i].w.poll(g.tmp[:len(buf)-n])
+		for _, v := range g.tmp[:k] {
+			buf[n] = Message[K, T]{Topic: subs[i].topic, Value: v}
+			n++
+		}
+		clear(g.tmp[:k])
+		g.heads[i] = h
+		if err == nil {
+			open++
+		} else if g.err == nil || errors.Is(err, ErrEvicted) {
+			g.closedBy(err)
+		}
+		if n == len(buf) {
+			g.next = i + 1
+			break
+		}
+	}
+	return n, open
+}
+
+// closedBy records why one of its watchers closed. An evicted one evicts
+// the whole watcher: the others stop, so that no topic is silently missing.
+func (g *TopicsWatcher[K, T]) closedBy(err error) {
+	g.err = err
+	if errors.Is(err, ErrEvicted) {
+		g.stop()
+	}
+}
+
+// park lists every open watcher as parked in its broadcaster, looks at
+// their heads once more, and waits for g.wake or ctx.
+func (g *TopicsWatcher[K, T]) park(ctx context.Context, subs []topicSub[K, T]) error {
+	for i := range subs {
+		if subs[i].w.Err() == nil {
+			subs[i].w.enterPark()
+		}
+	}
+	for i := range subs {
+		if subs[i].b.head.Load() > g.heads[i] {
+			return nil
+		}
+	}
+	select {
+	case <-g.wake:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// poll reads what the watcher holds now, without waiting, with its
+// broadcaster's head as seen. For the watchers of a TopicsWatcher, which
+// read the ring.
+func (w *Watcher[T]) poll(buf []T) (n int, h uint64, err error) {
+	n, wake, h, err := w.tryRecv(context.Background(), buf)
+	if wake != nil {
+		w.waiters.Add(-1) // its caller parks another way (TopicsWatcher.park)
+	}
+	return n, h, err
+}
+
+// Next waits for one value, as [TopicsWatcher.Recv] with a buffer of one.
+func (g *TopicsWatcher[K, T]) Next(ctx context.Context) (Message[K, T], error) {
+	var one [1]Message[K, T]
+	_, err := g.Recv(ctx, one[:])
+	return one[0], err
+}
+
+// All returns an iterator over the values, as [Watcher.All].
+func (g *TopicsWatcher[K, T]) All(ctx context.Context) iter.Seq[Message[K, T]] {
+	return func(yield func(Message[K, T]) bool) {
+		for {
+			m, err := g.Next(ctx)
+			if err != nil || !yield(m) {
+				return
+			}
+		}
+	}
+}
+
+// Stop unregisters its watchers, as [Watcher.Stop]; what they hold stays
+// readable. It is idempotent.
+func (g *TopicsWatcher[K, T]) Stop() {
+	g.t.mu.Lock()
+	delete(g.t.groups, g)
+	g.t.mu.Unlock()
+	g.stop()
+}
+
+func (g *TopicsWatcher[K, T]) stop() {
+	g.mu.Lock()
+	subs := g.subs
+	g.stopped = true
+	g.mu.Unlock()
+	for _, s := range subs {
+		s.w.Stop()
+		g.t.retire(s.topic, s.b) // an evicted one too, which Stop does not
+	}
+	select {
+	case g.wake <- struct{}{}:
+	default:
+	}
+}
+
+// stopLocked stops it while its Topics' lock is held (a failed
+// registration): it retires the topics itself, since its watchers' Stop
+// cannot take that lock.
+func (g *TopicsWatcher[K, T]) stopLocked() {
+	g.mu.Lock()
+	subs := g.subs
+	g.stopped = true
+	g.mu.Unlock()
+	for _, s := range subs {
+		s.w.onStop = nil
+		s.w.Stop()
+		g.t.retireLocked(s.topic, s.b)
+	}
+}
+
+func (g *TopicsWatcher[K, T]) closed() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.stopped || g.t.isStopped()
+}
+
+func (g *TopicsWatcher[K, T]) closeErr() error {
+	if g.err != nil {
+		return g.err
+	}
+	if g.t.isStopped() {
+		return ErrStopped
+	}
+	return ErrWatcherStopped
+}
+
+// Err returns why it closed, once every watcher of it is closed and
+// drained: [ErrWatcherStopped], [ErrStopped] or [ErrEvicted] (one of its
+// topics' watchers was evicted: the others were stopped); nil while open.
+func (g *TopicsWatcher[K, T]) Err() error {
+	for _, s := range g.snapshot() {
+		if s.w.Err() == nil {
+			return nil
+		}
+	}
+	if !g.closed() {
+		return nil
+	}
+	g.readMu.Lock()
+	defer g.readMu.Unlock()
+	return g.closeErr()
+}
+
+// Stats returns the counters of its watcher of each topic.
+func (g *TopicsWatcher[K, T]) Stats() map[K]WatcherStats {
+	subs := g.snapshot()
+	m := make(map[K]WatcherStats, len(subs))
+	for _, s := range subs {
+		m[s.topic] = s.w.Stats()
+	}
+	return m
+}
+
+func (t *Topics[K, T]) isStopped() bool {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.stopped
+}
