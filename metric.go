@@ -1,0 +1,129 @@
+package fanout
+
+import "strconv"
+
+// MetricType is the Prometheus type of a [Metric].
+type MetricType uint8
+
+// The metric types.
+const (
+	// Counter only grows (a Prometheus counter; its name ends in _total).
+	Counter MetricType = iota
+	// Gauge goes up and down.
+	Gauge
+)
+
+// String returns "counter" or "gauge", as in the Prometheus exposition
+// format.
+func (t MetricType) String() string {
+	if t == Gauge {
+		return "gauge"
+	}
+	return "counter"
+}
+
+// Label is one label of a [Metric].
+type Label struct {
+	Name, Value string
+}
+
+// Metric is one sample of a component's counters, named and typed for
+// Prometheus, so that one collector serves every component of the
+// repository without a table of its own: the module
+// github.com/fanout-go/fanout/metrics turns any [MetricSource] into a
+// Prometheus collector, while this package and the NATS module do not
+// depend on the Prometheus client. Metrics of one Name have the same label
+// names.
+type Metric struct {
+	// Name is the metric name, such as "fanout_values_accepted_total".
+	Name string
+	// Help is the metric's help text.
+	Help string
+	// Type is [Counter] or [Gauge].
+	Type MetricType
+	// Labels tell the samples of one Name apart, such as
+	// {watcher="audit", reason="newest"}.
+	Labels []Label
+	// Value is the sample.
+	Value float64
+}
+
+// MetricSource is anything that reports its counters as [Metric]s: a
+// [Broadcaster], a [Recorder], the NATS module's bridges.
+type MetricSource interface {
+	Metrics() []Metric
+}
+
+func counterMetric(name, help string, v uint64, labels ...Label) Metric {
+	return Metric{Name: name, Help: help, Type: Counter, Labels: labels, Value: float64(v)}
+}
+
+func gaugeMetric(name, help string, v float64, labels ...Label) Metric {
+	return Metric{Name: name, Help: help, Type: Gauge, Labels: labels, Value: v}
+}
+
+// Metrics returns the broadcaster's counters, and those of each registered
+// watcher, as Prometheus samples: fanout_values_accepted_total,
+// fanout_publishes_refused_total, fanout_values_dropped_total (every
+// watcher, those gone included), fanout_callback_panics_total,
+// fanout_wait_reports_total, the gauge fanout_watchers, and per watcher
+// (labels watcher_id, and watcher: its name, see [WithName])
+// fanout_watcher_values_total{result=delivered|filtered},
+// fanout_watcher_dropped_total{reason}, and the gauges
+// fanout_watcher_queued and fanout_watcher_queue_length. It costs what
+// [Broadcaster.Stats] and each [Watcher.Stats] cost.
+func (b *Broadcaster[T]) Metrics() []Metric {
+	s := b.Stats()
+	m := []Metric{
+		counterMetric("fanout_values_accepted_total", "Values accepted for delivery.", s.Accepted),
+		counterMetric("fanout_publishes_refused_total", "ActionOrDrop calls that returned false.", s.Refused),
+		counterMetric("fanout_values_dropped_total", "Values missed by watchers, all reasons together.", s.Dropped),
+		counterMetric("fanout_callback_panics_total", "Panics recovered in OnFull, filters, drop handlers and wait reports.", s.Panics),
+		counterMetric("fanout_wait_reports_total", "Publishes reported waiting for a full watcher (WithWaitReport).", s.WaitReports),
+		gaugeMetric("fanout_watchers", "Registered watchers.", float64(s.Watchers)),
+	}
+	for _, ws := range b.watcherStats() {
+		m = append(m, ws.metrics()...)
+	}
+	return m
+}
+
+// metrics returns a watcher's samples.
+func (s WatcherStats) metrics() []Metric {
+	id := Label{"watcher_id", strconv.FormatUint(s.ID, 10)}
+	name := Label{"watcher", s.Name}
+	const values, drops = "fanout_watcher_values_total", "fanout_watcher_dropped_total"
+	const vhelp, dhelp = "Values a watcher's consumer took, or its filter rejected.", "Values a watcher missed, by reason."
+	m := []Metric{
+		counterMetric(values, vhelp, s.Delivered, id, name, Label{"result", "delivered"}),
+		counterMetric(values, vhelp, s.Filtered, id, name, Label{"result", "filtered"}),
+		gaugeMetric("fanout_watcher_queued", "Values waiting in a watcher's queue.", float64(s.Queued), id, name),
+		gaugeMetric("fanout_watcher_queue_length", "A watcher's queue capacity.", float64(s.QueueLength), id, name),
+	}
+	for _, d := range []struct {
+		r DropReason
+		n uint64
+	}{{DropFull, s.DroppedFull}, {DropOldest, s.DroppedOldest}, {DropTimeout, s.DroppedTimeout},
+		{DropEvicted, s.DroppedEvicted}, {DropPanic, s.DroppedPanic}} {
+		m = append(m, counterMetric(drops, dhelp, d.n, id, name, Label{"reason", d.r.String()}))
+	}
+	return m
+}
+
+// watcherStats returns the stats of every registered watcher. The watchers
+// are listed under b.mu, then asked with no lock held: a channel watcher's
+// Stats takes b.mu itself.
+func (b *Broadcaster[T]) watcherStats() []WatcherStats {
+	b.mu.Lock()
+	ws := make([]*Watcher[T], 0, len(b.readers)+len(b.chans))
+	ws = append(ws, b.readers...)
+	for i := range b.chans {
+		ws = append(ws, b.chans[i].w)
+	}
+	b.mu.Unlock() // nothing fastBound reads changed
+	out := make([]WatcherStats, len(ws))
+	for i, w := range ws {
+		out[i] = w.Stats()
+	}
+	return out
+}
