@@ -37,7 +37,12 @@ type modelWatcher struct {
 	dropEvic  uint64
 	dropTime  uint64
 	calls     *[8]uint64 // drop handler calls per reason
+	mod       int        // WithFilter keeping multiples of mod; 0: no filter
+	filtered  uint64
 }
+
+// keeps reports whether the watcher's filter keeps v.
+func (mw *modelWatcher) keeps(v int) bool { return mw.mod == 0 || v%mw.mod == 0 }
 
 var modelBehaviors = []fanout.FullChannelBehavior{
 	fanout.WaitIfChannelFull,
@@ -128,25 +133,40 @@ func joinLines(l []string) string {
 	return s
 }
 
-// room returns how many values can be published now without waiting.
-func (m *model) room() int {
-	r := 1 << 30
+// fits returns how many of vs, in order, can be published now without
+// waiting: a waiting watcher needs room only for the values it keeps.
+func (m *model) fits(vs []int) int {
+	n := len(vs)
 	for _, mw := range m.ws {
-		if mw.closed == nil && kind(mw.beh) == kWait {
-			r = min(r, mw.q-len(mw.queue))
+		if mw.closed != nil || kind(mw.beh) != kWait {
+			continue
+		}
+		room := mw.q - len(mw.queue)
+		for i, v := range vs[:n] {
+			if mw.keeps(v) {
+				if room == 0 {
+					n = i
+					break
+				}
+				room--
+			}
 		}
 	}
-	return r
+	return n
 }
 
-// wouldWait reports whether publishing now would make the publisher wait.
-func (m *model) wouldWait() bool { return m.room() <= 0 }
+// wouldWait reports whether publishing v now would make the publisher wait.
+func (m *model) wouldWait(v int) bool { return m.fits([]int{v}) == 0 }
 
 func (m *model) deliver(v int) {
 	m.accepted++
 	m.accepts = append(m.accepts, v)
 	for _, mw := range m.ws {
 		if mw.closed != nil {
+			continue
+		}
+		if !mw.keeps(v) {
+			mw.filtered++
 			continue
 		}
 		if len(mw.queue) < mw.q {
@@ -251,6 +271,9 @@ func (m *model) watch(op, arg byte) {
 	}
 	mw := &modelWatcher{q: q, beh: int(arg/4) % len(modelBehaviors), useChan: arg&0x80 != 0,
 		handler: op&0x10 != 0, calls: new([8]uint64)}
+	if op&0x08 != 0 {
+		mw.mod = 2 + int(arg&1) // keeps multiples of 2 or 3
+	}
 	replay := int(op>>5) & 3
 	opts := []fanout.Option{fanout.WithQueueLength(q), fanout.WithFullChannelBehavior(modelBehaviors[mw.beh])}
 	if mw.handler {
@@ -260,6 +283,10 @@ func (m *model) watch(op, arg byte) {
 	if replay > 0 {
 		opts = append(opts, fanout.WithReplay(replay))
 	}
+	if mw.mod > 0 {
+		mod := mw.mod
+		opts = append(opts, fanout.WithFilter(func(v int) bool { return v%mod == 0 }))
+	}
 	var prefix []int
 	if op%10 == 7 {
 		for i := range 1 + int(arg>>5)%3 {
@@ -267,12 +294,19 @@ func (m *model) watch(op, arg byte) {
 		}
 	}
 	replayed := m.accepts[len(m.accepts)-min(replay, len(m.accepts)):]
-	mw.queue = append(slices.Clone(prefix), replayed...)
-	if len(mw.queue) > 0 {
-		mw.q = max(mw.q, len(mw.queue)+1) // as in k8s
+	start := append(slices.Clone(prefix), replayed...)
+	if len(start) > 0 {
+		mw.q = max(mw.q, len(start)+1) // as in k8s
 	}
-	m.log = append(m.log, fmt.Sprintf("watch q=%d beh=%v chan=%v handler=%v prefix=%v replay=%d",
-		q, modelBehaviors[mw.beh], mw.useChan, mw.handler, prefix, replay))
+	for _, v := range start {
+		if mw.keeps(v) {
+			mw.queue = append(mw.queue, v)
+		} else {
+			mw.filtered++
+		}
+	}
+	m.log = append(m.log, fmt.Sprintf("watch q=%d beh=%v chan=%v handler=%v prefix=%v replay=%d filter=%d",
+		q, modelBehaviors[mw.beh], mw.useChan, mw.handler, prefix, replay, mw.mod))
 	var w *fanout.Watcher[int]
 	var err error
 	if prefix != nil {
@@ -306,7 +340,7 @@ func (m *model) watch(op, arg byte) {
 func (m *model) publishOne(action bool) {
 	v := m.next
 	m.next++
-	if action && !m.wouldWait() {
+	if action && !m.wouldWait(v) {
 		m.log = append(m.log, fmt.Sprintf("action %d", v))
 		err := m.b.Action(v)
 		if m.stopped {
@@ -330,7 +364,7 @@ func (m *model) publishOne(action bool) {
 		}
 	case err != nil:
 		m.fail("ActionOrDrop(%d): %v", v, err)
-	case m.wouldWait():
+	case m.wouldWait(v):
 		if ok {
 			m.fail("ActionOrDrop(%d) accepted although a waiting watcher is full", v)
 		}
@@ -346,15 +380,16 @@ func (m *model) publishOne(action bool) {
 // publishBatch publishes up to k values with ActionBatch, as many as fit
 // without waiting.
 func (m *model) publishBatch(k int) {
-	k = min(k, m.room())
+	vs := make([]int, k)
+	for i := range vs {
+		vs[i] = m.next + i
+	}
+	k = m.fits(vs)
 	if k <= 0 {
 		return
 	}
-	vs := make([]int, k)
-	for i := range vs {
-		vs[i] = m.next
-		m.next++
-	}
+	vs = vs[:k]
+	m.next += k
 	m.log = append(m.log, fmt.Sprintf("batch %d..%d", vs[0], vs[k-1]))
 	n, err := m.b.ActionBatch(vs)
 	if m.stopped {
@@ -403,9 +438,10 @@ func (m *model) checkStats() {
 	for _, mw := range m.ws {
 		s := mw.w.Stats()
 		if s.Queued != len(mw.queue) || s.DroppedFull != mw.dropFull || s.DroppedOldest != mw.dropOld ||
-			s.DroppedEvicted != mw.dropEvic || s.DroppedTimeout != mw.dropTime || s.Delivered != mw.delivered {
-			m.fail("watcher %d stats %+v, model queue %v delivered=%d drops full=%d oldest=%d evicted=%d timeout=%d",
-				mw.w.ID(), s, mw.queue, mw.delivered, mw.dropFull, mw.dropOld, mw.dropEvic, mw.dropTime)
+			s.DroppedEvicted != mw.dropEvic || s.DroppedTimeout != mw.dropTime || s.Delivered != mw.delivered ||
+			s.Filtered != mw.filtered {
+			m.fail("watcher %d stats %+v, model queue %v delivered=%d filtered=%d drops full=%d oldest=%d evicted=%d timeout=%d",
+				mw.w.ID(), s, mw.queue, mw.delivered, mw.filtered, mw.dropFull, mw.dropOld, mw.dropEvic, mw.dropTime)
 		}
 		c := mw.calls
 		if mw.handler && (c[fanout.DropFull] != mw.dropFull || c[fanout.DropOldest] != mw.dropOld ||

@@ -22,8 +22,9 @@ func (b *Broadcaster[T]) Watch(opts ...Option) (*Watcher[T], error) {
 // the values of prefix, then every value accepted after registration, with no
 // gap and no duplicate in between (with [WithReplay], the prefix comes
 // first, then the replayed values). As in k8s, the watcher's queue capacity
-// becomes the larger of its queue length and len(prefix)+1. An empty prefix
-// makes it the same as Watch. The prefix slice is not retained.
+// becomes the larger of its queue length and len(prefix)+1 (plus the values
+// replayed; values a filter leaves out count too). An empty prefix makes it
+// the same as Watch. The prefix slice is not retained.
 func (b *Broadcaster[T]) WatchWithPrefix(prefix []T, opts ...Option) (*Watcher[T], error) {
 	return b.watch(prefix, opts)
 }
@@ -61,8 +62,10 @@ func (b *Broadcaster[T]) watch(prefix []T, opts []Option) (*Watcher[T], error) {
 	if w.kind == kindWait {
 		b.holders = append(b.holders, w)
 	}
-	if len(prefix) > 0 || k > 0 {
-		w.q = max(w.q, len(prefix)+int(k)+1)
+	if npre > 0 || k > 0 {
+		// The values given, not the ones a filter keeps: the queue
+		// length does not depend on what the filter says.
+		w.q = max(w.q, npre+int(k)+1)
 	}
 	if w.kind.bounded() {
 		b.nbounded++
