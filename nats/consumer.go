@@ -146,7 +146,7 @@ func Consume[T any](ctx context.Context, js jetstream.JetStream, b *fanout.Broad
 		return nil, errors.New("fanoutnats: Consume: nil JetStream or broadcaster")
 	}
 	if ctx == nil {
-		ctx = context.Background()
+		return nil, errNilContext
 	}
 	c := &Consumer[T]{js: js, stream: cfg.Stream, durable: cfg.Durable}
 	var err error
@@ -308,7 +308,7 @@ func checkDurable(info *jetstream.ConsumerInfo) error {
 // [Consumer.Done]); a durable acknowledges what was taken, unconfirmed,
 // and the rest is redelivered to its next consumer. Otherwise it returns
 // an error wrapping [ErrAckUnconfirmed] if the server did not confirm the
-// floor. It is idempotent; a nil ctx means no deadline.
+// floor. It is idempotent. A nil ctx is an error: nothing is closed.
 func (c *Consumer[T]) Close(ctx context.Context) error {
 	err := c.in.close(ctx, func() {
 		c.mu.Lock()

@@ -33,6 +33,10 @@ var (
 	ErrAckUnconfirmed = errors.New("fanoutnats: acknowledgement not confirmed")
 )
 
+// errNilContext is returned for a nil context: pass context.Background()
+// for no bound.
+var errNilContext = errors.New("fanoutnats: nil context; pass context.Background() for no bound")
+
 // Error describes a value or a message that a bridge could not carry. The
 // OnError callbacks of the configurations receive one, as an error.
 type Error struct {

@@ -194,11 +194,11 @@ func randomID() string {
 // gives up the values left, counts them as abandoned, and returns
 // ctx.Err() without waiting further: the goroutine then exits as soon as
 // the NATS call in flight returns (see [Forwarder.Done]). Close never
-// waits for a dead server longer than ctx allows. It is idempotent; a nil
-// ctx means no deadline.
+// waits for a dead server longer than ctx allows. It is idempotent. A nil
+// ctx is an error: nothing is closed.
 func (f *Forwarder[T]) Close(ctx context.Context) error {
 	if ctx == nil {
-		ctx = context.Background()
+		return errNilContext
 	}
 	f.w.Stop()
 	select {

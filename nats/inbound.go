@@ -149,7 +149,7 @@ func (in *inbound[T]) getErr() error {
 // goroutine give up.
 func (in *inbound[T]) close(ctx context.Context, stop func()) error {
 	if ctx == nil {
-		ctx = context.Background()
+		return errNilContext
 	}
 	stop()
 	select {

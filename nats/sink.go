@@ -91,7 +91,8 @@ func (s *Sink[T]) publish(ctx context.Context, v T) error {
 		return err
 	}
 	if ctx == nil {
-		ctx = context.Background()
+		s.failures.Add(1)
+		return errNilContext
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()

@@ -93,7 +93,7 @@ func Subscribe[T any](nc *nats.Conn, b *fanout.Broadcaster[T], cfg SubscribeConf
 // broadcaster. If ctx ends first, it gives up the rest (counted as
 // abandoned) and returns ctx.Err() without waiting further (see
 // [Subscriber.Done]). It never waits for a dead server longer than ctx
-// allows. It is idempotent; a nil ctx means no deadline.
+// allows. It is idempotent. A nil ctx is an error: nothing is closed.
 func (s *Subscriber[T]) Close(ctx context.Context) error {
 	return s.in.close(ctx, func() {
 		s.once.do(s.closing, func() { _ = s.sub.Unsubscribe() })

@@ -39,9 +39,6 @@ func NewEventBroadcasterAdapter(client clientset.Interface) EventBroadcasterAdap
 // DeprecatedNewLegacyRecorder.
 // StartRecordingToSink starts both; Shutdown shuts both down.
 func NewEventBroadcasterAdapterWithContext(ctx context.Context, client clientset.Interface) EventBroadcasterAdapter {
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	a := &eventBroadcasterAdapter{}
 	if _, err := client.Discovery().ServerResourcesForGroupVersionWithContext(ctx, eventsv1.SchemeGroupVersion.String()); err == nil {
 		a.eventsv1Client = client.EventsV1()

@@ -26,6 +26,10 @@ const ShutdownTimeout = 5 * time.Second
 // broadcaster made without a sink.
 var errNoSink = errors.New("events: the broadcaster has no EventSink")
 
+// errNilContext is returned for a nil context: pass context.Background()
+// for no bound.
+var errNilContext = errors.New("events: nil context; pass context.Background() for no bound")
+
 // Broadcaster is the [EventBroadcaster] that [NewBroadcaster] and [New]
 // return, built on a [fanout.Recorder]. Recorders never block and start no
 // goroutines; each sink, watcher and logger has one goroutine and its own
@@ -166,7 +170,7 @@ func (b *Broadcaster) StartRecordingToSink(stopCh <-chan struct{}) {
 // made without a sink.
 func (b *Broadcaster) StartRecordingToSinkWithContext(ctx context.Context) error {
 	if ctx == nil {
-		ctx = context.Background()
+		return errNilContext
 	}
 	if b.sink == nil {
 		return errNoSink
@@ -346,7 +350,7 @@ func (b *Broadcaster) Shutdown() {
 // goroutine.
 func (b *Broadcaster) ShutdownContext(ctx context.Context) error {
 	if ctx == nil {
-		ctx = context.Background()
+		return errNilContext
 	}
 	b.mu.Lock()
 	if !b.stopped {

@@ -575,3 +575,16 @@ func TestOpenSeriesMergedOccurrencesCountedDroppedWhenRecordingContextEnds(t *te
 		assert.EqualValues(t, 3, s.DroppedShutdown, "the 3 merged occurrences were lost when recording ended")
 	})
 }
+
+func TestNilContextIsAnError(t *testing.T) {
+	var nilCtx context.Context
+	b, err := New(newRecordingSink())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Shutdown()
+	assert.ErrorContains(t, b.StartRecordingToSinkWithContext(nilCtx), "nil context")
+	assert.ErrorContains(t, b.ShutdownContext(nilCtx), "nil context")
+	assert.NoError(t, b.StartRecordingToSinkWithContext(quietCtx(context.Background())),
+		"a nil context changed nothing: the broadcaster still starts")
+}

@@ -46,6 +46,10 @@ var _ eventstats.Source = (*Broadcaster)(nil)
 // client-go's defaults: queues of 1000 events that drop new events when
 // full, 12 attempts per event 10 s apart, the correlator defaults of
 // [NewEventCorrelator].
+// errNilContext is returned for a nil context: pass context.Background()
+// for no bound.
+var errNilContext = errors.New("record: nil context; pass context.Background() for no bound")
+
 func NewBroadcaster(opts ...BroadcasterOption) EventBroadcaster {
 	return New(opts...)
 }
@@ -192,12 +196,9 @@ func (b *Broadcaster) NewRecorder(scheme *runtime.Scheme, source v1.EventSource)
 
 // Flush waits until every sink and watcher has written, skipped or dropped
 // every event recorded before the call (retries included), or until ctx
-// ends, and then returns ctx.Err() (a nil ctx never ends). client-go has no
+// ends, and then returns ctx.Err(). A nil ctx is an error. client-go has no
 // equivalent.
 func (b *Broadcaster) Flush(ctx context.Context) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	return b.rec.Flush(ctx)
 }
 
@@ -217,11 +218,11 @@ func (b *Broadcaster) Shutdown() {
 // queued gets at most one more attempt. It returns nil once every sink and
 // watcher has finished, or ctx.Err() as soon as ctx ends, leaving the rest
 // dropped (counted as dropped at shutdown); a write in flight then ends on
-// its own, since client-go's sinks take no context. It is idempotent; a nil
-// ctx means no bound.
+// its own, since client-go's sinks take no context. It is idempotent. A nil
+// ctx is an error, and shuts nothing down.
 func (b *Broadcaster) ShutdownContext(ctx context.Context) error {
 	if ctx == nil {
-		ctx = context.Background()
+		return errNilContext
 	}
 	if b.stopCtx != nil {
 		b.stopCtx()

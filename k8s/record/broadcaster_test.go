@@ -553,3 +553,21 @@ func TestEveryMethodConcurrentlyWithShutdown(t *testing.T) {
 		assert.Equal(t, uint64(50), st.Invalid)
 	})
 }
+
+func TestNilContextIsAnError(t *testing.T) {
+	var nilCtx context.Context
+	b, sink, r := start(t)
+	if err := b.Flush(nilCtx); err == nil || !strings.Contains(err.Error(), "nil context") {
+		t.Fatalf("Flush(nil) = %v, want a nil context error", err)
+	}
+	if err := b.ShutdownContext(nilCtx); err == nil || !strings.Contains(err.Error(), "nil context") {
+		t.Fatalf("ShutdownContext(nil) = %v, want a nil context error", err)
+	}
+	r.Event(pod("a"), v1.EventTypeNormal, "R", "recorded after the refused calls")
+	if err := b.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(sink.Calls()); got != 1 {
+		t.Fatalf("%d events written, want 1: the nil contexts shut nothing down", got)
+	}
+}
