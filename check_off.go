@@ -13,12 +13,28 @@ import "sync"
 // chanState.sendMu, Broadcaster.roomMu, Broadcaster.parkMu, the last a
 // leaf.
 type (
-	broadcasterMu = sync.Mutex
-	watcherMu     = sync.Mutex
-	sendMu        = sync.Mutex
-	roomMu        = sync.Mutex
-	parkMu        = sync.Mutex
+	watcherMu = sync.Mutex
+	sendMu    = sync.Mutex
+	roomMu    = sync.Mutex
+	parkMu    = sync.Mutex
 )
+
+// broadcasterMu is Broadcaster.mu, which also holds the busy bit of
+// Broadcaster.head while it is locked (head.go).
+type broadcasterMu struct {
+	sync.Mutex
+	head *headWord
+}
+
+func (m *broadcasterMu) Lock() {
+	m.Mutex.Lock()
+	m.head.hold()
+}
+
+func (m *broadcasterMu) Unlock() {
+	m.head.releaseHeld()
+	m.Mutex.Unlock()
+}
 
 // hook marks a decision point of the protocol where a test may pause the
 // goroutine (check_on.go).

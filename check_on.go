@@ -34,17 +34,20 @@ const (
 type broadcasterMu struct {
 	check func()
 	sync.Mutex
+	head *headWord // its busy bit is held with the lock (head.go)
 }
 
 func (m *broadcasterMu) Lock() {
 	acquire(rankBroadcaster)
 	m.Mutex.Lock()
+	m.head.hold()
 }
 
 func (m *broadcasterMu) Unlock() {
 	if m.check != nil {
 		m.check()
 	}
+	m.head.releaseHeld()
 	m.Mutex.Unlock()
 	release(rankBroadcaster)
 }

@@ -119,7 +119,7 @@ type Broadcaster[T any] struct {
 
 	// Written by publishers, read by every reader on every read.
 	_         [64]byte
-	head      atomicU64 // sequence number of the next value; stored under mu
+	head      headWord  // sequence number of the next value, and the fast path's bit (head.go)
 	blockedAt atomicU64 // the sequence publishers wait to publish, plus one; 0: none (I2)
 	nblocked  atomicI64 // full WaitIfChannelFull readers yet to make room for it (I11)
 	_         [64]byte
@@ -191,6 +191,7 @@ func New[T any](opts ...Option) *Broadcaster[T] {
 		lap:   math.MaxUint64,
 		fast:  math.MaxUint64,
 	}
+	b.mu.head = &b.head
 	b.setCheck()
 	if b.err == nil {
 		_, b.err = filterOf[T](cfg)

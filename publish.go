@@ -66,17 +66,18 @@ func (b *Broadcaster[T]) tryOne(v T) bool {
 	if b.err != nil {
 		return false
 	}
-	b.mu.Lock()
-	h := b.head.Load()
+	h, ok := b.head.tryHold()
+	if !ok {
+		return false // the lock's holder may change fast: take the slow path
+	}
 	if h >= b.fast {
-		b.mu.Unlock() // nothing changed: fast stays
+		b.head.release(h) // nothing changed: fast stays
 		return false
 	}
 	if b.ringOn {
 		b.ring.Load().Put(h, v)
 	}
-	b.head.Store(h + 1)
-	b.mu.Unlock() // fast is unchanged: nothing it depends on changed
+	b.head.release(h + 1) // fast is unchanged: nothing it depends on changed
 	if b.nparked.Load() > 0 {
 		b.wakeParked()
 	}
@@ -173,16 +174,17 @@ func (b *Broadcaster[T]) publishAt(ctx context.Context, vs []T, mode pubMode) (f
 	// The fast path, inline: nobody holds the turn or waits for room, and
 	// the ring readers have room for all of vs. Building the call's state
 	// below cost about a third of Action's time with one watcher.
-	b.mu.Lock()
-	if h := b.head.Load(); h+uint64(len(vs)) <= b.fast {
-		b.store(vs)   // fast > 0: nobody waits for room
-		b.mu.Unlock() // fast is unchanged: nothing it depends on changed
-		if b.nparked.Load() > 0 {
-			b.wakeParked()
+	if h, ok := b.head.tryHold(); ok {
+		if h+uint64(len(vs)) <= b.fast { // fast > 0: nobody waits for room
+			b.put(h, vs)
+			b.head.release(h + uint64(len(vs))) // fast is unchanged
+			if b.nparked.Load() > 0 {
+				b.wakeParked()
+			}
+			return h, len(vs), nil
 		}
-		return h, len(vs), nil
+		b.head.release(h)
 	}
-	b.mu.Unlock()
 	return b.publishSlow(ctx, vs, mode)
 }
 
@@ -320,14 +322,20 @@ func (b *Broadcaster[T]) reserve(n int) int {
 // rewake).
 func (b *Broadcaster[T]) store(vs []T) bool {
 	h := b.head.Load()
+	b.put(h, vs)
+	b.head.Store(h + uint64(len(vs)))
+	return b.tookBlocked()
+}
+
+// put writes vs to the ring from sequence h, if it is on. The caller holds
+// the busy bit of head.
+func (b *Broadcaster[T]) put(h uint64, vs []T) {
 	if b.ringOn {
 		rg := b.ring.Load()
 		for i, v := range vs {
 			rg.Put(h+uint64(i), v)
 		}
 	}
-	b.head.Store(h + uint64(len(vs)))
-	return b.tookBlocked()
 }
 
 // one is the slow path for the value v: it returns true once v is
