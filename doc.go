@@ -232,6 +232,22 @@
 // nothing for them, where reading and discarding by hand costs a queue
 // slot and a read each.
 //
+// # Metrics
+//
+// [Broadcaster.Metrics] and [Recorder.Metrics] return the counters of
+// [Broadcaster.Stats], [Watcher.Stats] and [Recorder.Stats] as [Metric]
+// samples, named and typed for Prometheus (fanout_*_total counters and
+// gauges), so that any [MetricSource] (these two and the NATS module's
+// bridges) is exported by the collector of the module
+// github.com/fanout-go/fanout/metrics; this package does not depend on the
+// Prometheus client. Per-watcher samples are labelled watcher_id and
+// watcher (the [WithName] name); a recorder's runner is a watcher of its
+// broadcaster named "sink <type>" or "handler", and its own samples
+// (fanout_runner_*) carry the same two labels, while the recorder's totals
+// (fanout_recorder_*) keep the counts of runners that have exited. The
+// samples are read when Metrics is called, at the cost of the Stats calls
+// behind them; nothing is counted for them on the publish path.
+//
 // # Taken values
 //
 // A bridge that must acknowledge values upstream only once they are safe
