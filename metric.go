@@ -131,21 +131,25 @@ func (b *Broadcaster[T]) watcherStats() []WatcherStats {
 	return out
 }
 
-// Metrics returns the recorder's counters as Prometheus samples: those of
-// its broadcaster ([Broadcaster.Metrics]; each runner is a watcher named
-// "sink <type>" or "handler"), then fanout_recorder_values_total
-// {result=recorded|refused}, totals over every runner started, those
-// exited included: fanout_recorder_runner_values_total
-// {result=received|written|merged},
-// fanout_recorder_write_failures_total and
-// fanout_recorder_dropped_total{reason} (every [DropReason] a recorder
-// counts: full, spam, rejected, retries, shutdown and refused), the gauge
-// fanout_recorder_runners; and per running runner, labelled watcher_id and
-// watcher as its watcher is in the broadcaster's samples,
-// fanout_runner_values_total{result}, fanout_runner_write_failures_total
-// and fanout_runner_dropped_total{reason} (all but refused, which no
-// runner sees). It makes a recorder a [MetricSource], and costs what
-// [Recorder.Stats] and [Broadcaster.Metrics] cost.
+// Metrics returns the recorder's counters as Prometheus samples, which
+// makes a recorder a [MetricSource]:
+//
+//   - its broadcaster's ([Broadcaster.Metrics]), where each runner is a
+//     watcher named "sink <type>" or "handler";
+//   - fanout_recorder_values_total{result=recorded|refused} and the gauge
+//     fanout_recorder_runners;
+//   - totals over every runner started, those exited included:
+//     fanout_recorder_runner_values_total{result=received|written|merged},
+//     fanout_recorder_write_failures_total, and
+//     fanout_recorder_dropped_total{reason} for every [DropReason] a
+//     recorder counts (full, spam, rejected, retries, shutdown, refused);
+//   - per running runner, labelled watcher_id and watcher as its watcher
+//     is in the broadcaster's samples: fanout_runner_values_total{result},
+//     fanout_runner_write_failures_total and
+//     fanout_runner_dropped_total{reason} (all reasons but refused, which
+//     no runner sees).
+//
+// It costs what [Recorder.Stats] and [Broadcaster.Metrics] cost.
 func (r *Recorder[T]) Metrics() []Metric {
 	var runners []Metric
 	s := r.snapshot(func(run *Runner[T], rs RunnerStats) {
