@@ -540,9 +540,12 @@ func (m *topicsModel) check() {
 	}
 }
 
-// checkWatcher compares the counters of each of mw's topics.
+// checkWatcher compares the counters of each of mw's topics, and Err.
 func (m *topicsModel) checkWatcher(i int, mw *tmWatcher) {
 	m.t.Helper()
+	if err, want := mw.err(), m.wantErr(mw); !errors.Is(err, want) || (err == nil) != (want == nil) {
+		m.fail("watcher %d: Err() = %v, want %v", i, err, want)
+	}
 	stats := map[int]fanout.WatcherStats{}
 	if mw.g != nil {
 		stats = mw.g.Stats()
@@ -556,6 +559,40 @@ func (m *topicsModel) checkWatcher(i int, mw *tmWatcher) {
 			m.fail("watcher %d topic %d stats %+v, model %+v", i, topic, st, s)
 		}
 	}
+}
+
+func (mw *tmWatcher) err() error {
+	if mw.g != nil {
+		return mw.g.Err()
+	}
+	return mw.w.Err()
+}
+
+// wantErr returns what Err should say: a watcher of one topic, why it
+// closed; a watcher of several, nil while one of its topics' watchers is
+// open, and why it closed once all are closed and drained. A watcher of
+// several topics that is closed but not drained is not checked: it
+// returns what it returned.
+func (m *topicsModel) wantErr(mw *tmWatcher) error {
+	if mw.g == nil {
+		return mw.subs[0].closed
+	}
+	drained := true
+	for _, s := range mw.subs {
+		if s.closed == nil {
+			return nil
+		}
+		drained = drained && len(s.queue) == 0
+	}
+	switch {
+	case !drained:
+		return mw.err()
+	case mw.stopped:
+		return fanout.ErrWatcherStopped
+	case len(mw.subs) == 0 && !m.stopped:
+		return nil
+	}
+	return fanout.ErrStopped
 }
 
 // finish shuts the family down and checks that every watcher yields what
