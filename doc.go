@@ -198,12 +198,39 @@
 // [Topics] is a family of broadcasters keyed by topic, with the guarantees
 // above within each topic. [Topics.Publish] reaches the watchers of that
 // topic ([Topics.Watch]) and those of several topics that include it
-// ([Topics.WatchTopics], [Topics.WatchAll]); the latter receive each
-// topic's values in that topic's order, and values of different topics in
-// no particular order. A topic exists while it has watchers or a history,
-// and costs nothing otherwise: publishing to it counts the value as
-// unheard. A watcher of several topics is one watcher per topic sharing one
-// wake-up channel, so that its reader parks once for all of them.
+// ([Topics.WatchTopics], [Topics.WatchAll]). A topic exists while it has
+// watchers or a history, and costs nothing otherwise: publishing to it
+// counts the value as unheard. When its last watcher stops or is evicted,
+// a topic without history goes away ([TopicsStats].Retired), and one that
+// comes back later starts afresh, its counters at zero. After Shutdown the
+// topics stay as they were.
+//
+// A watcher of several topics ([TopicsWatcher]) is one watcher per topic
+// sharing one wake-up channel, so that its reader parks once for all of
+// them. Its ordering guarantees:
+//
+//   - Each topic's values come in that topic's order, and registration is
+//     ordered with each topic's values: for each of its topics, it receives
+//     exactly the values accepted after its watcher of that topic
+//     registered (WatchTopics registers them all before it returns);
+//     WatchAll also receives the values of every topic that appears later,
+//     from that topic's first value.
+//   - Values of different topics come in no particular order: their
+//     publishers are not ordered with each other. Recv takes the topics in
+//     turn, so that a busy topic does not starve the others.
+//   - Each topic's watcher has its own queue and full-queue strategy (the
+//     options apply to each); its counters are in [TopicsWatcher.Stats].
+//     One evicted evicts the whole watcher: the others stop once its reader
+//     has seen the eviction, and it closes with [ErrEvicted], so that no
+//     topic goes missing silently.
+//
+// # Names
+//
+// [WithName] names a watcher for people: the name is in its
+// [WatcherStats], in every [Drop], [FullState] and [WaitReport] about it,
+// in what is logged about it, and in the label watcher of its metrics. A
+// [Recorder] names each runner's watcher "sink <type>" or "handler".
+// Names need not be unique; [Watcher.ID] is.
 //
 // # Who blocks the publisher
 //
@@ -231,6 +258,22 @@
 // the value. A watcher that rejects most values thus costs its reader
 // nothing for them, where reading and discarding by hand costs a queue
 // slot and a read each.
+//
+// # Metrics
+//
+// [Broadcaster.Metrics] and [Recorder.Metrics] return the counters of
+// [Broadcaster.Stats], [Watcher.Stats] and [Recorder.Stats] as [Metric]
+// samples, named and typed for Prometheus (fanout_*_total counters and
+// gauges), so that any [MetricSource] (these two and the NATS module's
+// bridges) is exported by the collector of the module
+// github.com/fanout-go/fanout/metrics; this package does not depend on the
+// Prometheus client. Per-watcher samples are labelled watcher_id and
+// watcher (the [WithName] name); a recorder's runner is a watcher of its
+// broadcaster named "sink <type>" or "handler", and its own samples
+// (fanout_runner_*) carry the same two labels, while the recorder's totals
+// (fanout_recorder_*) keep the counts of runners that have exited. The
+// samples are read when Metrics is called, at the cost of the Stats calls
+// behind them; nothing is counted for them on the publish path.
 //
 // # Taken values
 //

@@ -300,3 +300,16 @@ func ExampleWithWaitReport() {
 	// Output:
 	// "slow consumer" holds 1 of 1
 }
+
+func ExampleWithName() {
+	b := fanout.New[int](fanout.WithQueueLength(1))
+	w, _ := b.Watch(fanout.WithName("audit"), fanout.WithFullChannelBehavior(fanout.DropIfChannelFull),
+		fanout.WithDropHandler(func(d fanout.Drop) { fmt.Printf("%q missed a value: %v\n", d.WatcherName, d.Reason) }))
+	_ = b.Action(1)
+	_ = b.Action(2) // its queue is full
+	fmt.Printf("%q: %d dropped\n", w.Stats().Name, w.Stats().DroppedFull)
+	b.Shutdown()
+	// Output:
+	// "audit" missed a value: full
+	// "audit": 1 dropped
+}

@@ -1,6 +1,9 @@
 package fanout
 
-import "strconv"
+import (
+	"slices"
+	"strconv"
+)
 
 // MetricType is the Prometheus type of a [Metric].
 type MetricType uint8
@@ -126,4 +129,78 @@ func (b *Broadcaster[T]) watcherStats() []WatcherStats {
 		out[i] = w.Stats()
 	}
 	return out
+}
+
+// Metrics returns the recorder's counters as Prometheus samples, which
+// makes a recorder a [MetricSource]:
+//
+//   - its broadcaster's ([Broadcaster.Metrics]), where each runner is a
+//     watcher named "sink <type>" or "handler";
+//   - fanout_recorder_values_total{result=recorded|refused} and the gauge
+//     fanout_recorder_runners;
+//   - totals over every runner started, those exited included:
+//     fanout_recorder_runner_values_total{result=received|written|merged},
+//     fanout_recorder_write_failures_total, and
+//     fanout_recorder_dropped_total{reason} for every [DropReason] a
+//     recorder counts (full, spam, rejected, retries, shutdown, refused);
+//   - per running runner, labelled watcher_id and watcher as its watcher
+//     is in the broadcaster's samples: fanout_runner_values_total{result},
+//     fanout_runner_write_failures_total and
+//     fanout_runner_dropped_total{reason} (all reasons but refused, which
+//     no runner sees).
+//
+// It costs what [Recorder.Stats] and [Broadcaster.Metrics] cost.
+func (r *Recorder[T]) Metrics() []Metric {
+	var runners []Metric
+	s := r.snapshot(func(run *Runner[T], rs RunnerStats) {
+		id := Label{"watcher_id", strconv.FormatUint(run.w.ID(), 10)}
+		runners = append(runners, rs.metrics(runnerSamples, id, Label{"watcher", run.name})...)
+	})
+	const values = "fanout_recorder_values_total"
+	const help = "Values Record accepted, or refused as a waiting watcher was full."
+	m := append(r.b.Metrics(),
+		counterMetric(values, help, s.Recorded, Label{"result", "recorded"}),
+		counterMetric(values, help, s.Refused, Label{"result", "refused"}),
+		gaugeMetric("fanout_recorder_runners", "Runners still running.", float64(s.Runners)))
+	m = append(m, s.RunnerStats.metrics(recorderSamples)...)
+	m = append(m, counterMetric(recorderSamples.drops, recorderSamples.dhelp, s.Refused, Label{"reason", DropRefused.String()}))
+	return append(m, runners...)
+}
+
+// runnerNames names the samples of [RunnerStats]: a runner's, or the
+// recorder's totals over its runners.
+type runnerNames struct {
+	values, vhelp, failures, fhelp, drops, dhelp string
+}
+
+var (
+	runnerSamples = runnerNames{
+		"fanout_runner_values_total", "Values a runner took from its queue, wrote, or merged into an earlier record.",
+		"fanout_runner_write_failures_total", "A runner's failed write attempts, retried or not.",
+		"fanout_runner_dropped_total", "Values a runner did not write, by reason.",
+	}
+	recorderSamples = runnerNames{
+		"fanout_recorder_runner_values_total", "Values runners took from their queues, wrote, or merged into an earlier record.",
+		"fanout_recorder_write_failures_total", "Failed write attempts of every runner, retried or not.",
+		"fanout_recorder_dropped_total", "Values recorded but not written, by reason.",
+	}
+)
+
+// metrics returns the samples of s, named n, each with labels.
+func (s RunnerStats) metrics(n runnerNames, labels ...Label) []Metric {
+	with := func(l Label) []Label { return append(slices.Clone(labels), l) }
+	m := []Metric{
+		counterMetric(n.values, n.vhelp, s.Received, with(Label{"result", "received"})...),
+		counterMetric(n.values, n.vhelp, s.Written, with(Label{"result", "written"})...),
+		counterMetric(n.values, n.vhelp, s.Merged, with(Label{"result", "merged"})...),
+		counterMetric(n.failures, n.fhelp, s.Failures, labels...),
+	}
+	for _, d := range []struct {
+		r DropReason
+		n uint64
+	}{{DropFull, s.DroppedFull}, {DropSpam, s.DroppedSpam}, {DropRejected, s.DroppedRejected},
+		{DropRetries, s.DroppedRetries}, {DropShutdown, s.DroppedShutdown}} {
+		m = append(m, counterMetric(n.drops, n.dhelp, d.n, with(Label{"reason", d.r.String()})...))
+	}
+	return m
 }

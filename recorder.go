@@ -313,11 +313,22 @@ func (r *Recorder[T]) Shutdown(ctx context.Context) error {
 // Stats returns the recorder's counters: totals over every runner it has
 // started, including those that have exited.
 func (r *Recorder[T]) Stats() RecorderStats {
+	return r.snapshot(nil)
+}
+
+// snapshot returns the recorder's counters, and passes each running
+// runner's to each, if set, all read under r.mu so that no runner is
+// counted both as running and as exited.
+func (r *Recorder[T]) snapshot(each func(*Runner[T], RunnerStats)) RecorderStats {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s := RecorderStats{Recorded: r.recorded.Load(), Refused: r.refused.Load(), Runners: len(r.runners), RunnerStats: r.exited}
 	for _, run := range r.runners {
-		s.RunnerStats.add(run.Stats())
+		rs := run.Stats()
+		s.RunnerStats.add(rs)
+		if each != nil {
+			each(run, rs)
+		}
 	}
 	s.Dropped += s.Refused
 	return s

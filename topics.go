@@ -16,7 +16,8 @@ import (
 //
 // A topic exists while it has watchers or a history; one with neither
 // costs nothing: publishing to it only counts the value as unheard
-// ([TopicsStats].Unheard), and a topic whose last watcher stops goes away.
+// ([TopicsStats].Unheard), and a topic whose last watcher stops, or is
+// evicted, goes away. After [Topics.Shutdown] the topics stay as they were.
 //
 // A Topics starts no goroutines. Create one with [NewTopics].
 type Topics[K comparable, T any] struct {
@@ -44,7 +45,9 @@ type Message[K comparable, T any] struct {
 type TopicsStats struct {
 	// Topics is the number of topics that exist now.
 	Topics int
-	// Published counts values published, to any topic.
+	// Published counts values published, to any topic: each value of a
+	// batch, and not those PublishOrDrop refused or a publish that failed
+	// did not accept.
 	Published uint64
 	// Unheard counts those published to a topic with no watcher and no
 	// history: accepted by nobody, as a broadcaster with no watcher does.
@@ -72,7 +75,17 @@ func NewTopics[K comparable, T any](opts ...Option) *Topics[K, T] {
 // listening to topic, it counts v as unheard and returns nil. After
 // Shutdown it returns [ErrStopped].
 func (t *Topics[K, T]) Publish(topic K, v T) error {
-	return t.each(topic, func(b *Broadcaster[T]) error { return b.Action(v) })
+	_, err := t.each(topic, 1, func(b *Broadcaster[T]) (int, error) { return one(b.Action(v)) })
+	return err
+}
+
+// one returns how many values a publish of one value accepted: 1 if err is
+// nil.
+func one(err error) (int, error) {
+	if err != nil {
+		return 0, err
+	}
+	return 1, nil
 }
 
 // PublishContext is [Topics.Publish] bounded by ctx, as
@@ -81,56 +94,58 @@ func (t *Topics[K, T]) PublishContext(ctx context.Context, topic K, v T) error {
 	if ctx == nil {
 		return errNilContext
 	}
-	return t.each(topic, func(b *Broadcaster[T]) error { return b.ActionContext(ctx, v) })
+	_, err := t.each(topic, 1, func(b *Broadcaster[T]) (int, error) { return one(b.ActionContext(ctx, v)) })
+	return err
 }
 
 // PublishOrDrop publishes v to topic if that needs no waiting, as
 // [Broadcaster.ActionOrDrop]. With nobody listening, it returns true.
 func (t *Topics[K, T]) PublishOrDrop(topic K, v T) (bool, error) {
-	ok := true
-	err := t.each(topic, func(b *Broadcaster[T]) (err error) {
-		ok, err = b.ActionOrDrop(v)
-		return err
+	n, err := t.each(topic, 1, func(b *Broadcaster[T]) (int, error) {
+		ok, err := b.ActionOrDrop(v)
+		if !ok {
+			return 0, err
+		}
+		return 1, err
 	})
-	return ok, err
+	return n == 1, err
 }
 
 // PublishBatch publishes vs to topic in order and contiguously, as
-// [Broadcaster.ActionBatch], and returns how many were accepted.
+// [Broadcaster.ActionBatch], and returns how many were accepted: all of
+// them with nobody listening to topic, none after Shutdown.
 func (t *Topics[K, T]) PublishBatch(topic K, vs []T) (int, error) {
-	n := len(vs)
-	err := t.each(topic, func(b *Broadcaster[T]) (err error) {
-		n, err = b.ActionBatch(vs)
-		return err
-	})
-	return n, err
+	return t.each(topic, len(vs), func(b *Broadcaster[T]) (int, error) { return b.ActionBatch(vs) })
 }
 
-// each runs publish on topic's broadcaster, if it exists. A topic retired
-// between the look-up and the publish (its broadcaster shut down) is looked
-// up again: the value was accepted by nobody.
-func (t *Topics[K, T]) each(topic K, publish func(*Broadcaster[T]) error) error {
+// each runs publish, of n values, on topic's broadcaster, if it exists, and
+// returns and counts how many values publish accepted; with no
+// broadcaster, the n values are unheard. A topic retired between the
+// look-up and the publish (its broadcaster shut down) is looked up again:
+// the values were accepted by nobody.
+func (t *Topics[K, T]) each(topic K, n int, publish func(*Broadcaster[T]) (int, error)) (int, error) {
 	if t.err != nil {
-		return t.err
+		return 0, t.err
 	}
 	for {
 		b, err := t.forPublish(topic)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		if b == nil {
-			t.published.Add(1)
-			t.unheard.Add(1)
-			return nil
+			t.published.Add(uint64(n))
+			t.unheard.Add(uint64(n))
+			return n, nil
 		}
-		err = publish(b)
+		k, err := publish(b)
 		if errors.Is(err, ErrStopped) && t.live() {
 			continue // retired meanwhile
 		}
-		if err == nil {
-			t.published.Add(1)
+		t.published.Add(uint64(k))
+		if t.cfg.history == 0 && b.watching() == 0 {
+			t.retire(topic, b) // it evicted its last watcher
 		}
-		return err
+		return k, err
 	}
 }
 
@@ -203,7 +218,7 @@ func (t *Topics[K, T]) Watch(topic K, opts ...Option) (*Watcher[T], error) {
 }
 
 // retire removes topic if its broadcaster b has no watcher left and the
-// family keeps no history.
+// family keeps no history. After Shutdown the topics stay as they were.
 func (t *Topics[K, T]) retire(topic K, b *Broadcaster[T]) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -211,7 +226,7 @@ func (t *Topics[K, T]) retire(topic K, b *Broadcaster[T]) {
 }
 
 func (t *Topics[K, T]) retireLocked(topic K, b *Broadcaster[T]) {
-	if t.cfg.history > 0 || t.topics[topic] != b || b.watching() > 0 {
+	if t.stopped || t.cfg.history > 0 || t.topics[topic] != b || b.watching() > 0 {
 		return
 	}
 	delete(t.topics, topic)

@@ -215,3 +215,90 @@ func TestTopicsBadInput(t *testing.T) {
 	_, err = g.Next(context.Background())
 	assert.ErrorIs(t, err, fanout.ErrWatcherStopped, "a watcher of no topic, stopped")
 }
+
+func TestTopicsStatsCountEachValueOfABatchAndNoRefusedValue(t *testing.T) {
+	tp := fanout.NewTopics[string, int](fanout.WithQueueLength(1))
+	defer tp.Shutdown()
+	n, err := tp.PublishBatch("nobody", []int{1, 2, 3})
+	require.NoError(t, err)
+	assert.Equal(t, 3, n)
+	_, err = tp.Watch("a") // waits when full
+	require.NoError(t, err)
+	n, err = tp.PublishBatch("a", []int{4})
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
+	ok, err := tp.PublishOrDrop("a", 5)
+	require.NoError(t, err)
+	assert.False(t, ok, "a's watcher is full")
+	s := tp.Stats()
+	assert.Equal(t, uint64(4), s.Published, "three unheard and one accepted; the refused one is not published")
+	assert.Equal(t, uint64(3), s.Unheard)
+}
+
+func TestTopicsAcceptNothingAfterShutdown(t *testing.T) {
+	tp := fanout.NewTopics[string, int]()
+	tp.Shutdown()
+	n, err := tp.PublishBatch("a", []int{1, 2})
+	assert.ErrorIs(t, err, fanout.ErrStopped)
+	assert.Equal(t, 0, n)
+	ok, err := tp.PublishOrDrop("a", 3)
+	assert.ErrorIs(t, err, fanout.ErrStopped)
+	assert.False(t, ok)
+	assert.Equal(t, uint64(0), tp.Stats().Published)
+}
+
+func TestTopicRetiresWhenAPublishEvictsItsLastWatcher(t *testing.T) {
+	tp := fanout.NewTopics[string, int](fanout.WithQueueLength(1), fanout.WithFullChannelBehavior(fanout.EvictIfChannelFull))
+	defer tp.Shutdown()
+	w, err := tp.Watch("a")
+	require.NoError(t, err)
+	require.NoError(t, tp.Publish("a", 1))
+	require.NoError(t, tp.Publish("a", 2)) // evicts w
+	_, exists := tp.Topic("a")
+	assert.False(t, exists, "a topic with no watcher does not exist")
+	assert.Equal(t, fanout.TopicsStats{Published: 2, Retired: 1}, tp.Stats())
+	assert.Equal(t, []int{1}, fanouttest.Drain(w))
+	assert.ErrorIs(t, w.Err(), fanout.ErrEvicted)
+}
+
+func TestTopicsStayAsTheyWereAfterShutdown(t *testing.T) {
+	tp := fanout.NewTopics[string, int]()
+	g, err := tp.WatchTopics([]string{"a", "b"})
+	require.NoError(t, err)
+	tp.Shutdown()
+	g.Stop()
+	assert.Equal(t, fanout.TopicsStats{Topics: 2}, tp.Stats(), "Stop after Shutdown retires nothing")
+	_, err = g.Next(context.Background())
+	assert.ErrorIs(t, err, fanout.ErrStopped, "it was open when the family shut down")
+}
+
+func TestWatchAllOfNoTopicClosesWithWhatStoppedItFirst(t *testing.T) {
+	tp := fanout.NewTopics[string, int]()
+	stopped, err := tp.WatchAll()
+	require.NoError(t, err)
+	open, err := tp.WatchAll()
+	require.NoError(t, err)
+	stopped.Stop()
+	tp.Shutdown()
+	open.Stop()
+	_, err = stopped.Next(context.Background())
+	assert.ErrorIs(t, err, fanout.ErrWatcherStopped)
+	_, err = open.Next(context.Background())
+	assert.ErrorIs(t, err, fanout.ErrStopped)
+}
+
+func TestEvictedWatchAllNoLongerCreatesTopics(t *testing.T) {
+	tp := fanout.NewTopics[string, int](fanout.WithQueueLength(1), fanout.WithFullChannelBehavior(fanout.EvictIfChannelFull))
+	defer tp.Shutdown()
+	g, err := tp.WatchAll()
+	require.NoError(t, err)
+	require.NoError(t, tp.Publish("a", 1))
+	require.NoError(t, tp.Publish("a", 2)) // evicts g's watcher of a
+	for range g.All(context.Background()) {
+	}
+	require.ErrorIs(t, g.Err(), fanout.ErrEvicted)
+	require.NoError(t, tp.Publish("b", 3))
+	s := tp.Stats()
+	assert.Equal(t, 0, s.Topics)
+	assert.Equal(t, uint64(1), s.Unheard, "nobody watches b: no topic is created for it")
+}

@@ -19,9 +19,10 @@ type TopicsWatcher[K comparable, T any] struct {
 	all  bool
 	wake chan struct{} // every one of its watchers' wake-up channel
 
-	mu      sync.Mutex // guards subs and stopped
+	mu      sync.Mutex // guards subs, stopped and why
 	subs    []topicSub[K, T]
 	stopped bool
+	why     error // ErrWatcherStopped if stopped before the family shut down
 
 	readMu sync.Mutex // serialises reads; guards what follows
 	next   int        // the watcher read first next time, for fairness
@@ -127,11 +128,14 @@ func (g *TopicsWatcher[K, T]) poll(subs []topicSub[K, T], buf []Message[K, T]) (
 }
 
 // closedBy records why one of its watchers closed. An evicted one evicts
-// the whole watcher: the others stop, so that no topic is silently missing.
+// the whole watcher: the others stop, so that no topic is silently missing,
+// and a watcher of every topic leaves the family, which would otherwise
+// create each topic published to for it. Caller holds g.readMu, which
+// Stop does not take.
 func (g *TopicsWatcher[K, T]) closedBy(err error) {
 	g.err = err
 	if errors.Is(err, ErrEvicted) {
-		g.stop()
+		g.Stop()
 	}
 }
 
@@ -196,9 +200,15 @@ func (g *TopicsWatcher[K, T]) Stop() {
 }
 
 func (g *TopicsWatcher[K, T]) stop() {
+	why := ErrWatcherStopped
+	if g.t.isStopped() {
+		why = ErrStopped
+	}
 	g.mu.Lock()
 	subs := g.subs
-	g.stopped = true
+	if !g.stopped {
+		g.stopped, g.why = true, why
+	}
 	g.mu.Unlock()
 	for _, s := range subs {
 		s.w.Stop()
@@ -231,14 +241,20 @@ func (g *TopicsWatcher[K, T]) closed() bool {
 	return g.stopped || g.t.isStopped()
 }
 
+// closeErr returns why it closed: what its first watcher to close said
+// (ErrEvicted first), else, with no watcher (WatchAll before any topic),
+// what its Stop said, or ErrStopped.
 func (g *TopicsWatcher[K, T]) closeErr() error {
 	if g.err != nil {
 		return g.err
 	}
-	if g.t.isStopped() {
-		return ErrStopped
+	g.mu.Lock()
+	why := g.why
+	g.mu.Unlock()
+	if why != nil {
+		return why
 	}
-	return ErrWatcherStopped
+	return ErrStopped
 }
 
 // Err returns why it closed, once every watcher of it is closed and

@@ -333,6 +333,11 @@ func (c *Consumer[T]) Done() <-chan struct{} { return c.in.done }
 // consumer runs and after Close.
 func (c *Consumer[T]) Err() error { return c.in.getErr() }
 
+// Metrics returns the consumer's counters as Prometheus samples: those of
+// [InboundStats.Metrics], read at each call. It makes the consumer a
+// [fanout.MetricSource].
+func (c *Consumer[T]) Metrics() []fanout.Metric { return c.Stats().Metrics() }
+
 // Stats returns the consumer's counters. They stay readable after Close.
 func (c *Consumer[T]) Stats() InboundStats {
 	st := c.in.stats()

@@ -182,6 +182,18 @@
 // counted as failed (or not decoded), a panicking callback is counted in
 // CallbackPanics, and the bridge goes on.
 //
+// # Metrics
+//
+// Each bridge ([Forwarder], [Subscriber], [Consumer], [Sink]) and each
+// snapshot of its statistics ([ForwarderStats], [InboundStats],
+// [SinkStats]) is a [fanout.MetricSource]: its Metrics method returns the
+// counters as [fanout.Metric] samples named fanoutnats_*, the shape the
+// core's [fanout.Broadcaster.Metrics] uses. This module does not depend on
+// the Prometheus client; the module github.com/fanout-go/fanout/metrics
+// makes a Prometheus collector of any source:
+//
+//	reg.MustRegister(metrics.NewCollector(fwd, prometheus.Labels{"bridge": "orders"}))
+//
 // # Permissions
 //
 // The server reports a permissions violation asynchronously, as the

@@ -567,25 +567,31 @@ func (f *Forwarder[T]) Stats() ForwarderStats {
 	}
 }
 
+// Metrics returns the forwarder's counters as Prometheus samples: those of
+// [ForwarderStats.Metrics], read at each call. It makes the forwarder a
+// [fanout.MetricSource].
+func (f *Forwarder[T]) Metrics() []fanout.Metric { return f.Stats().Metrics() }
+
 // Metrics returns the statistics as Prometheus samples:
 // fanoutnats_forwarder_values_total{result=received|published|failed|abandoned},
-// fanoutnats_forwarder_dropped_total{reason=full|oldest|timeout|evicted},
+// fanoutnats_forwarder_dropped_total{reason=full|oldest|timeout|evicted|panic},
 // fanoutnats_forwarder_retries_total, _duplicates_total, _frames_total,
 // _flushes_total, _flush_errors_total, _bytes_total,
 // _callback_panics_total and the gauge fanoutnats_forwarder_queued.
-func (s ForwarderStats) Metrics() []Metric {
+func (s ForwarderStats) Metrics() []fanout.Metric {
 	const values, dropped = "fanoutnats_forwarder_values_total", "fanoutnats_forwarder_dropped_total"
 	const vHelp = "Values taken from the local watcher, by outcome."
 	const dHelp = "Values the forwarder's local watcher missed, by reason."
-	return []Metric{
-		counter(values, vHelp, s.Received, Label{"result", "received"}),
-		counter(values, vHelp, s.Published, Label{"result", "published"}),
-		counter(values, vHelp, s.Failed, Label{"result", "failed"}),
-		counter(values, vHelp, s.Abandoned, Label{"result", "abandoned"}),
-		counter(dropped, dHelp, s.Watcher.DroppedFull, Label{"reason", "full"}),
-		counter(dropped, dHelp, s.Watcher.DroppedOldest, Label{"reason", "oldest"}),
-		counter(dropped, dHelp, s.Watcher.DroppedTimeout, Label{"reason", "timeout"}),
-		counter(dropped, dHelp, s.Watcher.DroppedEvicted, Label{"reason", "evicted"}),
+	return []fanout.Metric{
+		counter(values, vHelp, s.Received, label("result", "received")),
+		counter(values, vHelp, s.Published, label("result", "published")),
+		counter(values, vHelp, s.Failed, label("result", "failed")),
+		counter(values, vHelp, s.Abandoned, label("result", "abandoned")),
+		counter(dropped, dHelp, s.Watcher.DroppedFull, label("reason", "full")),
+		counter(dropped, dHelp, s.Watcher.DroppedOldest, label("reason", "oldest")),
+		counter(dropped, dHelp, s.Watcher.DroppedTimeout, label("reason", "timeout")),
+		counter(dropped, dHelp, s.Watcher.DroppedEvicted, label("reason", "evicted")),
+		counter(dropped, dHelp, s.Watcher.DroppedPanic, label("reason", "panic")),
 		counter("fanoutnats_forwarder_retries_total", "JetStream publishes tried again.", s.Retries),
 		counter("fanoutnats_forwarder_duplicates_total", "Values whose JetStream ack reported a duplicate.", s.Duplicates),
 		counter("fanoutnats_forwarder_frames_total", "Frames (messages of several values) published.", s.Frames),

@@ -252,20 +252,20 @@ type InboundStats struct {
 // fanoutnats_inbound_resets_total, _frames_total, _reconnects_total,
 // _bytes_total, _callback_panics_total, and the gauges
 // fanoutnats_inbound_ack_floor and fanoutnats_inbound_pending.
-func (s InboundStats) Metrics() []Metric {
+func (s InboundStats) Metrics() []fanout.Metric {
 	const values = "fanoutnats_inbound_values_total"
 	const help = "Values taken from NATS (a frame counts its values), by outcome."
 	const acks, aHelp = "fanoutnats_inbound_acks_total", "Acknowledgements of a durable consumer, and confirmations of its ack floor."
-	return []Metric{
-		counter(values, help, s.Received, Label{"result", "received"}),
-		counter(values, help, s.Delivered, Label{"result", "delivered"}),
-		counter(values, help, s.DecodeErrors, Label{"result", "decode_error"}),
-		counter(values, help, s.Failed, Label{"result", "failed"}),
-		counter(values, help, s.Abandoned, Label{"result", "abandoned"}),
-		counter(values, help, s.Duplicates, Label{"result", "duplicate"}),
-		counter(acks, aHelp, s.Acks, Label{"result", "sent"}),
-		counter(acks, aHelp, s.AcksConfirmed, Label{"result", "confirmed"}),
-		counter(acks, aHelp, s.AcksUnconfirmed, Label{"result", "unconfirmed"}),
+	return []fanout.Metric{
+		counter(values, help, s.Received, label("result", "received")),
+		counter(values, help, s.Delivered, label("result", "delivered")),
+		counter(values, help, s.DecodeErrors, label("result", "decode_error")),
+		counter(values, help, s.Failed, label("result", "failed")),
+		counter(values, help, s.Abandoned, label("result", "abandoned")),
+		counter(values, help, s.Duplicates, label("result", "duplicate")),
+		counter(acks, aHelp, s.Acks, label("result", "sent")),
+		counter(acks, aHelp, s.AcksConfirmed, label("result", "confirmed")),
+		counter(acks, aHelp, s.AcksUnconfirmed, label("result", "unconfirmed")),
 		counter("fanoutnats_inbound_slow_consumer_dropped_total", "Messages the NATS client dropped: the subscriber's buffer was full.", s.SlowConsumerDropped),
 		counter("fanoutnats_inbound_resets_total", "Durable consumer resets after a gap in deliveries.", s.Resets),
 		counter("fanoutnats_inbound_frames_total", "Frames (messages of several values) received.", s.Frames),

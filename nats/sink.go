@@ -161,13 +161,18 @@ func (s *Sink[T]) Stats() SinkStats {
 	return SinkStats{Published: s.published.Load(), Duplicates: s.duplicates.Load(), Failures: s.failures.Load()}
 }
 
+// Metrics returns the sink's counters as Prometheus samples: those of
+// [SinkStats.Metrics], read at each call. It makes the sink a
+// [fanout.MetricSource].
+func (s *Sink[T]) Metrics() []fanout.Metric { return s.Stats().Metrics() }
+
 // Metrics returns the statistics as Prometheus samples:
 // fanoutnats_sink_writes_total{result=published|duplicate|failed}.
-func (s SinkStats) Metrics() []Metric {
+func (s SinkStats) Metrics() []fanout.Metric {
 	const name, help = "fanoutnats_sink_writes_total", "JetStream writes of the recorder sink, by outcome."
-	return []Metric{
-		counter(name, help, s.Published, Label{"result", "published"}),
-		counter(name, help, s.Duplicates, Label{"result", "duplicate"}),
-		counter(name, help, s.Failures, Label{"result", "failed"}),
+	return []fanout.Metric{
+		counter(name, help, s.Published, label("result", "published")),
+		counter(name, help, s.Duplicates, label("result", "duplicate")),
+		counter(name, help, s.Failures, label("result", "failed")),
 	}
 }

@@ -7,16 +7,18 @@ import (
 
 	"github.com/fanout-go/fanout"
 	fanoutnats "github.com/fanout-go/fanout/nats"
+	"github.com/fanout-go/fanout/nats/internal/natstest"
 )
 
 // checkMetrics checks what a Prometheus registry would reject: a name
 // used with different label names, help or type, a counter not named
-// _total, a sample given twice.
-func checkMetrics(t *testing.T, ms []fanoutnats.Metric) map[string]float64 {
+// _total, a sample given twice. It takes the core's [fanout.Metric], the
+// shape the collector of github.com/fanout-go/fanout/metrics reads.
+func checkMetrics(t *testing.T, ms []fanout.Metric) map[string]float64 {
 	t.Helper()
 	type shape struct {
 		help   string
-		typ    fanoutnats.MetricType
+		typ    fanout.MetricType
 		labels []string
 	}
 	shapes := map[string]shape{}
@@ -32,7 +34,7 @@ func checkMetrics(t *testing.T, ms []fanoutnats.Metric) map[string]float64 {
 			t.Errorf("%s: samples disagree on help, type or label names", m.Name)
 		}
 		shapes[m.Name] = sh
-		if (m.Type == fanoutnats.Counter) != strings.HasSuffix(m.Name, "_total") {
+		if (m.Type == fanout.Counter) != strings.HasSuffix(m.Name, "_total") {
 			t.Errorf("%s is a %v", m.Name, m.Type)
 		}
 		if !strings.HasPrefix(m.Name, "fanoutnats_") || m.Help == "" {
@@ -49,12 +51,13 @@ func checkMetrics(t *testing.T, ms []fanoutnats.Metric) map[string]float64 {
 
 func TestMetricsAreValidPrometheusSamplesOfTheStats(t *testing.T) {
 	fs := fanoutnats.ForwarderStats{Received: 10, Published: 7, Failed: 2, Abandoned: 1, Retries: 3,
-		Watcher: fanout.WatcherStats{Queued: 4, DroppedOldest: 5}}
+		Watcher: fanout.WatcherStats{Queued: 4, DroppedOldest: 5, DroppedPanic: 6}}
 	v := checkMetrics(t, fs.Metrics())
 	for id, want := range map[string]float64{
 		"fanoutnats_forwarder_values_total{result=published}": 7,
 		"fanoutnats_forwarder_values_total{result=abandoned}": 1,
 		"fanoutnats_forwarder_dropped_total{reason=oldest}":   5,
+		"fanoutnats_forwarder_dropped_total{reason=panic}":    6,
 		"fanoutnats_forwarder_retries_total{}":                3,
 		"fanoutnats_forwarder_queued{}":                       4,
 	} {
@@ -84,7 +87,27 @@ func TestMetricsAreValidPrometheusSamplesOfTheStats(t *testing.T) {
 	if v["fanoutnats_sink_writes_total{result=duplicate}"] != 1 {
 		t.Errorf("sink metrics %v", v)
 	}
-	if fanoutnats.Counter.String() != "counter" || fanoutnats.Gauge.String() != "gauge" {
-		t.Error("MetricType names are not Prometheus's")
+}
+
+func TestBridgeMetricsReadTheCountersAtEachCall(t *testing.T) {
+	srv := natstest.New(t)
+	b := fanout.New[event](fanout.WithQueueLength(100))
+	var src fanout.MetricSource
+	f, err := fanoutnats.Forward(b, srv.Connect(t), fanoutnats.ForwardConfig[event]{Subject: "ev"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src = f
+	if v := checkMetrics(t, src.Metrics()); v["fanoutnats_forwarder_values_total{result=published}"] != 0 {
+		t.Fatalf("a new forwarder reports %v", v)
+	}
+	for i := range 3 {
+		if err := b.Action(event{Seq: i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	closeAndWait(t, f) // publishes what is queued, then stops
+	if v := checkMetrics(t, src.Metrics()); v["fanoutnats_forwarder_values_total{result=published}"] != 3 {
+		t.Fatalf("after 3 values and Close the forwarder reports %v", v)
 	}
 }

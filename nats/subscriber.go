@@ -110,6 +110,11 @@ func (s *Subscriber[T]) Done() <-chan struct{} { return s.in.done }
 // while the subscriber runs and after Close.
 func (s *Subscriber[T]) Err() error { return s.in.getErr() }
 
+// Metrics returns the subscriber's counters as Prometheus samples: those
+// of [InboundStats.Metrics], read at each call. It makes the subscriber a
+// [fanout.MetricSource].
+func (s *Subscriber[T]) Metrics() []fanout.Metric { return s.Stats().Metrics() }
+
 // Stats returns the subscriber's counters. They stay readable after Close.
 func (s *Subscriber[T]) Stats() InboundStats {
 	st := s.in.stats()
