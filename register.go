@@ -74,13 +74,7 @@ func (b *Broadcaster[T]) watch(prefix []T, opts []Option) (*Watcher[T], error) {
 		w.ps = &pubState{}
 	}
 	if w.keep != nil {
-		// A filtered watcher queues only what its filter keeps: it has
-		// its own channel, and never holds a place on the ring.
-		w.filtered.Add(uint64(npre-len(prefix)) - prefixPanics)
-		w.drops[DropPanic].Add(prefixPanics)
-		b.panics.Add(prefixPanics)
-		vals, seqs := b.filterStart(w, prefix, h-k, h)
-		b.addChan(w, w.q, vals, seqs)
+		b.addFiltered(w, prefix, uint64(npre-len(prefix))-prefixPanics, prefixPanics, h-k, h)
 		return w, nil
 	}
 	if w.q == 0 {
@@ -89,6 +83,19 @@ func (b *Broadcaster[T]) watch(prefix []T, opts []Option) (*Watcher[T], error) {
 	}
 	b.addReader(w, prefix, h-k)
 	return w, nil
+}
+
+// addFiltered registers the filtered watcher w, which queues only what its
+// filter keeps: it has its own channel, and never holds a place on the
+// ring. It starts with the kept values of prefix (the filter left out
+// filtered of the given ones, and panicked on panics) and of the accepted
+// values from..h. Caller holds b.mu.
+func (b *Broadcaster[T]) addFiltered(w *Watcher[T], prefix []T, filtered, panics, from, h uint64) {
+	w.filtered.Add(filtered)
+	w.drops[DropPanic].Add(panics)
+	b.panics.Add(panics)
+	vals, seqs := b.filterStart(w, prefix, from, h)
+	b.addChan(w, w.q, vals, seqs)
 }
 
 // addReader registers w as a ring reader holding prefix, then the values of
