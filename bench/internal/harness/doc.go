@@ -36,9 +36,18 @@
 // subscriptions are cancelled and the dispatcher closed once the
 // subscribers' goroutines have exited.
 //
+// The ceiling reference, [Limit] ("limit q100"): a minimal lossless
+// broadcast ring written plainly in the harness ([limitRing], one mutex, a
+// head counter, a ring of 100, a read position per reader), read like
+// fanout wait pull and parked the same way: the one producer waits while the
+// slowest reader is a full ring behind, a reader with nothing to read parks
+// on its own channel until the next publish. It is measured in every group
+// of one producer; the column "vs limit" is each system's delivered/s over
+// limit's, the median of per-repetition ratios.
+//
 // From [LargeWatchers] (10,000) watchers on, a throughput group measures
-// [LargeSystems] only: fanout wait pull, k8s wait q100, the peers and raw
-// channels.
+// [LargeSystems] only: fanout wait pull, limit, k8s wait q100, the peers
+// and raw channels.
 //
 // # Method
 //

@@ -106,10 +106,10 @@ func reportThroughput(b *strings.Builder, res *Results) error {
 		fmt.Fprintf(b, "\n== throughput: %s, %s ==\n", plural(g.n, "watcher"), plural(g.p, "producer"))
 		tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
 		head, labels := padLabels(byGroup[g])
-		fmt.Fprintf(tw, "%s\tdelivered/s\tvs k8s wait q100\tns/publish\tallocs/event\tdrop %%\tspread\tevents/rep\t\n", head)
+		fmt.Fprintf(tw, "%s\tdelivered/s\tvs k8s wait q100\tvs limit\tns/publish\tallocs/event\tdrop %%\tspread\tevents/rep\t\n", head)
 		for i, c := range byGroup[g] {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n", labels[i], num(c.DeliveredPerSec, FormatRate),
-				FormatRatio(c.RatioVsK8s), num(c.NsPerPublish, f("%.1f")), num(c.AllocsPerEvent, f("%.4f")),
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n", labels[i], num(c.DeliveredPerSec, FormatRate),
+				FormatRatio(c.RatioVsK8s), FormatRatio(c.RatioVsLimit), num(c.NsPerPublish, f("%.1f")), num(c.AllocsPerEvent, f("%.4f")),
 				num(c.DropPct, f("%.1f")), num(c.SpreadPct, f("%.0f%%")), c.Published)
 		}
 		if err := tw.Flush(); err != nil {

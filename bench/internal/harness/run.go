@@ -247,6 +247,10 @@ type Case struct {
 	// record kind the reference is k8s's client-go tools/record instead
 	// (the same as RatioVsClientGo); for replay, k8s WatchWithPrefix.
 	RatioVsK8s *float64 `json:"ratio_vs_k8s_wait_q100"`
+	// RatioVsLimit compares DeliveredPerSec with that of [Limit], the
+	// ceiling reference, in the same group, the same way as RatioVsK8s;
+	// null where limit was not measured (groups of several producers).
+	RatioVsLimit *float64 `json:"ratio_vs_limit"`
 	// RatioVsClientGo is, for the record kind, the ratio of events/s
 	// against client-go's tools/record with the same producers: the
 	// median of the per-repetition ratios.
@@ -371,7 +375,7 @@ func steps(cfg Config, res *Results) []step {
 	var out []step
 	for _, p := range cfg.Producers {
 		for _, n := range cfg.Watchers {
-			systems := ThroughputSystemsFor(n)
+			systems := ThroughputSystemsFor(n, p)
 			out = append(out, step{KindThroughput,
 				fmt.Sprintf("throughput: %s, %s, %d systems", plural(n, "watcher"), plural(p, "producer"), len(systems)),
 				func() ([]Case, error) { return throughputGroup(cfg, res, systems, n, p) }})

@@ -58,7 +58,7 @@ func TestRunTiny(t *testing.T) {
 		count[c.Kind]++
 	}
 	want := map[string]int{
-		KindThroughput: len(ThroughputSystems()) * 2 * 2,
+		KindThroughput: 2 * (len(ThroughputSystemsFor(1, 1)) + len(ThroughputSystemsFor(1, 2))),
 		KindStall:      2 * len(StallSystems()),
 		KindLatency:    len(LatencySystems(1)) + len(LatencySystems(2)),
 		KindIdleMemory: len(IdleMemorySystems()),

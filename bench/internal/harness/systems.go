@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -177,13 +178,18 @@ var Strategies = []string{StrategyWait, StrategyDrop, StrategyDropOldest, Strate
 var LossyStrategies = []string{StrategyDrop, StrategyDropOldest, StrategyEvict}
 
 // ThroughputSystems returns every system of the throughput comparison, in
-// report order: fanout (each strategy, pull then chan), fanout wait pull
-// publishing batches of [DefaultBatch], k8s (wait and drop, queue 100 and
-// 1000), the peers ([Peers]) and the raw-channel baseline.
+// report order: fanout (each strategy, pull then chan, with [Limit], the
+// ceiling reference, next to fanout wait pull), fanout wait pull publishing
+// batches of [DefaultBatch], k8s (wait and drop, queue 100 and 1000), the
+// peers ([Peers]) and the raw-channel baseline.
 func ThroughputSystems() []System {
 	var out []System
 	for _, st := range Strategies {
-		out = append(out, Fanout(st, APIPull), Fanout(st, APIChan))
+		out = append(out, Fanout(st, APIPull))
+		if st == StrategyWait {
+			out = append(out, Limit)
+		}
+		out = append(out, Fanout(st, APIChan))
 	}
 	out = append(out, FanoutBatch(DefaultBatch), K8s(StrategyWait, 100), K8s(StrategyDrop, 100),
 		K8s(StrategyWait, 1000), K8s(StrategyDrop, 1000))
@@ -192,18 +198,24 @@ func ThroughputSystems() []System {
 
 // LargeSystems returns the systems of a throughput group with
 // [LargeWatchers] or more: the lossless ones the targets compare, fanout wait
-// pull, k8s wait q100, the peers and the raw-channel baseline.
+// pull, [Limit], k8s wait q100, the peers and the raw-channel baseline.
 func LargeSystems() []System {
-	return append(append([]System{Fanout(StrategyWait, APIPull), Reference}, Peers()...), Baseline)
+	return append(append([]System{Fanout(StrategyWait, APIPull), Limit, Reference}, Peers()...), Baseline)
 }
 
 // ThroughputSystemsFor returns the systems of the throughput group with n
-// watchers: [ThroughputSystems], or [LargeSystems] from [LargeWatchers] on.
-func ThroughputSystemsFor(n int) []System {
+// watchers and the given producers: [ThroughputSystems], or [LargeSystems]
+// from [LargeWatchers] on; [Limit], a one-producer ring, only with one
+// producer.
+func ThroughputSystemsFor(n, producers int) []System {
+	out := ThroughputSystems()
 	if n >= LargeWatchers {
-		return LargeSystems()
+		out = LargeSystems()
 	}
-	return ThroughputSystems()
+	if producers > 1 {
+		out = slices.DeleteFunc(out, func(s System) bool { return s == Limit })
+	}
+	return out
 }
 
 // StallSystems returns the lossy systems of the stalled-watcher comparison.
@@ -265,6 +277,10 @@ func (s System) validate() error {
 	case SystemTeivah, SystemKelindar:
 		if err := validatePeer(s); err != nil {
 			return err
+		}
+	case SystemLimit:
+		if s.Strategy != StrategyWait || s.API != APIPull {
+			return fmt.Errorf("harness: %s is measured as %s %s only", s.Name, StrategyWait, APIPull)
 		}
 	default:
 		return fmt.Errorf("harness: unknown system %q", s.Name)
@@ -458,6 +474,8 @@ func (s System) start(n, stalled int, rec *recorder) (*running, error) {
 		c.startTeivah(s, n)
 	case SystemKelindar:
 		c.startKelindar(n)
+	case SystemLimit:
+		c.startLimit(s, n)
 	}
 	if err != nil {
 		return nil, err
@@ -559,14 +577,23 @@ func drainChan[T any](ch <-chan T, rec *recorder, lat []int64, stamp func(T) int
 	return n, lat
 }
 
-// drainPull reads w with Recv and a batch buffer until it closes; with a
-// recorder it records each value's latency, all values of a batch being
-// received at the same time.
+// drainPull reads w with Recv and a batch buffer until it closes; see
+// [drainBatches].
 func drainPull(w *fanout.Watcher[*Event], buf []*Event, rec *recorder, lat []int64) (int64, []int64) {
 	ctx := context.Background()
+	return drainBatches(func(dst []*Event) (int, bool) {
+		n, err := w.Recv(ctx, dst)
+		return n, err == nil
+	}, buf, rec, lat)
+}
+
+// drainBatches calls recv with buf until it reports the end, counting the
+// values; with a recorder it records each value's latency, all values of a
+// batch being received at the same time.
+func drainBatches(recv func([]*Event) (int, bool), buf []*Event, rec *recorder, lat []int64) (int64, []int64) {
 	var total int64
 	for {
-		n, err := w.Recv(ctx, buf)
+		n, more := recv(buf)
 		total += int64(n)
 		if rec != nil && n > 0 {
 			now := rec.now()
@@ -574,7 +601,7 @@ func drainPull(w *fanout.Watcher[*Event], buf []*Event, rec *recorder, lat []int
 				lat = append(lat, now-e.Stamp)
 			}
 		}
-		if err != nil {
+		if !more {
 			return total, lat
 		}
 	}

@@ -20,6 +20,7 @@ func TestLabels(t *testing.T) {
 		FanoutBatch(16):                     "fanout wait pull b16",
 		Teivah:                              "teivah q100",
 		Kelindar:                            "kelindar q50000",
+		Limit:                               "limit q100",
 		ReplayFanout:                        "fanout WithReplay",
 		ReplayFanoutPrefix:                  "fanout WatchWithPrefix + app history",
 		ReplayK8s:                           "k8s WatchWithPrefix + app history",
@@ -63,8 +64,8 @@ func TestSystemValidate(t *testing.T) {
 // for every value, delivered or counted as dropped by the library.
 func TestEverySystemDeliversEverything(t *testing.T) {
 	const n, events = 3, 300
-	for _, s := range ThroughputSystems() {
-		for _, producers := range []int{1, 2} {
+	for _, producers := range []int{1, 2} {
+		for _, s := range ThroughputSystemsFor(n, producers) {
 			smp, err := measure(variant{sys: s}, n, producers, events)
 			if err != nil {
 				t.Fatalf("%s: %v", s.Label(), err)
@@ -206,12 +207,19 @@ func TestMeasureIdleMemory(t *testing.T) {
 }
 
 // From LargeWatchers on, a group measures the lossless systems the targets
-// compare, the reference among them.
+// compare, the reference among them; the limit ring, a one-producer
+// reference, is in every group of one producer and in none of several.
 func TestThroughputSystemsFor(t *testing.T) {
-	if got := ThroughputSystemsFor(LargeWatchers - 1); len(got) != len(ThroughputSystems()) {
+	if got := ThroughputSystemsFor(LargeWatchers-1, 1); len(got) != len(ThroughputSystems()) {
 		t.Errorf("N=%d: %d systems", LargeWatchers-1, len(got))
 	}
-	large := ThroughputSystemsFor(LargeWatchers)
+	for _, n := range []int{1, LargeWatchers} {
+		if !slices.Contains(ThroughputSystemsFor(n, 1), Limit) || slices.Contains(ThroughputSystemsFor(n, 2), Limit) {
+			t.Errorf("N=%d: limit with 1 producer %v, with 2 %v", n,
+				slices.Contains(ThroughputSystemsFor(n, 1), Limit), slices.Contains(ThroughputSystemsFor(n, 2), Limit))
+		}
+	}
+	large := ThroughputSystemsFor(LargeWatchers, 1)
 	for _, want := range []System{Fanout(StrategyWait, APIPull), Reference, Baseline, Teivah, Kelindar} {
 		if !slices.Contains(large, want) {
 			t.Errorf("N=%d: no %s", LargeWatchers, want.Label())

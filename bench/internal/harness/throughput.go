@@ -209,10 +209,10 @@ func summarize(kind string, v variant, n, producers int, samples []sample) Case 
 }
 
 // throughputGroup measures every system with n watchers and the given number
-// of producers, interleaved, and returns one case per system with its ratio
-// against [Reference], if that is among systems: the median over the
-// repetitions of the ratio of the two systems' delivered/s in the same
-// repetition.
+// of producers, interleaved, and returns one case per system with its ratios
+// against [Reference] and [Limit], those that are among systems: the median
+// over the repetitions of the ratio of the two systems' delivered/s in the
+// same repetition.
 func throughputGroup(cfg Config, res *Results, systems []System, n, producers int) ([]Case, error) {
 	variants := make([]variant, len(systems))
 	for i, s := range systems {
@@ -227,20 +227,28 @@ func throughputGroup(cfg Config, res *Results, systems []System, n, producers in
 		cases[i] = summarize(KindThroughput, v, n, producers, samples[i])
 	}
 	for r, s := range systems {
-		if s != Reference {
-			continue
-		}
-		// Pair each repetition with the reference's in the same repetition,
-		// so that load that varies from one repetition to the next cancels.
-		for i := range cases {
-			ratios := make([]float64, len(samples[i]))
-			for k := range ratios {
-				ratios[k] = samples[i][k].deliveredPerSec() / samples[r][k].deliveredPerSec()
-			}
-			cases[i].RatioVsK8s = ptr(Median(ratios))
+		switch s {
+		case Reference:
+			pairRatios(cases, samples, r, func(c *Case, v float64) { c.RatioVsK8s = ptr(v) })
+		case Limit:
+			pairRatios(cases, samples, r, func(c *Case, v float64) { c.RatioVsLimit = ptr(v) })
 		}
 	}
 	return cases, nil
+}
+
+// pairRatios sets, with set, each case's median ratio of delivered/s to that
+// of the system r. Each repetition is paired with r's in the same
+// repetition, so that load that varies from one repetition to the next
+// cancels.
+func pairRatios(cases []Case, samples [][]sample, r int, set func(*Case, float64)) {
+	for i := range cases {
+		ratios := make([]float64, len(samples[i]))
+		for k := range ratios {
+			ratios[k] = samples[i][k].deliveredPerSec() / samples[r][k].deliveredPerSec()
+		}
+		set(&cases[i], Median(ratios))
+	}
 }
 
 // stallGroup measures each lossy system with cfg.StallWatchers watchers, one
