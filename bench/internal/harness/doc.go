@@ -53,15 +53,27 @@
 //
 // The systems of a group (same N and producers) are measured in the same
 // process, interleaved, their order rotated by one at each repetition, and
-// medians over the repetitions are reported. Each system's events per
-// measurement are calibrated once per group, by a probe and a warm-up run
-// that are discarded, so that one measurement takes about [Config].Target;
-// the count is then fixed for every repetition. A measurement starts its
+// medians over the repetitions are reported. Each repetition measures a
+// system twice, back to back (in alternating order): a short run of S
+// values and a long run of L, and its figures come from the difference,
+// (delivered_L − delivered_S) / (t_L − t_S): what a measurement costs once
+// (building the system, starting and parking the consumers, the close and
+// teardown, kelindar's next tick) cancels, and so does the warm-up as long
+// as the short run is past it. S and L are calibrated once per group, by
+// probe pairs that are discarded: L growing fourfold per probe, until the
+// rate from a probe's difference is within 25% of the previous probe's and
+// its long run takes at least a quarter of [Config].Target (or takes four
+// times the target); that probe's short run is S, and L adds what takes
+// about Target at that rate. This makes every system's figure independent
+// of the window: kelindar/event's rate per value grows about fivefold over
+// its first million values at 10 watchers (its queues and the heap grow),
+// so a single 60 ms run under-measured it threefold against a 700 ms one,
+// while fanout's is steady after a few thousand values. A run starts its
 // clock at the first publish, once every consumer goroutine is running,
 // and stops it when every consumer has received its last value and returned
 // (the system is closed once the producers are done; for lossy strategies
-// the queues are drained first). Before the next measurement the harness
-// waits until every goroutine of the previous one has exited.
+// the queues are drained first). Before the next run the harness waits
+// until every goroutine of the previous one has exited.
 //
 // Figures: delivered values per second (all watchers together), ns per
 // publish (the same wall time / values published; the producers' time alone

@@ -22,14 +22,16 @@ type Config struct {
 	// are reported. The systems of a group run interleaved, their order
 	// rotated by one at each repetition.
 	Reps int
-	// Target is how long one throughput measurement should take: each
-	// system's event count is calibrated to it once per case (after a
-	// warm-up) and then fixed for all repetitions.
+	// Target is how long the values a long run adds to its short run
+	// should take: each system's two event counts are calibrated once per
+	// case and then fixed for all repetitions (see the package doc,
+	// "Method").
 	Target time.Duration
-	// Events, if positive, fixes the events published per measurement
-	// instead of calibrating to Target.
+	// Events, if positive, fixes the events of the long run instead of
+	// calibrating to Target; the short run publishes a [ShortShare]th.
 	Events int
-	// MinEvents and MaxEvents bound the calibrated event count.
+	// MinEvents and MaxEvents bound the events a long run adds to its
+	// short run, and MaxEvents the probes of the calibration.
 	MinEvents, MaxEvents int
 
 	// StallWatchers is N for the stalled-watcher comparison (one of them
@@ -224,8 +226,13 @@ type Case struct {
 	// Reps is the number of repetitions the medians are taken over.
 	Reps int `json:"reps"`
 	// Published is the number of values published per repetition (for
-	// replay: values replayed).
+	// replay: values replayed); for throughput and stall, by the long run
+	// of each repetition's pair.
 	Published int64 `json:"published"`
+	// ShortPublished is, for throughput and stall, the values the short
+	// run of each pair published: the figures are those of the long run's
+	// extra Published-ShortPublished values (see [calibrate]).
+	ShortPublished int64 `json:"short_published"`
 	// Batch is the number of values per publish call: 1 for single-value
 	// publishing, 16 for fanout's ActionBatch system.
 	Batch int `json:"batch"`

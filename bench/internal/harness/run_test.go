@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -50,8 +51,10 @@ func runTiny(t *testing.T) *Results {
 
 func TestRunTiny(t *testing.T) {
 	res := runTiny(t)
-	if len(res.Warnings) > 0 {
-		t.Errorf("warnings: %q", res.Warnings)
+	// A pair of the tiny run lasts microseconds: its short run may take as
+	// long as its long one, and the long one's figure is used.
+	if w := slices.DeleteFunc(slices.Clone(res.Warnings), func(w string) bool { return strings.Contains(w, shortAsLong) }); len(w) > 0 {
+		t.Errorf("warnings: %q", w)
 	}
 	count := map[string]int{}
 	for _, c := range res.Cases {
@@ -201,7 +204,7 @@ func TestWriteJSON(t *testing.T) {
 				t.Errorf("line %d (%s): %s = %v", lines, kind, f, m[f])
 			}
 		}
-		if sys := m["system"]; sys != "fanout" && sys != "k8s" && sys != "chan" && sys != "teivah" && sys != "kelindar" &&
+		if sys := m["system"]; sys != "fanout" && sys != "k8s" && sys != "chan" && sys != "teivah" && sys != "kelindar" && sys != SystemLimit &&
 			!(kind == KindIdleCPU && sys == "none") && !((kind == KindRecord || kind == KindEvents) && sys == SystemClientGo) {
 			t.Errorf("line %d: system %v", lines, sys)
 		}

@@ -118,13 +118,15 @@ func TestStalledWatcherLossy(t *testing.T) {
 
 func TestCalibrate(t *testing.T) {
 	cfg := Config{Events: 101}
-	if got, err := calibrate(cfg, variant{sys: Baseline}, 2, 4); err != nil || got != 100 {
-		t.Errorf("fixed events rounded to producers: %d, %v; want 100", got, err)
+	if got, err := calibrate(cfg, variant{sys: Baseline}, 2, 4); err != nil || got != (plan{100, 24}) {
+		t.Errorf("fixed events rounded to producers: %+v, %v; want 100 and 24", got, err)
 	}
+	// The long run adds to the short one what takes the target, within
+	// [MinEvents, MaxEvents].
 	cfg = Config{Target: time.Millisecond, MinEvents: 300, MaxEvents: 400}
 	got, err := calibrate(cfg, variant{sys: Fanout(StrategyWait, APIPull)}, 2, 1)
-	if err != nil || got < 300 || got > 400 {
-		t.Errorf("calibrated events %d, %v; want within [300, 400]", got, err)
+	if extra := got.long - got.short; err != nil || got.short < 1 || extra < 300 || extra > 400 {
+		t.Errorf("calibrated events %+v, %v; want a short run and 300 to 400 more in the long one", got, err)
 	}
 	// Past 1000 watchers the least events shrink in proportion, down to
 	// twice the queue.
