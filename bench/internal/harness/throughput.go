@@ -177,11 +177,12 @@ func (l sample) minus(s sample) (sample, bool) {
 // least cfg.Target/4 and whose rate (from the difference, [sample.minus])
 // is within 25% of the previous probe's, or whose long run takes 4
 // cfg.Target: that probe's short run is the warm-up, its rate the steady
-// one. kelindar/event needs this: its rate per value grows about fivefold
+// one. The long run adds at least the short run's values, so that the
+// difference is not lost in the short run's noise. The search for the
+// warm-up is for kelindar/event: its rate per value grows about fivefold
 // over the first million values at 10 watchers (its queues grow to their
 // 50,000-value bound, the heap with them), while fanout's is steady after
-// a few thousand. The probes (all discarded) are the warm-up of the
-// process.
+// a few thousand. The probes (all discarded) warm the process up too.
 func calibrate(cfg Config, v variant, n, producers int) (plan, error) {
 	round := func(e int) int { return max(producers, e/producers*producers) }
 	if cfg.Events > 0 {
@@ -201,7 +202,7 @@ func calibrate(cfg Config, v variant, n, producers int) (plan, error) {
 		rate := float64(d.published) / d.elapsed.Seconds()
 		steady := ok && l.elapsed >= cfg.Target/4 && math.Abs(rate-prev) <= prev/4
 		if steady || l.elapsed >= 4*cfg.Target || events >= cfg.MaxEvents {
-			extra := min(max(int(rate*cfg.Target.Seconds()), minEvents(cfg, n)), cfg.MaxEvents)
+			extra := min(max(int(rate*cfg.Target.Seconds()), minEvents(cfg, n), probe.short), cfg.MaxEvents)
 			return plan{round(probe.short + extra), probe.short}, nil
 		}
 		events, prev = ShortShare*events, rate
