@@ -174,11 +174,11 @@ func (l sample) minus(s sample) (sample, bool) {
 //
 // It probes pairs of E/[ShortShare] and E values, E growing [ShortShare]
 // times per probe, and stops at the first probe whose long run takes at
-// least cfg.Target/4 and whose rate (from the difference, [sample.minus])
+// least cfg.Target and whose rate (from the difference, [sample.minus])
 // is within 25% of the previous probe's, or whose long run takes 4
 // cfg.Target: that probe's short run is the warm-up, its rate the steady
-// one. The long run adds at least the short run's values, so that the
-// difference is not lost in the short run's noise. The search for the
+// one. The long run adds at least twice the short run's values, so that
+// the difference is not lost in the short run's noise. The search for the
 // warm-up is for kelindar/event: its rate per value grows about fivefold
 // over the first million values at 10 watchers (its queues grow to their
 // 50,000-value bound, the heap with them), while fanout's is steady after
@@ -200,9 +200,9 @@ func calibrate(cfg Config, v variant, n, producers int) (plan, error) {
 			d = l
 		}
 		rate := float64(d.published) / d.elapsed.Seconds()
-		steady := ok && l.elapsed >= cfg.Target/4 && math.Abs(rate-prev) <= prev/4
+		steady := ok && l.elapsed >= cfg.Target && math.Abs(rate-prev) <= prev/4
 		if steady || l.elapsed >= 4*cfg.Target || events >= cfg.MaxEvents {
-			extra := min(max(int(rate*cfg.Target.Seconds()), minEvents(cfg, n), probe.short), cfg.MaxEvents)
+			extra := min(max(int(rate*cfg.Target.Seconds()), minEvents(cfg, n), 2*probe.short), cfg.MaxEvents)
 			return plan{round(probe.short + extra), probe.short}, nil
 		}
 		events, prev = ShortShare*events, rate
