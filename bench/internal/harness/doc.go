@@ -1,7 +1,8 @@
 // Package harness measures github.com/fanout-go/fanout against
 // k8s.io/apimachinery/pkg/watch.Broadcaster, the popular in-process peers
-// github.com/teivah/broadcast and github.com/kelindar/event, and a
-// raw-channel baseline, in one process, and reports the figures as a table,
+// github.com/teivah/broadcast and github.com/kelindar/event (and, for
+// topics, github.com/cskr/pubsub and watermill's GoChannel), a
+// raw-channel baseline and a minimal ring as the ceiling, in one process, and reports the figures as a table,
 // JSON Lines and an SVG chart. It is the engine of the fanout-bench
 // command.
 //
@@ -87,6 +88,32 @@
 // pull with [Config].IdlePullWatchers, 100,000, the others with
 // [Config].IdleWatchers) and the process CPU time of a system whose watchers
 // are parked.
+//
+// # Topics
+//
+// Kind "topics" measures families of topics: T = [Config].TopicCounts (1,
+// 10, 100) topics with [WatchersPerTopic] (10) watchers each, one producer
+// publishing round-robin over the topics, every watcher reading all of its
+// topic, lossless; the figure is delivered values per second, measured as
+// the throughput groups are. fanout.Topics ([FanoutTopics]: Watch(k) read
+// with Recv) is compared with github.com/cskr/pubsub/v2 ([Cskr]: Sub
+// channels of 100, Pub blocking) and watermill's GoChannel ([Watermill]),
+// OutputChannelBuffer 100, in both of its lossless uses:
+// BlockPublishUntilSubscriberAck ([StrategyAck]: Publish returns once every
+// subscriber has acked, in order, bounded) and without it ([StrategyAsync]:
+// a goroutine per message and subscriber, unordered, unbounded; the harness
+// closes GoChannel only once every message is acked). watermill is
+// measured as a user would use it: a new message with a new UUID and an
+// 8-byte []byte payload ([WatermillPayload]) per publish, every message
+// acked by its watcher.
+//
+// # Filters
+//
+// Kind "filter" measures [Config].FilterWatchers (100) watchers, watcher i
+// keeping the values v with v%10 == i%10, one producer, lossless, as
+// matching values delivered per second: fanout's WithFilter
+// ([FanoutFilter]) against watchers that read everything with Recv and
+// discard by hand ([FanoutByHand]).
 //
 // # Replay
 //

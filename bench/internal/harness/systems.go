@@ -104,6 +104,23 @@ type System struct {
 	// Batch is the number of values per publish call: 0 or 1 for
 	// single-value publishing (Action), more for fanout's ActionBatch.
 	Batch int
+	// Topics is, for the topics group (API APITopics), the number of
+	// topics the watchers are spread over, [WatchersPerTopic] each; 0
+	// elsewhere.
+	Topics int
+}
+
+// readers returns how many of n watchers, stalled of them unread, receive
+// each value: one topic's in the topics group, the share that keeps it in
+// the filter group, else every read watcher.
+func (s System) readers(n, stalled int) int64 {
+	switch {
+	case s.API == APITopics:
+		return int64(n-stalled) / int64(max(1, s.Topics))
+	case s.API == APIFilter || s.API == APIByHand:
+		return int64(n-stalled) / FilterShare
+	}
+	return int64(n - stalled)
 }
 
 // batch returns the values per publish call, at least 1.
@@ -122,8 +139,13 @@ func (s System) Label() string {
 	case s.API == APIEvents:
 		return s.Name + " tools/events"
 	}
-	if s.API == APIReplay || s.API == APIPrefix {
+	switch s.API {
+	case APIReplay, APIPrefix:
 		return replayLabel(s)
+	case APITopics:
+		return topicsLabel(s)
+	case APIFilter, APIByHand:
+		return filterLabel(s)
 	}
 	switch s.Name {
 	case SystemFanout:
@@ -257,6 +279,12 @@ func IdleCPUSystems() []System {
 func (s System) validate() error {
 	if s.Batch < 0 || (s.batch() > 1 && s.Name != SystemFanout) {
 		return fmt.Errorf("harness: %s cannot publish batches of %d", s.Name, s.Batch)
+	}
+	switch {
+	case s.API == APITopics:
+		return validateTopics(s)
+	case s.API == APIFilter || s.API == APIByHand:
+		return validateFilter(s)
 	}
 	switch s.Name {
 	case SystemFanout:
@@ -463,18 +491,22 @@ func (s System) start(n, stalled int, rec *recorder) (*running, error) {
 	c := &consumers{r: &running{counts: make([]int64, n), samples: make([][]int64, n)},
 		stalled: stalled, rec: rec, payload: &Event{}}
 	var err error
-	switch s.Name {
-	case SystemFanout:
+	switch {
+	case s.API == APITopics:
+		err = c.startTopics(s, n)
+	case s.API == APIFilter || s.API == APIByHand:
+		err = c.startFilter(s, n)
+	case s.Name == SystemFanout:
 		err = c.startFanout(s, n)
-	case SystemK8s:
+	case s.Name == SystemK8s:
 		err = c.startK8s(s, n)
-	case SystemChan:
+	case s.Name == SystemChan:
 		c.startChan(s, n)
-	case SystemTeivah:
+	case s.Name == SystemTeivah:
 		c.startTeivah(s, n)
-	case SystemKelindar:
+	case s.Name == SystemKelindar:
 		c.startKelindar(n)
-	case SystemLimit:
+	case s.Name == SystemLimit:
 		c.startLimit(s, n)
 	}
 	if err != nil {
@@ -580,11 +612,14 @@ func drainChan[T any](ch <-chan T, rec *recorder, lat []int64, stamp func(T) int
 // drainPull reads w with Recv and a batch buffer until it closes; see
 // [drainBatches].
 func drainPull(w *fanout.Watcher[*Event], buf []*Event, rec *recorder, lat []int64) (int64, []int64) {
-	ctx := context.Background()
-	return drainBatches(func(dst []*Event) (int, bool) {
-		n, err := w.Recv(ctx, dst)
-		return n, err == nil
-	}, buf, rec, lat)
+	return drainBatches(func(dst []*Event) (int, bool) { return recvPull(w, dst) }, buf, rec, lat)
+}
+
+// recvPull is one Recv of w into dst: the values, and false once w is
+// closed.
+func recvPull(w *fanout.Watcher[*Event], dst []*Event) (int, bool) {
+	n, err := w.Recv(context.Background(), dst)
+	return n, err == nil
 }
 
 // drainBatches calls recv with buf until it reports the end, counting the

@@ -132,6 +132,7 @@ func EvaluateTargets(cases []Case) []Target {
 	for _, f := range []func([]Case) []Target{
 		throughputTargets, allocTargets, idleTargets, latencyTargets, idleCPUTargets, stallTargets, recordTargets,
 		peerTargets, producerTargets, limitTargets, lossyTargets, largeTargets, latency4Targets, eventsTargets,
+		topicsTargets, filterTargets,
 	} {
 		out = append(out, f(cases)...)
 	}
@@ -322,6 +323,47 @@ func producerTargets(cases []Case) []Target {
 		atLeast("lossless N=100: fanout wait pull, 4 producers / 1 producer",
 			deliveredPerSec(cases, pull, 100, 4)/deliveredPerSec(cases, pull, 100, 1), 0.7),
 	}
+}
+
+// TargetTopics are the topic counts of the topics targets.
+var TargetTopics = []int{1, 10, 100}
+
+// topicsTargets: fanout Topics ahead of every topic peer (cskr/pubsub and
+// both watermill configurations) with the same topics, from the
+// per-repetition ratios; the measured figure is fanout's over the fastest
+// peer's, named.
+func topicsTargets(cases []Case) []Target {
+	var out []Target
+	for _, t := range TargetTopics {
+		worst, best := math.NaN(), ""
+		for _, c := range cases {
+			if c.Kind != KindTopics || c.Topics != t || c.System == SystemFanout || c.RatioVsFanout == nil {
+				continue
+			}
+			if r := 1 / *c.RatioVsFanout; math.IsNaN(worst) || r < worst {
+				worst, best = r, c.Label
+			}
+		}
+		tg := check(fmt.Sprintf("topics, %s × %d watchers: fanout Topics / fastest topic peer", plural(t, "topic"), WatchersPerTopic),
+			"> 1×", worst, worst > 1, "%.2f×")
+		if tg.Status != NA {
+			tg.Measured += " (" + best + ")"
+		}
+		out = append(out, tg)
+	}
+	return out
+}
+
+// filterTargets: a filter that rejects 9 values in 10 lets its watchers
+// keep up at least as well as reading everything and discarding by hand.
+func filterTargets(cases []Case) []Target {
+	r := math.NaN()
+	for _, c := range cases {
+		if c.Kind == KindFilter && c.API == APIFilter && c.RatioVsByHand != nil {
+			r = *c.RatioVsByHand
+		}
+	}
+	return []Target{atLeast(fmt.Sprintf("filter, 1 value in %d kept: fanout WithFilter / reading all and discarding by hand", FilterShare), r, 1)}
 }
 
 // LimitWatchers are the watcher counts of the targets against [Limit].

@@ -93,7 +93,7 @@ func measure(v variant, n, producers, events int) (sample, error) {
 	elapsed := time.Since(start)
 	s := sample{
 		published: int64(per * producers),
-		expected:  int64(per*producers) * int64(n-v.stalled),
+		expected:  int64(per*producers) * v.sys.readers(n, v.stalled),
 		delivered: r.delivered(),
 		pubTime:   pubTime,
 		elapsed:   elapsed,
