@@ -92,7 +92,7 @@ type Config struct {
 func (c Config) runs(kind string) bool { return len(c.Only) == 0 || slices.Contains(c.Only, kind) }
 
 // DefaultConfig returns the configuration of `make bench`: N = 1, 10, 100,
-// 1000 with 1 and 4 producers, 7 repetitions of a pair of runs whose
+// 1000 with 1 and 4 producers, 5 repetitions of a pair of runs whose
 // difference takes ~60 ms, 1 s of latency per
 // system with 1 and 4 producers, 100,000 idle fanout pull watchers and
 // 10,000 of the other systems, 1 s of idle CPU per system, replay of 1000
@@ -102,7 +102,7 @@ func DefaultConfig() Config {
 	return Config{
 		Watchers:         []int{1, 10, 100, 1000},
 		Producers:        []int{1, 4},
-		Reps:             7,
+		Reps:             5,
 		Target:           60 * time.Millisecond,
 		MinEvents:        500,
 		MaxEvents:        20_000_000,

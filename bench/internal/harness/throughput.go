@@ -174,10 +174,11 @@ func (l sample) minus(s sample) (sample, bool) {
 //
 // It probes pairs of E/[ShortShare] and E values, E growing [ShortShare]
 // times per probe, and stops at the first probe whose long run takes at
-// least cfg.Target and whose rate (from the difference, [sample.minus])
-// is within 25% of the previous probe's, or whose long run takes 4
-// cfg.Target: that probe's short run is the warm-up, its rate the steady
-// one. The long run adds at least twice the short run's values, so that
+// least cfg.Target/2 and whose rate (from the difference, [sample.minus])
+// is within 25% of the previous probe's: the rate is steady from the
+// previous probe's short run on, which becomes the short run; or at the
+// first whose long run takes 4 cfg.Target, whose short run becomes the
+// short run. The long run adds at least twice the short run's values, so that
 // the difference is not lost in the short run's noise. The search for the
 // warm-up is for kelindar/event: its rate per value grows about fivefold
 // over the first million values at 10 watchers (its queues grow to their
@@ -200,10 +201,14 @@ func calibrate(cfg Config, v variant, n, producers int) (plan, error) {
 			d = l
 		}
 		rate := float64(d.published) / d.elapsed.Seconds()
-		steady := ok && l.elapsed >= cfg.Target && math.Abs(rate-prev) <= prev/4
+		steady := ok && l.elapsed >= cfg.Target/2 && math.Abs(rate-prev) <= prev/4
 		if steady || l.elapsed >= 4*cfg.Target || events >= cfg.MaxEvents {
-			extra := min(max(int(rate*cfg.Target.Seconds()), minEvents(cfg, n), 2*probe.short), cfg.MaxEvents)
-			return plan{round(probe.short + extra), probe.short}, nil
+			short := probe.short
+			if steady { // the previous probe's rate, from its short run on, agrees
+				short = round(events / (ShortShare * ShortShare))
+			}
+			extra := min(max(int(rate*cfg.Target.Seconds()), minEvents(cfg, n), 2*short), cfg.MaxEvents)
+			return plan{round(short + extra), short}, nil
 		}
 		events, prev = ShortShare*events, rate
 	}
