@@ -61,15 +61,18 @@
 // (building the system, starting and parking the consumers, the close and
 // teardown, kelindar's next tick) cancels, and so does the warm-up as long
 // as the short run is past it. S and L are calibrated once per group, by
-// probe pairs that are discarded: L growing fourfold per probe, until the
-// rate from a probe's difference is within 25% of the previous probe's and
-// its long run takes at least a quarter of [Config].Target (or takes four
-// times the target); that probe's short run is S, and L adds what takes
-// about Target at that rate. This makes every system's figure independent
-// of the window: kelindar/event's rate per value grows about fivefold over
-// its first million values at 10 watchers (its queues and the heap grow),
-// so a single 60 ms run under-measured it threefold against a 700 ms one,
-// while fanout's is steady after a few thousand values. A run starts its
+// probe pairs that are discarded, L growing fourfold per probe: once a
+// probe's long run takes half of [Config].Target and its rate (from the
+// difference) is within 25% of the previous probe's, the rate is steady
+// from the previous probe's short run on, which becomes S; a system still
+// unsteady when a probe's long run takes four times the target keeps that
+// probe's short run as S. L adds to S what takes about Target at the
+// measured rate, and at least 2 S (see [calibrate]). This makes every
+// system's figure independent of the window: kelindar/event's rate per
+// value grows about fivefold over its first million values at 10 watchers
+// (its queues and the heap grow), so a single 60 ms run under-measured it
+// threefold against a 700 ms one, while fanout's is steady after a few
+// thousand values. A run starts its
 // clock at the first publish, once every consumer goroutine is running,
 // and stops it when every consumer has received its last value and returned
 // (the system is closed once the producers are done; for lossy strategies
