@@ -9,6 +9,8 @@ replace github.com/fanout-go/fanout/k8s => ../k8s
 replace github.com/fanout-go/fanout/nats => ../nats
 
 require (
+	github.com/ThreeDotsLabs/watermill v1.5.1
+	github.com/cskr/pubsub/v2 v2.0.2
 	github.com/fanout-go/fanout v0.1.0
 	github.com/fanout-go/fanout/k8s v0.1.0
 	github.com/fanout-go/fanout/nats v0.1.0
@@ -63,9 +65,12 @@ require (
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/hashicorp/golang-lru/v2 v2.0.7 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
+	github.com/lithammer/shortuuid/v3 v3.0.7 // indirect
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
 	github.com/modern-go/reflect2 v1.0.3-0.20250322232337-35a7c28c31ee // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
+	github.com/oklog/ulid v1.3.1 // indirect
+	github.com/pkg/errors v0.9.1 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
 	go.yaml.in/yaml/v2 v2.4.4 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect

@@ -1,7 +1,9 @@
 // Command fanout-bench compares github.com/fanout-go/fanout with
 // k8s.io/apimachinery's watch.Broadcaster and raw channels, in one process,
 // and prints a table of throughput (with ratios against k8s wait q100),
-// stalled-watcher cost, latency, idle memory and idle CPU, then the rate of
+// stalled-watcher cost, topics (fanout Topics against cskr/pubsub and
+// watermill's GoChannel), filters (WithFilter against discarding by hand),
+// latency, idle memory and idle CPU, then the rate of
 // recording Kubernetes events into a no-op sink with fanout's k8s/record
 // against client-go's tools/record and with k8s/events against
 // tools/events, followed by the project's performance targets with
@@ -9,10 +11,11 @@
 //
 // Usage:
 //
-//	fanout-bench [-watchers 1,10,100,1000] [-producers 1,4] [-reps 7]
+//	fanout-bench [-watchers 1,10,100,1000] [-producers 1,4] [-reps 5]
 //	             [-duration 60ms] [-record-events 20000] [-json FILE] [-svg FILE]
 //	             [-latency-producers 1,4] [-idle-pull-watchers 100000] [-record-producers 1,8]
-//	             [-quick] [-only throughput,stall,latency,idle_memory,idle_cpu,replay,record,events]
+//	             [-topics 1,10,100] [-quick]
+//	             [-only throughput,stall,topics,filter,latency,idle_memory,idle_cpu,replay,record,events]
 //	             [-nats=false]
 //
 // The nats group (package natsbench) follows: one producer through an
@@ -143,6 +146,7 @@ type options struct {
 type flags struct {
 	quick, quiet, strict, nats                *bool
 	watchers, producers, latProd, recProd     intList
+	topics                                    intList
 	idlePull, reps, events, latWatch, latRate *int
 	stallWatch, idleWatch, recEvents          *int
 	duration, latency, idleCPU                *time.Duration
@@ -153,6 +157,7 @@ type flags struct {
 func (f *flags) register(fs *flag.FlagSet, def harness.Config) {
 	f.watchers, f.producers = intList(def.Watchers), intList(def.Producers)
 	f.latProd, f.recProd = intList(def.LatencyProducers), intList(def.RecordProducers)
+	f.topics = intList(def.TopicCounts)
 	f.quick = fs.Bool("quick", false, "a smoke run of a few seconds: N=10,100, 1 producer, 3 short reps (other flags given override it)")
 	f.idlePull = fs.Int("idle-pull-watchers", def.IdlePullWatchers, "idle watchers of the memory measurement of fanout wait pull")
 	f.reps = fs.Int("reps", def.Reps, "measured repetitions per case (medians are reported)")
@@ -174,6 +179,7 @@ func (f *flags) register(fs *flag.FlagSet, def harness.Config) {
 	fs.Var(&f.watchers, "watchers", "comma-separated watcher counts `LIST`")
 	fs.Var(&f.producers, "producers", "comma-separated producer counts `LIST`")
 	fs.Var(&f.latProd, "latency-producers", "comma-separated producer counts `LIST` of the latency measurement")
+	fs.Var(&f.topics, "topics", "comma-separated topic counts `LIST` of the topics group, 10 watchers per topic")
 	fs.Var(&f.recProd, "record-producers", "comma-separated counts `LIST` of goroutines recording in the k8s record and events comparisons")
 }
 
@@ -194,6 +200,7 @@ func (f *flags) apply(cfg *harness.Config, set map[string]bool) {
 		"record-events":      func() { cfg.RecordEvents = *f.recEvents },
 		"latency-producers":  func() { cfg.LatencyProducers = f.latProd },
 		"record-producers":   func() { cfg.RecordProducers = f.recProd },
+		"topics":             func() { cfg.TopicCounts = f.topics },
 		"idle-pull-watchers": func() { cfg.IdlePullWatchers = *f.idlePull },
 		"only":               func() { cfg.Only = strings.Split(*f.only, ",") },
 	} {

@@ -14,7 +14,8 @@ import (
 var tiny = []string{"-q", "-watchers", "2", "-producers", "1", "-reps", "1", "-events", "100",
 	"-latency", "10ms", "-latency-watchers", "2", "-latency-rate", "1000", "-stall-watchers", "2",
 	"-idle-watchers", "20", "-idle-pull-watchers", "30", "-idle", "2ms", "-record-events", "300",
-	"-latency-producers", "1,2", "-record-producers", "1,8", "-nats=false"}
+	"-latency-producers", "1,2", "-record-producers", "1,8", "-topics", "1,2",
+	"-nats=false"} // last: the nats tests drop it
 
 func TestRunWritesReportJSONAndSVG(t *testing.T) {
 	dir := t.TempDir()
@@ -30,7 +31,8 @@ func TestRunWritesReportJSONAndSVG(t *testing.T) {
 		"== k8s record: 300 events about 200 pods", "200 Create + 100 Patch", "k8s record vs client-go record",
 		"== k8s record: 296 events about 200 pods into a no-op sink, 8 producers", "200 Create + 96 Patch",
 		"== publish→receive latency: 2 watchers, 2 producers", "== replay:", "teivah q100", "kelindar q50000",
-		"fanout wait pull b16"} {
+		"fanout wait pull b16", "limit q100", "events long/short", "== topics: 2 topics × 10 watchers", "watermill GoChannel ack q100",
+		"== filter: 100 watchers"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, stdout.String())
 		}
@@ -65,7 +67,7 @@ func TestRunWritesReportJSONAndSVG(t *testing.T) {
 			t.Errorf("idle memory case %s", sc.Text())
 		}
 	}
-	if kinds["throughput"] != 18 || kinds["stall"] != 14 || kinds["latency"] != 9+4 || kinds["idle_memory"] != 7 || kinds["idle_cpu"] != 7 ||
+	if kinds["throughput"] != 19 || kinds["stall"] != 14 || kinds["latency"] != 9+4 || kinds["idle_memory"] != 7 || kinds["idle_cpu"] != 7 ||
 		kinds["replay"] != 3 || kinds["record"] != 4 {
 		t.Errorf("JSON cases per kind: %v", kinds)
 	}

@@ -1,7 +1,8 @@
 // Package harness measures github.com/fanout-go/fanout against
 // k8s.io/apimachinery/pkg/watch.Broadcaster, the popular in-process peers
-// github.com/teivah/broadcast and github.com/kelindar/event, and a
-// raw-channel baseline, in one process, and reports the figures as a table,
+// github.com/teivah/broadcast and github.com/kelindar/event (and, for
+// topics, github.com/cskr/pubsub and watermill's GoChannel), a
+// raw-channel baseline and a minimal ring as the ceiling, in one process, and reports the figures as a table,
 // JSON Lines and an SVG chart. It is the engine of the fanout-bench
 // command.
 //
@@ -36,23 +37,47 @@
 // subscriptions are cancelled and the dispatcher closed once the
 // subscribers' goroutines have exited.
 //
+// The ceiling reference, [Limit] ("limit q100"): a minimal lossless
+// broadcast ring written plainly in the harness ([limitRing], one mutex, a
+// head counter, a ring of 100, a read position per reader), read like
+// fanout wait pull and parked the same way: the one producer waits while the
+// slowest reader is a full ring behind, a reader with nothing to read parks
+// on its own channel until the next publish. It is measured in every group
+// of one producer; the column "vs limit" is each system's delivered/s over
+// limit's, the median of per-repetition ratios.
+//
 // From [LargeWatchers] (10,000) watchers on, a throughput group measures
-// [LargeSystems] only: fanout wait pull, k8s wait q100, the peers and raw
-// channels.
+// [LargeSystems] only: fanout wait pull, limit, k8s wait q100, the peers
+// and raw channels.
 //
 // # Method
 //
 // The systems of a group (same N and producers) are measured in the same
 // process, interleaved, their order rotated by one at each repetition, and
-// medians over the repetitions are reported. Each system's events per
-// measurement are calibrated once per group, by a probe and a warm-up run
-// that are discarded, so that one measurement takes about [Config].Target;
-// the count is then fixed for every repetition. A measurement starts its
+// medians over the repetitions are reported. Each repetition measures a
+// system twice, back to back (in alternating order): a short run of S
+// values and a long run of L, and its figures come from the difference,
+// (delivered_L − delivered_S) / (t_L − t_S): what a measurement costs once
+// (building the system, starting and parking the consumers, the close and
+// teardown, kelindar's next tick) cancels, and so does the warm-up as long
+// as the short run is past it. S and L are calibrated once per group, by
+// probe pairs that are discarded, L growing fourfold per probe: once a
+// probe's long run takes half of [Config].Target and its rate (from the
+// difference) is within 25% of the previous probe's, the rate is steady
+// from the previous probe's short run on, which becomes S; a system still
+// unsteady when a probe's long run takes four times the target keeps that
+// probe's short run as S. L adds to S what takes about Target at the
+// measured rate, and at least 2 S (see [calibrate]). This makes every
+// system's figure independent of the window: kelindar/event's rate per
+// value grows about fivefold over its first million values at 10 watchers
+// (its queues and the heap grow), so a single 60 ms run under-measured it
+// threefold against a 700 ms one, while fanout's is steady after a few
+// thousand values. A run starts its
 // clock at the first publish, once every consumer goroutine is running,
 // and stops it when every consumer has received its last value and returned
 // (the system is closed once the producers are done; for lossy strategies
-// the queues are drained first). Before the next measurement the harness
-// waits until every goroutine of the previous one has exited.
+// the queues are drained first). Before the next run the harness waits
+// until every goroutine of the previous one has exited.
 //
 // Figures: delivered values per second (all watchers together), ns per
 // publish (the same wall time / values published; the producers' time alone
@@ -66,6 +91,32 @@
 // pull with [Config].IdlePullWatchers, 100,000, the others with
 // [Config].IdleWatchers) and the process CPU time of a system whose watchers
 // are parked.
+//
+// # Topics
+//
+// Kind "topics" measures families of topics: T = [Config].TopicCounts (1,
+// 10, 100) topics with [WatchersPerTopic] (10) watchers each, one producer
+// publishing round-robin over the topics, every watcher reading all of its
+// topic, lossless; the figure is delivered values per second, measured as
+// the throughput groups are. fanout.Topics ([FanoutTopics]: Watch(k) read
+// with Recv) is compared with github.com/cskr/pubsub/v2 ([Cskr]: Sub
+// channels of 100, Pub blocking) and watermill's GoChannel ([Watermill]),
+// OutputChannelBuffer 100, in both of its lossless uses:
+// BlockPublishUntilSubscriberAck ([StrategyAck]: Publish returns once every
+// subscriber has acked, in order, bounded) and without it ([StrategyAsync]:
+// a goroutine per message and subscriber, unordered, unbounded; the harness
+// closes GoChannel only once every message is acked). watermill is
+// measured as a user would use it: a new message with a new UUID and an
+// 8-byte []byte payload ([WatermillPayload]) per publish, every message
+// acked by its watcher.
+//
+// # Filters
+//
+// Kind "filter" measures [Config].FilterWatchers (100) watchers, watcher i
+// keeping the values v with v%10 == i%10, one producer, lossless, as
+// matching values delivered per second: fanout's WithFilter
+// ([FanoutFilter]) against watchers that read everything with Recv and
+// discard by hand ([FanoutByHand]).
 //
 // # Replay
 //

@@ -66,7 +66,7 @@ func plural(n int, word string) string {
 func WriteReport(w io.Writer, res *Results) error {
 	var b strings.Builder
 	for _, section := range []func(*strings.Builder, *Results) error{
-		reportHeader, reportThroughput, reportStall, reportLatency, reportIdleMemory, reportIdleCPU,
+		reportHeader, reportThroughput, reportStall, reportTopics, reportFilter, reportLatency, reportIdleMemory, reportIdleCPU,
 		reportReplay, reportRecord, reportEvents, reportWarnings, reportTargets,
 	} {
 		if err := section(&b, res); err != nil {
@@ -82,7 +82,8 @@ func reportHeader(b *strings.Builder, res *Results) error {
 	fmt.Fprintf(b, "fanout benchmark harness: one process, systems interleaved (order rotated per repetition), medians of %d repetitions\n", res.Config.Reps)
 	fmt.Fprintf(b, "%s\n", res.Machine)
 	fmt.Fprintf(b, "workload: queue %d per watcher, payload one preallocated *Event pointer, each watcher drained by its own goroutine doing no work;\n", DefaultQueue)
-	b.WriteString("          delivered/s = values received by all watchers / (first publish → last consumer done); ns/publish = that same time / values published;\n")
+	b.WriteString("          delivered/s = values received by all watchers / (first publish → last consumer done), from the difference of a long and a short run measured\n")
+	b.WriteString("          back to back (the short one past the system's warm-up, found by calibration), so that start-up, warm-up and teardown cancel; ns/publish = that time / values published;\n")
 	b.WriteString("          vs k8s = median of per-repetition ratios; allocs/event = Mallocs while the 2nd half is published / its values, least of the reps; spread = (max-min)/median of delivered/s\n")
 	fmt.Fprintf(b, "          b%d = ActionBatch of %d values per call; peers: teivah = github.com/teivah/broadcast Relay.Notify to Listener channels,\n", DefaultBatch, DefaultBatch)
 	fmt.Fprintf(b, "          kelindar = github.com/kelindar/event Publish to Subscribe handlers (queue %d, fixed; woken by a 500 µs ticker)\n", KelindarQueue)
@@ -106,11 +107,11 @@ func reportThroughput(b *strings.Builder, res *Results) error {
 		fmt.Fprintf(b, "\n== throughput: %s, %s ==\n", plural(g.n, "watcher"), plural(g.p, "producer"))
 		tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
 		head, labels := padLabels(byGroup[g])
-		fmt.Fprintf(tw, "%s\tdelivered/s\tvs k8s wait q100\tns/publish\tallocs/event\tdrop %%\tspread\tevents/rep\t\n", head)
+		fmt.Fprintf(tw, "%s\tdelivered/s\tvs k8s wait q100\tvs limit\tns/publish\tallocs/event\tdrop %%\tspread\tevents long/short\t\n", head)
 		for i, c := range byGroup[g] {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n", labels[i], num(c.DeliveredPerSec, FormatRate),
-				FormatRatio(c.RatioVsK8s), num(c.NsPerPublish, f("%.1f")), num(c.AllocsPerEvent, f("%.4f")),
-				num(c.DropPct, f("%.1f")), num(c.SpreadPct, f("%.0f%%")), c.Published)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t\n", labels[i], num(c.DeliveredPerSec, FormatRate),
+				FormatRatio(c.RatioVsK8s), FormatRatio(c.RatioVsLimit), num(c.NsPerPublish, f("%.1f")), num(c.AllocsPerEvent, f("%.4f")),
+				num(c.DropPct, f("%.1f")), num(c.SpreadPct, f("%.0f%%")), c.Published, c.ShortPublished)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -134,6 +135,48 @@ func reportStall(b *strings.Builder, res *Results) error {
 			num(free.ProducerNsPerPublish, f("%.1f")), num(st.ProducerNsPerPublish, f("%.1f")), FormatRatio(st.StallRatio),
 			num(free.NsPerPublish, f("%.1f")), num(st.NsPerPublish, f("%.1f")), num(st.DropPct, f("%.1f")),
 			num(st.AllocsPerEvent, f("%.4f")))
+	}
+	return tw.Flush()
+}
+
+// reportTopics writes one table per topic count.
+func reportTopics(b *strings.Builder, res *Results) error {
+	var groups [][]Case
+	for i, c := range casesOf(res.Cases, KindTopics) {
+		if i == 0 || c.Topics != groups[len(groups)-1][0].Topics {
+			groups = append(groups, nil)
+		}
+		groups[len(groups)-1] = append(groups[len(groups)-1], c)
+	}
+	for _, cs := range groups {
+		fmt.Fprintf(b, "\n== topics: %s × %d watchers, 1 producer publishing round-robin over the topics, each watcher reading all of its topic ==\n",
+			plural(cs[0].Topics, "topic"), WatchersPerTopic)
+		if err := rateTable(b, cs, "vs fanout Topics", func(c Case) *float64 { return c.RatioVsFanout }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func reportFilter(b *strings.Builder, res *Results) error {
+	cs := casesOf(res.Cases, KindFilter)
+	if len(cs) == 0 {
+		return nil
+	}
+	fmt.Fprintf(b, "\n== filter: %s, watcher i keeping the values v with v%%%d == i%%%d, 1 producer, lossless; delivered/s counts kept values ==\n",
+		plural(cs[0].Watchers, "watcher"), FilterShare, FilterShare)
+	return rateTable(b, cs, "vs by hand", func(c Case) *float64 { return c.RatioVsByHand })
+}
+
+// rateTable writes the delivered/s table of a topics or filter group,
+// with the ratio that ratio returns.
+func rateTable(b *strings.Builder, cs []Case, ratioHead string, ratio func(Case) *float64) error {
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	head, labels := padLabels(cs)
+	fmt.Fprintf(tw, "%s\tdelivered/s\t%s\tns/publish\tallocs/event\tspread\tevents long/short\t\n", head, ratioHead)
+	for i, c := range cs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t\n", labels[i], num(c.DeliveredPerSec, FormatRate), FormatRatio(ratio(c)),
+			num(c.NsPerPublish, f("%.1f")), num(c.AllocsPerEvent, f("%.2f")), num(c.SpreadPct, f("%.0f%%")), c.Published, c.ShortPublished)
 	}
 	return tw.Flush()
 }

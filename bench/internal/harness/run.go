@@ -22,14 +22,16 @@ type Config struct {
 	// are reported. The systems of a group run interleaved, their order
 	// rotated by one at each repetition.
 	Reps int
-	// Target is how long one throughput measurement should take: each
-	// system's event count is calibrated to it once per case (after a
-	// warm-up) and then fixed for all repetitions.
+	// Target is how long the values a long run adds to its short run
+	// should take: each system's two event counts are calibrated once per
+	// case and then fixed for all repetitions (see the package doc,
+	// "Method").
 	Target time.Duration
-	// Events, if positive, fixes the events published per measurement
-	// instead of calibrating to Target.
+	// Events, if positive, fixes the events of the long run instead of
+	// calibrating to Target; the short run publishes a [ShortShare]th.
 	Events int
-	// MinEvents and MaxEvents bound the calibrated event count.
+	// MinEvents and MaxEvents bound the events a long run adds to its
+	// short run, and MaxEvents the probes of the calibration.
 	MinEvents, MaxEvents int
 
 	// StallWatchers is N for the stalled-watcher comparison (one of them
@@ -69,6 +71,13 @@ type Config struct {
 	// own pods.
 	RecordProducers []int
 
+	// TopicCounts lists the topic counts of the topics group, each with
+	// [WatchersPerTopic] watchers per topic.
+	TopicCounts []int
+	// FilterWatchers is the watchers of the filter group, a multiple of
+	// [FilterShare].
+	FilterWatchers int
+
 	// ReplayHistory is H of the replay comparison: the broadcaster's (or
 	// the application's) history, and the values each late joiner starts
 	// with.
@@ -83,7 +92,8 @@ type Config struct {
 func (c Config) runs(kind string) bool { return len(c.Only) == 0 || slices.Contains(c.Only, kind) }
 
 // DefaultConfig returns the configuration of `make bench`: N = 1, 10, 100,
-// 1000 with 1 and 4 producers, 7 repetitions of ~60 ms, 1 s of latency per
+// 1000 with 1 and 4 producers, 5 repetitions of a pair of runs whose
+// difference takes ~60 ms, 1 s of latency per
 // system with 1 and 4 producers, 100,000 idle fanout pull watchers and
 // 10,000 of the other systems, 1 s of idle CPU per system, replay of 1000
 // values and 20,000 recorded Kubernetes events per record measurement from
@@ -92,7 +102,7 @@ func DefaultConfig() Config {
 	return Config{
 		Watchers:         []int{1, 10, 100, 1000},
 		Producers:        []int{1, 4},
-		Reps:             7,
+		Reps:             5,
 		Target:           60 * time.Millisecond,
 		MinEvents:        500,
 		MaxEvents:        20_000_000,
@@ -110,13 +120,14 @@ func DefaultConfig() Config {
 		RecordEvents:     20_000,
 		RecordProducers:  []int{1, 8},
 		ReplayHistory:    1000,
+		TopicCounts:      []int{1, 10, 100},
+		FilterWatchers:   100,
 	}
 }
 
 // QuickConfig returns a smoke-test configuration that runs in a few seconds:
-// N = 10 and 100, one producer (latency too), 3 short repetitions, 2,000
-// recorded events.
-// Its figures are noisy.
+// N = 10 and 100, one producer (latency too), 3 short repetitions, 1 and
+// 10 topics, 2,000 recorded events. Its figures are noisy.
 func QuickConfig() Config {
 	c := DefaultConfig()
 	c.Watchers = []int{10, 100}
@@ -130,6 +141,7 @@ func QuickConfig() Config {
 	c.IdlePullWatchers = 10_000
 	c.IdleCPUDuration = 100 * time.Millisecond
 	c.RecordEvents = 2000
+	c.TopicCounts = []int{1, 10}
 	return c
 }
 
@@ -164,6 +176,12 @@ func (c Config) Validate() error {
 	if c.RecordEvents < 1 {
 		errs = append(errs, fmt.Errorf("record events %d", c.RecordEvents))
 	}
+	if c.runs(KindTopics) {
+		errs = append(errs, positive("topic", c.TopicCounts))
+	}
+	if c.FilterWatchers < FilterShare || c.FilterWatchers%FilterShare != 0 {
+		errs = append(errs, fmt.Errorf("filter watchers %d (need a positive multiple of %d)", c.FilterWatchers, FilterShare))
+	}
 	if c.ReplayHistory < 1 {
 		errs = append(errs, fmt.Errorf("replay history %d", c.ReplayHistory))
 	}
@@ -197,10 +215,12 @@ const (
 	KindIdleCPU    = "idle_cpu"    // process CPU while watchers are parked
 	KindRecord     = "record"      // Kubernetes events recorded into a no-op sink, k8s/record vs client-go
 	KindReplay     = "replay"      // a late joiner starting with the last values published
+	KindTopics     = "topics"      // T topics × 10 watchers, fanout Topics vs cskr/pubsub and watermill
+	KindFilter     = "filter"      // watchers keeping a tenth of the values: WithFilter vs discarding by hand
 )
 
 // Kinds lists every kind of case, in report order.
-var Kinds = []string{KindThroughput, KindStall, KindLatency, KindIdleMemory, KindIdleCPU, KindReplay, KindRecord, KindEvents}
+var Kinds = []string{KindThroughput, KindStall, KindTopics, KindFilter, KindLatency, KindIdleMemory, KindIdleCPU, KindReplay, KindRecord, KindEvents}
 
 // Case is the result of one measured case: one system in one setting. It is
 // also one line of the JSON Lines output. Every figure is present in every
@@ -224,11 +244,19 @@ type Case struct {
 	// Reps is the number of repetitions the medians are taken over.
 	Reps int `json:"reps"`
 	// Published is the number of values published per repetition (for
-	// replay: values replayed).
+	// replay: values replayed); for throughput and stall, by the long run
+	// of each repetition's pair.
 	Published int64 `json:"published"`
+	// ShortPublished is, for throughput and stall, the values the short
+	// run of each pair published: the figures are those of the long run's
+	// extra Published-ShortPublished values (see [calibrate]).
+	ShortPublished int64 `json:"short_published"`
 	// Batch is the number of values per publish call: 1 for single-value
 	// publishing, 16 for fanout's ActionBatch system.
 	Batch int `json:"batch"`
+	// Topics is, for the topics kind, the topics the watchers are spread
+	// over ([WatchersPerTopic] each); 0 elsewhere.
+	Topics int `json:"topics"`
 	// History and Replay are, for the replay kind, the history kept (by the
 	// broadcaster, or by the application) and the values each late joiner
 	// starts with; 0 elsewhere.
@@ -247,6 +275,18 @@ type Case struct {
 	// record kind the reference is k8s's client-go tools/record instead
 	// (the same as RatioVsClientGo); for replay, k8s WatchWithPrefix.
 	RatioVsK8s *float64 `json:"ratio_vs_k8s_wait_q100"`
+	// RatioVsLimit compares DeliveredPerSec with that of [Limit], the
+	// ceiling reference, in the same group, the same way as RatioVsK8s;
+	// null where limit was not measured (groups of several producers).
+	RatioVsLimit *float64 `json:"ratio_vs_limit"`
+	// RatioVsFanout is, for the topics kind, DeliveredPerSec over that of
+	// fanout Topics with the same topics, the median of per-repetition
+	// ratios.
+	RatioVsFanout *float64 `json:"ratio_vs_fanout"`
+	// RatioVsByHand is, for the filter kind, DeliveredPerSec over that of
+	// the watchers reading everything and discarding by hand, the median
+	// of per-repetition ratios.
+	RatioVsByHand *float64 `json:"ratio_vs_by_hand"`
 	// RatioVsClientGo is, for the record kind, the ratio of events/s
 	// against client-go's tools/record with the same producers: the
 	// median of the per-repetition ratios.
@@ -371,7 +411,7 @@ func steps(cfg Config, res *Results) []step {
 	var out []step
 	for _, p := range cfg.Producers {
 		for _, n := range cfg.Watchers {
-			systems := ThroughputSystemsFor(n)
+			systems := ThroughputSystemsFor(n, p)
 			out = append(out, step{KindThroughput,
 				fmt.Sprintf("throughput: %s, %s, %d systems", plural(n, "watcher"), plural(p, "producer"), len(systems)),
 				func() ([]Case, error) { return throughputGroup(cfg, res, systems, n, p) }})
@@ -379,6 +419,12 @@ func steps(cfg Config, res *Results) []step {
 	}
 	out = append(out, step{KindStall, fmt.Sprintf("stalled watcher: %d watchers", cfg.StallWatchers),
 		func() ([]Case, error) { return stallGroup(cfg, res, StallSystems()) }})
+	for _, t := range cfg.TopicCounts {
+		out = append(out, step{KindTopics, fmt.Sprintf("topics: %s × %d watchers, 1 producer", plural(t, "topic"), WatchersPerTopic),
+			func() ([]Case, error) { return topicsGroup(cfg, res, t) }})
+	}
+	out = append(out, step{KindFilter, fmt.Sprintf("filter: %d watchers, each keeping 1 value in %d", cfg.FilterWatchers, FilterShare),
+		func() ([]Case, error) { return filterGroup(cfg, res) }})
 	for _, p := range cfg.LatencyProducers {
 		out = append(out, step{KindLatency,
 			fmt.Sprintf("latency: %d watchers at %d events/s, %s", cfg.LatencyWatchers, cfg.LatencyRate, plural(p, "producer")),

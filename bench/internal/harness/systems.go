@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -103,6 +104,23 @@ type System struct {
 	// Batch is the number of values per publish call: 0 or 1 for
 	// single-value publishing (Action), more for fanout's ActionBatch.
 	Batch int
+	// Topics is, for the topics group (API APITopics), the number of
+	// topics the watchers are spread over, [WatchersPerTopic] each; 0
+	// elsewhere.
+	Topics int
+}
+
+// readers returns how many of n watchers, stalled of them unread, receive
+// each value: one topic's in the topics group, the share that keeps it in
+// the filter group, else every read watcher.
+func (s System) readers(n, stalled int) int64 {
+	switch {
+	case s.API == APITopics:
+		return int64(n-stalled) / int64(max(1, s.Topics))
+	case s.API == APIFilter || s.API == APIByHand:
+		return int64(n-stalled) / FilterShare
+	}
+	return int64(n - stalled)
 }
 
 // batch returns the values per publish call, at least 1.
@@ -121,8 +139,13 @@ func (s System) Label() string {
 	case s.API == APIEvents:
 		return s.Name + " tools/events"
 	}
-	if s.API == APIReplay || s.API == APIPrefix {
+	switch s.API {
+	case APIReplay, APIPrefix:
 		return replayLabel(s)
+	case APITopics:
+		return topicsLabel(s)
+	case APIFilter, APIByHand:
+		return filterLabel(s)
 	}
 	switch s.Name {
 	case SystemFanout:
@@ -177,13 +200,18 @@ var Strategies = []string{StrategyWait, StrategyDrop, StrategyDropOldest, Strate
 var LossyStrategies = []string{StrategyDrop, StrategyDropOldest, StrategyEvict}
 
 // ThroughputSystems returns every system of the throughput comparison, in
-// report order: fanout (each strategy, pull then chan), fanout wait pull
-// publishing batches of [DefaultBatch], k8s (wait and drop, queue 100 and
-// 1000), the peers ([Peers]) and the raw-channel baseline.
+// report order: fanout (each strategy, pull then chan, with [Limit], the
+// ceiling reference, next to fanout wait pull), fanout wait pull publishing
+// batches of [DefaultBatch], k8s (wait and drop, queue 100 and 1000), the
+// peers ([Peers]) and the raw-channel baseline.
 func ThroughputSystems() []System {
 	var out []System
 	for _, st := range Strategies {
-		out = append(out, Fanout(st, APIPull), Fanout(st, APIChan))
+		out = append(out, Fanout(st, APIPull))
+		if st == StrategyWait {
+			out = append(out, Limit)
+		}
+		out = append(out, Fanout(st, APIChan))
 	}
 	out = append(out, FanoutBatch(DefaultBatch), K8s(StrategyWait, 100), K8s(StrategyDrop, 100),
 		K8s(StrategyWait, 1000), K8s(StrategyDrop, 1000))
@@ -192,18 +220,24 @@ func ThroughputSystems() []System {
 
 // LargeSystems returns the systems of a throughput group with
 // [LargeWatchers] or more: the lossless ones the targets compare, fanout wait
-// pull, k8s wait q100, the peers and the raw-channel baseline.
+// pull, [Limit], k8s wait q100, the peers and the raw-channel baseline.
 func LargeSystems() []System {
-	return append(append([]System{Fanout(StrategyWait, APIPull), Reference}, Peers()...), Baseline)
+	return append(append([]System{Fanout(StrategyWait, APIPull), Limit, Reference}, Peers()...), Baseline)
 }
 
 // ThroughputSystemsFor returns the systems of the throughput group with n
-// watchers: [ThroughputSystems], or [LargeSystems] from [LargeWatchers] on.
-func ThroughputSystemsFor(n int) []System {
+// watchers and the given producers: [ThroughputSystems], or [LargeSystems]
+// from [LargeWatchers] on; [Limit], a one-producer ring, only with one
+// producer.
+func ThroughputSystemsFor(n, producers int) []System {
+	out := ThroughputSystems()
 	if n >= LargeWatchers {
-		return LargeSystems()
+		out = LargeSystems()
 	}
-	return ThroughputSystems()
+	if producers > 1 {
+		out = slices.DeleteFunc(out, func(s System) bool { return s == Limit })
+	}
+	return out
 }
 
 // StallSystems returns the lossy systems of the stalled-watcher comparison.
@@ -246,6 +280,12 @@ func (s System) validate() error {
 	if s.Batch < 0 || (s.batch() > 1 && s.Name != SystemFanout) {
 		return fmt.Errorf("harness: %s cannot publish batches of %d", s.Name, s.Batch)
 	}
+	switch {
+	case s.API == APITopics:
+		return validateTopics(s)
+	case s.API == APIFilter || s.API == APIByHand:
+		return validateFilter(s)
+	}
 	switch s.Name {
 	case SystemFanout:
 		if _, err := fanoutBehavior(s.Strategy); err != nil {
@@ -265,6 +305,10 @@ func (s System) validate() error {
 	case SystemTeivah, SystemKelindar:
 		if err := validatePeer(s); err != nil {
 			return err
+		}
+	case SystemLimit:
+		if s.Strategy != StrategyWait || s.API != APIPull {
+			return fmt.Errorf("harness: %s is measured as %s %s only", s.Name, StrategyWait, APIPull)
 		}
 	default:
 		return fmt.Errorf("harness: unknown system %q", s.Name)
@@ -447,17 +491,23 @@ func (s System) start(n, stalled int, rec *recorder) (*running, error) {
 	c := &consumers{r: &running{counts: make([]int64, n), samples: make([][]int64, n)},
 		stalled: stalled, rec: rec, payload: &Event{}}
 	var err error
-	switch s.Name {
-	case SystemFanout:
+	switch {
+	case s.API == APITopics:
+		err = c.startTopics(s, n)
+	case s.API == APIFilter || s.API == APIByHand:
+		err = c.startFilter(s, n)
+	case s.Name == SystemFanout:
 		err = c.startFanout(s, n)
-	case SystemK8s:
+	case s.Name == SystemK8s:
 		err = c.startK8s(s, n)
-	case SystemChan:
+	case s.Name == SystemChan:
 		c.startChan(s, n)
-	case SystemTeivah:
+	case s.Name == SystemTeivah:
 		c.startTeivah(s, n)
-	case SystemKelindar:
+	case s.Name == SystemKelindar:
 		c.startKelindar(n)
+	case s.Name == SystemLimit:
+		c.startLimit(s, n)
 	}
 	if err != nil {
 		return nil, err
@@ -559,14 +609,26 @@ func drainChan[T any](ch <-chan T, rec *recorder, lat []int64, stamp func(T) int
 	return n, lat
 }
 
-// drainPull reads w with Recv and a batch buffer until it closes; with a
-// recorder it records each value's latency, all values of a batch being
-// received at the same time.
+// drainPull reads w with Recv and a batch buffer until it closes; see
+// [drainBatches].
 func drainPull(w *fanout.Watcher[*Event], buf []*Event, rec *recorder, lat []int64) (int64, []int64) {
-	ctx := context.Background()
+	return drainBatches(func(dst []*Event) (int, bool) { return recvPull(w, dst) }, buf, rec, lat)
+}
+
+// recvPull is one Recv of w into dst: the values, and false once w is
+// closed.
+func recvPull(w *fanout.Watcher[*Event], dst []*Event) (int, bool) {
+	n, err := w.Recv(context.Background(), dst)
+	return n, err == nil
+}
+
+// drainBatches calls recv with buf until it reports the end, counting the
+// values; with a recorder it records each value's latency, all values of a
+// batch being received at the same time.
+func drainBatches(recv func([]*Event) (int, bool), buf []*Event, rec *recorder, lat []int64) (int64, []int64) {
 	var total int64
 	for {
-		n, err := w.Recv(ctx, buf)
+		n, more := recv(buf)
 		total += int64(n)
 		if rec != nil && n > 0 {
 			now := rec.now()
@@ -574,7 +636,7 @@ func drainPull(w *fanout.Watcher[*Event], buf []*Event, rec *recorder, lat []int
 				lat = append(lat, now-e.Stamp)
 			}
 		}
-		if err != nil {
+		if !more {
 			return total, lat
 		}
 	}

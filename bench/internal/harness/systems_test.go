@@ -20,6 +20,7 @@ func TestLabels(t *testing.T) {
 		FanoutBatch(16):                     "fanout wait pull b16",
 		Teivah:                              "teivah q100",
 		Kelindar:                            "kelindar q50000",
+		Limit:                               "limit q100",
 		ReplayFanout:                        "fanout WithReplay",
 		ReplayFanoutPrefix:                  "fanout WatchWithPrefix + app history",
 		ReplayK8s:                           "k8s WatchWithPrefix + app history",
@@ -63,8 +64,8 @@ func TestSystemValidate(t *testing.T) {
 // for every value, delivered or counted as dropped by the library.
 func TestEverySystemDeliversEverything(t *testing.T) {
 	const n, events = 3, 300
-	for _, s := range ThroughputSystems() {
-		for _, producers := range []int{1, 2} {
+	for _, producers := range []int{1, 2} {
+		for _, s := range ThroughputSystemsFor(n, producers) {
 			smp, err := measure(variant{sys: s}, n, producers, events)
 			if err != nil {
 				t.Fatalf("%s: %v", s.Label(), err)
@@ -117,13 +118,15 @@ func TestStalledWatcherLossy(t *testing.T) {
 
 func TestCalibrate(t *testing.T) {
 	cfg := Config{Events: 101}
-	if got, err := calibrate(cfg, variant{sys: Baseline}, 2, 4); err != nil || got != 100 {
-		t.Errorf("fixed events rounded to producers: %d, %v; want 100", got, err)
+	if got, err := calibrate(cfg, variant{sys: Baseline}, 2, 4); err != nil || got != (plan{100, 24}) {
+		t.Errorf("fixed events rounded to producers: %+v, %v; want 100 and 24", got, err)
 	}
+	// The long run adds to the short one what takes the target, within
+	// [MinEvents, MaxEvents].
 	cfg = Config{Target: time.Millisecond, MinEvents: 300, MaxEvents: 400}
 	got, err := calibrate(cfg, variant{sys: Fanout(StrategyWait, APIPull)}, 2, 1)
-	if err != nil || got < 300 || got > 400 {
-		t.Errorf("calibrated events %d, %v; want within [300, 400]", got, err)
+	if extra := got.long - got.short; err != nil || got.short < 1 || extra < 300 || extra > 400 {
+		t.Errorf("calibrated events %+v, %v; want a short run and 300 to 400 more in the long one", got, err)
 	}
 	// Past 1000 watchers the least events shrink in proportion, down to
 	// twice the queue.
@@ -206,12 +209,19 @@ func TestMeasureIdleMemory(t *testing.T) {
 }
 
 // From LargeWatchers on, a group measures the lossless systems the targets
-// compare, the reference among them.
+// compare, the reference among them; the limit ring, a one-producer
+// reference, is in every group of one producer and in none of several.
 func TestThroughputSystemsFor(t *testing.T) {
-	if got := ThroughputSystemsFor(LargeWatchers - 1); len(got) != len(ThroughputSystems()) {
+	if got := ThroughputSystemsFor(LargeWatchers-1, 1); len(got) != len(ThroughputSystems()) {
 		t.Errorf("N=%d: %d systems", LargeWatchers-1, len(got))
 	}
-	large := ThroughputSystemsFor(LargeWatchers)
+	for _, n := range []int{1, LargeWatchers} {
+		if !slices.Contains(ThroughputSystemsFor(n, 1), Limit) || slices.Contains(ThroughputSystemsFor(n, 2), Limit) {
+			t.Errorf("N=%d: limit with 1 producer %v, with 2 %v", n,
+				slices.Contains(ThroughputSystemsFor(n, 1), Limit), slices.Contains(ThroughputSystemsFor(n, 2), Limit))
+		}
+	}
+	large := ThroughputSystemsFor(LargeWatchers, 1)
 	for _, want := range []System{Fanout(StrategyWait, APIPull), Reference, Baseline, Teivah, Kelindar} {
 		if !slices.Contains(large, want) {
 			t.Errorf("N=%d: no %s", LargeWatchers, want.Label())

@@ -122,7 +122,7 @@ func throughputRatio(cases []Case, a, b System, n, producers int) float64 {
 
 // EvaluateTargets checks the project's performance targets against cases,
 // the results of one run, and returns them in report order: the first
-// targets, then issue 10's (peers, producers, batches, lossy reads, 10,000
+// targets, then issue 10's (peers, producers, the limit ring, lossy reads, 10,000
 // watchers, 100,000 idle watchers, recording from 8 goroutines, latency
 // with 4 producers), then issue 20's (events.k8s.io from 8 goroutines).
 // Each compares figures of the same run. A target whose
@@ -131,7 +131,8 @@ func EvaluateTargets(cases []Case) []Target {
 	var out []Target
 	for _, f := range []func([]Case) []Target{
 		throughputTargets, allocTargets, idleTargets, latencyTargets, idleCPUTargets, stallTargets, recordTargets,
-		peerTargets, producerTargets, batchTargets, lossyTargets, largeTargets, latency4Targets, eventsTargets,
+		peerTargets, producerTargets, limitTargets, lossyTargets, largeTargets, latency4Targets, eventsTargets,
+		topicsTargets, filterTargets,
 	} {
 		out = append(out, f(cases)...)
 	}
@@ -282,7 +283,8 @@ func recordTargets(cases []Case) []Target {
 var TargetWatchers = []int{1, 10, 100, 1000, 10_000}
 
 // peerTargets: one producer, lossless, fanout wait pull ahead of every
-// lossless peer measured with it (k8s wait, teivah, kelindar) at each N,
+// lossless peer measured with it (k8s wait, teivah, kelindar; not the limit
+// ring, a reference of the harness's own, see [limitTargets]) at each N,
 // and at N=1 at least 3 times raw channels.
 func peerTargets(cases []Case) []Target {
 	pull := Fanout(StrategyWait, APIPull)
@@ -293,7 +295,7 @@ func peerTargets(cases []Case) []Target {
 		for i := range cases {
 			c := &cases[i]
 			if c.Kind != KindThroughput || c.Watchers != n || c.Producers != 1 || c.DeliveredPerSec == nil ||
-				c.Strategy != StrategyWait || c.System == SystemFanout || c.System == SystemChan {
+				c.Strategy != StrategyWait || c.System == SystemFanout || c.System == SystemChan || c.System == SystemLimit {
 				continue
 			}
 			if r := ours / *c.DeliveredPerSec; math.IsNaN(worst) || r < worst {
@@ -323,10 +325,68 @@ func producerTargets(cases []Case) []Target {
 	}
 }
 
-// batchTargets: batches of 16 against single-value Action.
-func batchTargets(cases []Case) []Target {
-	return []Target{atLeast(fmt.Sprintf("1 producer, N=10: fanout wait pull b%d / fanout wait pull (delivered/s)", DefaultBatch),
-		throughputRatio(cases, FanoutBatch(DefaultBatch), Fanout(StrategyWait, APIPull), 10, 1), 3)}
+// TargetTopics are the topic counts of the topics targets.
+var TargetTopics = []int{1, 10, 100}
+
+// topicsTargets: fanout Topics ahead of every topic peer (cskr/pubsub and
+// both watermill configurations) with the same topics, from the
+// per-repetition ratios; the measured figure is fanout's over the fastest
+// peer's, named.
+func topicsTargets(cases []Case) []Target {
+	var out []Target
+	for _, t := range TargetTopics {
+		worst, best := math.NaN(), ""
+		for _, c := range cases {
+			if c.Kind != KindTopics || c.Topics != t || c.System == SystemFanout || c.RatioVsFanout == nil {
+				continue
+			}
+			if r := 1 / *c.RatioVsFanout; math.IsNaN(worst) || r < worst {
+				worst, best = r, c.Label
+			}
+		}
+		tg := check(fmt.Sprintf("topics, %s × %d watchers: fanout Topics / fastest topic peer", plural(t, "topic"), WatchersPerTopic),
+			"> 1×", worst, worst > 1, "%.2f×")
+		if tg.Status != NA {
+			tg.Measured += " (" + best + ")"
+		}
+		out = append(out, tg)
+	}
+	return out
+}
+
+// filterTargets: a filter that rejects 9 values in 10 lets its watchers
+// keep up at least as well as reading everything and discarding by hand.
+func filterTargets(cases []Case) []Target {
+	r := math.NaN()
+	for _, c := range cases {
+		if c.Kind == KindFilter && c.API == APIFilter && c.RatioVsByHand != nil {
+			r = *c.RatioVsByHand
+		}
+	}
+	return []Target{atLeast(fmt.Sprintf("filter, 1 value in %d kept: fanout WithFilter / reading all and discarding by hand", FilterShare), r, 1)}
+}
+
+// LimitWatchers are the watcher counts of the targets against [Limit].
+var LimitWatchers = []int{1, 10, 100, 1000}
+
+// limitTargets: one producer, fanout wait pull against the minimal ring
+// ([Limit]) in the same run: at least 0.9× at N=1, where the ring's single
+// lock costs least, and at least as fast from N=10 on.
+func limitTargets(cases []Case) []Target {
+	pull := Fanout(StrategyWait, APIPull)
+	var out []Target
+	for _, n := range LimitWatchers {
+		r := math.NaN()
+		if c := findCase(cases, KindThroughput, pull, n, 1, 0); c != nil && c.RatioVsLimit != nil {
+			r = *c.RatioVsLimit
+		}
+		min := 1.0
+		if n == 1 {
+			min = 0.9
+		}
+		out = append(out, atLeast(fmt.Sprintf("1 producer, lossless N=%d: fanout wait pull / limit", n), r, min))
+	}
+	return out
 }
 
 // lossyTargets: lossy strategies read with Recv, 1 producer, N=100, against

@@ -86,7 +86,7 @@ func TestEvaluateTargets(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !strings.Contains(buf.String(), "FAIL  lossless N=10: fanout wait pull / k8s wait q100") ||
-		!strings.Contains(buf.String(), "of 41 targets met") {
+		!strings.Contains(buf.String(), "of 48 targets met") {
 		t.Errorf("report targets:\n%s", buf.String())
 	}
 }
@@ -96,7 +96,7 @@ func TestEvaluateTargets(t *testing.T) {
 func TestEvaluateTargetsPeersProducersBatchesAndScale(t *testing.T) {
 	pull := Fanout(StrategyWait, APIPull)
 	cases := []Case{
-		thr(pull, 1, 60e6), thr(Baseline, 1, 15e6), thr(Teivah, 1, 20e6), thr(Kelindar, 1, 70e6), thr(Reference, 1, 5e6),
+		thr(pull, 1, 60e6), thr(Limit, 1, 90e6), thr(Baseline, 1, 15e6), thr(Teivah, 1, 20e6), thr(Kelindar, 1, 70e6), thr(Reference, 1, 5e6),
 		thr(pull, 10, 100e6), thr(FanoutBatch(16), 10, 320e6), thr(Teivah, 10, 30e6),
 		thr(pull, 100, 200e6), thr(Fanout(StrategyDrop, APIPull), 100, 120e6), thr(Fanout(StrategyDropOldest, APIPull), 100, 90e6),
 		thr(K8s(StrategyDrop, 100), 100, 10e6), thr(K8s(StrategyDrop, 100), 100, 10e6),
@@ -120,7 +120,6 @@ func TestEvaluateTargetsPeersProducersBatchesAndScale(t *testing.T) {
 		"4 producers, lossless N=100: fanout wait pull / k8s wait q100":                         Pass + " 15.00×",
 		"4 producers, lossless N=1000: fanout wait pull / k8s wait q100":                        NA + " -",
 		"lossless N=100: fanout wait pull, 4 producers / 1 producer":                            Pass + " 0.75×",
-		"1 producer, N=10: fanout wait pull b16 / fanout wait pull (delivered/s)":               Pass + " 3.20×",
 		"1 producer, N=100: fanout drop pull / fanout wait pull":                                Pass + " 0.60×",
 		"1 producer, N=100: fanout drop-oldest pull / fanout wait pull":                         Fail + " 0.45×",
 		"1 producer, N=100: fanout drop pull / k8s drop q100":                                   Pass + " 12.00×",
@@ -209,6 +208,71 @@ func TestFormat(t *testing.T) {
 	for v, want := range map[float64]string{1e8: "100M", 1e6: "1M", 1e4: "10k", 1e9: "1G", 10: "10"} {
 		if got := axisRate(v); got != want {
 			t.Errorf("axisRate(%v) = %q, want %q", v, got, want)
+		}
+	}
+}
+
+// The limit targets compare fanout wait pull with the limit ring in the
+// same repetitions (RatioVsLimit): 0.9× at N=1, 1× from N=10 on; N/A where
+// the ring was not measured.
+func TestLimitTargets(t *testing.T) {
+	pull := Fanout(StrategyWait, APIPull)
+	at := func(n int, r float64) Case {
+		c := thr(pull, n, 100e6)
+		c.RatioVsLimit = ptr(r)
+		return c
+	}
+	cases := []Case{at(1, 0.92), at(10, 0.98), at(100, 1.3), thr(pull, 1000, 100e6)}
+	want := map[string]string{
+		"1 producer, lossless N=1: fanout wait pull / limit":    Pass + " 0.92×",
+		"1 producer, lossless N=10: fanout wait pull / limit":   Fail + " 0.98×",
+		"1 producer, lossless N=100: fanout wait pull / limit":  Pass + " 1.30×",
+		"1 producer, lossless N=1000: fanout wait pull / limit": NA + " -",
+	}
+	got := map[string]string{}
+	for _, tg := range EvaluateTargets(cases) {
+		got[tg.Name] = tg.Status + " " + tg.Measured
+	}
+	for name, w := range want {
+		if got[name] != w {
+			t.Errorf("%s: got %q, want %q", name, got[name], w)
+		}
+	}
+}
+
+// The topics targets want fanout Topics ahead of the fastest topic peer at
+// each topic count, from the per-repetition ratios (RatioVsFanout, peer
+// over fanout); the filter target wants WithFilter at least as fast as
+// reading by hand.
+func TestTopicsAndFilterTargets(t *testing.T) {
+	topic := func(s System, ratio float64) Case {
+		c := newCase(KindTopics, s)
+		c.Topics, c.Watchers, c.Producers, c.RatioVsFanout = s.Topics, s.Topics*WatchersPerTopic, 1, ptr(ratio)
+		return c
+	}
+	filter := func(s System, ratio float64) Case {
+		c := newCase(KindFilter, s)
+		c.RatioVsByHand = ptr(ratio)
+		return c
+	}
+	cases := []Case{
+		topic(FanoutTopics(1), 1), topic(Cskr(1), 0.5), topic(Watermill(StrategyAck, 1), 0.25), topic(Watermill(StrategyAsync, 1), 0.1),
+		topic(FanoutTopics(10), 1), topic(Cskr(10), 0.2), topic(Watermill(StrategyAsync, 10), 1.25),
+		filter(FanoutFilter, 0.8), filter(FanoutByHand, 1),
+	}
+	want := map[string]string{
+		"topics, 1 topic × 10 watchers: fanout Topics / fastest topic peer":                  Pass + " 2.00× (cskr/pubsub q100)",
+		"topics, 10 topics × 10 watchers: fanout Topics / fastest topic peer":                Fail + " 0.80× (watermill GoChannel async q100)",
+		"topics, 100 topics × 10 watchers: fanout Topics / fastest topic peer":               NA + " -",
+		"filter, 1 value in 10 kept: fanout WithFilter / reading all and discarding by hand": Fail + " 0.80×",
+	}
+	got := map[string]string{}
+	for _, tg := range EvaluateTargets(cases) {
+		got[tg.Name] = tg.Status + " " + tg.Measured
+	}
+	for name, w := range want {
+		if got[name] != w {
+			t.Errorf("%s: got %q, want %q", name, got[name], w)
 		}
 	}
 }

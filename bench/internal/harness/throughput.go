@@ -2,6 +2,7 @@ package harness
 
 import (
 	"fmt"
+	"math"
 	"runtime"
 	"slices"
 	"sync"
@@ -26,6 +27,9 @@ type sample struct {
 	counted   int64         // values published while allocations were counted
 	libDrops  uint64        // drops the library counted (fanout only)
 	settled   bool          // every goroutine of the measurement exited
+	// long and short are, for a difference ([sample.minus]), the values
+	// the long and the short run published; short is 0 for a single run.
+	long, short int64
 }
 
 func (s sample) deliveredPerSec() float64 { return float64(s.delivered) / s.elapsed.Seconds() }
@@ -89,7 +93,7 @@ func measure(v variant, n, producers, events int) (sample, error) {
 	elapsed := time.Since(start)
 	s := sample{
 		published: int64(per * producers),
-		expected:  int64(per*producers) * int64(n-v.stalled),
+		expected:  int64(per*producers) * v.sys.readers(n, v.stalled),
 		delivered: r.delivered(),
 		pubTime:   pubTime,
 		elapsed:   elapsed,
@@ -115,32 +119,107 @@ func settle(base int) bool {
 	return true
 }
 
-// calibrate returns the events per measurement of v: cfg.Events if set, or
-// else the count that makes one measurement take about cfg.Target, within
-// [minEvents, cfg.MaxEvents], found by a small probe and then a full-size
-// warm-up run (both discarded). A probe that already has the calibrated
-// size is the warm-up: at 10,000 watchers one measurement of k8s takes
-// seconds.
-func calibrate(cfg Config, v variant, n, producers int) (int, error) {
+// ShortShare is, in calibration and with a fixed [Config].Events, the ratio
+// of a long run's events to a short run's (see [calibrate]).
+const ShortShare = 4
+
+// plan is the events of the two runs of a case's measurement pair.
+type plan struct{ long, short int }
+
+// measurePair measures v with p.long and with p.short values, the short
+// one first if shortFirst, and returns the long and the short samples.
+func measurePair(v variant, n, producers int, p plan, shortFirst bool) (long, short sample, err error) {
+	for _, first := range []bool{shortFirst, !shortFirst} {
+		if first {
+			short, err = measure(v, n, producers, p.short)
+		} else {
+			long, err = measure(v, n, producers, p.long)
+		}
+		if err != nil {
+			return sample{}, sample{}, err
+		}
+	}
+	return long, short, nil
+}
+
+// minus returns what the long run l measured beyond the short run s of the
+// same case: its extra values, deliveries and time. Costs paid once per
+// measurement (building the system, starting and parking the consumers,
+// the close and teardown, a ticker's next tick) and the warm-up (growing
+// queues and heap, as long as the short run is past it, see [calibrate])
+// are in both and cancel, so the figure does not depend on the
+// measurement's length. Allocations stay those of l (counted over its second half). If
+// the difference is not positive (s took as long as l, which only noise
+// can do), it returns l alone and false.
+func (l sample) minus(s sample) (sample, bool) {
+	d := l
+	// A lossy system's deliveries vary from run to run, by more than the
+	// difference when it drops nearly everything (evict): none, then.
+	d.published, d.expected, d.delivered = l.published-s.published, l.expected-s.expected, max(0, l.delivered-s.delivered)
+	d.pubTime, d.elapsed, d.libDrops = l.pubTime-s.pubTime, l.elapsed-s.elapsed, l.libDrops-s.libDrops
+	d.settled = l.settled && s.settled
+	d.long, d.short = l.published, s.published
+	if d.published <= 0 || d.elapsed <= 0 || d.pubTime <= 0 {
+		l.long = l.published
+		return l, false
+	}
+	return d, true
+}
+
+// calibrate returns the events of v's measurement pair: with cfg.Events,
+// that many and a [ShortShare]th of it; otherwise the short run is long
+// enough to get past the system's warm-up, and the long one adds the
+// values that take about cfg.Target at the steady rate, within
+// [minEvents, cfg.MaxEvents].
+//
+// It probes pairs of E/[ShortShare] and E values, E growing [ShortShare]
+// times per probe, and stops at the first probe whose long run takes at
+// least cfg.Target/2 and whose rate (from the difference, [sample.minus])
+// is within 25% of that of the previous probe, itself at least
+// cfg.Target/4 long: the rate is steady from the previous probe's short
+// run on, which becomes the short run; or at the
+// first whose long run takes 4 cfg.Target, whose short run becomes the
+// short run. The long run adds at least twice the short run's values, so that
+// the difference is not lost in the short run's noise. The search for the
+// warm-up is for kelindar/event: its rate per value grows about fivefold
+// over the first million values at 10 watchers, while fanout's is steady
+// after a few thousand. Its queues grow to their 50,000-value bound, and
+// from the small heap left by the runtime.GC before each run, that growth
+// sets off collection after collection: with GOGC=off the same run is
+// steady after 50,000 values (7.8 ms, 64 M/s, against 26 ms, 19 M/s). The probes (all discarded) warm the process up too.
+func calibrate(cfg Config, v variant, n, producers int) (plan, error) {
 	round := func(e int) int { return max(producers, e/producers*producers) }
 	if cfg.Events > 0 {
-		return round(cfg.Events), nil
+		return plan{round(cfg.Events), round(cfg.Events / ShortShare)}, nil
 	}
-	lo := minEvents(cfg, n)
-	events := min(max(100_000/n, 2*DefaultQueue), 20_000)
-	for range 2 {
-		s, err := measure(v, n, producers, round(events))
+	// prev is the rate of the previous probe, 0 if its long run was too
+	// short to tell a plateau of the warm-up from the steady rate.
+	events, prev := min(max(100_000/n, 2*DefaultQueue), 20_000), 0.0
+	for {
+		probe := plan{round(events), round(events / ShortShare)}
+		l, s, err := measurePair(v, n, producers, probe, true)
 		if err != nil {
-			return 0, err
+			return plan{}, err
 		}
-		perEvent := s.elapsed.Seconds() / float64(s.published)
-		next := min(max(int(cfg.Target.Seconds()/perEvent), lo), cfg.MaxEvents)
-		if round(next) == round(events) {
-			break
+		d, ok := l.minus(s)
+		if !ok {
+			d = l
 		}
-		events = next
+		rate := float64(d.published) / d.elapsed.Seconds()
+		steady := ok && l.elapsed >= cfg.Target/2 && math.Abs(rate-prev) <= prev/4
+		if steady || l.elapsed >= 4*cfg.Target || events >= cfg.MaxEvents {
+			short := probe.short
+			if steady { // the previous probe's rate, from its short run on, agrees
+				short = round(events / (ShortShare * ShortShare))
+			}
+			extra := min(max(int(rate*cfg.Target.Seconds()), minEvents(cfg, n), 2*short), cfg.MaxEvents)
+			return plan{round(short + extra), short}, nil
+		}
+		events, prev = ShortShare*events, rate
+		if l.elapsed < cfg.Target/4 {
+			prev = 0
+		}
 	}
-	return round(events), nil
 }
 
 // minEvents is the least events per measurement with n watchers:
@@ -151,36 +230,53 @@ func minEvents(cfg Config, n int) int {
 }
 
 // runInterleaved calibrates every variant, then runs cfg.Reps repetitions in
-// which every variant is measured once, the order rotated by one variant per
-// repetition. It returns the samples per variant.
+// which every variant is measured once as a pair (a long and a short run,
+// [measurePair]), the order of the variants rotated by one per repetition
+// and that of the pair alternating. It returns, per variant, the
+// differences of the pairs ([sample.minus]).
 func runInterleaved(cfg Config, res *Results, variants []variant, n, producers int) ([][]sample, error) {
-	events := make([]int, len(variants))
+	plans := make([]plan, len(variants))
 	for i, v := range variants {
-		e, err := calibrate(cfg, v, n, producers)
+		p, err := calibrate(cfg, v, n, producers)
 		if err != nil {
 			return nil, err
 		}
-		events[i] = e
+		plans[i] = p
 	}
 	out := make([][]sample, len(variants))
 	for rep := range cfg.Reps {
 		for k := range variants {
 			i := (k + rep) % len(variants)
-			s, err := measure(variants[i], n, producers, events[i])
+			l, s, err := measurePair(variants[i], n, producers, plans[i], rep%2 == 0)
 			if err != nil {
 				return nil, err
 			}
-			v := variants[i]
-			if !s.settled {
-				res.Warnings = append(res.Warnings, fmt.Sprintf("%s N=%d P=%d: goroutines still running after the measurement", v.sys.Label(), n, producers))
+			where := fmt.Sprintf("%s N=%d P=%d", variants[i].sys.Label(), n, producers)
+			res.Warnings = append(res.Warnings, anomalies(variants[i], where, l)...)
+			res.Warnings = append(res.Warnings, anomalies(variants[i], where, s)...)
+			d, ok := l.minus(s)
+			if !ok {
+				res.Warnings = append(res.Warnings, where+": "+shortAsLong)
 			}
-			if v.sys.Lossless() && s.delivered != s.expected {
-				res.Warnings = append(res.Warnings, fmt.Sprintf("%s N=%d P=%d: lossless system delivered %d of %d values", v.sys.Label(), n, producers, s.delivered, s.expected))
-			}
-			out[i] = append(out[i], s)
+			out[i] = append(out[i], d)
 		}
 	}
 	return out, nil
+}
+
+// shortAsLong is the warning of a pair whose difference is not positive.
+const shortAsLong = "the short run took as long as the long one; the long run's figure is used"
+
+// anomalies returns the warnings about one measurement of v.
+func anomalies(v variant, where string, s sample) []string {
+	var out []string
+	if !s.settled {
+		out = append(out, where+": goroutines still running after the measurement")
+	}
+	if v.sys.Lossless() && s.delivered != s.expected {
+		out = append(out, fmt.Sprintf("%s: lossless system delivered %d of %d values", where, s.delivered, s.expected))
+	}
+	return out
 }
 
 // summarize turns the samples of one variant into a case with medians.
@@ -194,7 +290,7 @@ func summarize(kind string, v variant, n, producers int, samples []sample) Case 
 		prod = append(prod, s.producerNs())
 		apc = append(apc, s.allocsPerEvent())
 		drop = append(drop, s.dropPct())
-		c.Published = s.published
+		c.Published, c.ShortPublished = s.long, s.short
 	}
 	c.DeliveredPerSec = ptr(Median(dps))
 	c.SpreadPct = ptr(Spread(dps))
@@ -209,10 +305,10 @@ func summarize(kind string, v variant, n, producers int, samples []sample) Case 
 }
 
 // throughputGroup measures every system with n watchers and the given number
-// of producers, interleaved, and returns one case per system with its ratio
-// against [Reference], if that is among systems: the median over the
-// repetitions of the ratio of the two systems' delivered/s in the same
-// repetition.
+// of producers, interleaved, and returns one case per system with its ratios
+// against [Reference] and [Limit], those that are among systems: the median
+// over the repetitions of the ratio of the two systems' delivered/s in the
+// same repetition.
 func throughputGroup(cfg Config, res *Results, systems []System, n, producers int) ([]Case, error) {
 	variants := make([]variant, len(systems))
 	for i, s := range systems {
@@ -227,20 +323,28 @@ func throughputGroup(cfg Config, res *Results, systems []System, n, producers in
 		cases[i] = summarize(KindThroughput, v, n, producers, samples[i])
 	}
 	for r, s := range systems {
-		if s != Reference {
-			continue
-		}
-		// Pair each repetition with the reference's in the same repetition,
-		// so that load that varies from one repetition to the next cancels.
-		for i := range cases {
-			ratios := make([]float64, len(samples[i]))
-			for k := range ratios {
-				ratios[k] = samples[i][k].deliveredPerSec() / samples[r][k].deliveredPerSec()
-			}
-			cases[i].RatioVsK8s = ptr(Median(ratios))
+		switch s {
+		case Reference:
+			pairRatios(cases, samples, r, func(c *Case, v float64) { c.RatioVsK8s = ptr(v) })
+		case Limit:
+			pairRatios(cases, samples, r, func(c *Case, v float64) { c.RatioVsLimit = ptr(v) })
 		}
 	}
 	return cases, nil
+}
+
+// pairRatios sets, with set, each case's median ratio of delivered/s to that
+// of the system r. Each repetition is paired with r's in the same
+// repetition, so that load that varies from one repetition to the next
+// cancels.
+func pairRatios(cases []Case, samples [][]sample, r int, set func(*Case, float64)) {
+	for i := range cases {
+		ratios := make([]float64, len(samples[i]))
+		for k := range ratios {
+			ratios[k] = samples[i][k].deliveredPerSec() / samples[r][k].deliveredPerSec()
+		}
+		set(&cases[i], Median(ratios))
+	}
 }
 
 // stallGroup measures each lossy system with cfg.StallWatchers watchers, one
