@@ -32,17 +32,36 @@ type Config struct {
 	LogLevel string `yaml:"logLevel"`
 	// LogFormat is text (the default) or json.
 	LogFormat string `yaml:"logFormat"`
-	// MaxEventAgeSeconds is accepted for kubernetes-event-exporter
-	// configurations and ignored: this exporter has no age cut-off (the
-	// checkpoint decides what was missed).
-	MaxEventAgeSeconds int `yaml:"maxEventAgeSeconds"`
 	// KubeQPS and KubeBurst set the client's rate limits (defaults 20, 40).
 	KubeQPS   float32 `yaml:"kubeQPS"`
 	KubeBurst int     `yaml:"kubeBurst"`
+	// ClusterName, if set, is written as clusterName in every record (as
+	// kubernetes-event-exporter does).
+	ClusterName string `yaml:"clusterName"`
+	// LeaderElection turns leader election on, as --leader-elect does.
+	LeaderElection LeaderElectionConfig `yaml:"leaderElection"`
+
+	// MaxEventAgeSeconds, ThrottlePeriod, MetricsNamePrefix, OmitLookup
+	// and CacheSize are kubernetes-event-exporter's, accepted with a
+	// warning and without effect (see the README's migration table).
+	MaxEventAgeSeconds int64  `yaml:"maxEventAgeSeconds"`
+	ThrottlePeriod     int64  `yaml:"throttlePeriod"`
+	MetricsNamePrefix  string `yaml:"metricsNamePrefix"`
+	OmitLookup         bool   `yaml:"omitLookup"`
+	CacheSize          int    `yaml:"cacheSize"`
+
 	// Route is the root of the route tree.
 	Route Route `yaml:"route"`
-	// Receivers are the sinks, at most 64.
+	// Receivers are the sinks, at most 64. Validation removes the
+	// receivers whose sink kind is not supported (with a warning).
 	Receivers []*Receiver `yaml:"receivers"`
+
+	// Warnings are "line N: ..." messages about what the configuration
+	// sets without effect here (kubernetes-event-exporter's keys, skipped
+	// receivers, rules that never match), set by [ParseConfig].
+	Warnings []string `yaml:"-"`
+	// skipped are the names of the receivers removed by validation.
+	skipped map[string]bool
 }
 
 // CheckpointConfig says where the checkpoint is kept: a file or a
@@ -86,6 +105,12 @@ type Receiver struct {
 	Webhook *WebhookConfig `yaml:"webhook"`
 	NATS    *NATSConfig    `yaml:"nats"`
 	Log     *LogConfig     `yaml:"log"`
+	// Pipe is kubernetes-event-exporter's pipe sink: JSON Lines written to
+	// a path opened for writing (a named pipe, /dev/stdout).
+	Pipe *PipeConfig `yaml:"pipe"`
+	// The sink kinds of kubernetes-event-exporter without a sink here:
+	// a receiver of such a kind is skipped with a warning.
+	foreignSinks `yaml:",inline"`
 	// Sink, set by a program instead of a sink kind, is used as is.
 	Sink Sink `yaml:"-"`
 
@@ -173,13 +198,16 @@ func (e *ConfigError) Error() string {
 	return fmt.Sprintf("invalid configuration %s:\n  %s", e.File, strings.Join(e.Problems, "\n  "))
 }
 
-// LoadConfig reads and validates the configuration file at path.
+// LoadConfig reads and validates the configuration file at path. As
+// kubernetes-event-exporter does, ${VAR} and $VAR in the file are replaced
+// by the environment's values (empty if unset) before parsing; "$"
+// followed by anything else is left as it is.
 func LoadConfig(path string) (*Config, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	return ParseConfig(path, b)
+	return ParseConfig(path, []byte(os.ExpandEnv(string(b))))
 }
 
 // ParseConfig parses and validates a YAML configuration; name is used in
@@ -203,8 +231,11 @@ func ParseConfig(name string, data []byte) (*Config, error) {
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err == nil {
 		c.setLines(&root)
+		c.Warnings = c.topLevelWarnings(&root)
 	}
 	problems = append(problems, c.validate()...)
+	c.Warnings = append(c.Warnings, c.Route.ruleWarnings()...)
+	slices.SortStableFunc(c.Warnings, func(a, b string) int { return cmp.Compare(problemLine(a), problemLine(b)) })
 	if len(problems) > 0 {
 		slices.SortStableFunc(problems, func(a, b string) int { return cmp.Compare(problemLine(a), problemLine(b)) })
 		return nil, &ConfigError{File: name, Problems: problems}

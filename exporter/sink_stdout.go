@@ -2,6 +2,7 @@ package exporter
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -84,3 +85,36 @@ func (s *LogSink) Write(ctx context.Context, batch []*Occurrence) (int, error) {
 
 // Close does nothing.
 func (s *LogSink) Close(context.Context) error { return nil }
+
+// PipeConfig configures a pipe receiver, kubernetes-event-exporter's: JSON
+// Lines written to Path, opened for writing (created, and truncated if it
+// is a regular file) when the exporter starts: a named pipe, or a device
+// such as /dev/stdout.
+type PipeConfig struct {
+	// Path is opened for writing.
+	Path string `yaml:"path"`
+}
+
+func (c *PipeConfig) validate() []string {
+	if c.Path == "" {
+		return []string{"pipe.path is required"}
+	}
+	return nil
+}
+
+// pipeSink is a [WriterSink] that owns the file it writes.
+type pipeSink struct {
+	WriterSink
+	f *os.File
+}
+
+func newPipeSink(c *PipeConfig) (Sink, error) {
+	f, err := os.OpenFile(c.Path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("pipe: %w", err)
+	}
+	return &pipeSink{WriterSink: WriterSink{W: f}, f: f}, nil
+}
+
+// Close closes the file.
+func (s *pipeSink) Close(context.Context) error { return s.f.Close() }

@@ -63,13 +63,20 @@ func (c *Config) validate() []string {
 	if c.LogFormat != "" && c.LogFormat != "text" && c.LogFormat != "json" {
 		p = append(p, fmt.Sprintf("logFormat: unknown format %q (want text or json)", c.LogFormat))
 	}
+	p = append(p, c.validateReceivers(add)...)
+	c.Route.resolve(c, add)
+	return p
+}
+
+// validateReceivers validates every receiver and removes those to skip
+// (their sink kind is not supported), remembering their names.
+func (c *Config) validateReceivers(add func(int, string, ...any)) []string {
+	var p []string
 	if len(c.Receivers) == 0 {
 		p = append(p, "receivers: at least one receiver is required")
 	}
-	if len(c.Receivers) > maxReceivers {
-		p = append(p, fmt.Sprintf("receivers: %d receivers, at most %d are supported", len(c.Receivers), maxReceivers))
-	}
 	names := map[string]int{}
+	kept := c.Receivers[:0]
 	for i, r := range c.Receivers {
 		if r == nil {
 			p = append(p, fmt.Sprintf("receivers[%d]: empty receiver", i))
@@ -79,11 +86,28 @@ func (c *Config) validate() []string {
 			add(r.line, "receiver %q is already defined at line %d", r.Name, prev)
 		}
 		names[r.Name] = r.line
+		w, skip := r.chooseKind()
+		c.Warnings = append(c.Warnings, w...)
+		if skip {
+			if c.skipped == nil {
+				c.skipped = map[string]bool{}
+			}
+			c.skipped[r.Name] = true
+			continue
+		}
 		for _, m := range r.validate() {
 			add(r.line, "receiver %q: %s", r.Name, m)
 		}
+		kept = append(kept, r)
 	}
-	c.Route.resolve(c, add)
+	clear(c.Receivers[len(kept):])
+	c.Receivers = kept
+	if len(c.Receivers) > maxReceivers {
+		p = append(p, fmt.Sprintf("receivers: %d receivers, at most %d are supported", len(c.Receivers), maxReceivers))
+	}
+	if len(c.Receivers) == 0 && len(c.skipped) > 0 {
+		c.Warnings = append(c.Warnings, "receivers: no receiver has a supported sink: nothing will be exported")
+	}
 	return p
 }
 
@@ -107,7 +131,7 @@ func (rt *Route) resolve(c *Config, add func(int, string, ...any)) {
 				m.Receiver.bit = 1 << j
 			}
 		}
-		if m.Receiver.bit == 0 {
+		if m.Receiver.bit == 0 && !c.skipped[m.Receiver.Name] {
 			add(m.Receiver.line, "unknown receiver %q", m.Receiver.Name)
 		}
 	}
@@ -136,14 +160,11 @@ func (r *Receiver) validate() []string {
 	if r.Name == "" {
 		p = append(p, "name is required")
 	}
-	kinds := 0
-	for _, set := range []bool{r.Stdout != nil, r.File != nil, r.Webhook != nil, r.NATS != nil, r.Log != nil, r.Sink != nil} {
-		if set {
-			kinds++
-		}
-	}
-	if kinds != 1 {
-		p = append(p, "exactly one of stdout, file, webhook, nats or log is required")
+	switch kinds := len(r.kinds()); {
+	case r.Sink != nil && kinds > 0:
+		p = append(p, "a receiver with a Sink cannot also configure one")
+	case r.Sink == nil && kinds == 0:
+		p = append(p, "a sink is required: one of stdout, file, webhook, pipe, nats or log")
 	}
 	p = append(p, r.setQueueDefaults()...)
 	if err := r.setRetry(); err != nil {
@@ -158,6 +179,8 @@ func (r *Receiver) validate() []string {
 		p = append(p, r.NATS.validate()...)
 	case r.Log != nil:
 		p = append(p, r.Log.validate()...)
+	case r.Pipe != nil:
+		p = append(p, r.Pipe.validate()...)
 	}
 	return p
 }
@@ -249,6 +272,8 @@ func (r *Receiver) build() (Sink, error) {
 		return NewNATSSink(*r.NATS)
 	case r.Log != nil:
 		return newLogSink(r.Log), nil
+	case r.Pipe != nil:
+		return newPipeSink(r.Pipe)
 	}
 	return nil, fmt.Errorf("no sink configured")
 }
