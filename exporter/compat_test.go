@@ -185,7 +185,7 @@ func TestLeaderElectionDisabledChangesNothing(t *testing.T) {
 func TestPipeSinkWritesJSONLinesToItsPath(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "pipe")
 	c := parseOK(t, "receivers:\n  - name: p\n    pipe: {path: "+path+"}\n")
-	s, err := c.Receivers[0].build()
+	s, err := c.Receivers[0].build("")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -94,6 +94,10 @@ type Receiver struct {
 	// Batch is the most occurrences per write (default: 1 for a webhook,
 	// 256 otherwise).
 	Batch int `yaml:"batch"`
+	// Format is the record payload sinks write: event (the default, the
+	// Event as kubernetes-event-exporter writes it, see [EnhancedEvent])
+	// or fanout (the [Occurrence]).
+	Format string `yaml:"format"`
 	// RetryConfig is the retry policy; unset fields take [DefaultRetry]'s.
 	RetryConfig *RetryConfig `yaml:"retry"`
 	// Retry is the policy in effect, set by validation.

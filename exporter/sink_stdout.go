@@ -17,23 +17,26 @@ type StdoutConfig struct{}
 // receiver writes to os.Stdout).
 type WriterSink struct {
 	// W is written to, one call per batch.
-	W   io.Writer
-	buf []byte
+	W io.Writer
+	// Encode makes each line; nil writes the default record
+	// ([EventEncoder] without a cluster name).
+	Encode Encoder
+	buf    []byte
 }
 
-func newStdoutSink(*StdoutConfig) Sink { return &WriterSink{W: os.Stdout} }
+func newStdoutSink(_ *StdoutConfig, enc Encoder) Sink { return &WriterSink{W: os.Stdout, Encode: enc} }
 
-// Write writes the batch in one call of the writer.
+// Write writes the batch in one call of the writer; an occurrence that
+// cannot be encoded ends the batch there (the ones before are written).
 func (s *WriterSink) Write(_ context.Context, batch []*Occurrence) (int, error) {
-	s.buf = s.buf[:0]
-	for _, o := range batch {
-		s.buf = append(s.buf, o.JSON()...)
-		s.buf = append(s.buf, '\n')
+	buf, n, encErr := appendLines(s.buf[:0], batch, s.Encode.orDefault())
+	s.buf = buf
+	if len(buf) > 0 {
+		if _, err := s.W.Write(buf); err != nil {
+			return 0, err
+		}
 	}
-	if _, err := s.W.Write(s.buf); err != nil {
-		return 0, err
-	}
-	return len(batch), nil
+	return n, encErr
 }
 
 // Close does nothing: the writer belongs to the caller.
@@ -108,12 +111,12 @@ type pipeSink struct {
 	f *os.File
 }
 
-func newPipeSink(c *PipeConfig) (Sink, error) {
+func newPipeSink(c *PipeConfig, enc Encoder) (Sink, error) {
 	f, err := os.OpenFile(c.Path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("pipe: %w", err)
 	}
-	return &pipeSink{WriterSink: WriterSink{W: f}, f: f}, nil
+	return &pipeSink{WriterSink: WriterSink{W: f, Encode: enc}, f: f}, nil
 }
 
 // Close closes the file.

@@ -20,6 +20,9 @@ type WebhookConfig struct {
 	Headers map[string]string `yaml:"headers"`
 	// Timeout bounds each request (default 10 s).
 	Timeout Duration `yaml:"timeout"`
+	// Encode makes the JSON of each occurrence; nil writes the default
+	// record ([EventEncoder] without a cluster name).
+	Encode Encoder `yaml:"-"`
 
 	array bool
 }
@@ -58,22 +61,48 @@ func NewWebhookSink(cfg WebhookConfig) (*WebhookSink, error) {
 	return &WebhookSink{cfg: cfg, client: &http.Client{Transport: tr, Timeout: time.Duration(cfg.Timeout)}}, nil
 }
 
-// Write posts the batch in one request.
+// Write posts the batch in one request; an occurrence that cannot be
+// encoded ends the batch there (the ones before are posted).
 func (s *WebhookSink) Write(ctx context.Context, batch []*Occurrence) (int, error) {
+	batch, encErr := s.encode(batch)
+	if len(batch) == 0 {
+		return 0, encErr
+	}
+	if n, err := s.post(ctx, batch); err != nil {
+		return n, err
+	}
+	return len(batch), encErr
+}
+
+// encode writes the body of the longest prefix of batch that encodes, and
+// returns that prefix.
+func (s *WebhookSink) encode(batch []*Occurrence) ([]*Occurrence, error) {
 	s.buf.Reset()
 	array := s.cfg.array || len(batch) > 1
 	if array {
 		s.buf.WriteByte('[')
 	}
+	enc := s.cfg.Encode.orDefault()
+	var encErr error
 	for i, o := range batch {
+		b, err := enc(o)
+		if err != nil {
+			batch, encErr = batch[:i], Permanent(fmt.Errorf("occurrence %s: %w", o.Key(), err))
+			break
+		}
 		if i > 0 {
 			s.buf.WriteByte(',')
 		}
-		s.buf.Write(o.JSON())
+		s.buf.Write(b)
 	}
 	if array {
 		s.buf.WriteByte(']')
 	}
+	return batch, encErr
+}
+
+// post sends the body made by encode for batch.
+func (s *WebhookSink) post(ctx context.Context, batch []*Occurrence) (int, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.cfg.Endpoint, bytes.NewReader(s.buf.Bytes()))
 	if err != nil {
 		return 0, Permanent(err)

@@ -166,6 +166,9 @@ func (r *Receiver) validate() []string {
 	case r.Sink == nil && kinds == 0:
 		p = append(p, "a sink is required: one of stdout, file, webhook, pipe, nats or log")
 	}
+	if r.Format != "" && r.Format != FormatEvent && r.Format != FormatFanout {
+		p = append(p, fmt.Sprintf("format %q is unknown (want %s or %s)", r.Format, FormatEvent, FormatFanout))
+	}
 	p = append(p, r.setQueueDefaults()...)
 	if err := r.setRetry(); err != nil {
 		p = append(p, err.Error())
@@ -240,11 +243,19 @@ func (r *Receiver) setRetry() error {
 	return r.Retry.validate()
 }
 
+// encoder returns the encoder of the receiver's records.
+func (r *Receiver) encoder(cluster string) Encoder {
+	if r.Format == FormatFanout {
+		return FanoutEncoder
+	}
+	return EventEncoder(cluster)
+}
+
 // buildSinks returns the sink of every receiver, in order.
 func (c *Config) buildSinks() ([]Sink, error) {
 	sinks := make([]Sink, 0, len(c.Receivers))
 	for _, r := range c.Receivers {
-		s, err := r.build()
+		s, err := r.build(c.ClusterName)
 		if err != nil {
 			for _, s := range sinks {
 				_ = s.Close(context.Background())
@@ -256,24 +267,31 @@ func (c *Config) buildSinks() ([]Sink, error) {
 	return sinks, nil
 }
 
-func (r *Receiver) build() (Sink, error) {
+// build makes the receiver's sink; cluster is the clusterName of its
+// records.
+func (r *Receiver) build(cluster string) (Sink, error) {
+	enc := r.encoder(cluster)
 	switch {
 	case r.Sink != nil:
 		return r.Sink, nil
 	case r.Stdout != nil:
-		return newStdoutSink(r.Stdout), nil
+		return newStdoutSink(r.Stdout, enc), nil
 	case r.File != nil:
-		return NewFileSink(*r.File)
+		c := *r.File
+		c.Encode = enc
+		return NewFileSink(c)
 	case r.Webhook != nil:
 		c := *r.Webhook
-		c.array = r.Batch > 1
+		c.array, c.Encode = r.Batch > 1, enc
 		return NewWebhookSink(c)
 	case r.NATS != nil:
-		return NewNATSSink(*r.NATS)
+		c := *r.NATS
+		c.Encode = enc
+		return NewNATSSink(c)
 	case r.Log != nil:
 		return newLogSink(r.Log), nil
 	case r.Pipe != nil:
-		return newPipeSink(r.Pipe)
+		return newPipeSink(r.Pipe, enc)
 	}
 	return nil, fmt.Errorf("no sink configured")
 }
