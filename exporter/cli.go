@@ -49,10 +49,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if fl.checkOnly {
-		for _, w := range cfg.Warnings {
-			fmt.Fprintf(stderr, "%s: warning: %s\n", fl.config, w)
-		}
-		fmt.Fprintf(stdout, "%s: valid, %d receivers, %d warnings\n", fl.config, len(cfg.Receivers), len(cfg.Warnings))
+		checkOnly(fl.config, cfg, stdout, stderr)
 		return 0
 	}
 	log := newLogger(cfg, stderr)
@@ -64,6 +61,14 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// checkOnly reports a valid configuration and its warnings.
+func checkOnly(name string, cfg *Config, stdout, stderr io.Writer) {
+	for _, w := range cfg.Warnings {
+		fmt.Fprintf(stderr, "%s: warning: %s\n", name, w)
+	}
+	fmt.Fprintf(stdout, "%s: valid, %d receivers, %d warnings\n", name, len(cfg.Receivers), len(cfg.Warnings))
 }
 
 type flags struct {

@@ -33,6 +33,8 @@ type FileConfig struct {
 	// MaxAge removes rotated files older than that many days (0 keeps
 	// them).
 	MaxAge int `yaml:"maxage"`
+	// Payload is the layout and deDot of the records.
+	Payload `yaml:",inline"`
 	// Encode makes each line; nil writes the default record
 	// ([EventEncoder] without a cluster name).
 	Encode Encoder `yaml:"-"`

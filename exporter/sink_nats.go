@@ -26,6 +26,8 @@ type NATSConfig struct {
 	CredentialsFile string `yaml:"credentialsFile"`
 	// Timeout bounds each publish (default 5 s).
 	Timeout Duration `yaml:"timeout"`
+	// Payload is the layout and deDot of the records.
+	Payload `yaml:",inline"`
 	// Encode makes each message; nil publishes the default record
 	// ([EventEncoder] without a cluster name).
 	Encode Encoder `yaml:"-"`

@@ -10,8 +10,11 @@ import (
 )
 
 // StdoutConfig configures a stdout receiver: JSON Lines on the standard
-// output. It has no settings.
-type StdoutConfig struct{}
+// output.
+type StdoutConfig struct {
+	// Payload is the layout and deDot of the records.
+	Payload `yaml:",inline"`
+}
 
 // WriterSink writes occurrences as JSON Lines to an io.Writer (the stdout
 // receiver writes to os.Stdout).
@@ -96,6 +99,8 @@ func (s *LogSink) Close(context.Context) error { return nil }
 type PipeConfig struct {
 	// Path is opened for writing.
 	Path string `yaml:"path"`
+	// Payload is the layout and deDot of the records.
+	Payload `yaml:",inline"`
 }
 
 func (c *PipeConfig) validate() []string {

@@ -86,19 +86,9 @@ func (c *Config) validateReceivers(add func(int, string, ...any)) []string {
 			add(r.line, "receiver %q is already defined at line %d", r.Name, prev)
 		}
 		names[r.Name] = r.line
-		w, skip := r.chooseKind()
-		c.Warnings = append(c.Warnings, w...)
-		if skip {
-			if c.skipped == nil {
-				c.skipped = map[string]bool{}
-			}
-			c.skipped[r.Name] = true
-			continue
+		if c.validateReceiver(r, add) {
+			kept = append(kept, r)
 		}
-		for _, m := range r.validate() {
-			add(r.line, "receiver %q: %s", r.Name, m)
-		}
-		kept = append(kept, r)
 	}
 	clear(c.Receivers[len(kept):])
 	c.Receivers = kept
@@ -109,6 +99,32 @@ func (c *Config) validateReceivers(add func(int, string, ...any)) []string {
 		c.Warnings = append(c.Warnings, "receivers: no receiver has a supported sink: nothing will be exported")
 	}
 	return p
+}
+
+// validateReceiver validates r, adding its problems and warnings, and
+// reports whether it is kept (false: its sink kind is not supported).
+func (c *Config) validateReceiver(r *Receiver, add func(int, string, ...any)) bool {
+	w, skip := r.chooseKind()
+	c.Warnings = append(c.Warnings, w...)
+	if skip {
+		if c.skipped == nil {
+			c.skipped = map[string]bool{}
+		}
+		c.skipped[r.Name] = true
+		return false
+	}
+	for _, m := range r.validate() {
+		add(r.line, "receiver %q: %s", r.Name, m)
+	}
+	if pl := r.payload(); pl != nil {
+		c.Warnings = append(c.Warnings, pl.warnings()...)
+	}
+	if r.Webhook != nil {
+		for _, w := range r.Webhook.warnings() {
+			c.Warnings = append(c.Warnings, fmt.Sprintf("line %d: receiver %q: %s", r.line, r.Name, w))
+		}
+	}
+	return true
 }
 
 // resolve checks that every rule names a known receiver and sets its bit.
@@ -168,6 +184,9 @@ func (r *Receiver) validate() []string {
 	}
 	if r.Format != "" && r.Format != FormatEvent && r.Format != FormatFanout {
 		p = append(p, fmt.Sprintf("format %q is unknown (want %s or %s)", r.Format, FormatEvent, FormatFanout))
+	}
+	if pl := r.payload(); r.Format == FormatFanout && pl != nil && (pl.Layout != nil || pl.DeDot.V) {
+		p = append(p, "layout and deDot apply to format event, not fanout")
 	}
 	p = append(p, r.setQueueDefaults()...)
 	if err := r.setRetry(); err != nil {
@@ -248,7 +267,24 @@ func (r *Receiver) encoder(cluster string) Encoder {
 	if r.Format == FormatFanout {
 		return FanoutEncoder
 	}
-	return EventEncoder(cluster)
+	return r.payload().encoder(cluster)
+}
+
+// payload returns the record options of the receiver's sink, or nil.
+func (r *Receiver) payload() *Payload {
+	switch {
+	case r.Stdout != nil:
+		return &r.Stdout.Payload
+	case r.File != nil:
+		return &r.File.Payload
+	case r.Pipe != nil:
+		return &r.Pipe.Payload
+	case r.Webhook != nil:
+		return &r.Webhook.Payload
+	case r.NATS != nil:
+		return &r.NATS.Payload
+	}
+	return nil
 }
 
 // buildSinks returns the sink of every receiver, in order.
@@ -282,7 +318,7 @@ func (r *Receiver) build(cluster string) (Sink, error) {
 		return NewFileSink(c)
 	case r.Webhook != nil:
 		c := *r.Webhook
-		c.array, c.Encode = r.Batch > 1, enc
+		c.array, c.Encode, c.cluster = r.Batch > 1, enc, cluster
 		return NewWebhookSink(c)
 	case r.NATS != nil:
 		c := *r.NATS
