@@ -214,3 +214,17 @@ func TestPipelineWithEveryReceiverSkippedTakesOccurrencesAndShutsDown(t *testing
 		t.Fatal(err)
 	}
 }
+
+func TestUnknownKeysAreIgnoredWithAWarningAsTheirsIgnoresThem(t *testing.T) {
+	c := parseOK(t, "receivers:\n  - name: a\n    stdout: {}\n    colour: red\n")
+	wantWarnings(t, c, "line 4: unknown field colour: ignored")
+}
+
+func TestTheirLogLevelsAndFormatsMapToOurs(t *testing.T) {
+	for in, want := range map[string]string{"trace": "debug", "fatal": "error", "panic": "error", "warn": "warn"} {
+		c := parseOK(t, "logLevel: "+in+"\nlogFormat: pretty\nreceivers: [{name: a, stdout: {}}]\n")
+		if c.LogLevel != want || c.LogFormat != "text" {
+			t.Errorf("logLevel %s: got %s, format %s", in, c.LogLevel, c.LogFormat)
+		}
+	}
+}

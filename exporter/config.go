@@ -230,12 +230,12 @@ func ParseConfig(name string, data []byte) (*Config, error) {
 		}
 		// The decoder went on past these: validate the rest too, so
 		// that every problem is reported at once.
-		problems = tidyYAMLErrors(te.Errors)
+		problems, c.Warnings = splitUnknownFields(tidyYAMLErrors(te.Errors))
 	}
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err == nil {
 		c.setLines(&root)
-		c.Warnings = c.topLevelWarnings(&root)
+		c.Warnings = append(c.Warnings, c.topLevelWarnings(&root)...)
 	}
 	problems = append(problems, c.validate()...)
 	c.Warnings = append(c.Warnings, c.Route.ruleWarnings()...)
@@ -245,6 +245,21 @@ func ParseConfig(name string, data []byte) (*Config, error) {
 		return nil, &ConfigError{File: name, Problems: problems}
 	}
 	return &c, nil
+}
+
+// splitUnknownFields returns the decoding problems, and as warnings the
+// unknown fields: kubernetes-event-exporter ignores keys it does not know,
+// so a configuration written for it may have some; they are ignored here
+// too, but reported with their line.
+func splitUnknownFields(errs []string) (problems, warnings []string) {
+	for _, e := range errs {
+		if strings.Contains(e, ": unknown field ") {
+			warnings = append(warnings, e+": ignored (kubernetes-event-exporter ignores unknown keys too)")
+			continue
+		}
+		problems = append(problems, e)
+	}
+	return problems, warnings
 }
 
 // problemLine returns the line a problem names, or 0.

@@ -65,7 +65,6 @@ func TestParseConfigNamesTheLineOfEveryProblem(t *testing.T) {
 		name, yaml string
 		want       []string
 	}{
-		{"unknown field", "receivers:\n  - name: a\n    stdout: {}\n    colour: red\n", []string{"line 4: unknown field colour"}},
 		{"regexp not a string", "route:\n  match:\n    - reason: [a]\n      receiver: a\nreceivers:\n  - name: a\n    stdout: {}\n",
 			[]string{`line 3: expected a regular expression`}},
 		{"unknown receiver", "route:\n  match:\n    - receiver: nope\nreceivers:\n  - name: a\n    stdout: {}\n",

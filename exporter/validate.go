@@ -55,16 +55,35 @@ func (c *Config) validate() []string {
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = Duration(DefaultShutdownTimeout)
 	}
+	p = append(p, c.validateLogging()...)
+	p = append(p, c.validateReceivers(add)...)
+	c.Route.resolve(c, add)
+	return p
+}
+
+// theirLevels maps kubernetes-event-exporter's (zerolog's) log levels
+// that slog lacks to the nearest.
+var theirLevels = map[string]string{"trace": "debug", "fatal": "error", "panic": "error"}
+
+// validateLogging checks logLevel and logFormat, mapping
+// kubernetes-event-exporter's values.
+func (c *Config) validateLogging() []string {
+	var p []string
+	if l, ok := theirLevels[c.LogLevel]; ok {
+		c.Warnings = append(c.Warnings, fmt.Sprintf("logLevel: %s is logged as %s", c.LogLevel, l))
+		c.LogLevel = l
+	}
 	switch c.LogLevel {
 	case "", "debug", "info", "warn", "error":
 	default:
 		p = append(p, fmt.Sprintf("logLevel: unknown level %q (want debug, info, warn or error)", c.LogLevel))
 	}
-	if c.LogFormat != "" && c.LogFormat != "text" && c.LogFormat != "json" {
-		p = append(p, fmt.Sprintf("logFormat: unknown format %q (want text or json)", c.LogFormat))
+	if c.LogFormat == "pretty" { // kubernetes-event-exporter's console format
+		c.LogFormat = "text"
 	}
-	p = append(p, c.validateReceivers(add)...)
-	c.Route.resolve(c, add)
+	if c.LogFormat != "" && c.LogFormat != "text" && c.LogFormat != "json" {
+		p = append(p, fmt.Sprintf("logFormat: unknown format %q (want text, pretty or json)", c.LogFormat))
+	}
 	return p
 }
 
