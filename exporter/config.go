@@ -17,7 +17,7 @@ import (
 
 // Config is the exporter's configuration, read from YAML by [LoadConfig] or
 // [ParseConfig]. The route tree and the rule fields are those of
-// kubernetes-event-exporter (see the README for the mapping).
+// kubernetes-event-exporter (see the README for the mapping of its keys).
 type Config struct {
 	// API is the Event API watched: [CoreV1] (the default) or [EventsV1].
 	// Both show the same events, so only one is watched.
