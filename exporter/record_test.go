@@ -135,3 +135,21 @@ func TestTimestampMethodsOfLayoutsUseTheFirstTimestampElseTheEventTime(t *testin
 		t.Errorf("ms %d, want the event time", e.GetTimestampMs())
 	}
 }
+
+func BenchmarkRecordEncoding(b *testing.B) {
+	e := backOffEvent()
+	for _, bc := range []struct {
+		name string
+		enc  func(o *Occurrence) []byte
+	}{
+		{"event", func(o *Occurrence) []byte { return o.EventJSON("prod") }},
+		{"fanout", (*Occurrence).JSON},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				bc.enc(FromCore(e))
+			}
+		})
+	}
+}
