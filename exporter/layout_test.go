@@ -112,3 +112,17 @@ func TestLayoutAndDeDotDoNotApplyToFormatFanout(t *testing.T) {
 		t.Errorf("error %v", err)
 	}
 }
+
+// TestLayoutTemplateGivesWhatTheirsGives pins the output of
+// kubernetes-event-exporter v1.6.1's sinks.GetString for this template on
+// backOffEvent (clusterName prod), run against its module.
+func TestLayoutTemplateGivesWhatTheirsGives(t *testing.T) {
+	const theirs = "1795759200000|2026-11-27T06:00:00.000Z|null|<no value>|e-1|BACKOFF"
+	got, _, err := writeWith(t, "clusterName: prod\nreceivers:\n  - name: a\n    stdout:\n      layout: {t: "+
+		`"{{ .GetTimestampMs }}|{{ .GetTimestampISO8601 }}|{{ toJson .InvolvedObject.Labels }}|{{ .InvolvedObject.Labels.owner }}|{{ .UID }}|{{ .Reason | upper }}"`+
+		"}\n", FromCore(backOffEvent()))
+	var rec struct{ T string }
+	if err != nil || json.Unmarshal([]byte(got), &rec) != nil || rec.T != theirs {
+		t.Errorf("rendered %q (%v), want %q", got, err, theirs)
+	}
+}
