@@ -38,7 +38,9 @@ type Config struct {
 	// ClusterName, if set, is written as clusterName in every record (as
 	// kubernetes-event-exporter does).
 	ClusterName string `yaml:"clusterName"`
-	// LeaderElection turns leader election on, as --leader-elect does.
+	// LeaderElection turns leader election on in the command ([Main]),
+	// as --leader-elect does; a program calling [Run] sets
+	// [Options].LeaderElection instead.
 	LeaderElection LeaderElectionConfig `yaml:"leaderElection"`
 
 	// MaxEventAgeSeconds, ThrottlePeriod, MetricsNamePrefix, OmitLookup
