@@ -34,17 +34,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 2
 	}
-	if fl.api != "" {
-		cfg.API = fl.api
-	}
-	if fl.namespace != "" {
-		cfg.Namespace = fl.namespace
-	}
-	if cfg.API != CoreV1 && cfg.API != EventsV1 {
-		fmt.Fprintf(stderr, "--events-api: unknown API %q (want %q or %q)\n", cfg.API, CoreV1, EventsV1)
-		return 2
-	}
-	if err := fl.applyLeaderElection(cfg.LeaderElection); err != nil {
+	if err := fl.apply(cfg); err != nil {
 		fmt.Fprintln(stderr, err)
 		return 2
 	}
@@ -61,6 +51,21 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// apply sets what the flags override in cfg, and the leader election cfg
+// asks for in fl.
+func (f *flags) apply(cfg *Config) error {
+	if f.api != "" {
+		cfg.API = f.api
+	}
+	if f.namespace != "" {
+		cfg.Namespace = f.namespace
+	}
+	if cfg.API != CoreV1 && cfg.API != EventsV1 {
+		return fmt.Errorf("--events-api: unknown API %q (want %q or %q)", cfg.API, CoreV1, EventsV1)
+	}
+	return f.applyLeaderElection(cfg.LeaderElection)
 }
 
 // checkOnly reports a valid configuration and its warnings.

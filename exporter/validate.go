@@ -201,12 +201,7 @@ func (r *Receiver) validate() []string {
 	case r.Sink == nil && kinds == 0:
 		p = append(p, "a sink is required: one of stdout, file, webhook, pipe, nats or log")
 	}
-	if r.Format != "" && r.Format != FormatEvent && r.Format != FormatFanout {
-		p = append(p, fmt.Sprintf("format %q is unknown (want %s or %s)", r.Format, FormatEvent, FormatFanout))
-	}
-	if pl := r.payload(); r.Format == FormatFanout && pl != nil && (pl.Layout != nil || pl.DeDot.V) {
-		p = append(p, "layout and deDot apply to format event, not fanout")
-	}
+	p = append(p, r.validateFormat()...)
 	p = append(p, r.setQueueDefaults()...)
 	if err := r.setRetry(); err != nil {
 		p = append(p, err.Error())
@@ -224,6 +219,17 @@ func (r *Receiver) validate() []string {
 		p = append(p, r.Pipe.validate()...)
 	}
 	return p
+}
+
+// validateFormat checks the record format and what goes with it.
+func (r *Receiver) validateFormat() []string {
+	switch pl := r.payload(); {
+	case r.Format != "" && r.Format != FormatEvent && r.Format != FormatFanout:
+		return []string{fmt.Sprintf("format %q is unknown (want %s or %s)", r.Format, FormatEvent, FormatFanout)}
+	case r.Format == FormatFanout && pl != nil && (pl.Layout != nil || pl.DeDot.V):
+		return []string{"layout and deDot apply to format event, not fanout"}
+	}
+	return nil
 }
 
 func (r *Receiver) setQueueDefaults() []string {
