@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strings"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -33,21 +34,18 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 2
 	}
-	if fl.api != "" {
-		cfg.API = fl.api
-	}
-	if fl.namespace != "" {
-		cfg.Namespace = fl.namespace
-	}
-	if cfg.API != CoreV1 && cfg.API != EventsV1 {
-		fmt.Fprintf(stderr, "--events-api: unknown API %q (want %q or %q)\n", cfg.API, CoreV1, EventsV1)
+	if err := fl.apply(cfg); err != nil {
+		fmt.Fprintln(stderr, err)
 		return 2
 	}
 	if fl.checkOnly {
-		fmt.Fprintf(stdout, "%s: valid, %d receivers\n", fl.config, len(cfg.Receivers))
+		checkOnly(fl.config, cfg, stdout, stderr)
 		return 0
 	}
 	log := newLogger(cfg, stderr)
+	for _, w := range cfg.Warnings {
+		log.Warn("configuration " + fl.config + ": " + w)
+	}
 	if err := run(ctx, fl, cfg, log); err != nil {
 		log.Error("exiting", "err", err)
 		return 1
@@ -55,10 +53,34 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// apply sets what the flags override in cfg, and the leader election cfg
+// asks for in fl.
+func (f *flags) apply(cfg *Config) error {
+	if f.api != "" {
+		cfg.API = f.api
+	}
+	if f.namespace != "" {
+		cfg.Namespace = f.namespace
+	}
+	if cfg.API != CoreV1 && cfg.API != EventsV1 {
+		return fmt.Errorf("--events-api: unknown API %q (want %q or %q)", cfg.API, CoreV1, EventsV1)
+	}
+	return f.applyLeaderElection(cfg.LeaderElection)
+}
+
+// checkOnly reports a valid configuration and its warnings.
+func checkOnly(name string, cfg *Config, stdout, stderr io.Writer) {
+	for _, w := range cfg.Warnings {
+		fmt.Fprintf(stderr, "%s: warning: %s\n", name, w)
+	}
+	fmt.Fprintf(stdout, "%s: valid, %d receivers, %d warnings\n", name, len(cfg.Receivers), len(cfg.Warnings))
+}
+
 type flags struct {
 	config, kubeconfig, listen, api, namespace string
 	leaderElect                                bool
 	leaseNamespace, leaseName, identity        string
+	leaseNameSet                               bool
 	checkOnly                                  bool
 }
 
@@ -85,11 +107,54 @@ func parseFlags(args []string, stderr io.Writer) (*flags, error) {
 		fs.PrintDefaults()
 		return nil, errors.New("bad usage")
 	}
+	f.leaseNameSet = isSet(fs, "leader-elect-name")
+	if f.leaderElect && f.leaseNamespace == "" {
+		f.leaseNamespace = podNamespace()
+	}
 	if f.leaderElect && (f.leaseNamespace == "" || f.identity == "") {
 		fmt.Fprintln(stderr, "--leader-elect needs --leader-elect-namespace (or $POD_NAMESPACE) and an identity")
 		return nil, errors.New("bad usage")
 	}
 	return &f, nil
+}
+
+func isSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// serviceAccountNamespace is where a pod finds its namespace.
+var serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// podNamespace returns the pod's namespace from its service account, as
+// kubernetes-event-exporter finds it, or "".
+func podNamespace() string {
+	b, err := os.ReadFile(serviceAccountNamespace)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// applyLeaderElection turns leader election on when the configuration's
+// leaderElection (kubernetes-event-exporter's) enables it; the flags win
+// over leaderElectionID.
+func (f *flags) applyLeaderElection(le LeaderElectionConfig) error {
+	if !le.Enabled {
+		return nil
+	}
+	if !f.leaderElect && f.leaseNamespace == "" {
+		f.leaseNamespace = podNamespace()
+	}
+	f.leaderElect = true
+	if le.LeaderElectionID != "" && !f.leaseNameSet {
+		f.leaseName = le.LeaderElectionID
+	}
+	if f.leaseNamespace == "" || f.identity == "" {
+		return errors.New("leaderElection.enabled needs the pod's namespace (its service account, $POD_NAMESPACE or --leader-elect-namespace) and an identity")
+	}
+	return nil
 }
 
 func newLogger(cfg *Config, w io.Writer) *slog.Logger {
@@ -122,9 +187,6 @@ func run(ctx context.Context, fl *flags, cfg *Config, log *slog.Logger) error {
 	client, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return err
-	}
-	if cfg.MaxEventAgeSeconds != 0 {
-		log.Warn("maxEventAgeSeconds is ignored: this exporter has no age cut-off; the checkpoint decides what was missed")
 	}
 	opts := Options{Config: cfg, Client: client, Logger: log}
 	if fl.listen != "" {

@@ -53,3 +53,15 @@ func TestMainFailsCleanlyWithoutACluster(t *testing.T) {
 		t.Errorf("exit %d, stderr %q; want 1 and the error logged", code, stderr.String())
 	}
 }
+
+func TestMainChecksTheirConfigurationPrintingEachWarningWithItsLine(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	path := "testdata/kubernetes-event-exporter/13-stdout.yaml"
+	if code := Main(context.Background(), []string{"--config", path, "--check-config"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "valid, 1 receivers, 2 warnings") ||
+		!strings.Contains(stderr.String(), path+": warning: line 4: maxEventAgeSeconds: ignored") {
+		t.Errorf("stdout %q, stderr %q", stdout.String(), stderr.String())
+	}
+}

@@ -17,7 +17,7 @@ import (
 
 // Config is the exporter's configuration, read from YAML by [LoadConfig] or
 // [ParseConfig]. The route tree and the rule fields are those of
-// kubernetes-event-exporter (see the README for the mapping).
+// kubernetes-event-exporter (see the README for the mapping of its keys).
 type Config struct {
 	// API is the Event API watched: [CoreV1] (the default) or [EventsV1].
 	// Both show the same events, so only one is watched.
@@ -32,17 +32,38 @@ type Config struct {
 	LogLevel string `yaml:"logLevel"`
 	// LogFormat is text (the default) or json.
 	LogFormat string `yaml:"logFormat"`
-	// MaxEventAgeSeconds is accepted for kubernetes-event-exporter
-	// configurations and ignored: this exporter has no age cut-off (the
-	// checkpoint decides what was missed).
-	MaxEventAgeSeconds int `yaml:"maxEventAgeSeconds"`
 	// KubeQPS and KubeBurst set the client's rate limits (defaults 20, 40).
 	KubeQPS   float32 `yaml:"kubeQPS"`
 	KubeBurst int     `yaml:"kubeBurst"`
+	// ClusterName, if set, is written as clusterName in every record (as
+	// kubernetes-event-exporter does).
+	ClusterName string `yaml:"clusterName"`
+	// LeaderElection turns leader election on in the command ([Main]),
+	// as --leader-elect does; a program calling [Run] sets
+	// [Options].LeaderElection instead.
+	LeaderElection LeaderElectionConfig `yaml:"leaderElection"`
+
+	// MaxEventAgeSeconds, ThrottlePeriod, MetricsNamePrefix, OmitLookup
+	// and CacheSize are kubernetes-event-exporter's, accepted with a
+	// warning and without effect (see the README's migration table).
+	MaxEventAgeSeconds int64  `yaml:"maxEventAgeSeconds"`
+	ThrottlePeriod     int64  `yaml:"throttlePeriod"`
+	MetricsNamePrefix  string `yaml:"metricsNamePrefix"`
+	OmitLookup         bool   `yaml:"omitLookup"`
+	CacheSize          int    `yaml:"cacheSize"`
+
 	// Route is the root of the route tree.
 	Route Route `yaml:"route"`
-	// Receivers are the sinks, at most 64.
+	// Receivers are the sinks, at most 64. Validation removes the
+	// receivers whose sink kind is not supported (with a warning).
 	Receivers []*Receiver `yaml:"receivers"`
+
+	// Warnings are "line N: ..." messages about what the configuration
+	// sets without effect here (kubernetes-event-exporter's keys, skipped
+	// receivers, rules that never match), set by [ParseConfig].
+	Warnings []string `yaml:"-"`
+	// skipped are the names of the receivers removed by validation.
+	skipped map[string]bool
 }
 
 // CheckpointConfig says where the checkpoint is kept: a file or a
@@ -75,6 +96,10 @@ type Receiver struct {
 	// Batch is the most occurrences per write (default: 1 for a webhook,
 	// 256 otherwise).
 	Batch int `yaml:"batch"`
+	// Format is the record payload sinks write: event (the default, the
+	// Event as kubernetes-event-exporter writes it, see [EnhancedEvent])
+	// or fanout (the [Occurrence]).
+	Format string `yaml:"format"`
 	// RetryConfig is the retry policy; unset fields take [DefaultRetry]'s.
 	RetryConfig *RetryConfig `yaml:"retry"`
 	// Retry is the policy in effect, set by validation.
@@ -86,6 +111,12 @@ type Receiver struct {
 	Webhook *WebhookConfig `yaml:"webhook"`
 	NATS    *NATSConfig    `yaml:"nats"`
 	Log     *LogConfig     `yaml:"log"`
+	// Pipe is kubernetes-event-exporter's pipe sink: JSON Lines written to
+	// a path opened for writing (a named pipe, /dev/stdout).
+	Pipe *PipeConfig `yaml:"pipe"`
+	// The sink kinds of kubernetes-event-exporter without a sink here:
+	// a receiver of such a kind is skipped with a warning.
+	foreignSinks `yaml:",inline"`
 	// Sink, set by a program instead of a sink kind, is used as is.
 	Sink Sink `yaml:"-"`
 
@@ -173,13 +204,16 @@ func (e *ConfigError) Error() string {
 	return fmt.Sprintf("invalid configuration %s:\n  %s", e.File, strings.Join(e.Problems, "\n  "))
 }
 
-// LoadConfig reads and validates the configuration file at path.
+// LoadConfig reads and validates the configuration file at path. As
+// kubernetes-event-exporter does, ${VAR} and $VAR in the file are replaced
+// by the environment's values (empty if unset) before parsing; "$"
+// followed by anything else is left as it is.
 func LoadConfig(path string) (*Config, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	return ParseConfig(path, b)
+	return ParseConfig(path, []byte(os.ExpandEnv(string(b))))
 }
 
 // ParseConfig parses and validates a YAML configuration; name is used in
@@ -198,18 +232,36 @@ func ParseConfig(name string, data []byte) (*Config, error) {
 		}
 		// The decoder went on past these: validate the rest too, so
 		// that every problem is reported at once.
-		problems = tidyYAMLErrors(te.Errors)
+		problems, c.Warnings = splitUnknownFields(tidyYAMLErrors(te.Errors))
 	}
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err == nil {
 		c.setLines(&root)
+		c.Warnings = append(c.Warnings, c.topLevelWarnings(&root)...)
 	}
 	problems = append(problems, c.validate()...)
+	c.Warnings = append(c.Warnings, c.Route.ruleWarnings()...)
+	slices.SortStableFunc(c.Warnings, func(a, b string) int { return cmp.Compare(problemLine(a), problemLine(b)) })
 	if len(problems) > 0 {
 		slices.SortStableFunc(problems, func(a, b string) int { return cmp.Compare(problemLine(a), problemLine(b)) })
 		return nil, &ConfigError{File: name, Problems: problems}
 	}
 	return &c, nil
+}
+
+// splitUnknownFields returns the decoding problems, and as warnings the
+// unknown fields: kubernetes-event-exporter ignores keys it does not know,
+// so a configuration written for it may have some; they are ignored here
+// too, but reported with their line.
+func splitUnknownFields(errs []string) (problems, warnings []string) {
+	for _, e := range errs {
+		if strings.Contains(e, ": unknown field ") {
+			warnings = append(warnings, e+": ignored (kubernetes-event-exporter ignores unknown keys too)")
+			continue
+		}
+		problems = append(problems, e)
+	}
+	return problems, warnings
 }
 
 // problemLine returns the line a problem names, or 0.

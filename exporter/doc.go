@@ -18,6 +18,17 @@
 // raise the count, and deletions, are not occurrences. There is no age
 // cut-off: what was missed is decided by the checkpoint.
 //
+// # Records and kubernetes-event-exporter configurations
+//
+// Payload sinks write by default an [EnhancedEvent], the record
+// kubernetes-event-exporter writes, with the occurrence's identity in a
+// "fanout" object; a receiver's format fanout writes the [Occurrence]
+// instead, and a layout (Go templates with the sprig functions) reshapes
+// the record as in kubernetes-event-exporter. A kubernetes-event-exporter
+// configuration loads as it is: each of its keys is mapped, or accepted
+// with a warning that names its line ([Config].Warnings), and its
+// receivers without a sink here are skipped with a warning.
+//
 // # Delivery guarantees
 //
 //   - Every sink receives the occurrences routed to it in one order, the

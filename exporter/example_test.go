@@ -58,20 +58,37 @@ receivers:
 	// a/2 BackOff
 }
 
-// A configuration error names the file and the line of every problem.
+// A configuration error names the file and the line of every problem;
+// what loads without effect here (kubernetes-event-exporter's keys, a
+// pattern that never matches) is a warning with its line.
 func ExampleParseConfig() {
 	_, err := exporter.ParseConfig("bad.yaml", []byte(`
 route:
   match:
-    - reason: "*test*"
+    - reason: BackOff
       receiver: alerts
 receivers:
   - name: dump
     stdout: {}
+    queue: {length: 0, strategy: Sometimes}
 `))
 	fmt.Println(err)
+	c, _ := exporter.ParseConfig("theirs.yaml", []byte(`
+maxEventAgeSeconds: 10
+route:
+  drop:
+    - namespace: "*test*"
+receivers:
+  - name: dump
+    stdout: {}
+`))
+	for _, w := range c.Warnings {
+		fmt.Println(w)
+	}
 	// Output:
 	// invalid configuration bad.yaml:
-	//   line 4: invalid regular expression "*test*": error parsing regexp: missing argument to repetition operator: `*`
 	//   line 5: unknown receiver "alerts"
+	//   line 7: receiver "dump": queue.strategy "Sometimes" is unknown (want Wait, DropOldest, DropNewest or WaitTimeout)
+	// line 2: maxEventAgeSeconds: ignored: this exporter has no age cut-off; the checkpoint decides what was missed
+	// line 5: invalid regular expression "*test*" never matches (as in kubernetes-event-exporter): error parsing regexp: missing argument to repetition operator: `*`
 }

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // API versions an [Occurrence] can come from.
@@ -69,10 +70,18 @@ type Occurrence struct {
 	receivers uint64
 	encOnce   sync.Once
 	enc       []byte
+	// event is the core/v1 Event the occurrence was made from (for
+	// events.k8s.io, its core/v1 equivalent), shared with the informer's
+	// cache and never modified; nil for an occurrence built by a program.
+	event      *corev1.Event
+	recOnce    sync.Once
+	recCluster string
+	rec        []byte
 }
 
 // JSON returns the occurrence encoded as one line of JSON (without the
-// newline), encoded once and shared by every sink. Invalid UTF-8 in any
+// newline): the record of receivers with format fanout. It is encoded once
+// and shared by every sink. Invalid UTF-8 in any
 // string becomes U+FFFD. The caller must not modify it.
 func (o *Occurrence) JSON() []byte {
 	o.encOnce.Do(func() {
@@ -138,6 +147,7 @@ func FromCore(e *corev1.Event) *Occurrence {
 		ReportingController: e.ReportingController, ReportingInstance: e.ReportingInstance,
 		Regarding: coreRef(e.InvolvedObject),
 		FirstTime: e.FirstTimestamp.Time, LastTime: e.LastTimestamp.Time,
+		event: e,
 	}
 	if o.ReportingController == "" {
 		o.ReportingController = e.Source.Component
@@ -171,6 +181,7 @@ func FromEvents(e *eventsv1.Event) *Occurrence {
 		ReportingController: e.ReportingController, ReportingInstance: e.ReportingInstance,
 		Regarding: coreRef(e.Regarding),
 		FirstTime: e.EventTime.Time, LastTime: e.EventTime.Time,
+		event: coreFromEvents(e),
 	}
 	if o.ReportingController == "" {
 		o.ReportingController = e.DeprecatedSource.Component
@@ -197,4 +208,23 @@ func FromEvents(e *eventsv1.Event) *Occurrence {
 func coreRef(r corev1.ObjectReference) ObjectRef {
 	return ObjectRef{Kind: r.Kind, Namespace: r.Namespace, Name: r.Name, UID: string(r.UID),
 		APIVersion: r.APIVersion, FieldPath: r.FieldPath}
+}
+
+// coreFromEvents returns the core/v1 equivalent of an events.k8s.io/v1
+// event, field for field.
+func coreFromEvents(e *eventsv1.Event) *corev1.Event {
+	c := &corev1.Event{
+		TypeMeta: e.TypeMeta, ObjectMeta: e.ObjectMeta, InvolvedObject: e.Regarding, Reason: e.Reason, Message: e.Note,
+		Source:         corev1.EventSource{Component: e.DeprecatedSource.Component, Host: e.DeprecatedSource.Host},
+		FirstTimestamp: e.DeprecatedFirstTimestamp, LastTimestamp: e.DeprecatedLastTimestamp,
+		Count: e.DeprecatedCount, Type: e.Type, EventTime: e.EventTime, Action: e.Action, Related: e.Related,
+		ReportingController: e.ReportingController, ReportingInstance: e.ReportingInstance,
+	}
+	if c.TypeMeta.APIVersion != "" {
+		c.TypeMeta = metav1.TypeMeta{Kind: "Event", APIVersion: CoreV1}
+	}
+	if e.Series != nil {
+		c.Series = &corev1.EventSeries{Count: e.Series.Count, LastObservedTime: e.Series.LastObservedTime}
+	}
+	return c
 }

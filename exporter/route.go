@@ -1,6 +1,7 @@
 package exporter
 
 import (
+	"fmt"
 	"regexp"
 
 	"go.yaml.in/yaml/v3"
@@ -45,37 +46,73 @@ type Rule struct {
 	// Receiver, in a Match rule, is where matching occurrences go.
 	Receiver ReceiverRef `yaml:"receiver"`
 
-	// Labels and Annotations (kubernetes-event-exporter's matching on the
-	// involved object's metadata) are not supported: the configuration
-	// is rejected if they are set.
-	Labels      unsupported `yaml:"labels"`
-	Annotations unsupported `yaml:"annotations"`
+	// Labels and Annotations are kubernetes-event-exporter's conditions
+	// on the involved object's metadata. Involved objects are not looked
+	// up here, so a rule with either never matches (as in
+	// kubernetes-event-exporter with omitLookup: true); the configuration
+	// warns about it.
+	Labels      objectMatch `yaml:"labels"`
+	Annotations objectMatch `yaml:"annotations"`
 }
 
-// unsupported rejects a field of kubernetes-event-exporter's configuration
-// that this exporter does not implement.
-type unsupported struct{}
+// objectMatch is a condition on the involved object's labels or
+// annotations: a map of regular expressions, kept only to be warned about.
+type objectMatch struct {
+	set  bool
+	line int
+}
 
-func (unsupported) UnmarshalYAML(n *yaml.Node) error {
-	return lineError(n, "matching on the involved object's labels or annotations is not supported "+
-		"(it costs a read of every involved object); match on namespace, kind, reason or component instead")
+// UnmarshalYAML accepts a map and keeps its line.
+func (m *objectMatch) UnmarshalYAML(n *yaml.Node) error {
+	var v map[string]string
+	if err := n.Decode(&v); err != nil {
+		return lineError(n, "expected a map of label names to regular expressions")
+	}
+	m.set, m.line = len(v) > 0, n.Line
+	return nil
 }
 
 // Pattern is a regular expression of a [Rule]; the zero Pattern matches
-// everything.
-type Pattern struct{ re *regexp.Regexp }
+// everything. An expression that does not compile never matches, as in
+// kubernetes-event-exporter; the configuration warns about it.
+type Pattern struct {
+	re   *regexp.Regexp
+	bad  string // why it never matches
+	line int
+}
 
-// UnmarshalYAML compiles the expression, naming the line on error.
+// UnmarshalYAML compiles the expression.
 func (p *Pattern) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode {
 		return lineError(n, "expected a regular expression (a string)")
 	}
 	re, err := regexp.Compile(n.Value)
 	if err != nil {
-		return lineError(n, "invalid regular expression %q: %v", n.Value, err)
+		p.bad, p.line = fmt.Sprintf("invalid regular expression %q never matches (as in kubernetes-event-exporter): %v", n.Value, err), n.Line
+		return nil
 	}
 	p.re = re
 	return nil
+}
+
+// warnings returns the rule's warnings, each with its line.
+func (r *Rule) warnings() []string {
+	var w []string
+	for _, p := range []*Pattern{&r.Namespace, &r.Kind, &r.APIVersion, &r.Reason, &r.Type, &r.Message, &r.Component, &r.Host} {
+		if p.bad != "" {
+			w = append(w, fmt.Sprintf("line %d: %s", p.line, p.bad))
+		}
+	}
+	for _, m := range []struct {
+		name string
+		m    objectMatch
+	}{{"labels", r.Labels}, {"annotations", r.Annotations}} {
+		if m.m.set {
+			w = append(w, fmt.Sprintf("line %d: %s: involved objects are not looked up, so this rule never matches "+
+				"(as in kubernetes-event-exporter with omitLookup: true)", m.m.line, m.name))
+		}
+	}
+	return w
 }
 
 // String returns the expression.
@@ -86,7 +123,12 @@ func (p Pattern) String() string {
 	return p.re.String()
 }
 
-func (p Pattern) match(s string) bool { return p.re == nil || p.re.MatchString(s) }
+func (p Pattern) match(s string) bool {
+	if p.bad != "" {
+		return false
+	}
+	return p.re == nil || p.re.MatchString(s)
+}
 
 // ReceiverRef names a receiver in a [Rule].
 type ReceiverRef struct {
@@ -107,7 +149,7 @@ func (r *ReceiverRef) UnmarshalYAML(n *yaml.Node) error {
 
 // Matches reports whether o satisfies every field of the rule.
 func (r *Rule) Matches(o *Occurrence) bool {
-	return o.Count >= r.MinCount &&
+	return o.Count >= r.MinCount && !r.Labels.set && !r.Annotations.set &&
 		r.Namespace.match(o.Namespace) &&
 		r.Kind.match(o.Regarding.Kind) &&
 		r.APIVersion.match(o.Regarding.APIVersion) &&

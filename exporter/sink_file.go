@@ -33,6 +33,11 @@ type FileConfig struct {
 	// MaxAge removes rotated files older than that many days (0 keeps
 	// them).
 	MaxAge int `yaml:"maxage"`
+	// Payload is the layout and deDot of the records.
+	Payload `yaml:",inline"`
+	// Encode makes each line; nil writes the default record
+	// ([EventEncoder] without a cluster name).
+	Encode Encoder `yaml:"-"`
 }
 
 func (c *FileConfig) validate() []string {
@@ -147,13 +152,16 @@ func completeLength(f *os.File) (int64, error) {
 	return 0, nil
 }
 
-// Write appends the batch, one line per occurrence, all or nothing.
+// Write appends the batch, one line per occurrence, all or nothing; an
+// occurrence that cannot be encoded ends the batch there (the ones before
+// are written).
 func (s *FileSink) Write(_ context.Context, batch []*Occurrence) (int, error) {
-	s.buf = s.buf[:0]
-	for _, o := range batch {
-		s.buf = append(s.buf, o.JSON()...)
-		s.buf = append(s.buf, '\n')
+	buf, n, encErr := appendLines(s.buf[:0], batch, s.cfg.Encode.orDefault())
+	s.buf = buf
+	if n == 0 {
+		return 0, encErr
 	}
+	batch = batch[:n]
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.off > 0 && s.off+int64(len(s.buf)) > s.cfg.MaxBytes {
@@ -170,7 +178,7 @@ func (s *FileSink) Write(_ context.Context, batch []*Occurrence) (int, error) {
 	}
 	s.off += int64(len(s.buf))
 	s.marks = append(s.marks, fileMark{batch[len(batch)-1].Seq, s.gen, s.off})
-	return len(batch), nil
+	return len(batch), encErr
 }
 
 // rotate renames the current file to Path.<gen> and starts a new one.
@@ -296,15 +304,33 @@ func readKeys(name string, off int64, keys map[string]struct{}) error {
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 64<<20)
 	for sc.Scan() {
-		var k struct {
-			UID   string `json:"uid"`
-			Count int32  `json:"count"`
-		}
-		if json.Unmarshal(sc.Bytes(), &k) == nil && k.UID != "" {
-			keys[Key(k.UID, k.Count)] = struct{}{}
+		if k := lineKey(sc.Bytes()); k != "" {
+			keys[k] = struct{}{}
 		}
 	}
 	return sc.Err()
+}
+
+// lineKey returns the occurrence key of a line: fanout.key in the default
+// record, uid and count in format fanout; "" for a line with neither (a
+// layout's).
+func lineKey(line []byte) string {
+	var k struct {
+		UID    string `json:"uid"`
+		Count  int32  `json:"count"`
+		Fanout struct {
+			Key string `json:"key"`
+		} `json:"fanout"`
+	}
+	switch {
+	case json.Unmarshal(line, &k) != nil:
+		return ""
+	case k.Fanout.Key != "":
+		return k.Fanout.Key
+	case k.UID != "":
+		return Key(k.UID, k.Count)
+	}
+	return ""
 }
 
 // Close closes the file.

@@ -26,6 +26,11 @@ type NATSConfig struct {
 	CredentialsFile string `yaml:"credentialsFile"`
 	// Timeout bounds each publish (default 5 s).
 	Timeout Duration `yaml:"timeout"`
+	// Payload is the layout and deDot of the records.
+	Payload `yaml:",inline"`
+	// Encode makes each message; nil publishes the default record
+	// ([EventEncoder] without a cluster name).
+	Encode Encoder `yaml:"-"`
 
 	// connect, if set (by tests), is used instead of dialling URL.
 	connect func() (*nats.Conn, error)
@@ -70,7 +75,7 @@ func NewNATSSink(cfg NATSConfig) (*NATSSink, error) {
 	}
 	s, err := fanoutnats.NewSink(js, fanoutnats.SinkConfig[*Occurrence]{
 		Subject: cfg.Subject,
-		Codec:   fanoutnats.Codec[*Occurrence]{Encode: func(o *Occurrence) ([]byte, error) { return o.JSON(), nil }},
+		Codec:   fanoutnats.Codec[*Occurrence]{Encode: cfg.Encode.orDefault()},
 		MsgID:   (*Occurrence).Key,
 		Timeout: time.Duration(cfg.Timeout),
 	})

@@ -2,6 +2,7 @@ package exporter
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -9,30 +10,36 @@ import (
 )
 
 // StdoutConfig configures a stdout receiver: JSON Lines on the standard
-// output. It has no settings.
-type StdoutConfig struct{}
+// output.
+type StdoutConfig struct {
+	// Payload is the layout and deDot of the records.
+	Payload `yaml:",inline"`
+}
 
 // WriterSink writes occurrences as JSON Lines to an io.Writer (the stdout
 // receiver writes to os.Stdout).
 type WriterSink struct {
 	// W is written to, one call per batch.
-	W   io.Writer
-	buf []byte
+	W io.Writer
+	// Encode makes each line; nil writes the default record
+	// ([EventEncoder] without a cluster name).
+	Encode Encoder
+	buf    []byte
 }
 
-func newStdoutSink(*StdoutConfig) Sink { return &WriterSink{W: os.Stdout} }
+func newStdoutSink(_ *StdoutConfig, enc Encoder) Sink { return &WriterSink{W: os.Stdout, Encode: enc} }
 
-// Write writes the batch in one call of the writer.
+// Write writes the batch in one call of the writer; an occurrence that
+// cannot be encoded ends the batch there (the ones before are written).
 func (s *WriterSink) Write(_ context.Context, batch []*Occurrence) (int, error) {
-	s.buf = s.buf[:0]
-	for _, o := range batch {
-		s.buf = append(s.buf, o.JSON()...)
-		s.buf = append(s.buf, '\n')
+	buf, n, encErr := appendLines(s.buf[:0], batch, s.Encode.orDefault())
+	s.buf = buf
+	if len(buf) > 0 {
+		if _, err := s.W.Write(buf); err != nil {
+			return 0, err
+		}
 	}
-	if _, err := s.W.Write(s.buf); err != nil {
-		return 0, err
-	}
-	return len(batch), nil
+	return n, encErr
 }
 
 // Close does nothing: the writer belongs to the caller.
@@ -84,3 +91,38 @@ func (s *LogSink) Write(ctx context.Context, batch []*Occurrence) (int, error) {
 
 // Close does nothing.
 func (s *LogSink) Close(context.Context) error { return nil }
+
+// PipeConfig configures a pipe receiver, kubernetes-event-exporter's: JSON
+// Lines written to Path, opened for writing (created, and truncated if it
+// is a regular file) when the exporter starts: a named pipe, or a device
+// such as /dev/stdout.
+type PipeConfig struct {
+	// Path is opened for writing.
+	Path string `yaml:"path"`
+	// Payload is the layout and deDot of the records.
+	Payload `yaml:",inline"`
+}
+
+func (c *PipeConfig) validate() []string {
+	if c.Path == "" {
+		return []string{"pipe.path is required"}
+	}
+	return nil
+}
+
+// pipeSink is a [WriterSink] that owns the file it writes.
+type pipeSink struct {
+	WriterSink
+	f *os.File
+}
+
+func newPipeSink(c *PipeConfig, enc Encoder) (Sink, error) {
+	f, err := os.OpenFile(c.Path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("pipe: %w", err)
+	}
+	return &pipeSink{WriterSink: WriterSink{W: f, Encode: enc}, f: f}, nil
+}
+
+// Close closes the file.
+func (s *pipeSink) Close(context.Context) error { return s.f.Close() }

@@ -3,10 +3,16 @@ package exporter
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"text/template"
 	"time"
 )
 
@@ -16,12 +22,39 @@ import (
 type WebhookConfig struct {
 	// Endpoint is the URL posted to.
 	Endpoint string `yaml:"endpoint"`
-	// Headers are added to every request.
+	// Headers are added to every request. A value is a template, as in
+	// kubernetes-event-exporter, executed against the [EnhancedEvent] of
+	// the request's first occurrence; a value that is not a valid
+	// template, or fails, is sent as it is.
 	Headers map[string]string `yaml:"headers"`
 	// Timeout bounds each request (default 10 s).
 	Timeout Duration `yaml:"timeout"`
+	// TLS configures the connection to an https endpoint.
+	TLS *TLSConfig `yaml:"tls"`
+	// Payload is the layout and deDot of the bodies.
+	Payload `yaml:",inline"`
+	// Encode makes the JSON of each occurrence; nil writes the default
+	// record ([EventEncoder] without a cluster name).
+	Encode Encoder `yaml:"-"`
 
-	array bool
+	array   bool
+	cluster string // the clusterName of header templates' data
+}
+
+// TLSConfig is a webhook's TLS configuration, kubernetes-event-exporter's.
+type TLSConfig struct {
+	// InsecureSkipVerify accepts any server certificate.
+	InsecureSkipVerify bool `yaml:"insecureSkipVerify"`
+	// ServerName is the name the server certificate is checked against,
+	// when it is not the endpoint's host.
+	ServerName string `yaml:"serverName"`
+	// CaFile is a PEM file of the authorities trusted instead of the
+	// system's.
+	CaFile string `yaml:"caFile"`
+	// CertFile and KeyFile are the client certificate and its key (PEM),
+	// both or neither.
+	CertFile string `yaml:"certFile"`
+	KeyFile  string `yaml:"keyFile"`
 }
 
 func (c *WebhookConfig) validate() []string {
@@ -32,7 +65,61 @@ func (c *WebhookConfig) validate() []string {
 	if c.Timeout == 0 {
 		c.Timeout = Duration(10 * time.Second)
 	}
+	if t := c.TLS; t != nil && (t.CertFile == "") != (t.KeyFile == "") {
+		return []string{"webhook.tls: certFile and keyFile go together"}
+	}
 	return nil
+}
+
+// clientTLS returns the transport's TLS configuration, reading the files.
+func (t *TLSConfig) clientTLS() (*tls.Config, error) {
+	c := &tls.Config{InsecureSkipVerify: t.InsecureSkipVerify, ServerName: t.ServerName} //nolint:gosec // the user's choice
+	if t.CaFile != "" {
+		pem, err := os.ReadFile(t.CaFile)
+		if err != nil {
+			return nil, fmt.Errorf("webhook.tls.caFile: %w", err)
+		}
+		c.RootCAs = x509.NewCertPool()
+		if !c.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("webhook.tls.caFile %s: no PEM certificate", t.CaFile)
+		}
+	}
+	if t.CertFile != "" {
+		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("webhook.tls: client certificate: %w", err)
+		}
+		c.Certificates = []tls.Certificate{cert}
+	}
+	return c, nil
+}
+
+// headerTemplates parses the header values that are templates; the others
+// are sent as they are.
+func headerTemplates(h map[string]string) map[string]*template.Template {
+	out := map[string]*template.Template{}
+	for k, v := range h {
+		if !strings.Contains(v, "{{") {
+			continue
+		}
+		if t, err := parseTemplate(v); err == nil {
+			out[k] = t
+		}
+	}
+	return out
+}
+
+// warnings returns a warning per header value that looks like a template
+// and does not parse.
+func (c *WebhookConfig) warnings() []string {
+	var w []string
+	for k, v := range c.Headers {
+		if _, ok := headerTemplates(map[string]string{k: v})[k]; !ok && strings.Contains(v, "{{") {
+			w = append(w, fmt.Sprintf("webhook header %s: %q is not a valid template; it is sent as it is", k, v))
+		}
+	}
+	slices.Sort(w)
+	return w
 }
 
 // WebhookSink posts occurrences as JSON. A response 2xx is success; 408,
@@ -42,9 +129,11 @@ func (c *WebhookConfig) validate() []string {
 // an Idempotency-Key header, so that a receiver can discard what a crash
 // made the exporter send twice.
 type WebhookSink struct {
-	cfg    WebhookConfig
-	client *http.Client
-	buf    bytes.Buffer
+	cfg     WebhookConfig
+	client  *http.Client
+	headers map[string]*template.Template
+	buf     bytes.Buffer
+	hbuf    bytes.Buffer
 }
 
 // NewWebhookSink returns a webhook sink; it sends nothing until the first
@@ -55,25 +144,59 @@ func NewWebhookSink(cfg WebhookConfig) (*WebhookSink, error) {
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 4
-	return &WebhookSink{cfg: cfg, client: &http.Client{Transport: tr, Timeout: time.Duration(cfg.Timeout)}}, nil
+	if cfg.TLS != nil {
+		tc, err := cfg.TLS.clientTLS()
+		if err != nil {
+			return nil, err
+		}
+		tr.TLSClientConfig = tc
+	}
+	return &WebhookSink{cfg: cfg, client: &http.Client{Transport: tr, Timeout: time.Duration(cfg.Timeout)},
+		headers: headerTemplates(cfg.Headers)}, nil
 }
 
-// Write posts the batch in one request.
+// Write posts the batch in one request; an occurrence that cannot be
+// encoded ends the batch there (the ones before are posted).
 func (s *WebhookSink) Write(ctx context.Context, batch []*Occurrence) (int, error) {
+	batch, encErr := s.encode(batch)
+	if len(batch) == 0 {
+		return 0, encErr
+	}
+	if n, err := s.post(ctx, batch); err != nil {
+		return n, err
+	}
+	return len(batch), encErr
+}
+
+// encode writes the body of the longest prefix of batch that encodes, and
+// returns that prefix.
+func (s *WebhookSink) encode(batch []*Occurrence) ([]*Occurrence, error) {
 	s.buf.Reset()
 	array := s.cfg.array || len(batch) > 1
 	if array {
 		s.buf.WriteByte('[')
 	}
+	enc := s.cfg.Encode.orDefault()
+	var encErr error
 	for i, o := range batch {
+		b, err := enc(o)
+		if err != nil {
+			batch, encErr = batch[:i], Permanent(fmt.Errorf("occurrence %s: %w", o.Key(), err))
+			break
+		}
 		if i > 0 {
 			s.buf.WriteByte(',')
 		}
-		s.buf.Write(o.JSON())
+		s.buf.Write(b)
 	}
 	if array {
 		s.buf.WriteByte(']')
 	}
+	return batch, encErr
+}
+
+// post sends the body made by encode for batch.
+func (s *WebhookSink) post(ctx context.Context, batch []*Occurrence) (int, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.cfg.Endpoint, bytes.NewReader(s.buf.Bytes()))
 	if err != nil {
 		return 0, Permanent(err)
@@ -82,9 +205,7 @@ func (s *WebhookSink) Write(ctx context.Context, batch []*Occurrence) (int, erro
 	if len(batch) == 1 {
 		req.Header.Set("Idempotency-Key", batch[0].Key())
 	}
-	for k, v := range s.cfg.Headers {
-		req.Header.Set(k, v)
-	}
+	s.setHeaders(req, batch[0])
 	resp, err := s.client.Do(req)
 	if err != nil {
 		return 0, err
@@ -99,6 +220,23 @@ func (s *WebhookSink) Write(ctx context.Context, batch []*Occurrence) (int, erro
 		return 0, fmt.Errorf("webhook %s: %s: %s", s.cfg.Endpoint, resp.Status, bytes.TrimSpace(body))
 	default:
 		return 0, Permanent(fmt.Errorf("webhook %s: %s: %s", s.cfg.Endpoint, resp.Status, bytes.TrimSpace(body)))
+	}
+}
+
+// setHeaders sets the configured headers, templates executed against o.
+func (s *WebhookSink) setHeaders(req *http.Request, o *Occurrence) {
+	var data *EnhancedEvent
+	for k, v := range s.cfg.Headers {
+		if t := s.headers[k]; t != nil {
+			if data == nil {
+				data = o.Enhanced(s.cfg.cluster)
+			}
+			s.hbuf.Reset()
+			if t.Execute(&s.hbuf, data) == nil {
+				v = s.hbuf.String()
+			}
+		}
+		req.Header.Set(k, v)
 	}
 }
 

@@ -18,6 +18,7 @@ type hook struct {
 	status int
 	keys   []string
 	idem   []string
+	bodies []string
 	srv    *httptest.Server
 }
 
@@ -31,18 +32,18 @@ func newHook(t *testing.T) *hook {
 			w.WriteHeader(h.status)
 			return
 		}
-		var many []*Occurrence
+		var many []json.RawMessage
 		if err := json.Unmarshal(body, &many); err != nil {
-			one := &Occurrence{}
-			if err := json.Unmarshal(body, one); err != nil {
+			if !json.Valid(body) {
 				w.WriteHeader(http.StatusBadRequest)
 				return
 			}
-			many = append(many, one)
+			many = append(many, body)
 		}
-		for i := range many {
-			h.keys = append(h.keys, many[i].Key())
+		for _, b := range many {
+			h.keys = append(h.keys, lineKey(b))
 		}
+		h.bodies = append(h.bodies, string(body))
 		h.idem = append(h.idem, r.Header.Get("Idempotency-Key")+"|"+r.Header.Get("X-Team"))
 	}))
 	t.Cleanup(h.srv.Close)

@@ -55,21 +55,47 @@ func (c *Config) validate() []string {
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = Duration(DefaultShutdownTimeout)
 	}
+	p = append(p, c.validateLogging()...)
+	p = append(p, c.validateReceivers(add)...)
+	c.Route.resolve(c, add)
+	return p
+}
+
+// theirLevels maps kubernetes-event-exporter's (zerolog's) log levels
+// that slog lacks to the nearest.
+var theirLevels = map[string]string{"trace": "debug", "fatal": "error", "panic": "error"}
+
+// validateLogging checks logLevel and logFormat, mapping
+// kubernetes-event-exporter's values.
+func (c *Config) validateLogging() []string {
+	var p []string
+	if l, ok := theirLevels[c.LogLevel]; ok {
+		c.Warnings = append(c.Warnings, fmt.Sprintf("logLevel: %s is logged as %s", c.LogLevel, l))
+		c.LogLevel = l
+	}
 	switch c.LogLevel {
 	case "", "debug", "info", "warn", "error":
 	default:
 		p = append(p, fmt.Sprintf("logLevel: unknown level %q (want debug, info, warn or error)", c.LogLevel))
 	}
-	if c.LogFormat != "" && c.LogFormat != "text" && c.LogFormat != "json" {
-		p = append(p, fmt.Sprintf("logFormat: unknown format %q (want text or json)", c.LogFormat))
+	if c.LogFormat == "pretty" { // kubernetes-event-exporter's console format
+		c.LogFormat = "text"
 	}
+	if c.LogFormat != "" && c.LogFormat != "text" && c.LogFormat != "json" {
+		p = append(p, fmt.Sprintf("logFormat: unknown format %q (want text, pretty or json)", c.LogFormat))
+	}
+	return p
+}
+
+// validateReceivers validates every receiver and removes those to skip
+// (their sink kind is not supported), remembering their names.
+func (c *Config) validateReceivers(add func(int, string, ...any)) []string {
+	var p []string
 	if len(c.Receivers) == 0 {
 		p = append(p, "receivers: at least one receiver is required")
 	}
-	if len(c.Receivers) > maxReceivers {
-		p = append(p, fmt.Sprintf("receivers: %d receivers, at most %d are supported", len(c.Receivers), maxReceivers))
-	}
 	names := map[string]int{}
+	kept := c.Receivers[:0]
 	for i, r := range c.Receivers {
 		if r == nil {
 			p = append(p, fmt.Sprintf("receivers[%d]: empty receiver", i))
@@ -79,12 +105,45 @@ func (c *Config) validate() []string {
 			add(r.line, "receiver %q is already defined at line %d", r.Name, prev)
 		}
 		names[r.Name] = r.line
-		for _, m := range r.validate() {
-			add(r.line, "receiver %q: %s", r.Name, m)
+		if c.validateReceiver(r, add) {
+			kept = append(kept, r)
 		}
 	}
-	c.Route.resolve(c, add)
+	clear(c.Receivers[len(kept):])
+	c.Receivers = kept
+	if len(c.Receivers) > maxReceivers {
+		p = append(p, fmt.Sprintf("receivers: %d receivers, at most %d are supported", len(c.Receivers), maxReceivers))
+	}
+	if len(c.Receivers) == 0 && len(c.skipped) > 0 {
+		c.Warnings = append(c.Warnings, "receivers: no receiver has a supported sink: nothing will be exported")
+	}
 	return p
+}
+
+// validateReceiver validates r, adding its problems and warnings, and
+// reports whether it is kept (false: its sink kind is not supported).
+func (c *Config) validateReceiver(r *Receiver, add func(int, string, ...any)) bool {
+	w, skip := r.chooseKind()
+	c.Warnings = append(c.Warnings, w...)
+	if skip {
+		if c.skipped == nil {
+			c.skipped = map[string]bool{}
+		}
+		c.skipped[r.Name] = true
+		return false
+	}
+	for _, m := range r.validate() {
+		add(r.line, "receiver %q: %s", r.Name, m)
+	}
+	if pl := r.payload(); pl != nil {
+		c.Warnings = append(c.Warnings, pl.warnings()...)
+	}
+	if r.Webhook != nil {
+		for _, w := range r.Webhook.warnings() {
+			c.Warnings = append(c.Warnings, fmt.Sprintf("line %d: receiver %q: %s", r.line, r.Name, w))
+		}
+	}
+	return true
 }
 
 // resolve checks that every rule names a known receiver and sets its bit.
@@ -107,7 +166,7 @@ func (rt *Route) resolve(c *Config, add func(int, string, ...any)) {
 				m.Receiver.bit = 1 << j
 			}
 		}
-		if m.Receiver.bit == 0 {
+		if m.Receiver.bit == 0 && !c.skipped[m.Receiver.Name] {
 			add(m.Receiver.line, "unknown receiver %q", m.Receiver.Name)
 		}
 	}
@@ -136,15 +195,13 @@ func (r *Receiver) validate() []string {
 	if r.Name == "" {
 		p = append(p, "name is required")
 	}
-	kinds := 0
-	for _, set := range []bool{r.Stdout != nil, r.File != nil, r.Webhook != nil, r.NATS != nil, r.Log != nil, r.Sink != nil} {
-		if set {
-			kinds++
-		}
+	switch kinds := len(r.kinds()); {
+	case r.Sink != nil && kinds > 0:
+		p = append(p, "a receiver with a Sink cannot also configure one")
+	case r.Sink == nil && kinds == 0:
+		p = append(p, "a sink is required: one of stdout, file, webhook, pipe, nats or log")
 	}
-	if kinds != 1 {
-		p = append(p, "exactly one of stdout, file, webhook, nats or log is required")
-	}
+	p = append(p, r.validateFormat()...)
 	p = append(p, r.setQueueDefaults()...)
 	if err := r.setRetry(); err != nil {
 		p = append(p, err.Error())
@@ -158,8 +215,21 @@ func (r *Receiver) validate() []string {
 		p = append(p, r.NATS.validate()...)
 	case r.Log != nil:
 		p = append(p, r.Log.validate()...)
+	case r.Pipe != nil:
+		p = append(p, r.Pipe.validate()...)
 	}
 	return p
+}
+
+// validateFormat checks the record format and what goes with it.
+func (r *Receiver) validateFormat() []string {
+	switch pl := r.payload(); {
+	case r.Format != "" && r.Format != FormatEvent && r.Format != FormatFanout:
+		return []string{fmt.Sprintf("format %q is unknown (want %s or %s)", r.Format, FormatEvent, FormatFanout)}
+	case r.Format == FormatFanout && pl != nil && (pl.Layout != nil || pl.DeDot.V):
+		return []string{"layout and deDot apply to format event, not fanout"}
+	}
+	return nil
 }
 
 func (r *Receiver) setQueueDefaults() []string {
@@ -217,11 +287,36 @@ func (r *Receiver) setRetry() error {
 	return r.Retry.validate()
 }
 
+// encoder returns the encoder of the receiver's records.
+func (r *Receiver) encoder(cluster string) Encoder {
+	if r.Format == FormatFanout {
+		return FanoutEncoder
+	}
+	return r.payload().encoder(cluster)
+}
+
+// payload returns the record options of the receiver's sink, or nil.
+func (r *Receiver) payload() *Payload {
+	switch {
+	case r.Stdout != nil:
+		return &r.Stdout.Payload
+	case r.File != nil:
+		return &r.File.Payload
+	case r.Pipe != nil:
+		return &r.Pipe.Payload
+	case r.Webhook != nil:
+		return &r.Webhook.Payload
+	case r.NATS != nil:
+		return &r.NATS.Payload
+	}
+	return nil
+}
+
 // buildSinks returns the sink of every receiver, in order.
 func (c *Config) buildSinks() ([]Sink, error) {
 	sinks := make([]Sink, 0, len(c.Receivers))
 	for _, r := range c.Receivers {
-		s, err := r.build()
+		s, err := r.build(c.ClusterName)
 		if err != nil {
 			for _, s := range sinks {
 				_ = s.Close(context.Background())
@@ -233,22 +328,31 @@ func (c *Config) buildSinks() ([]Sink, error) {
 	return sinks, nil
 }
 
-func (r *Receiver) build() (Sink, error) {
+// build makes the receiver's sink; cluster is the clusterName of its
+// records.
+func (r *Receiver) build(cluster string) (Sink, error) {
+	enc := r.encoder(cluster)
 	switch {
 	case r.Sink != nil:
 		return r.Sink, nil
 	case r.Stdout != nil:
-		return newStdoutSink(r.Stdout), nil
+		return newStdoutSink(r.Stdout, enc), nil
 	case r.File != nil:
-		return NewFileSink(*r.File)
+		c := *r.File
+		c.Encode = enc
+		return NewFileSink(c)
 	case r.Webhook != nil:
 		c := *r.Webhook
-		c.array = r.Batch > 1
+		c.array, c.Encode, c.cluster = r.Batch > 1, enc, cluster
 		return NewWebhookSink(c)
 	case r.NATS != nil:
-		return NewNATSSink(*r.NATS)
+		c := *r.NATS
+		c.Encode = enc
+		return NewNATSSink(c)
 	case r.Log != nil:
 		return newLogSink(r.Log), nil
+	case r.Pipe != nil:
+		return newPipeSink(r.Pipe, enc)
 	}
 	return nil, fmt.Errorf("no sink configured")
 }

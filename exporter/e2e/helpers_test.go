@@ -173,17 +173,21 @@ func (w *webhook) serve(rw http.ResponseWriter, r *http.Request) {
 		http.Error(rw, "down for the test", http.StatusServiceUnavailable)
 		return
 	}
-	var many []*exporter.Occurrence
+	var many []exporter.EnhancedEvent
 	if json.Unmarshal(body, &many) != nil {
-		one := &exporter.Occurrence{}
-		if err := json.Unmarshal(body, one); err != nil {
+		var one exporter.EnhancedEvent
+		if err := json.Unmarshal(body, &one); err != nil {
 			http.Error(rw, err.Error(), http.StatusBadRequest)
 			return
 		}
-		many = []*exporter.Occurrence{one}
+		many = []exporter.EnhancedEvent{one}
 	}
 	for i := range many {
-		w.set.add(many[i].Key())
+		if many[i].Fanout == nil {
+			http.Error(rw, "no fanout object", http.StatusBadRequest)
+			return
+		}
+		w.set.add(many[i].Fanout.Key)
 	}
 }
 
@@ -264,12 +268,12 @@ func fileKeys(t *testing.T, path string, want map[string]bool) *keySet {
 		sc := bufio.NewScanner(f)
 		sc.Buffer(nil, 16<<20)
 		for sc.Scan() {
-			var o exporter.Occurrence
-			if err := json.Unmarshal(sc.Bytes(), &o); err != nil {
-				t.Errorf("%s: invalid JSON line: %v", name, err)
+			var e exporter.EnhancedEvent
+			if err := json.Unmarshal(sc.Bytes(), &e); err != nil || e.Fanout == nil {
+				t.Errorf("%s: invalid record %q: %v", name, sc.Text(), err)
 				continue
 			}
-			set.add(o.Key())
+			set.add(e.Fanout.Key)
 		}
 		f.Close()
 		if sc.Err() != nil {

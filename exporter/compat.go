@@ -1,0 +1,189 @@
+package exporter
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// This file holds what makes a kubernetes-event-exporter (v1.6.1)
+// configuration load unchanged: the keys of its schema that have no
+// meaning here are accepted and reported as warnings, each with its line,
+// and its receivers without a sink here are skipped with a warning.
+
+// LeaderElectionConfig is kubernetes-event-exporter's leaderElection: with
+// Enabled, the exporter leads on a Lease named LeaderElectionID, as with
+// --leader-elect --leader-elect-name ID.
+type LeaderElectionConfig struct {
+	// Enabled turns leader election on.
+	Enabled bool `yaml:"enabled"`
+	// LeaderElectionID is the Lease's name (default fanout-eventer).
+	LeaderElectionID string `yaml:"leaderElectionID"`
+}
+
+// foreignSink is the configuration of one of kubernetes-event-exporter's
+// sink kinds that this exporter has no sink for: accepted as it is, so
+// that the receiver can be skipped with a warning naming its line.
+type foreignSink struct{ line int }
+
+// UnmarshalYAML keeps the line and accepts any content.
+func (f *foreignSink) UnmarshalYAML(n *yaml.Node) error {
+	f.line = n.Line
+	return nil
+}
+
+// foreignSinks are kubernetes-event-exporter's receiver kinds without a
+// sink here, in the order it picks one when a receiver sets several.
+type foreignSinks struct {
+	InMemory      *foreignSink `yaml:"inMemory"`
+	Syslog        *foreignSink `yaml:"syslog"`
+	Elasticsearch *foreignSink `yaml:"elasticsearch"`
+	Kinesis       *foreignSink `yaml:"kinesis"`
+	Firehose      *foreignSink `yaml:"firehose"`
+	OpenSearch    *foreignSink `yaml:"opensearch"`
+	Opsgenie      *foreignSink `yaml:"opsgenie"`
+	SQS           *foreignSink `yaml:"sqs"`
+	SNS           *foreignSink `yaml:"sns"`
+	Slack         *foreignSink `yaml:"slack"`
+	Kafka         *foreignSink `yaml:"kafka"`
+	Pubsub        *foreignSink `yaml:"pubsub"`
+	Opscenter     *foreignSink `yaml:"opscenter"`
+	Teams         *foreignSink `yaml:"teams"`
+	BigQuery      *foreignSink `yaml:"bigquery"`
+	EventBridge   *foreignSink `yaml:"eventbridge"`
+	Loki          *foreignSink `yaml:"loki"`
+}
+
+// sinkKind is one sink kind a receiver sets.
+type sinkKind struct {
+	name    string
+	foreign *foreignSink // nil for a kind this exporter has
+	clear   func()
+}
+
+// kinds returns the sink kinds set, in kubernetes-event-exporter's order
+// of preference (then this exporter's own kinds).
+func (r *Receiver) kinds() []sinkKind {
+	var out []sinkKind
+	own := func(name string, set bool, clear func()) {
+		if set {
+			out = append(out, sinkKind{name: name, clear: clear})
+		}
+	}
+	foreign := func(name string, f **foreignSink) {
+		if *f != nil {
+			out = append(out, sinkKind{name: name, foreign: *f, clear: func() { *f = nil }})
+		}
+	}
+	fs := &r.foreignSinks
+	foreign("inMemory", &fs.InMemory)
+	own("pipe", r.Pipe != nil, func() { r.Pipe = nil })
+	own("webhook", r.Webhook != nil, func() { r.Webhook = nil })
+	own("file", r.File != nil, func() { r.File = nil })
+	foreign("syslog", &fs.Syslog)
+	own("stdout", r.Stdout != nil, func() { r.Stdout = nil })
+	for _, k := range []struct {
+		name string
+		f    **foreignSink
+	}{{"elasticsearch", &fs.Elasticsearch}, {"kinesis", &fs.Kinesis}, {"firehose", &fs.Firehose},
+		{"opensearch", &fs.OpenSearch}, {"opsgenie", &fs.Opsgenie}, {"sqs", &fs.SQS}, {"sns", &fs.SNS},
+		{"slack", &fs.Slack}, {"kafka", &fs.Kafka}, {"pubsub", &fs.Pubsub}, {"opscenter", &fs.Opscenter},
+		{"teams", &fs.Teams}, {"bigquery", &fs.BigQuery}, {"eventbridge", &fs.EventBridge}, {"loki", &fs.Loki}} {
+		foreign(k.name, k.f)
+	}
+	own("nats", r.NATS != nil, func() { r.NATS = nil })
+	own("log", r.Log != nil, func() { r.Log = nil })
+	return out
+}
+
+// chooseKind keeps the first sink kind set, as kubernetes-event-exporter
+// does, and clears the others. It returns warnings, and whether the
+// receiver is to be skipped (its kind has no sink here).
+func (r *Receiver) chooseKind() (warnings []string, skip bool) {
+	ks := r.kinds()
+	if len(ks) == 0 {
+		return nil, false
+	}
+	if len(ks) > 1 {
+		names := make([]string, 0, len(ks)-1)
+		for _, k := range ks[1:] {
+			names = append(names, k.name)
+			k.clear()
+		}
+		warnings = append(warnings, fmt.Sprintf("line %d: receiver %q sets several sinks: %s is used, as kubernetes-event-exporter does; ignored: %s",
+			r.line, r.Name, ks[0].name, strings.Join(names, ", ")))
+	}
+	if f := ks[0].foreign; f != nil {
+		warnings = append(warnings, fmt.Sprintf("line %d: receiver %q: the %s sink (line %d) is not supported yet; "+
+			"the receiver is skipped (rules that name it send nothing)", r.line, r.Name, ks[0].name, f.line))
+		return warnings, true
+	}
+	return warnings, false
+}
+
+// topLevelWarnings returns a warning for every top-level key of
+// kubernetes-event-exporter's schema that is accepted without effect.
+func (c *Config) topLevelWarnings(root *yaml.Node) []string {
+	var w []string
+	for key, val := range mappingPairs(documentMapping(root)) {
+		msg := ""
+		switch key.Value {
+		case "maxEventAgeSeconds", "throttlePeriod":
+			msg = "ignored: this exporter has no age cut-off; the checkpoint decides what was missed"
+		case "cacheSize":
+			msg = "ignored: involved objects are not looked up, so there is no lookup cache"
+		case "omitLookup":
+			if val.Value != "true" {
+				msg = "ignored: involved objects are never looked up (as with omitLookup: true): " +
+					"involvedObject carries no labels, annotations or ownerReferences"
+			}
+		case "metricsNamePrefix":
+			msg = "ignored: the metrics are named fanout_eventer_* (see the README's Operations section)"
+		}
+		if msg != "" {
+			w = append(w, fmt.Sprintf("line %d: %s: %s", key.Line, key.Value, msg))
+		}
+	}
+	return w
+}
+
+// documentMapping returns the top-level mapping of a document, or nil.
+func documentMapping(root *yaml.Node) *yaml.Node {
+	if root == nil || root.Kind != yaml.DocumentNode || len(root.Content) == 0 || root.Content[0].Kind != yaml.MappingNode {
+		return nil
+	}
+	return root.Content[0]
+}
+
+// mappingPairs yields the keys and values of a mapping node.
+func mappingPairs(m *yaml.Node) func(yield func(k, v *yaml.Node) bool) {
+	return func(yield func(k, v *yaml.Node) bool) {
+		if m == nil {
+			return
+		}
+		for i := 0; i+1 < len(m.Content); i += 2 {
+			if !yield(m.Content[i], m.Content[i+1]) {
+				return
+			}
+		}
+	}
+}
+
+// ruleWarnings returns the warnings of the rules of the tree: patterns that
+// never match, and label or annotation conditions.
+func (rt *Route) ruleWarnings() []string {
+	var w []string
+	for _, r := range slices.Concat(rt.Drop, rt.Match) {
+		if r != nil {
+			w = append(w, r.warnings()...)
+		}
+	}
+	for _, child := range rt.Routes {
+		if child != nil {
+			w = append(w, child.ruleWarnings()...)
+		}
+	}
+	return w
+}

@@ -1,0 +1,230 @@
+package exporter
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// parseOK parses a configuration that must load, and returns it.
+func parseOK(t *testing.T, yaml string) *Config {
+	t.Helper()
+	c, err := ParseConfig("c.yaml", []byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// wantWarnings checks that every want is a substring of one warning.
+func wantWarnings(t *testing.T, c *Config, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		if !slices.ContainsFunc(c.Warnings, func(g string) bool { return strings.Contains(g, w) }) {
+			t.Errorf("no warning contains %q; warnings:\n%s", w, strings.Join(c.Warnings, "\n"))
+		}
+	}
+}
+
+func TestTheirTopLevelKeysWithoutEffectLoadWithAWarningNamingTheLine(t *testing.T) {
+	c := parseOK(t, `logLevel: info
+maxEventAgeSeconds: 5
+throttlePeriod: 5
+metricsNamePrefix: event_exporter_
+omitLookup: false
+cacheSize: 1024
+receivers: [{name: a, stdout: {}}]
+`)
+	wantWarnings(t, c, "line 2: maxEventAgeSeconds: ignored", "line 3: throttlePeriod: ignored",
+		"line 4: metricsNamePrefix: ignored", "line 5: omitLookup: ignored", "line 6: cacheSize: ignored")
+	if len(c.Warnings) != 5 {
+		t.Errorf("%d warnings, want 5: %q", len(c.Warnings), c.Warnings)
+	}
+}
+
+func TestOmitLookupTrueIsWhatThisExporterDoesAndIsNotWarnedAbout(t *testing.T) {
+	c := parseOK(t, "omitLookup: true\nreceivers: [{name: a, stdout: {}}]\n")
+	if len(c.Warnings) != 0 || !c.OmitLookup {
+		t.Errorf("warnings %q, omitLookup %v", c.Warnings, c.OmitLookup)
+	}
+}
+
+func TestReceiverOfAnUnsupportedKindIsSkippedAndRulesNamingItSendNothing(t *testing.T) {
+	c := parseOK(t, `route:
+  routes:
+    - match:
+        - receiver: es
+        - receiver: out
+receivers:
+  - name: es
+    elasticsearch:
+      hosts: [http://localhost:9200]
+      useEventID: true|false
+  - name: out
+    stdout: {}
+`)
+	wantWarnings(t, c, `line 7: receiver "es": the elasticsearch sink (line 9) is not supported yet; the receiver is skipped`)
+	if len(c.Receivers) != 1 || c.Receivers[0].Name != "out" {
+		t.Fatalf("receivers %v, want only out", c.Receivers)
+	}
+	o := occ("u", 1, "ns")
+	if set, _ := c.Route.receivers(o); set != 1 {
+		t.Errorf("occurrence routed to %b, want only out (1)", set)
+	}
+}
+
+func TestEveryUnsupportedSinkKindOfTheirsIsAccepted(t *testing.T) {
+	for _, kind := range []string{"inMemory", "syslog", "elasticsearch", "kinesis", "firehose", "opensearch", "opsgenie",
+		"sqs", "sns", "slack", "kafka", "pubsub", "opscenter", "teams", "bigquery", "eventbridge", "loki"} {
+		c := parseOK(t, "receivers:\n  - name: x\n    "+kind+":\n      anything: {goes: here}\n")
+		wantWarnings(t, c, "the "+kind+" sink (line 4) is not supported yet", "nothing will be exported")
+	}
+}
+
+func TestReceiverWithSeveralSinksUsesTheFirstInTheirOrder(t *testing.T) {
+	c := parseOK(t, "receivers:\n  - name: x\n    stdout: {}\n    file: {path: /tmp/x}\n")
+	wantWarnings(t, c, `line 2: receiver "x" sets several sinks: file is used, as kubernetes-event-exporter does; ignored: stdout`)
+	if r := c.Receivers[0]; r.File == nil || r.Stdout != nil {
+		t.Errorf("file %v, stdout %v; want the file sink only", r.File, r.Stdout)
+	}
+}
+
+func TestInvalidPatternNeverMatchesAsInTheirsWithAWarning(t *testing.T) {
+	c := parseOK(t, `route:
+  drop:
+    - namespace: "*test*"
+  match:
+    - receiver: a
+receivers: [{name: a, stdout: {}}]
+`)
+	wantWarnings(t, c, `line 3: invalid regular expression "*test*" never matches`)
+	if set, dropped := c.Route.receivers(occ("u", 1, "a-test-ns")); set != 1 || dropped {
+		t.Errorf("routed to %b, dropped %v; the drop rule must not match", set, dropped)
+	}
+}
+
+func TestLabelsAndAnnotationsRulesNeverMatchWithAWarning(t *testing.T) {
+	c := parseOK(t, `route:
+  drop:
+    - annotations: {team: x}
+  match:
+    - kind: Pod
+      labels: {version: dev}
+      receiver: a
+    - receiver: b
+receivers: [{name: a, stdout: {}}, {name: b, stdout: {}}]
+`)
+	wantWarnings(t, c, "line 3: annotations: involved objects are not looked up", "line 6: labels: involved objects are not looked up")
+	if set, _ := c.Route.receivers(occ("u", 1, "ns")); set != 2 {
+		t.Errorf("routed to %b, want b only (10)", set)
+	}
+}
+
+func TestLoadConfigExpandsEnvironmentVariablesAsTheirsDoes(t *testing.T) {
+	t.Setenv("FANOUT_TEST_ENDPOINT", "http://hooks.example:8080/in")
+	t.Setenv("FANOUT_TEST_CLUSTER", "prod-eu")
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	yaml := `clusterName: ${FANOUT_TEST_CLUSTER}
+route:
+  drop:
+    - namespace: "^kube-system$"
+receivers:
+  - name: w
+    webhook: {endpoint: "$FANOUT_TEST_ENDPOINT"}
+`
+	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := LoadConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ClusterName != "prod-eu" || c.Receivers[0].Webhook.Endpoint != "http://hooks.example:8080/in" {
+		t.Errorf("clusterName %q, endpoint %q", c.ClusterName, c.Receivers[0].Webhook.Endpoint)
+	}
+	if got := c.Route.Drop[0].Namespace.String(); got != "^kube-system$" {
+		t.Errorf("a $ not followed by a name changed: %q", got)
+	}
+}
+
+func TestLeaderElectionFromTheConfigurationEnablesTheLease(t *testing.T) {
+	dir := t.TempDir()
+	old := serviceAccountNamespace
+	serviceAccountNamespace = filepath.Join(dir, "namespace")
+	t.Cleanup(func() { serviceAccountNamespace = old })
+	if err := os.WriteFile(serviceAccountNamespace, []byte("monitoring\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("POD_NAMESPACE", "")
+	fl, err := parseFlags([]string{"--config", "c.yaml"}, &strings.Builder{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fl.applyLeaderElection(LeaderElectionConfig{Enabled: true, LeaderElectionID: "kubernetes-event-exporter"}); err != nil {
+		t.Fatal(err)
+	}
+	if !fl.leaderElect || fl.leaseName != "kubernetes-event-exporter" || fl.leaseNamespace != "monitoring" {
+		t.Errorf("leader election %v, lease %s/%s", fl.leaderElect, fl.leaseNamespace, fl.leaseName)
+	}
+	fl, _ = parseFlags([]string{"--config", "c.yaml", "--leader-elect-name", "mine"}, &strings.Builder{})
+	_ = fl.applyLeaderElection(LeaderElectionConfig{Enabled: true, LeaderElectionID: "theirs"})
+	if fl.leaseName != "mine" {
+		t.Errorf("lease name %q, want the flag's", fl.leaseName)
+	}
+}
+
+func TestLeaderElectionDisabledChangesNothing(t *testing.T) {
+	fl, _ := parseFlags([]string{"--config", "c.yaml"}, &strings.Builder{})
+	if err := fl.applyLeaderElection(LeaderElectionConfig{LeaderElectionID: "x"}); err != nil || fl.leaderElect {
+		t.Errorf("err %v, leader election %v", err, fl.leaderElect)
+	}
+}
+
+func TestPipeSinkWritesJSONLinesToItsPath(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pipe")
+	c := parseOK(t, "receivers:\n  - name: p\n    pipe: {path: "+path+"}\n")
+	s, err := c.Receivers[0].build("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Write(t.Context(), []*Occurrence{occ("u", 1, "ns")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	if !strings.HasSuffix(string(b), "\n") || !strings.Contains(string(b), `"uid":"u"`) {
+		t.Errorf("pipe got %q", b)
+	}
+}
+
+func TestPipelineWithEveryReceiverSkippedTakesOccurrencesAndShutsDown(t *testing.T) {
+	c := parseOK(t, "route: {match: [{receiver: s}]}\nreceivers:\n  - name: s\n    slack: {token: x}\n")
+	p, err := NewPipeline(c, PipelineOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Occurred(t.Context(), occ("u", 1, "ns")); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestUnknownKeysAreIgnoredWithAWarningAsTheirsIgnoresThem(t *testing.T) {
+	c := parseOK(t, "receivers:\n  - name: a\n    stdout: {}\n    colour: red\n")
+	wantWarnings(t, c, "line 4: unknown field colour: ignored")
+}
+
+func TestTheirLogLevelsAndFormatsMapToOurs(t *testing.T) {
+	for in, want := range map[string]string{"trace": "debug", "fatal": "error", "panic": "error", "warn": "warn"} {
+		c := parseOK(t, "logLevel: "+in+"\nlogFormat: pretty\nreceivers: [{name: a, stdout: {}}]\n")
+		if c.LogLevel != want || c.LogFormat != "text" {
+			t.Errorf("logLevel %s: got %s, format %s", in, c.LogLevel, c.LogFormat)
+		}
+	}
+}

@@ -1,0 +1,199 @@
+package exporter
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"text/template"
+
+	"github.com/Masterminds/sprig/v3"
+	"go.yaml.in/yaml/v3"
+)
+
+// Payload holds what a payload sink's records look like, as in
+// kubernetes-event-exporter: a layout, and deDot.
+type Payload struct {
+	// Layout, if set, replaces the record by the layout with its templates
+	// executed against the occurrence's [EnhancedEvent].
+	Layout *Layout `yaml:"layout"`
+	// DeDot replaces dots by underscores in label and annotation keys
+	// (the event's and the involved object's).
+	DeDot Bool `yaml:"deDot"`
+}
+
+// Layout is kubernetes-event-exporter's layout: a YAML map whose strings
+// are Go templates (text/template, with the sprig functions, as theirs),
+// executed against the occurrence's [EnhancedEvent], so that
+// "{{ .InvolvedObject.Name }}", "{{ .GetTimestampMs }}" or
+// "{{ toJson .InvolvedObject.Labels }}" work as there. Maps and lists are
+// walked; the result is written as JSON (a string stays a string).
+// Templates are parsed when the configuration is loaded: a template that
+// does not parse is a configuration error with its line.
+type Layout struct {
+	root     layoutNode
+	warnings []string
+}
+
+// layoutNode is a compiled layout value: exactly one field is set, or
+// none for null.
+type layoutNode struct {
+	tmpl   *template.Template
+	fields map[string]layoutNode
+	list   []layoutNode
+	value  any // a scalar that is not a string, written as it is
+}
+
+// funcs are the template functions of layouts and headers.
+var funcs = sprig.TxtFuncMap()
+
+// parseTemplate parses a template with the layout functions.
+func parseTemplate(text string) (*template.Template, error) {
+	return template.New("layout").Funcs(funcs).Parse(text)
+}
+
+// UnmarshalYAML compiles the layout; an empty layout is no layout.
+func (l *Layout) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.MappingNode {
+		return lineError(n, "layout: expected a map")
+	}
+	root, err := l.compile(n)
+	if err != nil {
+		return err
+	}
+	l.root = root
+	return nil
+}
+
+func (l *Layout) compile(n *yaml.Node) (layoutNode, error) {
+	switch n.Kind {
+	case yaml.MappingNode:
+		fields := make(map[string]layoutNode, len(n.Content)/2)
+		for k, v := range mappingPairs(n) {
+			f, err := l.compile(v)
+			if err != nil {
+				return layoutNode{}, err
+			}
+			fields[k.Value] = f
+		}
+		return layoutNode{fields: fields}, nil
+	case yaml.SequenceNode:
+		list := make([]layoutNode, len(n.Content))
+		for i, v := range n.Content {
+			f, err := l.compile(v)
+			if err != nil {
+				return layoutNode{}, err
+			}
+			list[i] = f
+		}
+		return layoutNode{list: list}, nil
+	case yaml.AliasNode:
+		return l.compile(n.Alias)
+	}
+	return l.compileScalar(n)
+}
+
+func (l *Layout) compileScalar(n *yaml.Node) (layoutNode, error) {
+	if n.Tag == "!!null" {
+		return layoutNode{}, nil
+	}
+	if n.Tag != "!!str" {
+		var v any
+		if err := n.Decode(&v); err != nil {
+			return layoutNode{}, lineError(n, "layout: %v", err)
+		}
+		l.warnings = append(l.warnings, fmt.Sprintf("line %d: layout value %s is written as it is "+
+			"(kubernetes-event-exporter writes null for a value that is not a string)", n.Line, n.Value))
+		return layoutNode{value: v}, nil
+	}
+	t, err := parseTemplate(n.Value)
+	if err != nil {
+		return layoutNode{}, lineError(n, "layout: invalid template %q: %v", n.Value, err)
+	}
+	return layoutNode{tmpl: t}, nil
+}
+
+// render executes the layout's templates against data.
+func (n *layoutNode) render(data any, buf *bytes.Buffer) (any, error) {
+	switch {
+	case n.tmpl != nil:
+		buf.Reset()
+		if err := n.tmpl.Execute(buf, data); err != nil {
+			return nil, err
+		}
+		return buf.String(), nil
+	case n.fields != nil:
+		out := make(map[string]any, len(n.fields))
+		for k, f := range n.fields {
+			v, err := f.render(data, buf)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = v
+		}
+		return out, nil
+	case n.list != nil:
+		out := make([]any, len(n.list))
+		for i, f := range n.list {
+			v, err := f.render(data, buf)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = v
+		}
+		return out, nil
+	}
+	return n.value, nil
+}
+
+// Bool is a boolean of kubernetes-event-exporter's configuration that
+// accepts its documentation's placeholder ("true|false"): a value that is
+// not a boolean is false, with a warning.
+type Bool struct {
+	// V is the value.
+	V       bool
+	warning string
+}
+
+// UnmarshalYAML reads a boolean, or keeps a warning.
+func (b *Bool) UnmarshalYAML(n *yaml.Node) error {
+	if err := n.Decode(&b.V); err != nil {
+		b.V, b.warning = false, fmt.Sprintf("line %d: deDot: %q is not a boolean; taken as false", n.Line, n.Value)
+	}
+	return nil
+}
+
+// warnings returns the payload's configuration warnings.
+func (p *Payload) warnings() []string {
+	var w []string
+	if p.Layout != nil {
+		w = append(w, p.Layout.warnings...)
+	}
+	if p.DeDot.warning != "" {
+		w = append(w, p.DeDot.warning)
+	}
+	return w
+}
+
+// encoder returns the encoder of records with clusterName cluster: the
+// shared default record unless deDot or a layout changes it.
+func (p *Payload) encoder(cluster string) Encoder {
+	if p == nil || (p.Layout == nil && !p.DeDot.V) {
+		return EventEncoder(cluster)
+	}
+	return func(o *Occurrence) ([]byte, error) {
+		e := o.Enhanced(cluster)
+		if p.DeDot.V {
+			d := e.DeDot()
+			e = &d
+		}
+		if p.Layout == nil {
+			return json.Marshal(e)
+		}
+		var buf bytes.Buffer
+		v, err := p.Layout.root.render(e, &buf)
+		if err != nil {
+			return nil, fmt.Errorf("layout: %w", err)
+		}
+		return json.Marshal(v)
+	}
+}

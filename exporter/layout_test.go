@@ -1,0 +1,128 @@
+package exporter
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// writeWith builds the receiver of a one-receiver configuration around a
+// buffer and writes batch; it returns what was written and the result.
+func writeWith(t *testing.T, yaml string, batch ...*Occurrence) (string, int, error) {
+	t.Helper()
+	c := parseOK(t, yaml)
+	var out bytes.Buffer
+	s := &WriterSink{W: &out, Encode: c.Receivers[0].encoder(c.ClusterName)}
+	n, err := s.Write(t.Context(), batch)
+	return out.String(), n, err
+}
+
+func labelledEvent() *Occurrence {
+	e := backOffEvent()
+	e.Labels = map[string]string{"app.kubernetes.io/name": "web"}
+	return FromCore(e)
+}
+
+func TestLayoutOfTheirREADMEIsRenderedWithTheirFields(t *testing.T) {
+	got, _, err := writeWith(t, `clusterName: prod
+receivers:
+  - name: out
+    stdout:
+      layout:
+        region: "us-west-2"
+        createdAt: "{{ .GetTimestampMs }}"
+        details:
+          message: "{{ .Message }}"
+          count: "{{ .Count }}"
+          kind: "{{ .InvolvedObject.Kind }}"
+          component: "{{ .Source.Component }}"
+          labels: "{{ toJson .InvolvedObject.Labels }}"
+          cluster: "{{ .ClusterName }}"
+          upper: "{{ .Reason | upper }}"
+          key: "{{ .Fanout.Key }}"
+        tags: ["event", "{{ .Reason }}"]
+`, FromCore(backOffEvent()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec map[string]any
+	if err := json.Unmarshal([]byte(got), &rec); err != nil {
+		t.Fatalf("%q: %v", got, err)
+	}
+	want := map[string]any{"region": "us-west-2", "createdAt": "1795759200000", "tags": []any{"event", "BackOff"},
+		"details": map[string]any{"message": "Back-off restarting failed container", "count": "3", "kind": "Pod",
+			"component": "kubelet", "labels": "null", "cluster": "prod", "upper": "BACKOFF", "key": "e-1/3"}}
+	if !reflect.DeepEqual(rec, want) {
+		t.Errorf("record\n%v\nwant\n%v", rec, want)
+	}
+}
+
+func TestLayoutTemplateThatDoesNotParseIsRejectedWithItsLine(t *testing.T) {
+	_, err := ParseConfig("c.yaml", []byte("receivers:\n  - name: a\n    file:\n      path: /tmp/x\n      layout:\n        m: \"{{ .Message \"\n"))
+	if err == nil || !strings.Contains(err.Error(), "line 6: layout: invalid template") {
+		t.Errorf("error %v", err)
+	}
+}
+
+func TestLayoutScalarThatIsNotAStringIsWrittenAsItIsWithAWarning(t *testing.T) {
+	yaml := "receivers:\n  - name: a\n    stdout:\n      layout:\n        n: 5\n        ok: true\n        none: null\n"
+	wantWarnings(t, parseOK(t, yaml), "line 5: layout value 5 is written as it is", "line 6: layout value true")
+	got, _, err := writeWith(t, yaml, occ("u", 1, "ns"))
+	if err != nil || got != `{"n":5,"none":null,"ok":true}`+"\n" {
+		t.Errorf("wrote %q, %v", got, err)
+	}
+}
+
+func TestLayoutThatFailsDropsThatOccurrenceOnlyAsPermanent(t *testing.T) {
+	got, n, err := writeWith(t, "receivers:\n  - name: a\n    stdout:\n      layout: {m: \"{{ if eq .Reason \\\"Bad\\\" }}{{ .NoSuchField }}{{ end }}ok\"}\n",
+		occ("a", 1, "ns"), func() *Occurrence { o := occ("b", 1, "ns"); o.Reason = "Bad"; return o }(), occ("c", 1, "ns"))
+	if n != 1 || !IsPermanent(err) || got != `{"m":"ok"}`+"\n" {
+		t.Errorf("wrote %q, n %d, err %v; want the first written and a permanent error for the second", got, n, err)
+	}
+}
+
+func TestDeDotAppliesToTheRecordAndTheLayoutData(t *testing.T) {
+	got, _, _ := writeWith(t, "receivers:\n  - name: a\n    stdout: {deDot: true}\n", labelledEvent())
+	if !strings.Contains(got, `"labels":{"app_kubernetes_io/name":"web"}`) {
+		t.Errorf("record %s", got)
+	}
+	got, _, _ = writeWith(t, "receivers:\n  - name: a\n    stdout:\n      deDot: true\n      layout: {l: \"{{ toJson .Labels }}\"}\n", labelledEvent())
+	if got != `{"l":"{\"app_kubernetes_io/name\":\"web\"}"}`+"\n" {
+		t.Errorf("layout record %s", got)
+	}
+	got, _, _ = writeWith(t, "receivers:\n  - name: a\n    stdout: {}\n", labelledEvent())
+	if !strings.Contains(got, `"app.kubernetes.io/name"`) {
+		t.Errorf("without deDot: %s", got)
+	}
+}
+
+func TestDeDotPlaceholderOfTheirREADMELoadsAsFalseWithAWarning(t *testing.T) {
+	c := parseOK(t, "receivers:\n  - name: a\n    stdout:\n      deDot: true|false\n")
+	wantWarnings(t, c, `line 4: deDot: "true|false" is not a boolean; taken as false`)
+	if c.Receivers[0].Stdout.DeDot.V {
+		t.Error("deDot set")
+	}
+}
+
+func TestLayoutAndDeDotDoNotApplyToFormatFanout(t *testing.T) {
+	_, err := ParseConfig("c.yaml", []byte("receivers:\n  - name: a\n    format: fanout\n    stdout: {deDot: true}\n"))
+	if err == nil || !strings.Contains(err.Error(), "layout and deDot apply to format event") {
+		t.Errorf("error %v", err)
+	}
+}
+
+// TestLayoutTemplateGivesWhatTheirsGives pins the output of
+// kubernetes-event-exporter v1.6.1's sinks.GetString for this template on
+// backOffEvent (clusterName prod), run against its module.
+func TestLayoutTemplateGivesWhatTheirsGives(t *testing.T) {
+	const theirs = "1795759200000|2026-11-27T06:00:00.000Z|null|<no value>|e-1|BACKOFF"
+	got, _, err := writeWith(t, "clusterName: prod\nreceivers:\n  - name: a\n    stdout:\n      layout: {t: "+
+		`"{{ .GetTimestampMs }}|{{ .GetTimestampISO8601 }}|{{ toJson .InvolvedObject.Labels }}|{{ .InvolvedObject.Labels.owner }}|{{ .UID }}|{{ .Reason | upper }}"`+
+		"}\n", FromCore(backOffEvent()))
+	var rec struct{ T string }
+	if err != nil || json.Unmarshal([]byte(got), &rec) != nil || rec.T != theirs {
+		t.Errorf("rendered %q (%v), want %q", got, err, theirs)
+	}
+}
