@@ -37,7 +37,7 @@ route:
     - receiver: nats
 receivers:
   - name: file
-    file: {path: %s, maxsize: 1}
+    file: {path: %s, maxsize: 1, maxbackups: 1000}
     queue: {length: 1000, strategy: Wait}
   - name: hook
     webhook: {endpoint: %s}
