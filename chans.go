@@ -268,7 +268,7 @@ const (
 // rejects reports whether the filter of w rejected the value in hand (or
 // panicked on it). Caller holds b.mu.
 func (p *pub[T]) rejects(w *Watcher[T]) bool {
-	return w.keep != nil && w.ps.keepGen == p.gen && w.ps.keepOut != kept
+	return w.x != nil && w.x.keep != nil && w.ps.keepGen == p.gen && w.ps.keepOut != kept
 }
 
 // countFiltered counts the accepted value of s for the channel watcher w if
@@ -277,7 +277,7 @@ func (p *pub[T]) countFiltered(w *Watcher[T], s uint64) {
 	switch {
 	case !p.rejects(w):
 	case w.ps.keepOut == filteredOut:
-		w.filtered.Add(1)
+		w.x.filtered.Add(1)
 	default:
 		w.count(DropPanic, 1, &p.log, w.ps.keepErr)
 		w.missed(s)

@@ -370,7 +370,7 @@ func (w *Watcher[T]) checkDrained(h uint64) {
 	if w.err == ErrEvicted {
 		drops-- // the value that found it full, after its end
 	}
-	got := w.taken + w.filtered.Load() + drops
+	got := w.taken + w.filteredCount() + drops
 	if want := min(h, w.end) - w.regSeq + w.lead; got != want {
 		panic(fmt.Sprintf("fanout: invariant broken: watcher %d closed (%v) and drained: taken %d + dropped %d = %d, want %d (end %d, registered at %d, lead %d)",
 			w.id, w.err, w.taken, drops, got, want, w.end, w.regSeq, w.lead))

@@ -55,10 +55,13 @@ func (b *Broadcaster[T]) watch(prefix []T, opts []Option) (*Watcher[T], error) {
 	h := b.head.Load()
 	k := min(uint64(cfg.replay), h)
 	w := &Watcher[T]{b: b, id: b.nextID, q: cfg.queueLen, kind: kindOf(cfg.behavior), behavior: cfg.behavior,
-		onDrop: cfg.onDrop, end: math.MaxUint64, commit: cfg.commit, keep: keep, name: cfg.name}
-	w.lazy = w.kind.lazy() && w.onDrop == nil && w.keep == nil
+		onDrop: cfg.onDrop, end: math.MaxUint64}
+	if cfg.name != "" || cfg.commit || keep != nil {
+		w.x = &watcherExtra[T]{name: cfg.name, commit: cfg.commit, keep: keep}
+		w.x.committed.Store(h)
+	}
+	w.lazy = w.kind.lazy() && w.onDrop == nil && keep == nil
 	w.regSeq, w.lead = h, uint64(len(prefix))+k
-	w.committed.Store(h)
 	if w.kind == kindWait {
 		b.holders = append(b.holders, w)
 	}
@@ -70,10 +73,10 @@ func (b *Broadcaster[T]) watch(prefix []T, opts []Option) (*Watcher[T], error) {
 	if w.kind.bounded() {
 		b.nbounded++
 	}
-	if w.kind.bounded() || w.keep != nil {
+	if w.kind.bounded() || w.keeper() != nil {
 		w.ps = &pubState{}
 	}
-	if w.keep != nil {
+	if w.keeper() != nil {
 		b.addFiltered(w, prefix, uint64(npre-len(prefix))-prefixPanics, prefixPanics, h-k, h)
 		return w, nil
 	}
@@ -91,7 +94,7 @@ func (b *Broadcaster[T]) watch(prefix []T, opts []Option) (*Watcher[T], error) {
 // filtered of the given ones, and panicked on panics) and of the accepted
 // values from..h. Caller holds b.mu.
 func (b *Broadcaster[T]) addFiltered(w *Watcher[T], prefix []T, filtered, panics, from, h uint64) {
-	w.filtered.Add(filtered)
+	w.x.filtered.Add(filtered)
 	w.drops[DropPanic].Add(panics)
 	b.panics.Add(panics)
 	vals, seqs := b.filterStart(w, prefix, from, h)
@@ -130,11 +133,11 @@ func (b *Broadcaster[T]) addChan(w *Watcher[T], capacity int, vals []T, seqs []u
 	if w.ps == nil {
 		w.ps = &pubState{}
 	}
-	b.chans = append(b.chans, chanSlot[T]{ch: cs.ch, w: w, filter: w.keep != nil})
+	b.chans = append(b.chans, chanSlot[T]{ch: cs.ch, w: w, filter: w.keeper() != nil})
 	if w.kind.mayWait() {
 		b.waitChans = append(b.waitChans, w)
 	}
-	if w.keep != nil {
+	if w.keeper() != nil {
 		b.filterChans = append(b.filterChans, w)
 	}
 }
@@ -174,7 +177,7 @@ func (b *Broadcaster[T]) filterStart(w *Watcher[T], prefix []T, from, h uint64) 
 		case kept:
 			vals, seqs = append(vals, v), append(seqs, from+uint64(i))
 		case filteredOut:
-			w.filtered.Add(1)
+			w.x.filtered.Add(1)
 		default:
 			w.drops[DropPanic].Add(1) // reported to no handler: Watch has not returned
 			b.panics.Add(1)
@@ -190,7 +193,7 @@ func (w *Watcher[T]) newChan(capacity int, vals []T, seqs []uint64) *chanState[T
 	for _, v := range vals {
 		cs.ch <- v // cannot block: capacity >= len(vals)
 	}
-	if w.keep != nil && w.kind == kindWait && capacity > 0 {
+	if w.keeper() != nil && w.kind == kindWait && capacity > 0 {
 		cs.seqs = newSeqRing(capacity)
 		for _, s := range seqs {
 			cs.seqs.push(s)
@@ -268,7 +271,7 @@ func (b *Broadcaster[T]) closeLocked(w *Watcher[T], reason error, log *dropLog) 
 		if w.kind.mayWait() {
 			b.waitChans = deleteWatcher(b.waitChans, w)
 		}
-		if w.keep != nil {
+		if w.keeper() != nil {
 			b.filterChans = deleteWatcher(b.filterChans, w)
 		}
 		w.closeChan()

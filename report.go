@@ -110,7 +110,7 @@ func (p *pub[T]) report(r *waitReporter[T]) {
 	waited := time.Since(p.start)
 	for _, w := range r.ws {
 		st := w.Stats()
-		rep := WaitReport{WatcherID: w.id, WatcherName: w.name, QueueLength: st.QueueLength, Queued: st.Queued,
+		rep := WaitReport{WatcherID: w.id, WatcherName: w.nameOf(), QueueLength: st.QueueLength, Queued: st.Queued,
 			Waited: waited, Readers: int(w.waiters.Load())}
 		b.waitReports.Add(1)
 		if guard.Call(func() { b.cfg.waitReport(rep) }) != nil {

@@ -64,8 +64,8 @@ func (b *Broadcaster[T]) Taken() uint64 {
 // value of the lossless watcher w that it has not taken (or, with
 // WithCommit, not committed), at most head h. Caller holds b.mu.
 func (w *Watcher[T]) takenFloor(h uint64) uint64 {
-	if w.commit {
-		return min(h, w.committed.Load())
+	if w.commits() {
+		return min(h, w.x.committed.Load())
 	}
 	return w.progress(h)
 }
@@ -99,13 +99,13 @@ func (w *Watcher[T]) progress(h uint64) uint64 {
 // [Broadcaster.Taken] back until then; for others it does nothing. It
 // costs the broadcaster's lock, once.
 func (w *Watcher[T]) Commit() {
-	if !w.commit || w.kind != kindWait {
+	if !w.commits() || w.kind != kindWait {
 		return
 	}
 	b := w.b
 	b.mu.Lock()
-	if f := w.progress(b.head.Load()); f > w.committed.Load() {
-		w.committed.Store(f)
+	if f := w.progress(b.head.Load()); f > w.x.committed.Load() {
+		w.x.committed.Store(f)
 	}
 	b.mu.Unlock() // nothing fastBound reads changed
 }

@@ -213,7 +213,7 @@ func (t *Topics[K, T]) Watch(topic K, opts ...Option) (*Watcher[T], error) {
 		t.retireLocked(topic, b)
 		return nil, err
 	}
-	w.onStop = func() { t.retire(topic, b) }
+	w.extra().onStop = func() { t.retire(topic, b) }
 	return w, nil
 }
 

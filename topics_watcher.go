@@ -49,7 +49,7 @@ func (g *TopicsWatcher[K, T]) add(topic K, b *Broadcaster[T]) error {
 	g.mu.Lock()
 	stopped := g.stopped
 	if !stopped {
-		w.onStop = func() { g.t.retire(topic, b) }
+		w.extra().onStop = func() { g.t.retire(topic, b) }
 		g.subs = append(g.subs, topicSub[K, T]{topic, b, w})
 	}
 	g.mu.Unlock()
@@ -229,7 +229,7 @@ func (g *TopicsWatcher[K, T]) stopLocked() {
 	g.stopped = true
 	g.mu.Unlock()
 	for _, s := range subs {
-		s.w.onStop = nil
+		s.w.extra().onStop = nil
 		s.w.Stop()
 		g.t.retireLocked(s.topic, s.b)
 	}

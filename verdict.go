@@ -147,7 +147,7 @@ func (p *pub[T]) unfiltered() bool {
 // the publisher, holding the publish turn but no lock.
 func (w *Watcher[T]) filter(v T) (keepResult, error) {
 	keep := false
-	if err := guard.Call(func() { keep = w.keep(v) }); err != nil {
+	if err := guard.Call(func() { keep = w.x.keep(v) }); err != nil {
 		return filterPanicked, err
 	}
 	if !keep {
@@ -315,7 +315,7 @@ func (w *Watcher[T]) decide(st FullState) (d Decision, err error) {
 
 // fullState describes the watcher to its behaviour. Caller holds b.mu.
 func (w *Watcher[T]) fullState(seq uint64) FullState {
-	st := FullState{WatcherID: w.id, WatcherName: w.name, QueueLength: w.q, Dropped: w.totalDrops()}
+	st := FullState{WatcherID: w.id, WatcherName: w.nameOf(), QueueLength: w.q, Dropped: w.totalDrops()}
 	if ps := w.ps; ps != nil && ps.missEnd == seq && seq != 0 {
 		st.ConsecutiveDrops = ps.consec
 	}

@@ -35,18 +35,16 @@ type Watcher[T any] struct {
 	waiters atomicI32
 	exposed atomic.Bool // ResultChan has returned cs.ch
 
-	b    *Broadcaster[T]
-	id   uint64
-	name string // WithName
-	q    int    // queue capacity
+	b  *Broadcaster[T]
+	id uint64
+	q  int // queue capacity
 	// regSeq is head when the watcher registered, lead the number of
 	// values it receives before the value of regSeq (prefix and replay).
 	regSeq, lead uint64
-	commit       bool // WithCommit: holds Taken back until Commit
-	// onStop is called by the first Stop, with no lock held: a Topics
-	// retires a topic whose last watcher left. Set before the watcher is
-	// returned.
-	onStop   func()
+	// x holds what only some features use (names, filters, commits,
+	// topics); nil for a watcher that uses none, which keeps a watcher in
+	// the 256-byte size class.
+	x        *watcherExtra[T]
 	behavior FullChannelBehavior
 	onDrop   func(Drop)
 
@@ -62,20 +60,64 @@ type Watcher[T any] struct {
 	priv  *fifo.FIFO[T]
 	segs  []seg
 	taken uint64 // values handed to the consumer by the pull methods
+	err   error  // why the watcher closed; nil while open
+	wake  chan struct{}
+
+	drops [numWatcherDropReasons]atomicU64
+}
+
+// watcherExtra is the part of a watcher that only some features use.
+type watcherExtra[T any] struct {
+	name string // WithName
+	// onStop is called by the first Stop, with no lock held: a Topics
+	// retires a topic whose last watcher left. Set before the watcher is
+	// returned.
+	onStop func()
 	// committed is the first sequence the consumer had not taken at its
 	// last Commit (see taken.go); stored under b.mu.
 	committed atomic.Uint64
-	err       error // why the watcher closed; nil while open
-	wake      chan struct{}
-
-	drops [numWatcherDropReasons]atomicU64
-	// keep is the watcher's filter (WithFilter), nil for none: such a
-	// watcher has a channel from the start, and the publisher asks keep
-	// about each value before the channel pass. filtered counts the
-	// values it rejected.
+	commit    bool // WithCommit: holds Taken back until Commit
+	// keep is the watcher's filter (WithFilter): such a watcher has a
+	// channel from the start, and the publisher asks keep about each
+	// value before the channel pass. filtered counts what it rejected.
 	keep     func(T) bool
 	filtered atomicU64
 }
+
+// extra returns w.x, made on first use. Called before w is shared.
+func (w *Watcher[T]) extra() *watcherExtra[T] {
+	if w.x == nil {
+		w.x = &watcherExtra[T]{}
+	}
+	return w.x
+}
+
+// nameOf returns the watcher's name, "" for none.
+func (w *Watcher[T]) nameOf() string {
+	if w.x == nil {
+		return ""
+	}
+	return w.x.name
+}
+
+// filteredCount returns how many values the filter rejected.
+func (w *Watcher[T]) filteredCount() uint64 {
+	if w.x == nil {
+		return 0
+	}
+	return w.x.filtered.Load()
+}
+
+// keeper returns the watcher's filter, nil for none.
+func (w *Watcher[T]) keeper() func(T) bool {
+	if w.x == nil {
+		return nil
+	}
+	return w.x.keep
+}
+
+// commits reports whether the watcher was registered WithCommit.
+func (w *Watcher[T]) commits() bool { return w.x != nil && w.x.commit }
 
 // pubState is what the publisher keeps about a watcher whose full queue it
 // decides about per value. Guarded by the broadcaster's mu.
@@ -114,7 +156,7 @@ type chanState[T any] struct {
 func (w *Watcher[T]) ID() uint64 { return w.id }
 
 // Name returns the name given with [WithName], or "".
-func (w *Watcher[T]) Name() string { return w.name }
+func (w *Watcher[T]) Name() string { return w.nameOf() }
 
 // ResultChan returns the channel that carries the watcher's values, as in
 // k8s.io/apimachinery/pkg/watch. It is closed after Stop, Shutdown or
@@ -167,8 +209,8 @@ func (w *Watcher[T]) Stop() {
 	}
 	b.unlock()
 	log.report(b)
-	if first && w.onStop != nil {
-		w.onStop()
+	if first && w.x != nil && w.x.onStop != nil {
+		w.x.onStop()
 	}
 }
 
@@ -344,7 +386,7 @@ func (w *Watcher[T]) All(ctx context.Context) iter.Seq[T] {
 func (w *Watcher[T]) count(r DropReason, n uint64, log *dropLog, err error) {
 	w.drops[r].Add(n)
 	if w.onDrop != nil {
-		log.add(w.onDrop, Drop{WatcherID: w.id, WatcherName: w.name, Reason: r, Err: err}, n)
+		log.add(w.onDrop, Drop{WatcherID: w.id, WatcherName: w.nameOf(), Reason: r, Err: err}, n)
 	}
 }
 
@@ -383,10 +425,10 @@ type WatcherStats struct {
 // counted as soon as they happen.
 func (w *Watcher[T]) Stats() WatcherStats {
 	var log dropLog
-	s := WatcherStats{ID: w.id, Name: w.name, QueueLength: w.q}
+	s := WatcherStats{ID: w.id, Name: w.nameOf(), QueueLength: w.q}
 	s.Queued, s.Delivered = w.queueStats(&log)
 	log.report(w.b)
-	s.Filtered = w.filtered.Load()
+	s.Filtered = w.filteredCount()
 	s.DroppedFull = w.drops[DropFull].Load()
 	s.DroppedOldest = w.drops[DropOldest].Load()
 	s.DroppedTimeout = w.drops[DropTimeout].Load()

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -367,4 +368,13 @@ func TestWatcherNameIsInItsStatsDropsAndFullState(t *testing.T) {
 	require.Len(t, states, 1)
 	assert.Equal(t, "audit", states[0].WatcherName)
 	assert.Empty(t, fanouttest.Watch(t, b).Name(), "unnamed by default")
+}
+
+// An idle watcher's memory is a README target (≤ 300 B per watcher with
+// 100,000 of them): the struct must stay in the 256-byte size class, the
+// fields of features only some watchers use living behind Watcher.x.
+func TestWatcherStaysInThe256ByteSizeClass(t *testing.T) {
+	if size := unsafe.Sizeof(fanout.Watcher[*int]{}); size > 256 {
+		t.Fatalf("Watcher is %d bytes, more than the 256-byte size class", size)
+	}
 }
