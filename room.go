@@ -71,12 +71,8 @@ func (p *pub[T]) unboundedWaitStart() {
 // (stopped, moved to a channel) wakes them all, and they count again.
 func (p *pub[T]) waitFull(s uint64) error {
 	b := p.b
-	if p.mode == pubTry {
-		b.refused++
-		return errRefused
-	}
-	if p.accepted > 0 {
-		p.takeTurn()
+	if err := p.mayWaitForRoom(); err != nil {
+		return err
 	}
 	p.unboundedWaitStart()
 	b.roomWait.Add(1)
@@ -100,6 +96,20 @@ func (p *pub[T]) waitFull(s uint64) error {
 		b.doneWaiting(wake)
 	}
 	return err
+}
+
+// mayWaitForRoom refuses for ActionOrDrop (counted), and otherwise has a
+// batch with values accepted take the turn, so that nothing lands between
+// them while it waits. Caller holds b.mu.
+func (p *pub[T]) mayWaitForRoom() error {
+	if p.mode == pubTry {
+		p.b.refused++
+		return errRefused
+	}
+	if p.accepted > 0 {
+		p.takeTurn()
+	}
+	return nil
 }
 
 // fullWaiters returns the WaitIfChannelFull readers full at s, for a wait
@@ -151,12 +161,8 @@ func (p *pub[T]) sleep(wake chan struct{}, rep *waitReporter[T]) error {
 // reader makes some, and go on in the order the lock takes them.
 func (p *pub[T]) waitRoom(s uint64) error {
 	b := p.b
-	if p.mode == pubTry {
-		b.refused++
-		return errRefused
-	}
-	if p.accepted > 0 {
-		p.takeTurn()
+	if err := p.mayWaitForRoom(); err != nil {
+		return err
 	}
 	p.waitStart()
 	// Count ourselves, register, then look again: a reader that makes room

@@ -103,19 +103,9 @@ func filterLabel(s System) string {
 // producer, interleaved, and returns one case per system with its ratio to
 // reading and discarding by hand.
 func filterGroup(cfg Config, res *Results) ([]Case, error) {
-	systems := FilterSystems()
-	n := cfg.FilterWatchers
-	variants := make([]variant, len(systems))
-	for i, s := range systems {
-		variants[i] = variant{sys: s}
-	}
-	samples, err := runInterleaved(cfg, res, variants, n, 1)
+	cases, samples, err := measureOneProducer(cfg, res, KindFilter, FilterSystems(), cfg.FilterWatchers)
 	if err != nil {
 		return nil, err
-	}
-	cases := make([]Case, len(variants))
-	for i, v := range variants {
-		cases[i] = summarize(KindFilter, v, n, 1, samples[i])
 	}
 	pairRatios(cases, samples, 1, func(c *Case, v float64) { c.RatioVsByHand = ptr(v) })
 	return cases, nil

@@ -258,21 +258,31 @@ func drainWatermill(ch <-chan *message.Message, acked *atomic.Int64) int64 {
 // producer, interleaved, and returns one case per system with its ratio to
 // fanout Topics.
 func topicsGroup(cfg Config, res *Results, topics int) ([]Case, error) {
-	systems := TopicSystems(topics)
-	n := topics * WatchersPerTopic
+	cases, samples, err := measureOneProducer(cfg, res, KindTopics, TopicSystems(topics), topics*WatchersPerTopic)
+	if err != nil {
+		return nil, err
+	}
+	for i := range cases {
+		cases[i].Topics = topics
+	}
+	pairRatios(cases, samples, 0, func(c *Case, v float64) { c.RatioVsFanout = ptr(v) })
+	return cases, nil
+}
+
+// measureOneProducer measures systems with n watchers and one producer,
+// interleaved, and returns a case of kind per system with the samples.
+func measureOneProducer(cfg Config, res *Results, kind string, systems []System, n int) ([]Case, [][]sample, error) {
 	variants := make([]variant, len(systems))
 	for i, s := range systems {
 		variants[i] = variant{sys: s}
 	}
 	samples, err := runInterleaved(cfg, res, variants, n, 1)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cases := make([]Case, len(variants))
 	for i, v := range variants {
-		cases[i] = summarize(KindTopics, v, n, 1, samples[i])
-		cases[i].Topics = topics
+		cases[i] = summarize(kind, v, n, 1, samples[i])
 	}
-	pairRatios(cases, samples, 0, func(c *Case, v float64) { c.RatioVsFanout = ptr(v) })
-	return cases, nil
+	return cases, samples, nil
 }
