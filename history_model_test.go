@@ -25,6 +25,12 @@ import (
 //     Accepting it needs room in every open WaitIfChannelFull watcher and
 //     evicts every open EvictIfChannelFull watcher that is full (queue
 //     lengths are exact). ActionSeq's sequence number is its position.
+//     An evicted watcher is closed at once for its pull reader; a channel
+//     cannot be closed only if it is full, so the consumer of an evicted
+//     channel watcher may take its last values and find it empty and open
+//     (a read that times out) until the evicting publish call returns
+//     (documented with EvictIfChannelFull): a read that began before that
+//     return (the operations carry those times) may time out.
 //   - A failed publish (an error, or ActionOrDrop's false) accepts nothing.
 //   - Watch registers at the end of the order (minus its replay).
 //   - A read takes the next values of the watcher: for a lossless watcher
@@ -138,6 +144,10 @@ type hInput struct {
 	Op hOp
 	W  int    // the watcher, for watcher operations
 	V  uint64 // the value, for opPublish
+	// T is the return time of a publish call, for opPublish, and the
+	// call time of a read: an evicted channel watcher may look open to a
+	// read that began before the evicting publish returned.
+	T int64
 }
 
 type hOutput struct {
@@ -173,6 +183,10 @@ type wState struct {
 	end      int // the entry from which it receives nothing; -1 while open
 	acctEnd  int // end, plus the value that evicted it
 	closedBy errCode
+	// closing is, for a channel watcher evicted, the return time of the
+	// evicting publish call: a read that began before it may find the
+	// channel open (and empty); 0 otherwise.
+	closing  int64
 	pendRead bool // it read the pending value
 	late     bool // it read a value accepted after it closed (handed to its channel before)
 	nread    int  // values read
@@ -250,7 +264,7 @@ func (m *historyModel) step(s *hState, in hInput, out hOutput) string {
 	switch in.Op {
 	case opPublish:
 		if out.Err == errNone {
-			return m.accept(s, in.V, out)
+			return m.accept(s, in, out)
 		}
 		return m.fail(s, in.V, out)
 	case opWatch:
@@ -259,7 +273,7 @@ func (m *historyModel) step(s *hState, in hInput, out hOutput) string {
 		s.ws[in.W].chanMode = true
 		return ""
 	case opRead:
-		return m.read(s, in.W, out)
+		return m.read(s, in, out)
 	case opStop:
 		if w := &s.ws[in.W]; w.open() && !s.shutdown {
 			w.end, w.acctEnd, w.closedBy = len(s.entries), len(s.entries), errWatcherStopped
@@ -299,7 +313,8 @@ func (m *historyModel) step(s *hState, in hInput, out hOutput) string {
 }
 
 // accept is the linearization of an accepted value.
-func (m *historyModel) accept(s *hState, v uint64, out hOutput) string {
+func (m *historyModel) accept(s *hState, in hInput, out hOutput) string {
+	v := in.V
 	vi := m.vals[v]
 	switch {
 	case s.shutdown:
@@ -328,6 +343,9 @@ func (m *historyModel) accept(s *hState, v uint64, out hOutput) string {
 		case wkEvict:
 			if m.queued(s, i) >= w.capacity {
 				w.end, w.acctEnd, w.closedBy = idx, idx+1, errEvicted
+				if w.chanMode {
+					w.closing = in.T
+				}
 			}
 		}
 	}
@@ -421,7 +439,8 @@ func (m *historyModel) watch(s *hState, i int, out hOutput) string {
 	return ""
 }
 
-func (m *historyModel) read(s *hState, i int, out hOutput) string {
+func (m *historyModel) read(s *hState, in hInput, out hOutput) string {
+	i := in.W
 	w, wi := &s.ws[i], m.watchers[i]
 	switch {
 	case !w.on:
@@ -429,7 +448,7 @@ func (m *historyModel) read(s *hState, i int, out hOutput) string {
 	case len(out.Vals) > 0 && out.Err != errNone:
 		return "values and an error"
 	case out.Err == errCtx: // it found nothing to read
-		if !w.open() && (w.closedBy != errStopped || s.settled) {
+		if !w.open() && (w.closedBy != errStopped || s.settled) && in.T >= w.closing {
 			return "timed out although closed"
 		}
 		if wi.kind.lossless() && m.queued(s, i) > 0 {

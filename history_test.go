@@ -59,7 +59,8 @@ import (
 // subsequence without duplicates, with every other value counted as a drop
 // by the end (Watcher.Stats); WaitIfChannelFull watchers' queue lengths
 // (no value is accepted while one is full) and EvictIfChannelFull evictions
-// (exactly when a value meets a full queue); batches contiguous; failed
+// (exactly when a value meets a full queue; a channel watcher's channel
+// closed by the time the evicting publish returns); batches contiguous; failed
 // publishes accept nothing (the documented early hand-outs to channel
 // watchers aside); ActionSeq's sequence numbers; a read that times out
 // found nothing; close reasons (ErrWatcherStopped, ErrStopped, ErrEvicted)
@@ -221,7 +222,7 @@ func (h *histRun) publisher(p int, r *rand.Rand, calls int) {
 			if ok != (err == nil && out.Err == errNone) {
 				h.t.Errorf("ActionOrDrop = %v, %v", ok, err)
 			}
-			h.record(p, hInput{Op: opPublish, V: v}, out, call, ret)
+			h.record(p, hInput{Op: opPublish, V: v, T: ret}, out, call, ret)
 		case 3:
 			vs := batch(modeAction)
 			call := h.now()
@@ -287,7 +288,7 @@ func (h *histRun) published(client int, vs []uint64, n int, err error, first int
 			out.Err = h.code(err)
 			out.Offered = i == n && !done
 		}
-		h.record(client, hInput{Op: opPublish, V: v}, out, call, ret)
+		h.record(client, hInput{Op: opPublish, V: v, T: ret}, out, call, ret)
 	}
 }
 
@@ -423,11 +424,11 @@ func (h *histRun) read(c, id int, w *fanout.Watcher[uint64], onChan bool, r *ran
 		// On a channel, Recv is a receive, then more that do not wait,
 		// each one atomic on its own: values may arrive in between.
 		for _, v := range vals {
-			h.record(c, hInput{Op: opRead, W: id}, hOutput{Vals: []uint64{v}}, call, ret)
+			h.record(c, hInput{Op: opRead, W: id, T: call}, hOutput{Vals: []uint64{v}}, call, ret)
 		}
 		return errNone
 	}
-	h.record(c, hInput{Op: opRead, W: id}, out, call, ret)
+	h.record(c, hInput{Op: opRead, W: id, T: call}, out, call, ret)
 	if out.Err == errCtx {
 		return errNone
 	}

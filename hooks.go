@@ -27,5 +27,9 @@ const (
 	// hookAccepted: a publisher on the slow path has accepted a value
 	// and still holds the broadcaster's lock (accept).
 	hookAccepted
+	// hookEvicted: a publisher has applied its value's verdicts to the
+	// full watchers and is about to take those it evicted off its lists
+	// (applyAll). It holds the broadcaster's lock.
+	hookEvicted
 	numHookPoints
 )

@@ -151,6 +151,16 @@ var (
 	// EvictIfChannelFull closes a watcher the first time a value finds its
 	// queue full. The values already queued stay readable; then its channel
 	// closes and [Watcher.Err] returns [ErrEvicted].
+	//
+	// A watcher read only with the pull methods is closed the moment the
+	// value finds its queue full: once drained, they return ErrEvicted. One
+	// with a channel of its own (once [Watcher.ResultChan] was called, with
+	// [WithFilter], or with queue length 0) is read without the
+	// broadcaster's locks, and a channel cannot be closed on condition that
+	// it is full: its reader may take the last queued values just as the
+	// publisher finds the channel full, and then find the channel empty and
+	// still open, until the publish that evicts the watcher returns (it
+	// closes the channel before it returns).
 	EvictIfChannelFull FullChannelBehavior = evictBehavior{}
 )
 

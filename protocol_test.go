@@ -348,3 +348,30 @@ func must(v int, err error) int {
 	}
 	return v
 }
+
+// An EvictIfChannelFull reader is closed by the same hold of its lock that
+// found its queue full: a reader that drains it meanwhile must find it
+// closed, not open and empty (the value that evicted it found it full).
+// The publisher is paused between applying its verdicts and taking the
+// evicted reader off its lists.
+func TestProtocolEvictedReaderIsClosedWhenFoundFull(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := New[int](WithQueueLength(1), WithFullChannelBehavior(EvictIfChannelFull))
+		defer b.Shutdown()
+		r, _ := b.Watch()
+		require.NoError(t, b.Action(0)) // r is full
+		evicted, resume := pauseAt(t, hookEvicted)
+		pub := async(func() error { return b.Action(1) })
+		<-evicted
+		assert.Equal(t, 0, must(next(r)))
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		_, err := r.Next(ctx) // nothing left: closed, or open and empty
+		assert.ErrorIs(t, err, ErrEvicted, "drained while being evicted, it looked open")
+		resume()
+		require.NoError(t, done(t, pub, "the publisher"))
+		_, err = next(r)
+		assert.ErrorIs(t, err, ErrEvicted)
+		assert.Equal(t, uint64(1), r.Stats().DroppedEvicted)
+	})
+}

@@ -248,21 +248,54 @@ func (b *Broadcaster[T]) removeReader(w *Watcher[T]) {
 // it had queued stays readable. Caller holds b.mu.
 func (b *Broadcaster[T]) closeLocked(w *Watcher[T], reason error, log *dropLog) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
+	closed := b.closeQueue(w, reason, log)
+	w.mu.Unlock()
+	if closed {
+		b.unlist(w, reason)
+	}
+}
+
+// closeQueue closes w's queue for reason if it is open, and reports
+// whether it did: from then on its readers find it closed once drained.
+// It is the part of closing that its readers can see, so that an eviction
+// happens in the same hold of w.mu as the look that found the queue full
+// (see apply). The caller holds b.mu and w.mu, and calls unlist before it
+// releases b.mu.
+func (b *Broadcaster[T]) closeQueue(w *Watcher[T], reason error, log *dropLog) bool {
 	if w.err != nil {
-		return
+		return false
 	}
 	w.err = reason
+	if w.mode == modeChan {
+		w.closeChan()
+		w.signal()
+		return true
+	}
+	h := b.head.Load()
+	if n, r := w.settle(h); n > 0 {
+		w.count(r, n, log, nil)
+	}
+	w.evacuate(h, b.ring.Load()) // the ring will be reused
+	w.end = h
+	w.publishMarks()
+	w.signal()
+	return true
+}
+
+// unlist takes w, just closed by closeQueue for reason, off the
+// broadcaster's lists and counts, and wakes the publishers that may wait
+// for its room. Caller holds b.mu.
+func (b *Broadcaster[T]) unlist(w *Watcher[T], reason error) {
 	b.nwatch.Add(-1)
 	if w.kind.bounded() {
 		b.nbounded--
 	}
-	defer func() { b.dropped += w.totalDrops() }() // its last drops are counted below
 	if w.kind == kindWait && reason != ErrStopped {
 		// It left: it holds nothing back. Shutdown's watchers still do,
 		// until they have read what stays queued (see Taken).
 		b.holders = deleteWatcher(b.holders, w)
 	}
+	b.dropped += w.totalDrops() // its last drops were counted by closeQueue
 	if w.mode == modeChan {
 		if i := slices.IndexFunc(b.chans, func(s chanSlot[T]) bool { return s.w == w }); i >= 0 {
 			w.cs.in += b.chans[i].sent
@@ -274,19 +307,9 @@ func (b *Broadcaster[T]) closeLocked(w *Watcher[T], reason error, log *dropLog) 
 		if w.keeper() != nil {
 			b.filterChans = deleteWatcher(b.filterChans, w)
 		}
-		w.closeChan()
-		w.signal()
 		return
 	}
 	b.removeReader(w)
-	h := b.head.Load()
-	if n, r := w.settle(h); n > 0 {
-		w.count(r, n, log, nil)
-	}
-	w.evacuate(h, b.ring.Load()) // the ring will be reused
-	w.end = h
-	w.publishMarks()
-	w.signal()
 	if b.roomWait.Load() > 0 {
 		b.signalRoom()
 	}

@@ -183,7 +183,8 @@ func (p *pub[T]) blocked(list []*Watcher[T], s uint64) bool {
 }
 
 // applyAll applies their verdicts for the accepted value v of s to the full
-// watchers of list, then closes those evicted.
+// watchers of list, then takes those evicted off the broadcaster's lists
+// (list may be one of them: it is not changed while it is walked).
 func (p *pub[T]) applyAll(list []*Watcher[T], v T, s uint64) {
 	var buf [4]*Watcher[T]
 	evict := buf[:0]
@@ -192,15 +193,22 @@ func (p *pub[T]) applyAll(list []*Watcher[T], v T, s uint64) {
 			evict = append(evict, w)
 		}
 	}
+	if len(evict) > 0 {
+		hook(hookEvicted)
+	}
 	for _, w := range evict {
-		p.b.closeLocked(w, ErrEvicted, &p.log)
+		p.b.unlist(w, ErrEvicted)
 	}
 }
 
 // apply applies the verdict of the full watcher w to the accepted value v
-// of s, and reports whether w is to be evicted. A watcher that made room
-// meanwhile takes the value, whatever its verdict.
-func (p *pub[T]) apply(w *Watcher[T], v T, s uint64) (evict bool) {
+// of s, and reports whether it evicted w. A watcher that made room
+// meanwhile takes the value, whatever its verdict. An evicted watcher is
+// closed in the same hold of w.mu that found it full, so that no reader
+// drains it in between and then finds it open (DESIGN.md, I12); a consumer
+// of ResultChan, which takes no lock, still may, until the channel closes a
+// few steps later (documented under EvictIfChannelFull).
+func (p *pub[T]) apply(w *Watcher[T], v T, s uint64) (evicted bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.admit(v, s) {
@@ -212,7 +220,7 @@ func (p *pub[T]) apply(w *Watcher[T], v T, s uint64) (evict bool) {
 	case VerdictEvict:
 		w.count(DropEvicted, 1, &p.log, nil)
 		w.missed(s)
-		return true
+		return p.b.closeQueue(w, ErrEvicted, &p.log)
 	case VerdictDropOldest:
 		discarded, stored := w.replaceOldest(v, s)
 		if discarded {
