@@ -21,19 +21,21 @@ type (
 
 // broadcasterMu is Broadcaster.mu, which also holds the busy bit of
 // Broadcaster.head while it is locked (head.go).
+// The mutex is a named field, not embedded, so that no method of it (such
+// as TryLock) can take the lock without the bit.
 type broadcasterMu struct {
-	sync.Mutex
+	mu   sync.Mutex
 	head *headWord
 }
 
 func (m *broadcasterMu) Lock() {
-	m.Mutex.Lock()
+	m.mu.Lock()
 	m.head.hold()
 }
 
 func (m *broadcasterMu) Unlock() {
 	m.head.releaseHeld()
-	m.Mutex.Unlock()
+	m.mu.Unlock()
 }
 
 // hook marks a decision point of the protocol where a test may pause the

@@ -33,13 +33,13 @@ const (
 // Broadcaster.unlock is checked too.
 type broadcasterMu struct {
 	check func()
-	sync.Mutex
-	head *headWord // its busy bit is held with the lock (head.go)
+	mu    sync.Mutex // not embedded: nothing takes it without the bit
+	head  *headWord  // its busy bit is held with the lock (head.go)
 }
 
 func (m *broadcasterMu) Lock() {
 	acquire(rankBroadcaster)
-	m.Mutex.Lock()
+	m.mu.Lock()
 	m.head.hold()
 }
 
@@ -48,7 +48,7 @@ func (m *broadcasterMu) Unlock() {
 		m.check()
 	}
 	m.head.releaseHeld()
-	m.Mutex.Unlock()
+	m.mu.Unlock()
 	release(rankBroadcaster)
 }
 

@@ -159,7 +159,8 @@ func (b *Broadcaster[T]) fastBound() uint64 {
 
 // unlock recomputes b.fast and unlocks b.mu. Every unlock after a change of
 // what fastBound reads goes through it, so that the fast paths, which read
-// b.fast under b.mu, see what they would have computed themselves.
+// b.fast holding the busy bit of head (held with b.mu), see what they would
+// have computed themselves.
 func (b *Broadcaster[T]) unlock() {
 	b.fast = b.fastBound()
 	b.mu.Unlock()

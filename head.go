@@ -11,7 +11,17 @@ import (
 // holder of Broadcaster.mu for its whole critical section. The fast path
 // thus costs one compare-and-swap and one store, not a lock, a store and
 // an unlock.
-const headBusy = 1 << 63
+//
+// headWanted is set by a holder of Broadcaster.mu that waits for the busy
+// bit: fast paths stand aside (they take the slow path, which waits for
+// the mutex), so that a stream of fast publishers cannot starve Watch,
+// Stop or Shutdown. The sequence has the other 62 bits: at a value per
+// nanosecond, for 146 years.
+const (
+	headBusy   = 1 << 63
+	headWanted = 1 << 62
+	headBits   = headBusy | headWanted
+)
 
 // headWord is Broadcaster.head: the sequence number of the next value, and
 // the busy bit. Load returns the sequence alone, so readers never see the
@@ -23,16 +33,30 @@ type headWord struct {
 }
 
 // Load returns the sequence number of the next value.
-func (h *headWord) Load() uint64 { return atomic.LoadUint64(&h.v) &^ headBusy }
+func (h *headWord) Load() uint64 { return atomic.LoadUint64(&h.v) &^ headBits }
 
 // Store sets the sequence number; the caller holds the bit, and keeps it.
 func (h *headWord) Store(s uint64) { atomic.StoreUint64(&h.v, s|headBusy) }
 
-// tryHold takes the bit if nobody holds it, and returns the sequence.
+// tryHold takes the bit if nobody holds or wants it, and returns the
+// sequence. A compare-and-swap that fails because another fast path moved
+// head meanwhile is tried again, a few times, rather than sending the
+// caller down the slow path.
 func (h *headWord) tryHold() (uint64, bool) {
-	v := atomic.LoadUint64(&h.v)
-	return v, v&headBusy == 0 && atomic.CompareAndSwapUint64(&h.v, v, v|headBusy)
+	for range holdTries {
+		v := atomic.LoadUint64(&h.v)
+		if v&headBits != 0 {
+			return v, false
+		}
+		if atomic.CompareAndSwapUint64(&h.v, v, v|headBusy) {
+			return v, true
+		}
+	}
+	return 0, false
 }
+
+// holdTries is how many times tryHold tries.
+const holdTries = 4
 
 // release sets the sequence to s and gives the bit up: what the holder
 // wrote before is visible to whoever takes the bit or loads s next.
@@ -43,11 +67,20 @@ func (h *headWord) release(s uint64) { atomic.StoreUint64(&h.v, s) }
 // for a few stores only, unless it was descheduled.
 const holdSpins = 64
 
-// hold takes the bit, waiting for a fast-path publisher that holds it.
+// hold takes the bit, waiting for a fast-path publisher that holds it,
+// and says it wants the bit meanwhile (a fast path's release clears that:
+// the next try says it again).
 func (h *headWord) hold() {
 	for i := 0; ; i++ {
-		if _, ok := h.tryHold(); ok {
-			return
+		v := atomic.LoadUint64(&h.v)
+		if v&headBusy == 0 {
+			if atomic.CompareAndSwapUint64(&h.v, v, v&^headWanted|headBusy) {
+				return
+			}
+			continue
+		}
+		if v&headWanted == 0 {
+			atomic.CompareAndSwapUint64(&h.v, v, v|headWanted)
 		}
 		if i >= holdSpins {
 			runtime.Gosched()

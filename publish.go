@@ -59,9 +59,11 @@ func (b *Broadcaster[T]) Action(v T) error {
 
 // tryOne is the fast path for one value, inline: it accepts v if head is
 // below b.fast: nobody holds the turn or waits for room, no watcher has a
-// channel or is full, and the ring readers have room (see fastBound). It wakes the parked readers after
-// unlocking. (Through publish, with its slice of one, the same took a third
-// longer with one watcher: 38 against 29 ns per value.)
+// channel or is full, and the ring readers have room (see fastBound). It
+// holds only the busy bit of head, not b.mu (DESIGN.md, section 3), and
+// wakes the parked readers after giving it up. (Through publish, with its
+// slice of one, the same took a third longer with one watcher: 38 against
+// 29 ns per value.)
 func (b *Broadcaster[T]) tryOne(v T) bool {
 	if b.err != nil {
 		return false
