@@ -215,11 +215,20 @@ func (b *histBuilder) op(call, ret int64, in hInput, out hOutput) {
 }
 
 func (b *histBuilder) publish(call, ret int64, v uint64, err errCode) {
+	b.returned(v, ret)
 	b.op(call, ret, hInput{Op: opPublish, V: v, T: ret}, hOutput{Err: err, Seq: -1, Offered: err != errNone})
 }
 
 func (b *histBuilder) publishSeq(call, ret int64, v uint64, seq int64) {
+	b.returned(v, ret)
 	b.op(call, ret, hInput{Op: opPublish, V: v, T: ret}, hOutput{Seq: seq})
+}
+
+// returned records when v's publish returned, as histRun.record does.
+func (b *histBuilder) returned(v uint64, ret int64) {
+	vi := b.model.vals[v]
+	vi.ret = ret
+	b.model.vals[v] = vi
 }
 
 func (b *histBuilder) watch(call, ret int64, w int) {
@@ -380,6 +389,23 @@ func TestHistoryCheckerRejectsViolations(t *testing.T) {
 			at := either[int64](legal, 8, 11)
 			b.read(at, at+1, w) // nothing: it timed out
 			b.readErr(14, 15, w, errEvicted)
+		},
+	}, {
+		name: "a channel watcher lacks a value a pull watcher read once its publish returned",
+		build: func(b *histBuilder, legal bool) {
+			// The publisher sends into the channels just after pull
+			// readers can read the value, within its call: until the call
+			// returns, the channel may still be empty.
+			pull, ch := b.watcher(wkWait, 2), b.watcher(wkWait, 2)
+			v := b.value(0, modeAction, 0)
+			b.watch(1, 2, pull)
+			b.watch(1, 2, ch)
+			b.op(2, 2, hInput{Op: opResultChan, W: ch}, hOutput{})
+			b.publish(3, 10, v, errNone)
+			b.read(4, 5, pull, v)
+			at := either[int64](legal, 6, 11)
+			b.read(at, at+1, ch) // nothing: it timed out
+			b.read(14, 15, ch, v)
 		},
 	}, {
 		name: "an evicted pull watcher looks open while it is evicted",

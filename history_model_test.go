@@ -30,7 +30,10 @@ import (
 //     channel watcher may take its last values and find it empty and open
 //     (a read that times out) until the evicting publish call returns
 //     (documented with EvictIfChannelFull): a read that began before that
-//     return (the operations carry those times) may time out.
+//     return (the operations carry those times) may time out. Likewise a
+//     channel watcher gets an accepted value in its channel only just after
+//     pull readers can read it, within the publish call: a read of the
+//     channel that began before the call returned may find it empty.
 //   - A failed publish (an error, or ActionOrDrop's false) accepts nothing.
 //   - Watch registers at the end of the order (minus its replay).
 //   - A read takes the next values of the watcher: for a lossless watcher
@@ -96,6 +99,7 @@ func (k wKind) lossless() bool { return k == wkWait || k == wkEvict }
 type valInfo struct {
 	mode pubMode
 	prev uint64
+	ret  int64 // the return time of its publish call, once known (0: not known)
 }
 
 // watchInfo is a watcher's configuration. replay is what it replays (at
@@ -256,6 +260,28 @@ func (m *historyModel) queued(s *hState, i int) int {
 		}
 	}
 	return n
+}
+
+// undelivered reports whether the next value channel watcher i has queued
+// may not be in its channel yet for a read that began at t: a publisher
+// sends into the channels just after the value is accepted, within its
+// call (accept in publish.go), so until that call returns a pull watcher
+// may read the value while the channel is still empty.
+func (m *historyModel) undelivered(s *hState, i int, t int64) bool {
+	w, wi := &s.ws[i], m.watchers[i]
+	if !w.chanMode {
+		return false
+	}
+	limit := len(s.entries)
+	if w.end >= 0 {
+		limit = w.end
+	}
+	for _, e := range s.entries[min(w.cursor, limit):limit] {
+		if e&phantomBit == 0 && !(wi.kind.lossless() && m.skippable(wi, e)) {
+			return m.vals[e&valueMask].ret > t
+		}
+	}
+	return false
 }
 
 // step applies the operation to s and returns "" if the specification
@@ -451,7 +477,7 @@ func (m *historyModel) read(s *hState, in hInput, out hOutput) string {
 		if !w.open() && (w.closedBy != errStopped || s.settled) && in.T >= w.closing {
 			return "timed out although closed"
 		}
-		if wi.kind.lossless() && m.queued(s, i) > 0 {
+		if wi.kind.lossless() && m.queued(s, i) > 0 && !m.undelivered(s, i, in.T) {
 			return fmt.Sprintf("timed out with %d values queued", m.queued(s, i))
 		}
 		return ""

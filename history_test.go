@@ -131,6 +131,11 @@ func (h *histRun) now() int64 { return h.clock.Add(1) }
 func (h *histRun) record(client int, in hInput, out hOutput, call, ret int64) {
 	h.mu.Lock()
 	h.ops = append(h.ops, porcupine.Operation{ClientId: client, Input: in, Output: out, Call: call, Return: ret})
+	if in.Op == opPublish { // the model needs its return time (undelivered)
+		vi := h.model.vals[in.V]
+		vi.ret = in.T
+		h.model.vals[in.V] = vi
+	}
 	h.mu.Unlock()
 	if h.nops.Add(1) == h.target {
 		close(h.early)
