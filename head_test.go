@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -219,5 +220,53 @@ func TestHeadIsAlignedAndCountsEveryConcurrentValue(t *testing.T) {
 	wg.Wait()
 	if got := b.Stats().Accepted; got != 40000 {
 		t.Fatalf("accepted %d", got)
+	}
+}
+
+// A holder of b.mu that waits for the busy bit says so (headWanted), and
+// fast paths stand aside until it has the bit: a stream of fast publishers
+// cannot starve Watch, Stop or Shutdown.
+func TestHeadHoldMakesFastPathsStandAside(t *testing.T) {
+	var h headWord
+	h.release(7)
+	if s, ok := h.tryHold(); !ok || s != 7 { // a fast path holds the bit
+		t.Fatalf("tryHold = %d, %v; want 7, true", s, ok)
+	}
+	held := make(chan struct{})
+	go func() {
+		h.hold()
+		close(held)
+	}()
+	for i := 0; atomic.LoadUint64(&h.v)&headWanted == 0; i++ {
+		if i == 1_000_000 {
+			h.release(7) // let hold return, then fail
+			<-held
+			t.Fatal("hold waited for the bit without saying it wants it")
+		}
+		runtime.Gosched()
+	}
+	h.release(8) // the fast path gives the bit up (and clears wanted)
+	<-held
+	if _, ok := h.tryHold(); ok {
+		t.Fatal("a fast path took the bit the lock's holder holds")
+	}
+	if got := h.Load(); got != 8 {
+		t.Fatalf("Load = %d, want 8 without the bits", got)
+	}
+	h.releaseHeld()
+	if _, ok := h.tryHold(); !ok {
+		t.Fatal("tryHold failed once the bit was given up")
+	}
+}
+
+// While the lock's holder waits for the bit, fast paths refuse it.
+func TestHeadTryHoldRefusesWhileTheLockWantsTheBit(t *testing.T) {
+	var h headWord
+	h.release(3 | headWanted)
+	if _, ok := h.tryHold(); ok {
+		t.Fatal("tryHold took the bit the lock's holder wants")
+	}
+	if got := h.Load(); got != 3 {
+		t.Fatalf("Load = %d, want 3", got)
 	}
 }

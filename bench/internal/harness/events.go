@@ -140,32 +140,15 @@ func measureEvents(s System, pods []*v1.Pod, n, producers int) (eventsSample, er
 	}
 	rec := b.NewRecorder(scheme.Scheme, "fanout-bench")
 	total := recordEvents(n, producers)
-	var peak atomic.Int64
-	sample := func() {
-		n := int64(runtime.NumGoroutine())
-		for old := peak.Load(); n > old && !peak.CompareAndSwap(old, n); old = peak.Load() {
-		}
-	}
+	var peak peakGoroutines
 	fb, _ := b.(*events.Broadcaster)
-	wait := func(sent int64) error {
-		sample()
-		if fb == nil {
-			return spinUntil(probe.Load, sent, "events handed to the probe watcher")
-		}
-		// fanout's sink runner drops, counted, rather than queue more
-		// than 1000 events: wait for it as well as for the probe, which
-		// Flush does without spinning.
-		ctx, cancel := context.WithTimeout(context.Background(), recordStallTimeout)
-		defer cancel()
-		return fb.Flush(ctx)
-	}
 	var recorded atomic.Int64
 	er := newRecordRounds(func(p *v1.Pod) {
 		rec.Eventf(p, nil, v1.EventTypeNormal, "Synced", "Sync", "synced")
 		if recorded.Add(1)%64 == 0 {
-			sample()
+			peak.sample()
 		}
-	}, wait, pods, total, producers)
+	}, eventsWaiter(fb, &probe, &peak), pods, total, producers)
 	runtime.GC()
 	var m0, m1 runtime.MemStats
 	var counted int64
@@ -186,14 +169,10 @@ func measureEvents(s System, pods []*v1.Pod, n, producers int) (eventsSample, er
 	elapsed := time.Since(start)
 	runtime.ReadMemStats(&m1)
 	smp := eventsSample{recordSample: recordSample{events: er.total, elapsed: elapsed, mallocs: m1.Mallocs - m0.Mallocs, counted: counted},
-		peakGoroutines: int(peak.Load()) - base}
+		peakGoroutines: int(peak.n.Load()) - base}
 	smp.calls, smp.byPod = sink.snapshot()
-	if fb != nil && err == nil {
-		if st := fb.Stats(); st.Dropped() != 0 || st.Written+st.Merged != uint64(2*er.total) {
-			// Each event reaches the sink and the probe: written or merged
-			// by the one, handled by the other.
-			err = fmt.Errorf("%d events, stats %+v: some were dropped", er.total, st)
-		}
+	if err == nil {
+		err = checkEventsStats(fb, er.total)
 	}
 	cancel()
 	stopProbe()
@@ -203,6 +182,45 @@ func measureEvents(s System, pods []*v1.Pod, n, producers int) (eventsSample, er
 		return smp, fmt.Errorf("harness: events %s: %w", s.Label(), err)
 	}
 	return smp, nil
+}
+
+// peakGoroutines keeps the most goroutines seen by sample.
+type peakGoroutines struct{ n atomic.Int64 }
+
+func (p *peakGoroutines) sample() {
+	n := int64(runtime.NumGoroutine())
+	for old := p.n.Load(); n > old && !p.n.CompareAndSwap(old, n); old = p.n.Load() {
+	}
+}
+
+// eventsWaiter returns the wait of a recording round: until the probe
+// watcher has seen sent events (client-go), or until fanout's broadcaster
+// fb is flushed. fanout's sink runner drops, counted, rather than queue
+// more than 1000 events: Flush waits for it as well as for the probe,
+// without spinning.
+func eventsWaiter(fb *events.Broadcaster, probe *atomic.Int64, peak *peakGoroutines) func(sent int64) error {
+	return func(sent int64) error {
+		peak.sample()
+		if fb == nil {
+			return spinUntil(probe.Load, sent, "events handed to the probe watcher")
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), recordStallTimeout)
+		defer cancel()
+		return fb.Flush(ctx)
+	}
+}
+
+// checkEventsStats checks that fanout's broadcaster (nil for client-go)
+// handled every one of the total events: each reaches the sink and the
+// probe, written or merged by the one, handled by the other.
+func checkEventsStats(fb *events.Broadcaster, total int64) error {
+	if fb == nil {
+		return nil
+	}
+	if st := fb.Stats(); st.Dropped() != 0 || st.Written+st.Merged != uint64(2*total) {
+		return fmt.Errorf("%d events, stats %+v: some were dropped", total, st)
+	}
+	return nil
 }
 
 // spinSettle spins, yielding, until no more than base goroutines run, for

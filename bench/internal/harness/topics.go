@@ -120,27 +120,34 @@ func (c *consumers) startTopics(s System, n int) error {
 	return c.startWatermill(s, n)
 }
 
-type fanoutTopicsInstance struct {
-	t      *fanout.Topics[int, *Event]
-	e      *Event
+// roundRobin hands out the topics 0..topics-1 in turn.
+type roundRobin struct {
 	topics int
-	next   atomic.Uint64
+	n      atomic.Uint64
+}
+
+func (r *roundRobin) next() int { return int(r.n.Add(1) % uint64(r.topics)) }
+
+type fanoutTopicsInstance struct {
+	t *fanout.Topics[int, *Event]
+	e *Event
+	roundRobin
 }
 
 func (f *fanoutTopicsInstance) publishN(n int) {
 	for range n {
-		_ = f.t.Publish(int(f.next.Add(1)%uint64(f.topics)), f.e)
+		_ = f.t.Publish(f.next(), f.e)
 	}
 }
 func (f *fanoutTopicsInstance) publish(e *Event) {
-	_ = f.t.Publish(int(f.next.Add(1)%uint64(f.topics)), e)
+	_ = f.t.Publish(f.next(), e)
 }
 func (f *fanoutTopicsInstance) close()             { f.t.Shutdown() }
 func (f *fanoutTopicsInstance) libDropped() uint64 { return 0 }
 
 func (c *consumers) startFanoutTopics(s System, n int) error {
 	t := fanout.NewTopics[int, *Event](fanout.WithQueueLength(s.Queue), fanout.WithFullChannelBehavior(fanout.WaitIfChannelFull))
-	c.r.inst = &fanoutTopicsInstance{t: t, e: c.payload, topics: s.Topics}
+	c.r.inst = &fanoutTopicsInstance{t: t, e: c.payload, roundRobin: roundRobin{topics: s.Topics}}
 	for i := range n {
 		w, err := t.Watch(i % s.Topics)
 		if err != nil {
@@ -154,18 +161,17 @@ func (c *consumers) startFanoutTopics(s System, n int) error {
 }
 
 type cskrInstance struct {
-	ps     *pubsub.PubSub[int, *Event]
-	e      *Event
-	topics int
-	next   atomic.Uint64
+	ps *pubsub.PubSub[int, *Event]
+	e  *Event
+	roundRobin
 }
 
 func (k *cskrInstance) publishN(n int) {
 	for range n {
-		k.ps.Pub(k.e, int(k.next.Add(1)%uint64(k.topics)))
+		k.ps.Pub(k.e, k.next())
 	}
 }
-func (k *cskrInstance) publish(e *Event) { k.ps.Pub(e, int(k.next.Add(1)%uint64(k.topics))) }
+func (k *cskrInstance) publish(e *Event) { k.ps.Pub(e, k.next()) }
 
 // close asks the library's goroutine to shut down: it does so after the
 // Pubs before, closing every subscriber's channel, and then exits.
@@ -174,7 +180,7 @@ func (k *cskrInstance) libDropped() uint64 { return 0 }
 
 func (c *consumers) startCskr(s System, n int) {
 	ps := pubsub.New[int, *Event](s.Queue)
-	c.r.inst = &cskrInstance{ps: ps, e: c.payload, topics: s.Topics}
+	c.r.inst = &cskrInstance{ps: ps, e: c.payload, roundRobin: roundRobin{topics: s.Topics}}
 	for i := range n {
 		ch := ps.Sub(i % s.Topics)
 		c.consume(i, func(lat []int64) (int64, []int64) { return drainChan(ch, c.rec, lat, stampOf) })
