@@ -268,3 +268,65 @@ func BenchmarkSinkRunner(b *testing.B) {
 	}
 	_ = r.Shutdown(ctx)
 }
+
+// BenchmarkFilter is the harness's filter workload: N lossless watchers,
+// watcher i keeping the values v with v%10 == i%10, against the same
+// watchers reading everything and discarding by hand. kept/s counts the
+// values kept.
+func BenchmarkFilter(b *testing.B) {
+	for _, api := range []string{"filter", "by-hand"} {
+		for _, n := range []int{10, 100} {
+			b.Run(fmt.Sprintf("%s/watchers=%d", api, n), func(b *testing.B) {
+				benchFilter(b, api == "filter", n)
+			})
+		}
+	}
+}
+
+func benchFilter(b *testing.B, filter bool, watchers int) {
+	bc := fanout.New[int](fanout.WithQueueLength(benchQueue))
+	var wg sync.WaitGroup
+	kept := make([]int, watchers)
+	for i := range watchers {
+		mine := func(v int) bool { return v%10 == i%10 }
+		var opts []fanout.Option
+		if filter {
+			opts = append(opts, fanout.WithFilter(mine))
+		}
+		w, err := bc.Watch(opts...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		wg.Go(func() {
+			buf := make([]int, benchQueue)
+			for {
+				n, err := w.Recv(context.Background(), buf)
+				for _, v := range buf[:n] {
+					if mine(v) {
+						kept[i]++
+					}
+				}
+				if err != nil {
+					return
+				}
+			}
+		})
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	v := 0
+	for b.Loop() {
+		if err := bc.Action(v); err != nil {
+			b.Fatal(err)
+		}
+		v++
+	}
+	bc.Shutdown()
+	wg.Wait()
+	b.StopTimer()
+	total := 0
+	for _, k := range kept {
+		total += k
+	}
+	b.ReportMetric(float64(total)/b.Elapsed().Seconds(), "kept/s")
+}

@@ -324,12 +324,21 @@ func (w *Watcher[T]) checkCounts(h uint64) error {
 	if w.lazy && w.kind == kindDropNew && h > w.o+w.c {
 		unsettled = h - (w.o + w.c)
 	}
-	got := w.taken + uint64(w.queued(h)) + w.totalDrops() + unsettled
+	got := w.taken + uint64(w.queued(h)) + w.totalDrops() + unsettled + w.filteredCount() + w.reading()
 	if want := h - w.regSeq + w.lead; got != want {
-		return fmt.Errorf("watcher %d: taken %d + queued %d + dropped %d + unsettled %d = %d, want %d accepted since it registered",
-			w.id, w.taken, w.queued(h), w.totalDrops(), unsettled, got, want)
+		return fmt.Errorf("watcher %d: taken %d + queued %d + dropped %d + unsettled %d + filtered %d + being filtered %d = %d, want %d accepted since it registered",
+			w.id, w.taken, w.queued(h), w.totalDrops(), unsettled, w.filteredCount(), w.reading(), got, want)
 	}
 	return nil
+}
+
+// reading returns the values the readers of w took off its queue and are
+// filtering. Caller holds w.mu.
+func (w *Watcher[T]) reading() uint64 {
+	if w.x == nil {
+		return 0
+	}
+	return w.x.reading
 }
 
 // checkChans: the channel watchers are open channel watchers.
@@ -370,7 +379,7 @@ func (w *Watcher[T]) checkDrained(h uint64) {
 	if w.err == ErrEvicted {
 		drops-- // the value that found it full, after its end
 	}
-	got := w.taken + w.filteredCount() + drops
+	got := w.taken + w.filteredCount() + w.reading() + drops
 	if want := min(h, w.end) - w.regSeq + w.lead; got != want {
 		panic(fmt.Sprintf("fanout: invariant broken: watcher %d closed (%v) and drained: taken %d + dropped %d = %d, want %d (end %d, registered at %d, lead %d)",
 			w.id, w.err, w.taken, drops, got, want, w.end, w.regSeq, w.lead))

@@ -246,18 +246,30 @@
 // # Filters
 //
 // A watcher registered [WithFilter] receives only the values its filter
-// keeps, and its queue holds only those: queue length, waits and drops are
-// about kept values, and rejected ones are counted apart
-// ([WatcherStats].Filtered). Such a watcher has a channel of its own from
-// the start, whatever its read path (it never reads the shared ring), and
-// the publisher asks its filter about every value before it hands the
-// value over. What that costs a publisher, with any number of filtered
-// watchers: one more release and retaking of the broadcaster's lock per
-// value (the filters run with no lock held, holding the publish turn), one
-// call per filtered watcher, and one channel send per watcher that keeps
-// the value. A watcher that rejects most values thus costs its reader
-// nothing for them, where reading and discarding by hand costs a queue
-// slot and a read each.
+// keeps, and its queue length, waits and drops are about kept values;
+// rejected ones are counted apart ([WatcherStats].Filtered). The filter
+// runs with no lock held, once per value, where it costs least:
+//
+//   - A watcher read through the pull methods is a ring reader like any
+//     other, and its reader asks the filter as it reads: publishing costs
+//     nothing per filtered watcher while the reader keeps up. A rejected
+//     value takes a queue slot until the reader or a publisher has asked
+//     about it, so [WatcherStats].Queued counts those values too, and
+//     [Broadcaster.Taken] passes them then.
+//   - A publisher that finds such a watcher full, with values the filter
+//     has not seen, sifts them itself (holding the publish turn: no other
+//     value is accepted meanwhile), unless the watcher is lossless and a
+//     goroutine is reading it, which makes room by itself. Then the watcher
+//     is full only if the kept values fill its queue, and the publisher
+//     asks the filter about the value in hand before it waits for it or
+//     drops anything.
+//   - A watcher read through [Watcher.ResultChan] is a channel watcher: its
+//     publishers ask the filter about each value before the channel pass,
+//     and send only the kept ones.
+//
+// So a watcher that rejects most values costs its reader one filter call
+// per value instead of a delivery, and never holds a publisher back for a
+// value it rejects; a slow reader makes the publishers sift for it.
 //
 // # Metrics
 //

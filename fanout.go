@@ -81,8 +81,11 @@ type Broadcaster[T any] struct {
 	limiters []*Watcher[T]
 	lappers  []*Watcher[T]
 	full     []*Watcher[T] // limiters decided about per value: full, not waiting
-	nfull    int           // WaitIfChannelFull readers full at the last refreshLimit
-	chans    []chanSlot[T] // watchers with their own channel
+	// toSift lists the full filtered readers with raw values to sift
+	// before the value in hand (see sift.go).
+	toSift []*Watcher[T]
+	nfull  int           // WaitIfChannelFull readers full at the last refreshLimit
+	chans  []chanSlot[T] // watchers with their own channel
 	// waitChans lists the channel watchers whose behaviour may wait: the
 	// ones a strict publish checks for a full channel before delivering.
 	waitChans []*Watcher[T]

@@ -2,7 +2,9 @@ package fanout_test
 
 import (
 	"context"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 
@@ -135,7 +137,10 @@ func TestFilterAppliesToValuesQueuedBeforeResultChan(t *testing.T) {
 }
 
 // With a filter, Taken follows what a lossless watcher took, across the
-// values the filter rejected: those are taken at once.
+// values the filter rejected: those are taken once the filter has seen
+// them. A channel watcher's filter sees each value as it is published; a
+// pull reader's when the reader reaches it, or when a publisher sifts its
+// full queue.
 func TestTakenPassesFilteredValues(t *testing.T) {
 	for _, r := range readers {
 		t.Run(r.name, func(t *testing.T) {
@@ -147,11 +152,27 @@ func TestTakenPassesFilteredValues(t *testing.T) {
 			take(t, w, r.name == "chan", 1) // 2
 			assert.Equal(t, uint64(3), b.Taken(), "4 is queued")
 			take(t, w, r.name == "chan", 1) // 4
-			assert.Equal(t, uint64(5), b.Taken(), "nothing kept is left")
 			publish(t, b, 7)
-			assert.Equal(t, uint64(6), b.Taken())
+			if r.name == "chan" {
+				assert.Equal(t, uint64(6), b.Taken(), "5 and 7 were rejected as published")
+				return
+			}
+			assert.Equal(t, uint64(4), b.Taken(), "the reader has not reached 5 and 7")
+			passRejected(t, w)
+			assert.Equal(t, uint64(6), b.Taken(), "a read passed 5 and 7")
 		})
 	}
+}
+
+// passRejected reads w, which holds only values its filter rejects, with
+// a context that has ended: the read passes them and returns nothing.
+func passRejected(t *testing.T, w *fanout.Watcher[int]) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	n, err := w.Recv(ctx, make([]int, 4))
+	assert.Zero(t, n)
+	assert.ErrorIs(t, err, context.Canceled)
 }
 
 // WithCommit and a filter: a commit covers the rejected values before it.
@@ -165,7 +186,11 @@ func TestCommitWithAFilterPassesRejectedValues(t *testing.T) {
 			take(t, w, r.name == "chan", 1) // 2
 			assert.Equal(t, uint64(0), b.Taken())
 			w.Commit()
-			assert.Equal(t, uint64(4), b.Taken(), "1, 3 and 5 were rejected, 2 committed; 4 is queued")
+			if r.name == "chan" {
+				assert.Equal(t, uint64(4), b.Taken(), "1, 3 and 5 were rejected, 2 committed; 4 is queued")
+				return
+			}
+			assert.Equal(t, uint64(3), b.Taken(), "1 and 3 were rejected, 2 committed; the reader has not reached 5")
 		})
 	}
 }
@@ -181,17 +206,25 @@ func TestFilterAppliesToThePrefixAndTheReplay(t *testing.T) {
 	assert.Equal(t, uint64(1+2+1), w.Stats().Filtered, "11; 3 and 5; 7")
 }
 
-// A filter runs with no lock held: it may call the broadcaster.
+// A filter runs with no lock held, whether the reader, a publisher sifting
+// a full queue, or the channel pass asks it: it may call the broadcaster.
 func TestFilterMayCallTheBroadcaster(t *testing.T) {
-	b := fanouttest.New[int](t)
-	var seen []uint64
-	w := fanouttest.Watch(t, b, fanout.WithFilter(func(v int) bool {
-		seen = append(seen, b.Stats().Accepted)
-		return v > 1
-	}))
-	publish(t, b, 1, 2)
-	assert.Equal(t, []uint64{0, 1}, seen)
-	assert.Equal(t, []int{2}, fanouttest.Collect(t, w, 1))
+	for _, r := range readers {
+		t.Run(r.name, func(t *testing.T) {
+			b := fanouttest.New[int](t, fanout.WithQueueLength(2))
+			var seen atomic.Int64
+			w := fanouttest.Watch(t, b, fanout.WithFilter(func(v int) bool {
+				_ = b.Stats()
+				seen.Add(1)
+				return v%3 == 0
+			}))
+			r.prepare(w)
+			publish(t, b, seq(1, 7)...) // a full queue is sifted: 1, 2 rejected
+			b.Shutdown()
+			assert.Equal(t, []int{3, 6}, r.drain(w))
+			assert.Equal(t, int64(7), seen.Load(), "asked once about each value")
+		})
+	}
 }
 
 // Concurrent publishers and filtered watchers: each watcher receives, in
@@ -237,4 +270,86 @@ func TestFilteredWatchersKeepTheOrderUnderConcurrency(t *testing.T) {
 		assert.Equal(t, want, got[m+1], "watcher of %d mod 3", m)
 		assert.Equal(t, uint64(producers*each-len(want)), filtered[m].Stats().Filtered)
 	}
+}
+
+// Filtered watchers of each behaviour, read slowly or not at all for a
+// while, so that publishers sift their queues and readers filter at the
+// same time: each receives, in order, only values its filter keeps (every
+// one of them if it is lossless), and every value accepted is accounted
+// for once: delivered, filtered or dropped.
+func TestFilteredReadersAccountForEveryValueUnderConcurrency(t *testing.T) {
+	const producers, each = 3, 3000
+	behs := []fanout.FullChannelBehavior{fanout.WaitIfChannelFull, fanout.DropIfChannelFull, fanout.DropOldestIfChannelFull}
+	b := fanout.New[int](fanout.WithQueueLength(4))
+	all, err := b.Watch(fanout.WithQueueLength(producers * each))
+	require.NoError(t, err)
+	var ws []*fanout.Watcher[int]
+	for i, beh := range behs {
+		w, err := b.Watch(fanout.WithFullChannelBehavior(beh), fanout.WithFilter(func(v int) bool { return v%4 != i }))
+		require.NoError(t, err)
+		ws = append(ws, w)
+	}
+	got := make([][]int, len(ws))
+	var rg sync.WaitGroup
+	for i, w := range ws {
+		rg.Go(func() { got[i] = readUnevenly(w, i) })
+	}
+	var pg sync.WaitGroup
+	for p := range producers {
+		pg.Go(func() {
+			for k := range each {
+				assert.NoError(t, b.Action(p*each+k))
+			}
+		})
+	}
+	pg.Wait()
+	b.Shutdown()
+	rg.Wait()
+	order := fanouttest.Drain(all)
+	require.Len(t, order, producers*each)
+	for i, w := range ws {
+		var kept []int
+		for _, v := range order {
+			if v%4 != i {
+				kept = append(kept, v)
+			}
+		}
+		s := w.Stats()
+		assert.Equal(t, uint64(len(order)), s.Delivered+s.Filtered+s.Dropped, "watcher %d: %+v", i, s)
+		assert.Equal(t, uint64(len(order)-len(kept)), s.Filtered, "watcher %d", i)
+		if behs[i] == fanout.WaitIfChannelFull {
+			assert.Equal(t, kept, got[i], "the lossless watcher misses nothing")
+			continue
+		}
+		assert.True(t, isSubsequence(got[i], kept), "watcher %d received values out of order or not kept", i)
+	}
+}
+
+// readUnevenly reads w until it closes, in small batches, pausing now and
+// then as a busy consumer would.
+func readUnevenly(w *fanout.Watcher[int], seed int) []int {
+	var got []int
+	buf := make([]int, 3)
+	for round := seed; ; round++ {
+		n, err := w.Recv(context.Background(), buf)
+		got = append(got, buf[:n]...)
+		if err != nil {
+			return got
+		}
+		if round%7 == 0 {
+			for range 50 {
+				runtime.Gosched()
+			}
+		}
+	}
+}
+
+func isSubsequence(sub, of []int) bool {
+	i := 0
+	for _, v := range of {
+		if i < len(sub) && sub[i] == v {
+			i++
+		}
+	}
+	return i == len(sub)
 }

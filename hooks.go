@@ -31,5 +31,9 @@ const (
 	// full watchers and is about to take those it evicted off its lists
 	// (applyAll). It holds the broadcaster's lock.
 	hookEvicted
+	// hookSifting: a publisher has taken the raw values of full filtered
+	// readers off their queues, unlocked, and is about to ask their
+	// filters (sift).
+	hookSifting
 	numHookPoints
 )

@@ -36,8 +36,10 @@ func (b *Broadcaster[T]) refreshLimit(s uint64) {
 		f := w.fullAt.Load()
 		switch {
 		case f > s:
-		case w.kind == kindWait:
-			nfull++
+		case w.needsSift(s):
+			b.toSift = append(b.toSift, w) // full until sifted
+		case w.kind == kindWait && (!w.filtering() || w.hasRaw(s)):
+			nfull++ // a filtered one being read makes room as any reader does
 		default:
 			w.inFull = true
 			b.full = append(b.full, w)
@@ -72,12 +74,19 @@ func (b *Broadcaster[T]) refreshLap(s uint64, log *dropLog) bool {
 func (b *Broadcaster[T]) pruneFull(s uint64) {
 	keep := b.full[:0]
 	for _, w := range b.full {
-		if f := w.fullAt.Load(); f > s {
+		// A filtered reader asked about the value in hand stays, to
+		// take it as the filter said (see apply); one full again with
+		// raw values its window took while it had room is sifted.
+		f := w.fullAt.Load()
+		if f > s && !w.filteredFull(b.gen) {
 			w.inFull = false
 			if f < b.limit {
 				b.limit, b.blocker = f, w
 			}
 			continue
+		}
+		if f <= s && w.needsSift(s) {
+			b.toSift = append(b.toSift, w)
 		}
 		keep = append(keep, w)
 	}

@@ -247,23 +247,29 @@ type filterOption struct{ f any }
 func (o filterOption) applyOption(c *config) { c.filter = o.f }
 
 // WithFilter makes a watcher receive only the values for which keep
-// returns true; the others are neither queued, delivered nor counted as
-// drops, but as filtered ([WatcherStats].Filtered). Its queue holds only
-// values keep kept, so a watcher that waits when full never makes a
-// publisher wait for a value it rejects, and queue length and drops count
-// kept values only. It applies to a prefix and replayed values too. Passed
-// to [New] it sets the default for every watcher; nil removes a filter. T
-// must be the broadcaster's value type: Watch (or, for New, every call)
-// returns an error otherwise, as Go cannot check it at compile time while
-// the other options stay untyped.
+// returns true; the others are neither delivered nor counted as drops, but
+// as filtered ([WatcherStats].Filtered). Queue length and drops count kept
+// values only: a watcher is full when the values its filter kept fill its
+// queue, so a watcher that waits when full never makes a publisher wait
+// for a value it rejects, and a lossy one drops only values it would have
+// kept. It applies to a prefix and replayed values too. Passed to [New] it
+// sets the default for every watcher; nil removes a filter. T must be the
+// broadcaster's value type: Watch (or, for New, every call) returns an
+// error otherwise, as Go cannot check it at compile time while the other
+// options stay untyped.
 //
-// keep is asked once per value, on the publishing goroutine, holding the
-// publish turn but no lock, as [FullChannelBehavior].OnFull is: so it may
-// call the broadcaster, except a publish method that waits. (Watch with
-// [WithReplay] asks it about the replayed values holding the broadcaster's
-// lock; that one call must not call the broadcaster.) It should be fast. A
-// panic in it makes the watcher miss that value, counted as [DropPanic].
-// See "Filters" in the package documentation for the cost.
+// keep is asked once per value, with no lock held, so it may call the
+// broadcaster, except a publish method that waits: by the goroutine that
+// reads the watcher, as it reaches the value; or, when the watcher's queue
+// is full of values keep has not seen and no goroutine is reading it, by a
+// publisher holding the publish turn, which keeps the kept values and
+// frees the rest of the queue (see "Filters" in the package documentation);
+// for a watcher read through ResultChan, by the publishers, before the
+// channel pass. Two calls hold the broadcaster's lock and must not call it:
+// Watch with [WithReplay] asks about the replayed values, and the first
+// ResultChan about the values queued until then. keep should be fast and
+// depend on the value only. A panic in it makes the watcher miss that
+// value, counted as [DropPanic].
 func WithFilter[T any](keep func(v T) bool) Option {
 	if keep == nil {
 		return filterOption{}

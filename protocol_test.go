@@ -375,3 +375,51 @@ func TestProtocolEvictedReaderIsClosedWhenFoundFull(t *testing.T) {
 		assert.Equal(t, uint64(1), r.Stats().DroppedEvicted)
 	})
 }
+
+// A publisher sifts a full filtered reader that nobody reads: while it asks
+// the filter, the raw values are off the queue but still counted queued,
+// so a reader finds the watcher open and waits; Stop meanwhile keeps the
+// kept values readable.
+func TestProtocolStopDuringASiftKeepsTheKeptValues(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := New[int](WithQueueLength(2))
+		defer b.Shutdown()
+		r, _ := b.Watch(WithFilter(func(v int) bool { return v%2 == 0 }))
+		require.NoError(t, b.Action(1))
+		require.NoError(t, b.Action(2)) // full of values the filter has not seen
+		sifting, resume := pauseAt(t, hookSifting)
+		pub := async(func() error { return b.Action(3) })
+		<-sifting
+		assert.Equal(t, 2, r.Stats().Queued, "values being sifted are queued")
+		r.Stop()
+		resume()
+		require.NoError(t, done(t, pub, "the publisher"))
+		assert.Equal(t, 2, must(next(r)))
+		_, err := next(r)
+		assert.ErrorIs(t, err, ErrWatcherStopped)
+		assert.Equal(t, uint64(1), r.Stats().Filtered, "1; 3 came after Stop")
+	})
+}
+
+// ResultChan during a sift waits for it, so that the channel holds the
+// values it kept, in order, before the later ones.
+func TestProtocolResultChanDuringASiftWaitsForIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := New[int](WithQueueLength(2))
+		defer b.Shutdown()
+		r, _ := b.Watch(WithFilter(func(v int) bool { return v%2 == 0 }))
+		require.NoError(t, b.Action(1))
+		require.NoError(t, b.Action(2))
+		sifting, resume := pauseAt(t, hookSifting)
+		pub := async(func() error { return b.Action(4) })
+		<-sifting
+		chc := make(chan (<-chan int), 1)
+		go func() { chc <- r.ResultChan() }()
+		resume()
+		require.NoError(t, done(t, pub, "the publisher"))
+		ch := <-chc
+		assert.Equal(t, []int{2, 4}, []int{<-ch, <-ch})
+		require.NoError(t, b.Action(6))
+		assert.Equal(t, 6, <-ch)
+	})
+}

@@ -354,6 +354,10 @@ func (p *pub[T]) one(v T) (bool, error) {
 		b.blockedAt.Store(s + 1)
 	}
 	b.refresh(s, &p.log)
+	if len(b.toSift) > 0 {
+		p.sift()
+		return false, nil
+	}
 	if s >= b.limit { // a WaitIfChannelFull reader is full: no need to ask anyone
 		return false, p.waitFull(s)
 	}

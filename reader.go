@@ -61,7 +61,7 @@ func (w *Watcher[T]) windowEnd(h uint64) uint64 {
 // queued returns the number of values queued, with the ring at head h,
 // after settle(h).
 func (w *Watcher[T]) queued(h uint64) int {
-	n := w.priv.Len() + int(w.windowEnd(h)-w.o)
+	n := w.priv.Len() + int(w.windowEnd(h)-w.o) + w.sifting()
 	for _, s := range w.segs {
 		n += int(s.b - s.a)
 	}
@@ -102,12 +102,17 @@ func (w *Watcher[T]) settle(h uint64) (uint64, DropReason) {
 // take moves up to len(buf) of the oldest queued values into buf, with the
 // ring rg at head h, and returns how many it moved. Values read from priv
 // or segs make room at the end of the window; values read from the window
-// move it on.
-func (w *Watcher[T]) take(buf []T, h uint64, rg *ring.Ring[T]) int {
+// move it on. meta, nil but for a filtered reader, receives each value's
+// sequence number, marked raw unless the filter kept it already.
+func (w *Watcher[T]) take(buf []T, meta []uint64, h uint64, rg *ring.Ring[T]) int {
 	n := w.priv.Pop(buf)
+	if meta != nil {
+		w.x.meta.Pop(meta[:n])
+	}
 	for n < len(buf) && len(w.segs) > 0 {
 		s := &w.segs[0]
 		k := rg.Copy(buf[n:], s.a, s.b)
+		markRaw(meta, n, k, s.a)
 		s.a += uint64(k)
 		n += k
 		if s.a == s.b {
@@ -119,10 +124,22 @@ func (w *Watcher[T]) take(buf []T, h uint64, rg *ring.Ring[T]) int {
 	}
 	if n < len(buf) {
 		k := rg.Copy(buf[n:], w.o, w.windowEnd(h))
+		markRaw(meta, n, k, w.o)
 		w.o += uint64(k)
 		n += k
 	}
 	return n
+}
+
+// markRaw records in meta, if not nil, that its entries from i on are the
+// k raw values of sequences from s on.
+func markRaw(meta []uint64, i, k int, s uint64) {
+	if meta == nil {
+		return
+	}
+	for j := range k {
+		meta[i+j] = (s + uint64(j)) | rawBit
+	}
 }
 
 // popSeg drops the first closed range, keeping the storage (a reader that
@@ -151,7 +168,7 @@ func (w *Watcher[T]) evacuate(h uint64, rg *ring.Ring[T]) {
 	for _, s := range w.segs {
 		for s.a < s.b {
 			k := rg.Copy(buf[:], s.a, s.b)
-			w.privq().PushSlice(buf[:k])
+			w.pushRaw(buf[:k], s.a)
 			s.a += uint64(k)
 		}
 	}
@@ -159,13 +176,24 @@ func (w *Watcher[T]) evacuate(h uint64, rg *ring.Ring[T]) {
 	end := w.windowEnd(h)
 	for w.o < end {
 		k := rg.Copy(buf[:], w.o, end)
-		w.privq().PushSlice(buf[:k])
+		w.pushRaw(buf[:k], w.o)
 		w.o += uint64(k)
 		if !w.lazyOldest() {
 			w.c -= uint64(k)
 		}
 	}
 	clear(buf[:])
+}
+
+// pushRaw appends to priv the values vs, of sequences from s on, which a
+// filtered reader's filter has not seen.
+func (w *Watcher[T]) pushRaw(vs []T, s uint64) {
+	w.privq().PushSlice(vs)
+	if w.filtering() {
+		for i := range vs {
+			w.x.meta.Push((s + uint64(i)) | rawBit)
+		}
+	}
 }
 
 // skip makes the watcher, full at sequence s, miss the value of s: what its
@@ -184,6 +212,9 @@ func (w *Watcher[T]) skip(s uint64) {
 func (w *Watcher[T]) dropOldest(s uint64) bool {
 	switch {
 	case w.priv.Drop(1) == 1:
+		if w.filtering() {
+			w.x.meta.Drop(1)
+		}
 		w.c++
 	case len(w.segs) > 0:
 		w.segs[0].a++

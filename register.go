@@ -77,8 +77,12 @@ func (b *Broadcaster[T]) watch(prefix []T, opts []Option) (*Watcher[T], error) {
 		w.ps = &pubState{}
 	}
 	if w.keeper() != nil {
-		b.addFiltered(w, prefix, uint64(npre-len(prefix))-prefixPanics, prefixPanics, h-k, h)
-		return w, nil
+		b.countPrefix(w, uint64(npre-len(prefix))-prefixPanics, prefixPanics)
+		if w.q == 0 {
+			b.addFiltered(w, prefix, h-k, h)
+			return w, nil
+		}
+		w.lead = uint64(npre) + k // the values given: those left out are counted
 	}
 	if w.q == 0 {
 		b.addChan(w, 0, nil, nil)
@@ -88,15 +92,20 @@ func (b *Broadcaster[T]) watch(prefix []T, opts []Option) (*Watcher[T], error) {
 	return w, nil
 }
 
-// addFiltered registers the filtered watcher w, which queues only what its
-// filter keeps: it has its own channel, and never holds a place on the
-// ring. It starts with the kept values of prefix (the filter left out
-// filtered of the given ones, and panicked on panics) and of the accepted
-// values from..h. Caller holds b.mu.
-func (b *Broadcaster[T]) addFiltered(w *Watcher[T], prefix []T, filtered, panics, from, h uint64) {
+// countPrefix counts the values of its prefix that the filter of w left
+// out (filtered) or panicked on (panics). Caller holds b.mu.
+func (b *Broadcaster[T]) countPrefix(w *Watcher[T], filtered, panics uint64) {
 	w.x.filtered.Add(filtered)
 	w.drops[DropPanic].Add(panics)
 	b.panics.Add(panics)
+}
+
+// addFiltered registers the filtered hand-off watcher w: it has a channel
+// of its own, and its publisher asks the filter about each value before
+// the channel pass. It starts with the kept values of prefix and of the
+// accepted values from..h. (A filtered watcher with a queue is a ring
+// reader, see sift.go.) Caller holds b.mu.
+func (b *Broadcaster[T]) addFiltered(w *Watcher[T], prefix []T, from, h uint64) {
 	vals, seqs := b.filterStart(w, prefix, from, h)
 	b.addChan(w, w.q, vals, seqs)
 }
@@ -107,6 +116,9 @@ func (b *Broadcaster[T]) addReader(w *Watcher[T], prefix []T, from uint64) {
 	b.ensureRing(w)
 	if len(prefix) > 0 {
 		w.privq().PushSlice(prefix)
+		if w.filtering() {
+			w.x.meta.PushSlice(make([]uint64, len(prefix))) // kept, before any sequence
+		}
 	}
 	w.o, w.c = from, uint64(w.q-len(prefix))
 	w.publishMarks()
@@ -210,11 +222,16 @@ func (b *Broadcaster[T]) toChanLocked(w *Watcher[T], log *dropLog) {
 	if n, r := w.settle(h); n > 0 {
 		w.count(r, n, log, nil)
 	}
-	vals := make([]T, w.queued(h))
-	w.take(vals, h, b.ring.Load())
+	var vals []T
+	if w.filtering() {
+		vals = b.takeFiltered(w, h, log)
+	} else {
+		vals = make([]T, w.queued(h))
+		w.take(vals, nil, h, b.ring.Load())
+	}
 	if w.err == nil {
 		b.removeReader(w)
-		b.addChan(w, max(w.q, len(vals)), vals, nil)
+		b.addChan(w, max(w.q, len(vals)), vals, w.keptSeqs(len(vals)))
 		if b.roomWait.Load() > 0 {
 			b.signalRoom() // a publisher may wait on this watcher's ring room
 		}

@@ -232,7 +232,10 @@ func (w *Watcher[T]) madeRoom(before uint64) bool {
 	switch {
 	case w.kind == kindWait:
 		bs := b.blockedAt.Load()
-		return bs != 0 && before < bs && w.o+w.c >= bs && b.nblocked.Add(-1) <= 0
+		last := bs != 0 && before < bs && w.o+w.c >= bs && b.nblocked.Add(-1) <= 0
+		// A filtered reader may be waited for either way (see
+		// refreshLimit): it wakes the publishers whenever they wait.
+		return last || w.filtering() && b.roomWait.Load() > 0
 	case w.lazy:
 		return false
 	}

@@ -34,7 +34,9 @@ func (b *Broadcaster[T]) ActionBatchSeq(ctx context.Context, vs []T) (first uint
 // [Watcher.Next] or [Watcher.All] returned it, or when its consumer
 // received it from the channel of [Watcher.ResultChan]; a watcher
 // registered [WithCommit] takes it only when it calls [Watcher.Commit]
-// after that.
+// after that. A value a watcher's filter rejects ([WithFilter]) is taken
+// once the filter has been asked about it (see "Filters" in the package
+// documentation).
 //
 // Watchers of the other behaviours never hold Taken back: they may lose
 // values anyway. With no lossless watcher, Taken is [Stats].Accepted.
@@ -89,8 +91,13 @@ func (w *Watcher[T]) progress(h uint64) uint64 {
 		return max(w.regSeq, h-min(h, n))
 	}
 	// pin is the first ring value the reader still holds: nothing is
-	// skipped or moved off the ring for a lossless reader that is open.
-	return min(h, max(w.regSeq, w.pin.Load()))
+	// skipped or moved off the ring for a lossless reader that is open,
+	// but by a filter (priv and a sift hold values from before pin).
+	f := w.pin.Load()
+	if w.filtering() {
+		f = w.keptFloor(f)
+	}
+	return min(h, max(w.regSeq, f))
 }
 
 // Commit tells the broadcaster that the consumer is done with every value

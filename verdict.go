@@ -59,10 +59,16 @@ func (p *pub[T]) decision(w *Watcher[T]) Decision {
 // blocks reports whether decision d makes the publisher wait for w. A
 // user's behaviour not yet asked about the value in hand does not block.
 func (p *pub[T]) blocks(w *Watcher[T], d Decision) bool {
-	if w.kind == kindCustom && w.ps.preGen != p.gen {
+	if w.kind == kindCustom && w.ps.preGen != p.gen || p.leftOut(w) {
 		return false
 	}
 	return d.Verdict == VerdictWait && d.Timeout >= 0 && (w.ps == nil || w.ps.skipGen != p.gen)
+}
+
+// leftOut reports whether w is a full filtered reader whose filter
+// rejected the value in hand (or panicked on it): it takes no room.
+func (p *pub[T]) leftOut(w *Watcher[T]) bool {
+	return w.filteredFull(p.gen) && w.ps.keepOut != kept
 }
 
 // fullFor reports whether w, listed as full, is still full for the value of
@@ -79,7 +85,15 @@ func (p *pub[T]) undecided(list []*Watcher[T], s uint64) bool {
 	b := p.b
 	und := b.undecided[:0]
 	for _, w := range list {
-		if w.kind == kindCustom && w.ps.preGen != p.gen && w.fullFor(s) {
+		switch {
+		case !w.fullFor(s):
+		case w.mode == modeRing && w.filtering() && w.ps.keepGen != p.gen:
+			// Asked once it holds kept values only; until then, it is
+			// waited for as it is read (see needsSift).
+			if !w.hasRaw(s) {
+				und = append(und, undecided[T]{w: w, filter: true})
+			}
+		case w.kind == kindCustom && w.ps.preGen != p.gen && !p.leftOut(w):
 			und = append(und, undecided[T]{w: w, st: w.fullState(s)})
 		}
 	}
@@ -211,7 +225,11 @@ func (p *pub[T]) applyAll(list []*Watcher[T], v T, s uint64) {
 func (p *pub[T]) apply(w *Watcher[T], v T, s uint64) (evicted bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.admit(v, s) {
+	if w.filteredFull(p.gen) {
+		if p.applyFiltered(w, v, s) {
+			return false
+		}
+	} else if w.admit(v, s) {
 		return false
 	}
 	var err error
@@ -223,6 +241,9 @@ func (p *pub[T]) apply(w *Watcher[T], v T, s uint64) (evicted bool) {
 		return p.b.closeQueue(w, ErrEvicted, &p.log)
 	case VerdictDropOldest:
 		discarded, stored := w.replaceOldest(v, s)
+		if stored && w.filteredFull(p.gen) {
+			w.storeKept(v, s) // in priv, as kept, not in the window
+		}
 		if discarded {
 			w.count(DropOldest, 1, &p.log, nil)
 		}

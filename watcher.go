@@ -77,11 +77,24 @@ type watcherExtra[T any] struct {
 	// last Commit (see taken.go); stored under b.mu.
 	committed atomic.Uint64
 	commit    bool // WithCommit: holds Taken back until Commit
-	// keep is the watcher's filter (WithFilter): such a watcher has a
-	// channel from the start, and the publisher asks keep about each
-	// value before the channel pass. filtered counts what it rejected.
+	// keep is the watcher's filter (WithFilter); filtered counts what it
+	// rejected. A filtered ring reader (sift.go) keeps, guarded by mu, the
+	// sequence number of each value of priv in meta (rawBit set while
+	// the filter has not seen it), and in reading the values its readers
+	// took and are filtering. sift and siftMeta are the raw values a
+	// publisher sifts, from siftFrom (see sift): their slice headers
+	// change under b.mu and mu.
 	keep     func(T) bool
 	filtered atomicU64
+	meta     fifo.FIFO[uint64]
+	reading  uint64
+	sift     []T
+	siftMeta []uint64
+	siftFrom uint64
+	// active counts the goroutines reading a filtered reader: a
+	// lossless one that a goroutine reads makes room by itself, and a
+	// publisher waits for it rather than sift it.
+	active atomic.Int32
 }
 
 // extra returns w.x, made on first use. Called before w is shared.
@@ -174,6 +187,9 @@ func (w *Watcher[T]) ResultChan() <-chan T {
 	var log dropLog
 	b.mu.Lock()
 	w.mu.Lock()
+	if w.filtering() {
+		b.waitSift(w) // its queue is whole again, and stays so: b.mu is held
+	}
 	if w.mode == modeRing {
 		b.toChanLocked(w, &log)
 	}
@@ -235,6 +251,14 @@ func (w *Watcher[T]) Recv(ctx context.Context, buf []T) (int, error) {
 	if ctx == nil {
 		return 0, errNilContext
 	}
+	if w.filtering() {
+		return w.recvFiltered(ctx, buf)
+	}
+	return w.recv(ctx, buf)
+}
+
+// recv is Recv once ctx is checked.
+func (w *Watcher[T]) recv(ctx context.Context, buf []T) (int, error) {
 	for {
 		n, wake, c, err := w.tryRecv(ctx, buf)
 		if n > 0 || err != nil || wake == nil {
@@ -251,8 +275,6 @@ func (w *Watcher[T]) Recv(ctx context.Context, buf []T) (int, error) {
 // tryRecv reads what is there. If there is nothing yet it returns the
 // channel to park on and the head it saw, having counted itself a waiter.
 func (w *Watcher[T]) tryRecv(ctx context.Context, buf []T) (n int, wake chan struct{}, h uint64, err error) {
-	b := w.b
-	var log dropLog
 	w.mu.Lock()
 	if w.mode == modeChan {
 		w.passWake()
@@ -264,15 +286,32 @@ func (w *Watcher[T]) tryRecv(ctx context.Context, buf []T) (n int, wake chan str
 		n, err := w.recvChan(ctx, ch, buf)
 		return n, nil, 0, err
 	}
+	if w.filtering() {
+		w.mu.Unlock()
+		return w.tryRecvKept(ctx, buf)
+	}
+	return w.tryRecvRing(buf, nil, true)
+}
+
+// tryRecvRing is tryRecv for a ring reader; meta, for a filtered one,
+// receives what take says about each value. It returns a wake channel only
+// if mayPark. Caller holds w.mu; it unlocks.
+func (w *Watcher[T]) tryRecvRing(buf []T, meta []uint64, mayPark bool) (n int, wake chan struct{}, h uint64, err error) {
+	b := w.b
+	var log dropLog
 	h = min(b.head.Load(), w.end)
 	if n, r := w.settle(h); n > 0 {
 		w.count(r, n, &log, nil)
 	}
 	before := w.o + w.c
-	n = w.take(buf, h, b.ring.Load())
+	n = w.take(buf, meta, h, b.ring.Load())
 	wakePublishers := false
 	if n > 0 {
-		w.taken += uint64(n)
+		if meta == nil {
+			w.taken += uint64(n)
+		} else {
+			w.x.reading += uint64(n) // counted once filtered (see counted)
+		}
 		w.publishMarks()
 		hook(hookReaderMarked)
 		wakePublishers = w.madeRoom(before)
@@ -283,7 +322,7 @@ func (w *Watcher[T]) tryRecv(ctx context.Context, buf []T) (n int, wake chan str
 			w.checkDrained(h)
 		}
 	}
-	if n == 0 && err == nil && len(buf) > 0 {
+	if n == 0 && err == nil && len(buf) > 0 && mayPark {
 		if w.wake == nil {
 			w.wake = make(chan struct{}, 1)
 		}
@@ -403,7 +442,9 @@ type WatcherStats struct {
 	// ID and Name are the watcher's [Watcher.ID] and [Watcher.Name].
 	ID   uint64
 	Name string
-	// Queued is the number of values waiting to be read.
+	// Queued is the number of values waiting to be read. For a watcher
+	// with a filter read through the pull methods, it includes those the
+	// filter has not seen yet (see "Filters" in the package documentation).
 	Queued int
 	// QueueLength is the queue capacity.
 	QueueLength int

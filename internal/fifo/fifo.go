@@ -24,6 +24,14 @@ func (q *FIFO[T]) Push(v T) { q.buf = append(q.buf, v) }
 // PushSlice appends vs, in order.
 func (q *FIFO[T]) PushSlice(vs []T) { q.buf = append(q.buf, vs...) }
 
+// Front returns the oldest value, and false if the queue is empty.
+func (q *FIFO[T]) Front() (v T, ok bool) {
+	if q.Len() == 0 {
+		return v, false
+	}
+	return q.buf[q.head], true
+}
+
 // Pop moves up to len(dst) of the oldest values into dst and returns how
 // many it moved. Their slots are cleared, so that the queue keeps no
 // reference to a value it no longer holds.

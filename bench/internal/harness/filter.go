@@ -13,8 +13,9 @@ import (
 
 // Read paths of the filter group, as they appear in [System].API.
 const (
-	// APIFilter is fanout's WithFilter: the publisher asks each watcher's
-	// filter and queues the value only where it keeps it.
+	// APIFilter is fanout's WithFilter, read with Recv: each reader's
+	// filter runs as it reads (a publisher sifts a full queue nobody is
+	// reading), and Recv returns only the values it keeps.
 	APIFilter = "filter"
 	// APIByHand is the same watchers without a filter: each reads every
 	// value with Recv and discards those it does not want.

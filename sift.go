@@ -1,0 +1,369 @@
+package fanout
+
+import (
+	"context"
+	"runtime"
+
+	"github.com/fanout-go/fanout/internal/guard"
+	"github.com/fanout-go/fanout/internal/ring"
+)
+
+// This file holds the filtered ring reader: a watcher registered WithFilter
+// with a queue, read through the pull methods (DESIGN.md, §7). It reads the
+// shared ring like any reader, and its filter runs where no lock is held:
+//
+//   - the reader takes raw values off its queue under w.mu, as any reader,
+//     and asks the filter about them once it has released the lock
+//     (tryRecvKept);
+//   - a publisher that finds it full first sifts it (sift): it takes the
+//     raw values off the queue holding the publish turn, asks the filter
+//     with no lock held, and puts the kept ones back in priv. Only if the
+//     kept values alone fill the queue is the watcher full, and then the
+//     publisher asks the filter about the value in hand before it waits for
+//     or drops anything (undecided, apply).
+//
+// So the filter is asked once about each value, by whoever takes it off
+// the ring, and a publisher waits for such a watcher only for a value it
+// keeps, when it holds a queue's worth of kept values. priv can hold raw
+// values too (those a closing moved off the ring): meta says which.
+
+// rawBit marks a meta entry whose value the filter has not seen.
+const rawBit = 1 << 63
+
+// siftChunk bounds the values a reader filters per lock hold.
+const siftChunk = 256
+
+// filtering reports whether w is a filtered ring reader's state: a filter
+// and a queue of its own on the ring.
+func (w *Watcher[T]) filtering() bool { return w.x != nil && w.x.keep != nil }
+
+// sifting returns the number of values a publisher is sifting for w.
+func (w *Watcher[T]) sifting() int {
+	if w.x == nil {
+		return 0
+	}
+	return len(w.x.sift)
+}
+
+// keepRaw filters vals in place, where meta marks a value raw, and returns
+// the values kept at the front, their number, and the rejected and
+// panicking ones. Called with no lock held. A panic costs that value only.
+func (w *Watcher[T]) keepRaw(vals []T, meta []uint64) (n int, rejected uint64, panics []error) {
+	keep := w.x.keep
+	i := 0
+	for i < len(vals) {
+		err := guard.Call(func() {
+			for ; i < len(vals); i++ {
+				if meta[i]&rawBit == 0 || keep(vals[i]) {
+					vals[n], meta[n] = vals[i], meta[i]&^rawBit
+					n++
+				} else {
+					rejected++
+				}
+			}
+		})
+		if err != nil {
+			panics = append(panics, err)
+			i++
+		}
+	}
+	clear(vals[n:])
+	return n, rejected, panics
+}
+
+// tryRecvKept is tryRecv for a filtered ring reader: it takes at most
+// siftChunk values off the queue at a time, filters them with no lock
+// held, and counts them in a second hold of w.mu, until buf is full or
+// nothing is left.
+func (w *Watcher[T]) tryRecvKept(ctx context.Context, buf []T) (int, chan struct{}, uint64, error) {
+	var meta [siftChunk]uint64
+	total := 0
+	for {
+		w.mu.Lock()
+		if w.mode == modeChan { // ResultChan was called meanwhile
+			w.mu.Unlock()
+			if total > 0 {
+				return total, nil, 0, nil
+			}
+			return w.tryRecv(ctx, buf)
+		}
+		part := buf[total:min(len(buf), total+siftChunk)]
+		n, wake, h, err := w.tryRecvRing(part, meta[:], total == 0)
+		if n == 0 {
+			if total > 0 {
+				return total, nil, h, nil
+			}
+			return 0, wake, h, err
+		}
+		k, rejected, panics := w.keepRaw(part[:n], meta[:n])
+		w.counted(uint64(n), uint64(k), rejected, panics)
+		total += k
+		if total == len(buf) {
+			return total, nil, h, nil
+		}
+	}
+}
+
+// recvFiltered is Recv for a watcher with a filter: the goroutine counts
+// as reading it from the call to the return, parked included (see
+// needsSift).
+func (w *Watcher[T]) recvFiltered(ctx context.Context, buf []T) (int, error) {
+	w.x.active.Add(1)
+	defer w.leaveRead()
+	return w.recv(ctx, buf)
+}
+
+// leaveRead ends a read of a filtered reader. A publisher may wait for it
+// because it was being read (see needsSift): if the read made no room, the
+// publisher is woken to look again.
+func (w *Watcher[T]) leaveRead() {
+	w.x.active.Add(-1)
+	if w.b.roomWait.Load() > 0 {
+		w.b.signalRoom()
+	}
+}
+
+// counted moves n values taken off the queue by tryRecvKept from its
+// filtering count to what became of them.
+func (w *Watcher[T]) counted(n, kept, rejected uint64, panics []error) {
+	var log dropLog
+	w.mu.Lock()
+	w.x.reading -= n
+	w.taken += kept
+	w.x.filtered.Add(rejected)
+	for _, err := range panics {
+		w.count(DropPanic, 1, &log, err)
+	}
+	w.mu.Unlock()
+	w.b.panics.Add(uint64(len(panics)))
+	log.report(w.b)
+}
+
+// unload takes the raw values of a full filtered reader off its queue,
+// with the ring rg at head h, into w.x.sift, for a publisher to sift. The
+// window's room stays: fullAt does not move. Caller holds b.mu and w.mu.
+func (w *Watcher[T]) unload(h uint64, rg *ring.Ring[T]) {
+	x := w.x
+	for _, s := range w.segs {
+		x.sift, x.siftMeta = appendRaw(x.sift, x.siftMeta, rg, s.a, s.b)
+	}
+	w.segs = w.segs[:0]
+	if end := w.windowEnd(h); w.o < end {
+		x.sift, x.siftMeta = appendRaw(x.sift, x.siftMeta, rg, w.o, end)
+		w.c -= end - w.o
+		w.o = end
+	}
+	if len(x.siftMeta) > 0 {
+		x.siftFrom = x.siftMeta[0] &^ rawBit
+	}
+	w.publishMarks()
+}
+
+// appendRaw appends the ring values of sequences [a, b) to vals, and their
+// sequence numbers, marked raw, to meta.
+func appendRaw[T any](vals []T, meta []uint64, rg *ring.Ring[T], a, b uint64) ([]T, []uint64) {
+	n := len(vals)
+	vals = append(vals, make([]T, b-a)...)
+	rg.Copy(vals[n:], a, b)
+	for s := a; s < b; s++ {
+		meta = append(meta, s|rawBit)
+	}
+	return vals, meta
+}
+
+// needsSift reports whether a publisher is to sift the full filtered reader
+// w, with the head at h: it holds raw values on the ring and, if it is
+// lossless, no goroutine is reading it (one that is makes room by itself:
+// the publisher waits for it as for any reader, rather than take over its
+// work). A lossy one is always sifted, so that no value it would reject is
+// dropped. Caller holds b.mu, not w.mu.
+func (w *Watcher[T]) needsSift(h uint64) bool {
+	if !w.filtering() || w.mode != modeRing || w.sifting() > 0 ||
+		w.kind == kindWait && w.x.active.Load() > 0 {
+		return false
+	}
+	return w.hasRaw(h)
+}
+
+// hasRaw reports whether the filtered reader w holds values on the ring,
+// with the head at h, that its filter has not seen. Caller holds b.mu, not
+// w.mu.
+func (w *Watcher[T]) hasRaw(h uint64) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.segs) > 0 || w.windowEnd(h) > w.o
+}
+
+// sift filters the raw values of the full filtered readers listed in
+// b.toSift: it takes them off their queues, asks the filters holding the
+// publish turn but no lock (so that nothing is accepted meanwhile, and a
+// filter may call the broadcaster), and puts the kept ones back. It holds
+// b.mu on entry and return.
+func (p *pub[T]) sift() {
+	b := p.b
+	p.takeTurn()
+	ws := b.toSift
+	b.toSift = nil
+	h, rg := b.head.Load(), b.ring.Load()
+	for _, w := range ws {
+		w.mu.Lock()
+		w.unload(h, rg)
+		w.mu.Unlock()
+	}
+	b.unlock()
+	p.announce()
+	hook(hookSifting)
+	results := make([]siftResult, len(ws))
+	for i, w := range ws {
+		results[i] = w.siftValues()
+	}
+	b.mu.Lock()
+	for i, w := range ws {
+		if w.reload(results[i], &p.log) && b.roomWait.Load() > 0 {
+			p.rewake = true
+		}
+	}
+}
+
+// siftResult is what the filter said about the values being sifted.
+type siftResult struct {
+	kept     int
+	rejected uint64
+	panics   []error
+}
+
+// siftValues asks the filter about the values in w.x.sift, keeping those
+// it keeps at the front, with their sequence numbers in w.x.siftMeta.
+// Called with no lock held: only the sifting publisher touches them (the
+// others read len(w.x.sift) and siftFrom only, which do not change).
+func (w *Watcher[T]) siftValues() siftResult {
+	var r siftResult
+	r.kept, r.rejected, r.panics = w.keepRaw(w.x.sift, w.x.siftMeta)
+	return r
+}
+
+// reload puts the kept values of a sift at the end of priv, makes room for
+// the others, and wakes the reader. It reports whether the reader then has
+// room. Caller holds b.mu.
+func (w *Watcher[T]) reload(r siftResult, log *dropLog) bool {
+	x := w.x
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.privq().PushSlice(x.sift[:r.kept])
+	x.meta.PushSlice(x.siftMeta[:r.kept])
+	x.filtered.Add(r.rejected)
+	for _, err := range r.panics {
+		w.count(DropPanic, 1, log, err)
+	}
+	w.b.panics.Add(uint64(len(r.panics)))
+	w.c += uint64(len(x.sift) - r.kept) // room for the values left out
+	clear(x.sift)
+	x.sift, x.siftMeta = x.sift[:0], x.siftMeta[:0]
+	w.publishMarks()
+	w.signal()
+	return w.fullAt.Load() > w.b.head.Load()
+}
+
+// storeKept queues the value v of s, which the filter of the full reader w
+// kept when the publisher asked (see apply), in priv: the window starts at
+// s, with room. Caller holds b.mu and w.mu.
+func (w *Watcher[T]) storeKept(v T, s uint64) {
+	w.privq().Push(v)
+	w.x.meta.Push(s)
+	w.o, w.c = s+1, w.c-1
+	w.publishMarks()
+}
+
+// passOver moves the window of w, which starts at s, past the value of s,
+// which its filter rejected (or panicked on). Caller holds b.mu and w.mu.
+func (w *Watcher[T]) passOver(s uint64) {
+	w.o = s + 1
+	w.publishMarks()
+}
+
+// filteredFull reports whether the publisher asked the filter of w, a full
+// filtered reader, about the value of generation gen.
+func (w *Watcher[T]) filteredFull(gen uint64) bool {
+	return w.mode == modeRing && w.filtering() && w.ps.keepGen == gen
+}
+
+// waitSift waits until no publisher sifts w, with w.mu held on return.
+// Caller holds b.mu and w.mu; they are released while it waits.
+func (b *Broadcaster[T]) waitSift(w *Watcher[T]) {
+	for w.sifting() > 0 {
+		w.mu.Unlock()
+		b.unlock()
+		runtime.Gosched()
+		b.mu.Lock()
+		w.mu.Lock()
+	}
+}
+
+// takeFiltered takes every value queued for the filtered reader w, with
+// the head at h, for its move to a channel: the raw ones go through the
+// filter there, holding the locks (see WithFilter). The sequence numbers
+// of the values kept are left in w.x.siftMeta for keptSeqs. Caller holds
+// b.mu and w.mu, and no publisher sifts w (see waitSift).
+func (b *Broadcaster[T]) takeFiltered(w *Watcher[T], h uint64, log *dropLog) []T {
+	n := w.queued(h)
+	vals, meta := make([]T, n), make([]uint64, n)
+	n = w.take(vals, meta, h, b.ring.Load())
+	k, rejected, panics := w.keepRaw(vals[:n], meta[:n])
+	w.x.filtered.Add(rejected)
+	for _, err := range panics {
+		w.count(DropPanic, 1, log, err)
+	}
+	b.panics.Add(uint64(len(panics)))
+	w.x.siftMeta = meta[:k]
+	return vals[:k]
+}
+
+// keptSeqs returns the sequence numbers of the n values takeFiltered
+// kept, for a channel watcher's Taken, and forgets them; nil for a watcher
+// without a filter.
+func (w *Watcher[T]) keptSeqs(n int) []uint64 {
+	if !w.filtering() {
+		return nil
+	}
+	seqs := w.x.siftMeta[:n]
+	w.x.siftMeta = nil
+	return seqs
+}
+
+// applyFiltered applies what the filter of the full reader w said about
+// the value v of s: it passes over a rejected value, counted as filtered
+// (or, if the filter panicked, as a drop), and queues a kept one in priv
+// if w has room now. It reports whether that settled v for w; if not, w's
+// behaviour decides. Caller holds b.mu and w.mu.
+func (p *pub[T]) applyFiltered(w *Watcher[T], v T, s uint64) bool {
+	switch w.ps.keepOut {
+	case filteredOut:
+		w.x.filtered.Add(1)
+		w.passOver(s)
+		return true
+	case filterPanicked:
+		w.count(DropPanic, 1, &p.log, w.ps.keepErr)
+		w.passOver(s)
+		return true
+	}
+	if w.o+w.c > s {
+		w.storeKept(v, s)
+		return true
+	}
+	return false
+}
+
+// keptFloor lowers f, a filtered reader's progress on the ring, to the
+// sequence number of the oldest value of priv or of a sift (see progress).
+// Caller holds b.mu, not w.mu.
+func (w *Watcher[T]) keptFloor(f uint64) uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if m, ok := w.x.meta.Front(); ok {
+		f = min(f, m&^rawBit)
+	}
+	if w.sifting() > 0 {
+		f = min(f, w.x.siftFrom)
+	}
+	return f
+}
