@@ -38,10 +38,12 @@ func (b *Broadcaster[T]) refreshLimit(s uint64) {
 		case f > s:
 		case w.needsSift(s):
 			b.toSift = append(b.toSift, w) // full until sifted
-		case w.kind == kindWait && (!w.filtering() || w.hasRaw(s)):
-			nfull++ // a filtered one being read makes room as any reader does
+		case w.kind == kindWait && (!w.filtering() || w.pin.Load() < s):
+			// A filtered one being read, with values on the ring,
+			// makes room as any reader does (see needsSift).
+			nfull++
 		default:
-			w.inFull = true
+			w.setInFull(true)
 			b.full = append(b.full, w)
 			continue
 		}
@@ -79,7 +81,7 @@ func (b *Broadcaster[T]) pruneFull(s uint64) {
 		// raw values its window took while it had room is sifted.
 		f := w.fullAt.Load()
 		if f > s && !w.filteredFull(b.gen) {
-			w.inFull = false
+			w.setInFull(false)
 			if f < b.limit {
 				b.limit, b.blocker = f, w
 			}

@@ -216,6 +216,11 @@ func (m *model) step(op, arg byte) {
 		k := 1 + int(arg/16)%4
 		got := m.read(mw, k)
 		want := mw.queue[:min(k, len(mw.queue))]
+		if mw.mod != 0 && !mw.useChan && len(got) > 0 && len(got) < len(want) {
+			// A filtered pull reader returns once its filter kept a
+			// value: a shorter read is a prefix of what is queued.
+			want = want[:len(got)]
+		}
 		m.log = append(m.log, fmt.Sprintf("read w%d k=%d -> %v", mw.w.ID(), k, got))
 		if !slices.Equal(got, want) && !(len(got) == 0 && len(want) == 0) {
 			m.fail("watcher %d read %v, want %v", mw.w.ID(), got, want)

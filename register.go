@@ -58,6 +58,7 @@ func (b *Broadcaster[T]) watch(prefix []T, opts []Option) (*Watcher[T], error) {
 		onDrop: cfg.onDrop, end: math.MaxUint64}
 	if cfg.name != "" || cfg.commit || keep != nil {
 		w.x = &watcherExtra[T]{name: cfg.name, commit: cfg.commit, keep: keep}
+		w.keeps = keep != nil
 		w.x.committed.Store(h)
 	}
 	w.lazy = w.kind.lazy() && w.onDrop == nil && keep == nil
@@ -254,7 +255,7 @@ func (b *Broadcaster[T]) removeReader(w *Watcher[T]) {
 	}
 	if w.inFull {
 		b.full = deleteWatcher(b.full, w)
-		w.inFull = false
+		w.setInFull(false)
 	}
 	if len(b.readers) == 0 && b.cfg.history == 0 {
 		b.ringOn = false
@@ -395,7 +396,8 @@ func (b *Broadcaster[T]) Shutdown() {
 			w.count(r, n, &log, nil)
 		}
 		b.dropped += w.totalDrops()
-		w.end, w.err, w.inFull = h, ErrStopped, false
+		w.end, w.err = h, ErrStopped
+		w.setInFull(false)
 		w.publishMarks()
 		w.signal()
 		w.mu.Unlock()

@@ -234,8 +234,9 @@ func (w *Watcher[T]) madeRoom(before uint64) bool {
 		bs := b.blockedAt.Load()
 		last := bs != 0 && before < bs && w.o+w.c >= bs && b.nblocked.Add(-1) <= 0
 		// A filtered reader may be waited for either way (see
-		// refreshLimit): it wakes the publishers whenever they wait.
-		return last || w.filtering() && b.roomWait.Load() > 0
+		// refreshLimit): listed in b.full, it wakes the publishers
+		// whenever they wait, as the readers decided per value do.
+		return last || w.keeps && w.x.perValue.Load() && b.roomWait.Load() > 0
 	case w.lazy:
 		return false
 	}

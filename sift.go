@@ -35,7 +35,7 @@ const siftChunk = 256
 
 // filtering reports whether w is a filtered ring reader's state: a filter
 // and a queue of its own on the ring.
-func (w *Watcher[T]) filtering() bool { return w.x != nil && w.x.keep != nil }
+func (w *Watcher[T]) filtering() bool { return w.keeps }
 
 // sifting returns the number of values a publisher is sifting for w.
 func (w *Watcher[T]) sifting() int {
@@ -72,34 +72,28 @@ func (w *Watcher[T]) keepRaw(vals []T, meta []uint64) (n int, rejected uint64, p
 }
 
 // tryRecvKept is tryRecv for a filtered ring reader: it takes at most
-// siftChunk values off the queue at a time, filters them with no lock
-// held, and counts them in a second hold of w.mu, until buf is full or
-// nothing is left.
+// siftChunk values off the queue (and no more than buf holds), filters
+// them with no lock held, and counts them in a second hold of w.mu, until
+// the filter keeps one or nothing is left. So it may return fewer values
+// than are queued: filling buf could take many small rounds, two locks
+// each.
 func (w *Watcher[T]) tryRecvKept(ctx context.Context, buf []T) (int, chan struct{}, uint64, error) {
 	var meta [siftChunk]uint64
-	total := 0
 	for {
 		w.mu.Lock()
 		if w.mode == modeChan { // ResultChan was called meanwhile
 			w.mu.Unlock()
-			if total > 0 {
-				return total, nil, 0, nil
-			}
 			return w.tryRecv(ctx, buf)
 		}
-		part := buf[total:min(len(buf), total+siftChunk)]
-		n, wake, h, err := w.tryRecvRing(part, meta[:], total == 0)
+		part := buf[:min(len(buf), siftChunk)]
+		n, wake, h, err := w.tryRecvRing(part, meta[:], true)
 		if n == 0 {
-			if total > 0 {
-				return total, nil, h, nil
-			}
 			return 0, wake, h, err
 		}
 		k, rejected, panics := w.keepRaw(part[:n], meta[:n])
 		w.counted(uint64(n), uint64(k), rejected, panics)
-		total += k
-		if total == len(buf) {
-			return total, nil, h, nil
+		if k > 0 {
+			return k, nil, h, nil
 		}
 	}
 }
@@ -113,13 +107,23 @@ func (w *Watcher[T]) recvFiltered(ctx context.Context, buf []T) (int, error) {
 	return w.recv(ctx, buf)
 }
 
-// leaveRead ends a read of a filtered reader. A publisher may wait for it
-// because it was being read (see needsSift): if the read made no room, the
-// publisher is woken to look again.
+// leaveRead ends a read of a filtered reader. Publishers may wait for it
+// because it was being read (see needsSift): if it leaves without having
+// made room for what they wait for, they are woken to look again.
 func (w *Watcher[T]) leaveRead() {
 	w.x.active.Add(-1)
-	if w.b.roomWait.Load() > 0 {
-		w.b.signalRoom()
+	b := w.b
+	if bs := b.blockedAt.Load(); bs != 0 && w.fullAt.Load() < bs && b.roomWait.Load() > 0 {
+		b.signalRoom()
+	}
+}
+
+// setInFull records whether w is listed in b.full; a filtered reader's
+// reads look at it (see madeRoom). Caller holds b.mu.
+func (w *Watcher[T]) setInFull(in bool) {
+	w.inFull = in
+	if w.keeps {
+		w.x.perValue.Store(in)
 	}
 }
 

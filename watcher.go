@@ -28,6 +28,7 @@ type Watcher[T any] struct {
 	pin    atomicU64
 	kind   kind
 	lazy   bool  // a lossy built-in without drop handler: drops settled lazily
+	keeps  bool  // has a filter (WithFilter): w.x.keep is set; never changes
 	inFull bool  // listed in b.full (guarded by b.mu)
 	mode   uint8 // guarded by mu
 	inPark bool  // guarded by b.parkMu
@@ -93,8 +94,10 @@ type watcherExtra[T any] struct {
 	siftFrom uint64
 	// active counts the goroutines reading a filtered reader: a
 	// lossless one that a goroutine reads makes room by itself, and a
-	// publisher waits for it rather than sift it.
-	active atomic.Int32
+	// publisher waits for it rather than sift it. perValue is inFull,
+	// for its readers (see madeRoom).
+	active   atomic.Int32
+	perValue atomic.Bool
 }
 
 // extra returns w.x, made on first use. Called before w is shared.
@@ -246,7 +249,9 @@ func (w *Watcher[T]) Err() error {
 // closed and drained, else (0, nil).
 //
 // Recv is the fastest way to read: on the shared ring it costs one
-// uncontended lock per batch, not per value.
+// uncontended lock per batch, not per value. With a filter ([WithFilter])
+// it returns once the filter has kept at least one value of a batch, so it
+// may return fewer values than are queued.
 func (w *Watcher[T]) Recv(ctx context.Context, buf []T) (int, error) {
 	if ctx == nil {
 		return 0, errNilContext
