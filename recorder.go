@@ -86,7 +86,7 @@ func NewRecorder[T any](opts ...RecorderOption) (*Recorder[T], error) {
 		r.clock = systemClock{}
 	}
 	if cfg.retry != nil {
-		if err := cfg.retry.validate(); err != nil {
+		if err := cfg.retry.Validate(); err != nil {
 			return nil, err
 		}
 		r.retry = *cfg.retry
@@ -202,8 +202,11 @@ func (r *Recorder[T]) StartSink(sink Sink[T], c SinkCorrelator[T]) (*Runner[T], 
 	if lr, ok := c.(LossReporting); ok {
 		attach = func(run *Runner[T]) error { return lr.ReportLossesTo(runnerLosses[T]{run}) }
 	}
-	return r.start(fmt.Sprintf("sink %T", sink), attach, func(run *Runner[T], v T) {
-		run.write(sink, c, v)
+	vs := &valueSink[T]{sink: sink, one: make([]T, 1)}
+	return r.start(fmt.Sprintf("sink %T", sink), attach, func(run *Runner[T], batch []T) {
+		for i := range batch {
+			run.write(vs, c, batch[i:i+1])
+		}
 	})
 }
 
@@ -213,12 +216,14 @@ func (r *Recorder[T]) StartHandler(f func(T)) (*Runner[T], error) {
 	if f == nil {
 		return nil, errors.New("fanout: StartHandler: handler is nil")
 	}
-	return r.start("handler", nil, func(run *Runner[T], v T) {
-		if err := guard.Call(func() { f(v) }); err != nil {
-			run.drop(DropRejected, err)
-			return
+	return r.start("handler", nil, func(run *Runner[T], batch []T) {
+		for i := range batch {
+			if err := guard.Call(func() { f(batch[i]) }); err != nil {
+				run.drop(DropRejected, batch[i:i+1], err)
+				continue
+			}
+			run.written.Add(1)
 		}
-		run.written.Add(1)
 	})
 }
 
@@ -237,8 +242,9 @@ func (r *Recorder[T]) StartSlog(l *slog.Logger, level slog.Level, msg string, at
 
 // start starts a runner that handles each value with handle; attach, if
 // set, is called first, and its error returned.
-func (r *Recorder[T]) start(name string, attach func(*Runner[T]) error, handle func(*Runner[T], T)) (*Runner[T], error) {
-	run := &Runner[T]{r: r, name: name, handle: handle, done: make(chan struct{})}
+func (r *Recorder[T]) start(name string, attach func(*Runner[T]) error, handle func(*Runner[T], []T)) (*Runner[T], error) {
+	run := &Runner[T]{r: r, name: name, batch: 1, retry: r.retry, handle: handle, panicAs: DropRejected,
+		sinkCtx: r.sinkCtx, done: make(chan struct{})}
 	run.ctx, run.cancel = context.WithCancel(r.ctx)
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -301,10 +307,8 @@ func (r *Recorder[T]) Shutdown(ctx context.Context) error {
 		case <-ctx.Done():
 		}
 		err = ctx.Err()
-		for _, run := range runners {
-			run.abandon.Store(true)
-		}
-		r.sinkCancel()
+		r.sinkCancel() // the runners drop what they receive from now on
+
 		break
 	}
 	return err
