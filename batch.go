@@ -31,7 +31,8 @@ type BatchConfig[T any] struct {
 	// Select, if set, is called with each batch taken from the queue and
 	// returns, appended to out (which it may use as scratch space), the
 	// values to write; the others count as handled without a write (for
-	// routing, or to skip what the sink stored before a restart).
+	// routing, or to skip what the sink stored before a restart). Values
+	// it leaves out are not counted as dropped at shutdown either.
 	Select func(received, out []T) []T
 	// Finished, if set, is called with each batch taken from the queue
 	// once every value of it was written, dropped or left out by Select:
@@ -79,15 +80,7 @@ func StartBatchSink[T any](ctx context.Context, w *Watcher[T], sink BatchSink[T]
 		hooks: runnerHooks[T]{sel: cfg.Select, finished: cfg.Finished, onDrop: cfg.OnDrop, onRetry: cfg.OnRetry}}
 	run.ctx, run.cancel = context.WithCancel(ctx)
 	run.stopOnEnd = context.AfterFunc(ctx, w.Stop)
-	var sel []T
-	run.handle = func(run *Runner[T], batch []T) {
-		if run.hooks.sel != nil {
-			sel = run.hooks.sel(batch, sel[:0])
-			batch = sel
-		}
-		run.writeBatch(sink, batch)
-		clear(sel)
-	}
+	run.handle = func(run *Runner[T], batch []T) { run.writeBatch(sink, run.pick(batch)) }
 	go run.loop()
 	return run, nil
 }

@@ -37,6 +37,7 @@ type Runner[T any] struct {
 	retry  RetryPolicy
 	handle func(*Runner[T], []T)
 	hooks  runnerHooks[T]
+	picked []T // scratch space of the Select hook, owned by the goroutine
 	// panicAs is the reason a sink or handler panic is counted under:
 	// DropRejected for a recorder's runners (as documented in
 	// RunnerStats), DropPanic for batch runners.
@@ -117,7 +118,7 @@ func (run *Runner[T]) loop() {
 		}
 		run.received.Add(uint64(n))
 		if run.sinkCtx.Err() != nil {
-			run.drop(DropShutdown, buf[:n], nil)
+			run.drop(DropShutdown, run.pick(buf[:n]), nil)
 		} else {
 			run.handle(run, buf[:n])
 			if run.hooks.finished != nil {
@@ -126,7 +127,18 @@ func (run *Runner[T]) loop() {
 		}
 		run.markHandled(uint64(n))
 		clear(buf[:n])
+		clear(run.picked)
 	}
+}
+
+// pick returns the values of received that the runner writes: those its
+// Select hook keeps, or all.
+func (run *Runner[T]) pick(received []T) []T {
+	if run.hooks.sel == nil {
+		return received
+	}
+	run.picked = run.hooks.sel(received, run.picked[:0])
+	return run.picked
 }
 
 func (run *Runner[T]) exit() {

@@ -42,6 +42,10 @@
 //     "queue_full"|"queue_timeout"}). These queue drops count every
 //     occurrence the sink's queue missed, including ones not routed to it,
 //     since all sinks share one broadcaster.
+//   - Each sink runs on the core's runner ([fanout.StartBatchSink]) with
+//     the core's retry policy ([Retry.Policy]) and drop reasons
+//     ([fanout.DropReason]); the metric keeps the exporter's label values
+//     ([DropLabel]).
 //   - An occurrence a sink fails to store is counted by reason: rejected
 //     (a [Permanent] error, such as a 4xx answer or an oversized NATS
 //     message), retries_exhausted, panic (the sink panicked: only that
