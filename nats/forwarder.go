@@ -203,17 +203,7 @@ func randomID() string {
 // waits for a dead server longer than ctx allows. It is idempotent. A nil
 // ctx is an error: nothing is closed.
 func (f *Forwarder[T]) Close(ctx context.Context) error {
-	if ctx == nil {
-		return errNilContext
-	}
-	f.w.Stop()
-	select {
-	case <-f.done:
-		return nil
-	case <-ctx.Done():
-	}
-	f.cancel()
-	return ctx.Err()
+	return closeWait(ctx, f.w.Stop, f.done, f.cancel)
 }
 
 // Done returns a channel closed when the forwarder's goroutine has exited:
