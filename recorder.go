@@ -17,10 +17,17 @@ import (
 // when [WithQueueLength] is not given: client-go's 1000.
 const DefaultRecorderQueueLength = 1000
 
-// ErrDropped is returned by [Recorder.Record] when the value was refused
+// ErrRefused is returned by [Recorder.Record] when the value was refused
 // because a watcher that waits when full (see [Recorder.Watch]) was full. No
-// watcher got the value; it is counted as [DropRefused].
-var ErrDropped = errors.New("fanout: value dropped: a waiting watcher is full")
+// watcher got the value; it is counted as [DropRefused] (and in
+// [RecorderStats].Refused).
+var ErrRefused = errors.New("fanout: value refused: a waiting watcher is full")
+
+// ErrDropped is the former name of [ErrRefused], the same error.
+//
+// Deprecated: use [ErrRefused], named after the reason it is counted
+// under, [DropRefused].
+var ErrDropped = ErrRefused
 
 // Recorder publishes values into its own [Broadcaster] without ever blocking
 // the caller, and runs consumers of them: sinks with a correlator and
@@ -107,7 +114,7 @@ func NewRecorder[T any](opts ...RecorderOption) (*Recorder[T], error) {
 // Record stamps v (see [WithStamp]) and publishes it to every runner and
 // watcher. It never blocks on a consumer. It returns nil when v was accepted;
 // a runner whose queue is full misses it, counted as [DropFull]. It returns
-// [ErrDropped] when a watcher that waits when full was full (see
+// [ErrRefused] when a watcher that waits when full was full (see
 // [Recorder.Watch]), and [ErrStopped] after Shutdown. A panic in the stamp
 // hook or the clock reaches the caller, before anything is recorded.
 func (r *Recorder[T]) Record(v T) error {
@@ -120,7 +127,7 @@ func (r *Recorder[T]) Record(v T) error {
 // [Recorder.Record] but contiguously and at the cost of one publish (see
 // [Broadcaster.ActionBatch]). With a stamp hook, the values of vs are
 // stamped in place. It returns how many were accepted (the first n of vs)
-// and, if not all, [ErrDropped] or [ErrStopped] as Record does.
+// and, if not all, [ErrRefused] or [ErrStopped] as Record does.
 func (r *Recorder[T]) RecordBatch(vs []T) (int, error) {
 	if r.stamp != nil && len(vs) > 0 {
 		now := r.clock.Now()
@@ -135,7 +142,7 @@ func (r *Recorder[T]) RecordBatch(vs []T) (int, error) {
 		for range len(vs) - n {
 			r.report(Drop{Reason: DropRefused}, nil)
 		}
-		return n, ErrDropped
+		return n, ErrRefused
 	}
 	return n, err
 }
@@ -172,7 +179,7 @@ func (r *Recorder[T]) reportUnsafe(d Drop, runner *Runner[T]) {
 // [Broadcaster.Watch] does. Like a runner's, its queue holds the recorder's
 // queue length and drops new values when full, unless opts say otherwise.
 // With [WaitIfChannelFull] (or another behaviour that waits), Record refuses
-// values with [ErrDropped] while its queue is full, for every runner and
+// values with [ErrRefused] while its queue is full, for every runner and
 // watcher; with queue length 0 (hand-off), since Record never waits, the
 // watcher misses each value its reader is not already waiting for. A plain
 // watcher's drops are counted in its own [Watcher.Stats], not in

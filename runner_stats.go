@@ -9,7 +9,7 @@ type RunnerStats struct {
 	// Written counts values the sink stored or the handler took.
 	Written uint64
 	// Failures counts failed write attempts, retried or not, including
-	// those the correlator reports ([LossReporter].Failed).
+	// those the correlator reports ([LossCounter].Failed).
 	Failures uint64
 	// Retries counts failed write attempts that were tried again.
 	Retries uint64
@@ -30,7 +30,7 @@ type RunnerStats struct {
 	DroppedPanic uint64
 	// Merged counts values the correlator folded into an earlier record
 	// (see [Correlation].Merged); they are not drops. Those it reports
-	// lost later (see [LossReporter]) move to a Dropped counter.
+	// lost later (see [LossCounter]) move to a Dropped counter.
 	Merged uint64
 	// DroppedSpam counts values the spam filter skipped.
 	DroppedSpam uint64
