@@ -65,6 +65,17 @@
 //     JetStream store it once, and the webhook carries the key as
 //     Idempotency-Key; stdout and log sinks may repeat it.
 //
+// # Configuration
+//
+// The repository's configuration convention (see "Configuration" in the
+// core's package doc): the YAML configuration and [Config] fields left out
+// take the documented defaults (a receiver's retry, [DefaultRetry]; its
+// queue, Wait with 1000 places, a webhook's DropOldest with 10,000; a
+// YAML key set to 0 counts as left out), and a value no setting can mean
+// is an error from [LoadConfig] and validation, naming the key, never
+// silently changed. Each receiver's [Retry] becomes the core's
+// [fanout.RetryPolicy] ([Retry.Policy]).
+//
 // # Goroutines
 //
 // [Run] owns everything it starts and returns only after all of it has

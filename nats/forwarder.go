@@ -144,7 +144,7 @@ type Forwarder[T any] struct {
 
 // Forward starts forwarding the values b accepts from now on to NATS over
 // nc, as cfg says. It registers a watcher on b with cfg.Watch and starts
-// one goroutine. It returns an error if nc or b is nil, if no valid subject
+// one goroutine. It returns an error if nc or b is nil, if a setting is negative, if no valid subject
 // is configured, if a watch option is invalid, or if b is shut down.
 func Forward[T any](b *fanout.Broadcaster[T], nc *nats.Conn, cfg ForwardConfig[T]) (*Forwarder[T], error) {
 	if b == nil || nc == nil {
@@ -152,6 +152,11 @@ func Forward[T any](b *fanout.Broadcaster[T], nc *nats.Conn, cfg ForwardConfig[T
 	}
 	if cfg.SubjectOf == nil && !validSubject(cfg.Subject) {
 		return nil, fmt.Errorf("%w: %q (ForwardConfig.Subject)", ErrInvalidSubject, cfg.Subject)
+	}
+	if err := checkSettings("Forward", setting{"ForwardConfig.Batch", int64(cfg.Batch)},
+		setting{"ForwardConfig.Frame", int64(cfg.Frame)}, setting{"ForwardConfig.FlushTimeout", int64(cfg.FlushTimeout)},
+		setting{"ForwardConfig.AckTimeout", int64(cfg.AckTimeout)}, setting{"ForwardConfig.RetryWait", int64(cfg.RetryWait)}); err != nil {
+		return nil, err
 	}
 	cfg.Batch = orDefault(cfg.Batch, DefaultBatch)
 	cfg.FlushTimeout = orDefault(cfg.FlushTimeout, DefaultTimeout)
@@ -178,11 +183,30 @@ func Forward[T any](b *fanout.Broadcaster[T], nc *nats.Conn, cfg ForwardConfig[T
 	return f, nil
 }
 
+// orDefault returns def for a zero setting, v otherwise.
 func orDefault[N int | time.Duration](v, def N) N {
-	if v <= 0 {
+	if v == 0 {
 		return def
 	}
 	return v
+}
+
+// setting is a numeric field of a configuration, for [checkSettings].
+type setting struct {
+	name  string
+	value int64
+}
+
+// checkSettings returns an error naming the first negative setting, for
+// the constructor op: a zero field means its default, and a negative one
+// no setting (see "Configuration" in the package doc).
+func checkSettings(op string, settings ...setting) error {
+	for _, s := range settings {
+		if s.value < 0 {
+			return fmt.Errorf("fanoutnats: %s: %s is %d; it must be 0 (the default) or more", op, s.name, s.value)
+		}
+	}
+	return nil
 }
 
 // randomID returns 96 random bits in hex, to tell forwarders apart in

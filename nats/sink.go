@@ -52,13 +52,16 @@ type Sink[T any] struct {
 }
 
 // NewSink returns a sink publishing to js as cfg says. It returns an error
-// if js is nil or no valid subject is configured.
+// if js is nil, Timeout is negative or no valid subject is configured.
 func NewSink[T any](js jetstream.JetStream, cfg SinkConfig[T]) (*Sink[T], error) {
 	if js == nil {
 		return nil, errors.New("fanoutnats: NewSink: nil JetStream")
 	}
 	if cfg.SubjectOf == nil && !validSubject(cfg.Subject) {
 		return nil, fmt.Errorf("%w: %q (SinkConfig.Subject)", ErrInvalidSubject, cfg.Subject)
+	}
+	if err := checkSettings("NewSink", setting{"SinkConfig.Timeout", int64(cfg.Timeout)}); err != nil {
+		return nil, err
 	}
 	cfg.Timeout = orDefault(cfg.Timeout, DefaultTimeout)
 	return &Sink[T]{js: js, cfg: cfg}, nil

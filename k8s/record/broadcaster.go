@@ -42,21 +42,25 @@ type Broadcaster struct {
 var _ EventBroadcaster = (*Broadcaster)(nil)
 var _ eventstats.Source = (*Broadcaster)(nil)
 
-// NewBroadcaster returns a new event broadcaster, a [*Broadcaster], with
-// client-go's defaults: queues of 1000 events that drop new events when
-// full, 12 attempts per event 10 s apart, the correlator defaults of
-// [NewEventCorrelator].
 // errNilContext is returned for a nil context: pass context.Background()
 // for no bound.
 var errNilContext = errors.New("record: nil context; pass context.Background() for no bound")
 
+// NewBroadcaster returns a new event broadcaster, a [*Broadcaster], with
+// client-go's defaults: queues of 1000 events that drop new events when
+// full, 12 attempts per event 10 s apart, the correlator defaults of
+// [NewEventCorrelator]. It panics for a bad [WithQueueLength].
 func NewBroadcaster(opts ...BroadcasterOption) EventBroadcaster {
 	return New(opts...)
 }
 
-// New is [NewBroadcaster] returning the concrete type.
+// New is [NewBroadcaster] returning the concrete type. It panics for a
+// bad [WithQueueLength].
 func New(opts ...BroadcasterOption) *Broadcaster {
 	c := newConfig(opts)
+	if c.err != nil {
+		panic(c.err)
+	}
 	ctx := c.ctx
 	if ctx == nil {
 		ctx = context.Background()
@@ -69,7 +73,7 @@ func New(opts ...BroadcasterOption) *Broadcaster {
 		fanout.WithDropHandler(b.logDrop),
 	)
 	if err != nil {
-		// Every option above is valid by construction.
+		// Every option above was checked by newConfig.
 		panic("record: " + err.Error())
 	}
 	b.rec = rec
