@@ -183,7 +183,13 @@ func WaitTimeoutIfChannelFull(d time.Duration) FullChannelBehavior {
 	return waitTimeoutBehavior{d: d}
 }
 
-// DropReason says why a watcher missed a value.
+// DropReason says why a watcher missed a value. A reason is named after
+// what happened to the value (Drop<word>, printed as the lower-case word,
+// the metric label); a full-queue behaviour after what it does
+// (<word>IfChannelFull) and its verdict likewise (Verdict<...>): the word
+// is shared, so [DropOldestIfChannelFull] returns [VerdictDropOldest],
+// counted as [DropOldest] ("oldest"), and [DropIfChannelFull] returns
+// [VerdictDropFull], counted as [DropFull] ("full").
 type DropReason uint8
 
 // The reasons a value can be missed. The first five are a watcher's (see
