@@ -401,6 +401,12 @@
 //     queued value getting at most one more attempt, without waiting;
 //     [Runner.Done] tells when it has exited.
 //
+// The same runner drives a [BatchSink] on any watcher ([StartBatchSink]):
+// batches of values, one write loop, the same [RetryPolicy] (with
+// exponential backoff, [RetryPolicy].MaxSleep) and the same drop reasons,
+// with hooks for routing, idempotency and checkpoints ([BatchConfig]).
+// The repository's event exporter runs its sinks on it.
+//
 // The Recorder and Correlator start no goroutines of their own; only the
 // runners do, and Shutdown (or Stop) ends them. [Correlator.WriteOpen]
 // runs on its caller's goroutine. A panic in a sink, handler or

@@ -17,11 +17,23 @@ type DropReason = fanout.DropReason
 // The reasons a sink drops an occurrence, under their former exporter
 // names.
 const (
-	// Deprecated: use [fanout.DropOldest]; its label is "queue_oldest".
+	// DropQueueOldest is the former name of [fanout.DropOldest]: the
+	// queue was full and the strategy (DropOldest) discarded the oldest
+	// queued occurrence; label "queue_oldest".
+	//
+	// Deprecated: use [fanout.DropOldest].
 	DropQueueOldest = fanout.DropOldest
-	// Deprecated: use [fanout.DropFull]; its label is "queue_full".
+	// DropQueueFull is the former name of [fanout.DropFull]: the queue was
+	// full and the strategy (DropNewest) discarded the new occurrence;
+	// label "queue_full".
+	//
+	// Deprecated: use [fanout.DropFull].
 	DropQueueFull = fanout.DropFull
-	// Deprecated: use [fanout.DropTimeout]; its label is "queue_timeout".
+	// DropQueueTimeout is the former name of [fanout.DropTimeout]: the
+	// queue stayed full for the strategy's timeout (WaitTimeout); label
+	// "queue_timeout".
+	//
+	// Deprecated: use [fanout.DropTimeout].
 	DropQueueTimeout = fanout.DropTimeout
 	// DropRejected: the sink failed with a [Permanent] error.
 	DropRejected = fanout.DropRejected
