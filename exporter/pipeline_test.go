@@ -1,10 +1,13 @@
 package exporter
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -179,12 +182,16 @@ func TestDropOldestSinkDoesNotSlowTheOthersAndCountsItsDrops(t *testing.T) {
 	}
 }
 
+// The occurrences left at the shutdown deadline are counted, and the
+// error Shutdown returns says so once: no log line per occurrence.
 func TestShutdownDeadlineCancelsWritesAndCountsTheRest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := &memSink{gate: make(chan struct{})}
 		c := testConfig(t, s)
 		c.Receivers[0].Queue.Length = 100
-		p, err := NewPipeline(c, PipelineOptions{})
+		c.Receivers[0].Batch = 1
+		var logged bytes.Buffer
+		p, err := NewPipeline(c, PipelineOptions{Logger: slog.New(slog.NewTextHandler(&logged, nil))})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -196,6 +203,9 @@ func TestShutdownDeadlineCancelsWritesAndCountsTheRest(t *testing.T) {
 		}
 		if st := p.Stats()[0]; st.Dropped[DropShutdown] != 50 {
 			t.Errorf("dropped %v, want 50 at shutdown", st.Dropped)
+		}
+		if strings.Contains(logged.String(), "sink dropped occurrences") {
+			t.Errorf("drops at the shutdown deadline were logged:\n%s", logged.String())
 		}
 	})
 }

@@ -125,6 +125,9 @@ func (r *runner) start(ctx context.Context) error {
 		Select:   r.selectMine,
 		Finished: r.finished,
 		OnDrop: func(d fanout.Drop, os []*Occurrence) {
+			if d.Reason == fanout.DropShutdown {
+				return // counted; Shutdown's error says the deadline passed, once
+			}
 			r.log.Error("sink dropped occurrences", "sink", r.name, "reason", DropLabel(d.Reason), "occurrences", len(os),
 				"first", os[0].Key(), "err", d.Err)
 		},
