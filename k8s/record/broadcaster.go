@@ -3,6 +3,7 @@ package record
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -55,11 +56,22 @@ func NewBroadcaster(opts ...BroadcasterOption) EventBroadcaster {
 }
 
 // New is [NewBroadcaster] returning the concrete type. It panics for a
-// bad [WithQueueLength].
+// bad [WithQueueLength]; [NewChecked] returns the error instead.
 func New(opts ...BroadcasterOption) *Broadcaster {
+	b, err := NewChecked(opts...)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// NewChecked is [New] returning an error for a bad option value
+// ([WithQueueLength]) instead of panicking, for callers that can report
+// it (fanoutctrl.NewManager does).
+func NewChecked(opts ...BroadcasterOption) (*Broadcaster, error) {
 	c := newConfig(opts)
 	if c.err != nil {
-		panic(c.err)
+		return nil, c.err
 	}
 	ctx := c.ctx
 	if ctx == nil {
@@ -73,8 +85,8 @@ func New(opts ...BroadcasterOption) *Broadcaster {
 		fanout.WithDropHandler(b.logDrop),
 	)
 	if err != nil {
-		// Every option above was checked by newConfig.
-		panic("record: " + err.Error())
+		b.cancel()
+		return nil, fmt.Errorf("record: %w", err)
 	}
 	b.rec = rec
 	if ctx.Done() != nil {
@@ -86,7 +98,7 @@ func New(opts ...BroadcasterOption) *Broadcaster {
 			_ = b.shutdown(ctx)
 		})
 	}
-	return b
+	return b, nil
 }
 
 // NewBroadcasterForTests returns a broadcaster that pauses sleepDuration

@@ -37,11 +37,15 @@ func TestBroadcasterOptionsNormaliseOutOfRangeValues(t *testing.T) {
 
 // WithQueueLength, which client-go has not, refuses what is not a length:
 // 0 is neither the default nor the core's hand-off queue. New cannot
-// return the error (client-go's signature), so it panics saying so.
+// return the error (client-go's signature), so it panics saying so;
+// NewChecked returns it.
 func TestWithQueueLengthOutOfRangePanicsInNew(t *testing.T) {
 	for _, n := range []int{0, -1, fanout.MaxQueueLength + 1} {
 		assert.PanicsWithError(t, fmt.Sprintf("record: WithQueueLength(%d): the length must be 1 to %d; leave the option out for the default, 1000 (unlike the core's, 0 is neither a hand-off nor the default here)", n, fanout.MaxQueueLength),
 			func() { New(WithQueueLength(n)) })
+		b, err := NewChecked(WithQueueLength(n))
+		assert.Nil(t, b)
+		assert.ErrorContains(t, err, fmt.Sprintf("record: WithQueueLength(%d)", n), "NewChecked returns what New panics with")
 	}
 }
 
