@@ -337,7 +337,7 @@
 //     keeps it for every later call that returns an error ([New], after
 //     k8s's watch.NewBroadcaster) or, if no later call returns one, panics
 //     with it at once (record.New and record.NewBroadcaster, after
-//     client-go; as time.NewTicker does).
+//     client-go; as time.NewTicker does; record.NewChecked returns it).
 //   - Where client-go or k8s has the same setting, its rule holds, for
 //     drop-in compatibility (client-go's CorrelatorOptions: a zero field
 //     means the default; WithSleepDuration: a negative pause means none).

@@ -74,7 +74,8 @@
 // would misbehave); a negative pause between attempts means none. Where
 // client-go has not ([WithQueueLength]), a value no setting can mean is
 // not normalised: [New] and [NewBroadcaster], whose client-go signature
-// returns no error, panic with a message naming it. WithQueueLength(0)
+// returns no error, panic with a message naming it; [NewChecked] returns
+// it. WithQueueLength(0)
 // in particular is neither the default nor the core's hand-off queue. The
 // defaults are the core's ([fanout.DefaultCacheSize],
 // [fanout.DefaultRetryPolicy], ...), which are client-go's.
