@@ -165,7 +165,7 @@ type Correlation[T any] struct {
 	// is written later (a series count, say): nothing to write now. A sink
 	// runner counts it in [RunnerStats].Merged, not as a drop; should the
 	// record never be written, the correlator reports the loss (see
-	// [LossReporter]). [Correlator] sets it from occurrence
+	// [LossCounter]). [Correlator] sets it from occurrence
 	// [DedupStage].WriteFirst+1 of a key on; merged values skip the spam
 	// filter.
 	Merged bool
@@ -205,9 +205,9 @@ type Correlator[T any] struct {
 	dedup      *DedupStage[T]
 	dedupSize  int
 	dedupCache *simplelru.LRU[string, *seen[T]]
-	seq        uint64       // the last record id given out
-	report     LossReporter // nil: losses are not reported
-	evicted    uint64       // open records evicted
+	seq        uint64      // the last record id given out
+	report     LossCounter // nil: losses are not reported
+	evicted    uint64      // open records evicted
 
 	spam      *SpamStage[T]
 	spamBurst int
@@ -331,7 +331,7 @@ func (c *Correlator[T]) setupSpam(cfg CorrelatorConfig[T], size int) error {
 // Correlate runs v through the stages and returns the decision. The stages
 // remember v (and the dedup stage remembers its result) even when the spam
 // filter then skips it, as client-go does. A record evicted to make room
-// for v's is reported lost if it had merged values (see [LossReporter]).
+// for v's is reported lost if it had merged values (see [LossCounter]).
 func (c *Correlator[T]) Correlate(v T) Correlation[T] {
 	r, l := c.correlate(v)
 	c.lose(l)

@@ -510,7 +510,7 @@ func at(obj string, m int) ev {
 	return ev{Obj: obj, Reason: "R", Msg: fmt.Sprint("m", m), First: newManualClock().Now().Add(time.Duration(m) * time.Minute)}
 }
 
-// lossLog is a LossReporter that records what it is told.
+// lossLog is a LossCounter that records what it is told.
 type lossLog struct {
 	mu       sync.Mutex
 	lost     map[fanout.DropReason]int
@@ -813,7 +813,7 @@ func TestCorrelatorStatsCountsEvictedOpenRecords(t *testing.T) {
 	assert.Equal(t, fanout.CorrelatorStats{Records: 1, EvictedOpen: 1}, c.Stats())
 }
 
-// A merging correlator reports to one LossReporter only; one that does not
+// A merging correlator reports to one LossCounter only; one that does not
 // merge ignores any number.
 func TestReportLossesToOnce(t *testing.T) {
 	c, _ := newMerging(t, 0, nil)

@@ -332,6 +332,31 @@
 // compile; an invalid value given to [New] is returned by every method
 // that returns an error, Action included.
 //
+// # Configuration
+//
+// One convention holds in every module of the repository (this package,
+// k8s/record, k8s/events, nats and the exporter), and each package doc
+// states it in these terms:
+//
+//   - Settings are options (WithX) or fields of a Config struct. An unset
+//     option or a zero field takes the documented default; zero means the
+//     default only where the doc says so.
+//   - A value no setting can mean is never silently changed: the
+//     constructor reports it. One that returns an error returns it
+//     ([NewRecorder], [Recorder.StartSink], [StartBatchSink], events.New,
+//     fanoutnats.Forward, the exporter's configuration). One whose
+//     signature, without an error, is that of the API it stands in for
+//     keeps it for every later call that returns an error ([New], after
+//     k8s's watch.NewBroadcaster) or, if no later call returns one, panics
+//     with it at once (record.New and record.NewBroadcaster, after
+//     client-go; as time.NewTicker does; record.NewChecked returns it).
+//   - Where client-go or k8s has the same setting, its rule holds, for
+//     drop-in compatibility (client-go's CorrelatorOptions: a zero field
+//     means the default; WithSleepDuration: a negative pause means none).
+//   - One name means one thing. [WithQueueLength](0) is a hand-off queue
+//     here; the k8s adapters' WithQueueLength refuses 0 (its former
+//     meaning there was "the default").
+//
 // # The event pipeline
 //
 // On top of the broadcaster sits an event pipeline for any Go service, the
@@ -372,7 +397,7 @@
 //     ([Correlator.Purge]); the lock is never held during a write. Merged
 //     values that are never written after all (evicted from a full cache,
 //     a final write rejected, abandoned) and failed writes are reported to
-//     the runner ([LossReporting], [LossReporter]), so that its counters
+//     the runner ([LossReporting], [LossCounter]), so that its counters
 //     hold them: nothing is lost silently, and nothing patches the counts.
 //   - Every value that does not reach a sink or handler is counted by
 //     [DropReason] in [Recorder.Stats] and [Runner.Stats] and reported to the
@@ -387,6 +412,12 @@
 //     drops what is left. [Runner.Stop] stops one runner the same way, each
 //     queued value getting at most one more attempt, without waiting;
 //     [Runner.Done] tells when it has exited.
+//
+// The same runner drives a [BatchSink] on any watcher ([StartBatchSink]):
+// batches of values, one write loop, the same [RetryPolicy] (with
+// exponential backoff, [RetryPolicy].MaxSleep) and the same drop reasons,
+// with hooks for routing, idempotency and checkpoints ([BatchConfig]).
+// The repository's event exporter runs its sinks on it.
 //
 // The Recorder and Correlator start no goroutines of their own; only the
 // runners do, and Shutdown (or Stop) ends them. [Correlator.WriteOpen]

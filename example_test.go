@@ -131,7 +131,7 @@ func (e EvictAfter) OnFull(s fanout.FullState) fanout.Decision {
 	if s.ConsecutiveDrops+1 >= e.K {
 		return fanout.Decision{Verdict: fanout.VerdictEvict}
 	}
-	return fanout.Decision{Verdict: fanout.VerdictDropNew}
+	return fanout.Decision{Verdict: fanout.VerdictDropFull}
 }
 
 func ExampleFullChannelBehavior() {

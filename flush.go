@@ -37,9 +37,11 @@ type flushWaiter struct {
 	ch     chan struct{}
 }
 
-func (run *Runner[T]) markHandled() {
+// markHandled counts n more values handled and wakes the Flush calls
+// waiting for them.
+func (run *Runner[T]) markHandled(n uint64) {
 	run.mu.Lock()
-	run.handled++
+	run.handled += n
 	if len(run.waiters) > 0 {
 		keep := run.waiters[:0]
 		for _, fw := range run.waiters {

@@ -89,7 +89,7 @@ func TestFlushDoesNotWaitForDroppedValues(t *testing.T) {
 
 		require.NoError(t, r.Record(ev{Msg: "0"})) // in flight at the sink; w full
 		synctest.Wait()
-		assert.ErrorIs(t, r.Record(ev{Msg: "refused"}), fanout.ErrDropped)
+		assert.ErrorIs(t, r.Record(ev{Msg: "refused"}), fanout.ErrRefused)
 		_, err = w.Next(t.Context())
 		require.NoError(t, err)
 		require.NoError(t, r.Record(ev{Msg: "1"})) // queued at the sink

@@ -2,12 +2,12 @@ package fanout
 
 import "sync/atomic"
 
-// LossReporter is told what a [SinkCorrelator] learns about its values after
-// Correlate returned. A sink runner gives one to a correlator that
-// implements [LossReporting], and counts what it is told in its
-// [RunnerStats]; its methods are safe for concurrent use, also after the
-// runner has exited.
-type LossReporter interface {
+// LossCounter counts what a [SinkCorrelator] learns about its values after
+// Correlate returned: the correlator reports to it, the runner counts. A
+// sink runner gives one to a correlator that implements [LossReporting],
+// and counts what it is told in its [RunnerStats]; its methods are safe
+// for concurrent use, also after the runner has exited.
+type LossCounter interface {
 	// Lost reports n values that Correlate merged ([Correlation].Merged)
 	// and that will now never be written, and why: [DropFull] (their record
 	// was evicted from a full cache), [DropRejected] (its final write
@@ -23,18 +23,24 @@ type LossReporter interface {
 	Failed(err error)
 }
 
+// LossReporter is the former name of [LossCounter].
+//
+// Deprecated: use [LossCounter]; the name said the same as
+// [LossReporting], which is the correlator's side.
+type LossReporter = LossCounter
+
 // LossReporting is implemented by a [SinkCorrelator] that may lose merged
 // values after Correlate returned, as [Correlator] with a merging dedup
 // stage does. [Recorder.StartSink] calls ReportLossesTo with the runner's
-// [LossReporter] before the runner starts, and fails with the error it
+// [LossCounter] before the runner starts, and fails with the error it
 // returns.
 type LossReporting interface {
-	ReportLossesTo(LossReporter) error
+	ReportLossesTo(LossCounter) error
 }
 
 var _ LossReporting = (*Correlator[int])(nil)
 
-// runnerLosses is the [LossReporter] a sink runner gives its correlator.
+// runnerLosses is the [LossCounter] a sink runner gives its correlator.
 type runnerLosses[T any] struct{ run *Runner[T] }
 
 func (l runnerLosses[T]) Lost(reason DropReason, n int, err error) {

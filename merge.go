@@ -11,14 +11,14 @@ import (
 
 // ReportLossesTo makes the correlator report its late losses and its
 // failed [Correlator.WriteOpen] writes to lr. A correlator that merges
-// (see [DedupStage].WriteFirst) reports to one [LossReporter] only: a
+// (see [DedupStage].WriteFirst) reports to one [LossCounter] only: a
 // second call returns an error, so that two sink runners cannot share it
 // (its merged values would be counted by one and lost by the other). A
 // correlator that does not merge loses nothing late; it accepts any number
 // of calls and ignores them. lr must not be nil.
-func (c *Correlator[T]) ReportLossesTo(lr LossReporter) error {
+func (c *Correlator[T]) ReportLossesTo(lr LossCounter) error {
 	if lr == nil {
-		return errors.New("fanout: Correlator.ReportLossesTo: nil LossReporter")
+		return errors.New("fanout: Correlator.ReportLossesTo: nil LossCounter")
 	}
 	if !c.merges() {
 		return nil
@@ -127,8 +127,8 @@ type Sweep[T any] struct {
 // WriteOpen writes the open records that s selects (see
 // [DedupStage].WriteFirst), oldest first, one at a time with s.Write, and
 // returns when they are written, or ctx.Err() as soon as ctx ends between
-// two writes. Every failed write is reported to the [LossReporter]
-// ([LossReporter].Failed), and so are merged values lost by a sweep
+// two writes. Every failed write is reported to the [LossCounter]
+// ([LossCounter].Failed), and so are merged values lost by a sweep
 // that finishes. Its purpose is a maintenance goroutine of the owner's:
 // client-go's events.k8s.io series re-write every open record every 30
 // minutes (refreshExistingEventSeries: a zero Sweep) and finish records
@@ -158,7 +158,7 @@ func (c *Correlator[T]) WriteOpen(ctx context.Context, s Sweep[T]) error {
 		}
 		if w, ok := c.claim(key, s); ok {
 			stored, err := w.write(ctx, s.Write)
-			c.lose(c.settle(w, stored, err, s))
+			c.lose(c.applyWrite(w, stored, err, s))
 		}
 	}
 	return nil
@@ -233,9 +233,9 @@ type writePanic struct{ err error }
 func (p *writePanic) Error() string { return p.err.Error() }
 func (p *writePanic) Unwrap() error { return p.err }
 
-// settle applies the outcome of w's write to its record and returns what
+// applyWrite applies the outcome of w's write to its record and returns what
 // to report.
-func (c *Correlator[T]) settle(w openWrite[T], stored T, err error, s Sweep[T]) loss {
+func (c *Correlator[T]) applyWrite(w openWrite[T], stored T, err error, s Sweep[T]) loss {
 	final := err != nil && !retryable(s, err)
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -126,7 +126,7 @@ func TestRecorderMetricsCountRefusedValuesAsDropped(t *testing.T) {
 	_, err = rec.Watch(fanout.WithQueueLength(1), fanout.WithFullChannelBehavior(fanout.WaitIfChannelFull))
 	require.NoError(t, err)
 	require.NoError(t, rec.Record(1))
-	require.ErrorIs(t, rec.Record(2), fanout.ErrDropped)
+	require.ErrorIs(t, rec.Record(2), fanout.ErrRefused)
 	v := sampleValues(t, rec.Metrics())
 	assert.Equal(t, 1.0, v["fanout_recorder_values_total{result=refused}"])
 	assert.Equal(t, 1.0, v["fanout_recorder_dropped_total{reason=refused}"])

@@ -50,7 +50,7 @@ var modelBehaviors = []fanout.FullChannelBehavior{
 	fanout.DropOldestIfChannelFull,
 	fanout.EvictIfChannelFull,
 	verdictBehavior(fanout.VerdictWait), // user-defined: never on a fast path
-	verdictBehavior(fanout.VerdictDropNew),
+	verdictBehavior(fanout.VerdictDropFull),
 	verdictBehavior(fanout.VerdictDropOldest),
 	verdictBehavior(fanout.VerdictEvict),
 	negativeTimeout{},  // a wait that never waits: the value is missed
@@ -78,7 +78,7 @@ type alternatingDrops struct{}
 
 func (alternatingDrops) OnFull(s fanout.FullState) fanout.Decision {
 	if s.Dropped%2 == 0 {
-		return fanout.Decision{Verdict: fanout.VerdictDropNew}
+		return fanout.Decision{Verdict: fanout.VerdictDropFull}
 	}
 	return fanout.Decision{Verdict: fanout.VerdictDropOldest}
 }

@@ -64,8 +64,9 @@ const (
 	// Decision's Timeout (if non-zero) expires, in which case the watcher
 	// misses the value. Nothing is dropped while it waits.
 	VerdictWait Verdict = iota
-	// VerdictDropNew makes the watcher miss the new value.
-	VerdictDropNew
+	// VerdictDropFull makes the watcher miss the new value: the verdict of
+	// [DropIfChannelFull], counted as [DropFull] ("full").
+	VerdictDropFull
 	// VerdictDropOldest discards the watcher's oldest queued value to make
 	// room for the new one.
 	VerdictDropOldest
@@ -73,6 +74,13 @@ const (
 	// readable, the new one is missed, and [Watcher.Err] reports [ErrEvicted].
 	VerdictEvict
 )
+
+// VerdictDropNew is the former name of [VerdictDropFull].
+//
+// Deprecated: use [VerdictDropFull]: one word, "full", names the
+// behaviour ([DropIfChannelFull]), the verdict, the reason ([DropFull])
+// and the metric label.
+const VerdictDropNew = VerdictDropFull
 
 // verdictPanic is the decision of a behaviour whose OnFull panicked.
 const verdictPanic Verdict = 255
@@ -82,8 +90,8 @@ func (v Verdict) String() string {
 	switch v {
 	case VerdictWait:
 		return "wait"
-	case VerdictDropNew:
-		return "drop-new"
+	case VerdictDropFull:
+		return "drop-full"
 	case VerdictDropOldest:
 		return "drop-oldest"
 	case VerdictEvict:
@@ -111,7 +119,7 @@ func (waitBehavior) String() string            { return "WaitIfChannelFull" }
 
 type dropNewBehavior struct{}
 
-func (dropNewBehavior) OnFull(FullState) Decision { return Decision{Verdict: VerdictDropNew} }
+func (dropNewBehavior) OnFull(FullState) Decision { return Decision{Verdict: VerdictDropFull} }
 func (dropNewBehavior) String() string            { return "DropIfChannelFull" }
 
 type dropOldestBehavior struct{}
@@ -175,14 +183,20 @@ func WaitTimeoutIfChannelFull(d time.Duration) FullChannelBehavior {
 	return waitTimeoutBehavior{d: d}
 }
 
-// DropReason says why a watcher missed a value.
+// DropReason says why a watcher missed a value. A reason is named after
+// what happened to the value (Drop<word>, printed as the lower-case word,
+// the metric label); a full-queue behaviour after what it does
+// (<word>IfChannelFull) and its verdict likewise (Verdict<...>): the word
+// is shared, so [DropOldestIfChannelFull] returns [VerdictDropOldest],
+// counted as [DropOldest] ("oldest"), and [DropIfChannelFull] returns
+// [VerdictDropFull], counted as [DropFull] ("full").
 type DropReason uint8
 
 // The reasons a value can be missed. The first five are a watcher's (see
 // [Watcher.Stats]); the rest are reported by a [Recorder] and its runners (see
 // [RecorderStats]).
 const (
-	// DropFull: the queue was full and the behaviour chose [VerdictDropNew].
+	// DropFull: the queue was full and the behaviour chose [VerdictDropFull].
 	DropFull DropReason = iota
 	// DropOldest: the oldest queued value was discarded for a newer one.
 	DropOldest

@@ -75,7 +75,7 @@ func (e evictAfter) OnFull(s fanout.FullState) fanout.Decision {
 	if s.ConsecutiveDrops+1 >= e.k {
 		return fanout.Decision{Verdict: fanout.VerdictEvict}
 	}
-	return fanout.Decision{Verdict: fanout.VerdictDropNew}
+	return fanout.Decision{Verdict: fanout.VerdictDropFull}
 }
 
 func TestCustomBehavior(t *testing.T) {
@@ -122,7 +122,7 @@ func TestConsecutiveDrops(t *testing.T) {
 	var seen []uint64
 	rec := waitFunc(func(s fanout.FullState) fanout.Decision {
 		seen = append(seen, s.ConsecutiveDrops)
-		return fanout.Decision{Verdict: fanout.VerdictDropNew}
+		return fanout.Decision{Verdict: fanout.VerdictDropFull}
 	})
 	b := fanouttest.New[int](t, fanout.WithQueueLength(1))
 	w := fanouttest.Watch(t, b, fanout.WithFullChannelBehavior(rec))
@@ -290,7 +290,7 @@ func TestBehaviorMayCallBroadcaster(t *testing.T) {
 			w.Stop()
 		}
 		inner.tryOK, inner.tryErr = b.ActionOrDrop(100)
-		return fanout.Decision{Verdict: fanout.VerdictDropNew}
+		return fanout.Decision{Verdict: fanout.VerdictDropFull}
 	})
 	b = fanout.New[int](fanout.WithQueueLength(1))
 	defer b.Shutdown()

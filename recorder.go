@@ -17,10 +17,17 @@ import (
 // when [WithQueueLength] is not given: client-go's 1000.
 const DefaultRecorderQueueLength = 1000
 
-// ErrDropped is returned by [Recorder.Record] when the value was refused
+// ErrRefused is returned by [Recorder.Record] when the value was refused
 // because a watcher that waits when full (see [Recorder.Watch]) was full. No
-// watcher got the value; it is counted as [DropRefused].
-var ErrDropped = errors.New("fanout: value dropped: a waiting watcher is full")
+// watcher got the value; it is counted as [DropRefused] (and in
+// [RecorderStats].Refused).
+var ErrRefused = errors.New("fanout: value refused: a waiting watcher is full")
+
+// ErrDropped is the former name of [ErrRefused], the same error.
+//
+// Deprecated: use [ErrRefused], named after the reason it is counted
+// under, [DropRefused].
+var ErrDropped = ErrRefused
 
 // Recorder publishes values into its own [Broadcaster] without ever blocking
 // the caller, and runs consumers of them: sinks with a correlator and
@@ -86,7 +93,7 @@ func NewRecorder[T any](opts ...RecorderOption) (*Recorder[T], error) {
 		r.clock = systemClock{}
 	}
 	if cfg.retry != nil {
-		if err := cfg.retry.validate(); err != nil {
+		if err := cfg.retry.Validate(); err != nil {
 			return nil, err
 		}
 		r.retry = *cfg.retry
@@ -107,7 +114,7 @@ func NewRecorder[T any](opts ...RecorderOption) (*Recorder[T], error) {
 // Record stamps v (see [WithStamp]) and publishes it to every runner and
 // watcher. It never blocks on a consumer. It returns nil when v was accepted;
 // a runner whose queue is full misses it, counted as [DropFull]. It returns
-// [ErrDropped] when a watcher that waits when full was full (see
+// [ErrRefused] when a watcher that waits when full was full (see
 // [Recorder.Watch]), and [ErrStopped] after Shutdown. A panic in the stamp
 // hook or the clock reaches the caller, before anything is recorded.
 func (r *Recorder[T]) Record(v T) error {
@@ -120,7 +127,7 @@ func (r *Recorder[T]) Record(v T) error {
 // [Recorder.Record] but contiguously and at the cost of one publish (see
 // [Broadcaster.ActionBatch]). With a stamp hook, the values of vs are
 // stamped in place. It returns how many were accepted (the first n of vs)
-// and, if not all, [ErrDropped] or [ErrStopped] as Record does.
+// and, if not all, [ErrRefused] or [ErrStopped] as Record does.
 func (r *Recorder[T]) RecordBatch(vs []T) (int, error) {
 	if r.stamp != nil && len(vs) > 0 {
 		now := r.clock.Now()
@@ -135,7 +142,7 @@ func (r *Recorder[T]) RecordBatch(vs []T) (int, error) {
 		for range len(vs) - n {
 			r.report(Drop{Reason: DropRefused}, nil)
 		}
-		return n, ErrDropped
+		return n, ErrRefused
 	}
 	return n, err
 }
@@ -172,7 +179,7 @@ func (r *Recorder[T]) reportUnsafe(d Drop, runner *Runner[T]) {
 // [Broadcaster.Watch] does. Like a runner's, its queue holds the recorder's
 // queue length and drops new values when full, unless opts say otherwise.
 // With [WaitIfChannelFull] (or another behaviour that waits), Record refuses
-// values with [ErrDropped] while its queue is full, for every runner and
+// values with [ErrRefused] while its queue is full, for every runner and
 // watcher; with queue length 0 (hand-off), since Record never waits, the
 // watcher misses each value its reader is not already waiting for. A plain
 // watcher's drops are counted in its own [Watcher.Stats], not in
@@ -202,8 +209,11 @@ func (r *Recorder[T]) StartSink(sink Sink[T], c SinkCorrelator[T]) (*Runner[T], 
 	if lr, ok := c.(LossReporting); ok {
 		attach = func(run *Runner[T]) error { return lr.ReportLossesTo(runnerLosses[T]{run}) }
 	}
-	return r.start(fmt.Sprintf("sink %T", sink), attach, func(run *Runner[T], v T) {
-		run.write(sink, c, v)
+	vs := &valueSink[T]{sink: sink, one: make([]T, 1)}
+	return r.start(fmt.Sprintf("sink %T", sink), attach, func(run *Runner[T], batch []T) {
+		for i := range batch {
+			run.write(vs, c, batch[i:i+1])
+		}
 	})
 }
 
@@ -213,12 +223,14 @@ func (r *Recorder[T]) StartHandler(f func(T)) (*Runner[T], error) {
 	if f == nil {
 		return nil, errors.New("fanout: StartHandler: handler is nil")
 	}
-	return r.start("handler", nil, func(run *Runner[T], v T) {
-		if err := guard.Call(func() { f(v) }); err != nil {
-			run.drop(DropRejected, err)
-			return
+	return r.start("handler", nil, func(run *Runner[T], batch []T) {
+		for i := range batch {
+			if err := guard.Call(func() { f(batch[i]) }); err != nil {
+				run.drop(DropRejected, batch[i:i+1], err)
+				continue
+			}
+			run.written.Add(1)
 		}
-		run.written.Add(1)
 	})
 }
 
@@ -237,8 +249,9 @@ func (r *Recorder[T]) StartSlog(l *slog.Logger, level slog.Level, msg string, at
 
 // start starts a runner that handles each value with handle; attach, if
 // set, is called first, and its error returned.
-func (r *Recorder[T]) start(name string, attach func(*Runner[T]) error, handle func(*Runner[T], T)) (*Runner[T], error) {
-	run := &Runner[T]{r: r, name: name, handle: handle, done: make(chan struct{})}
+func (r *Recorder[T]) start(name string, attach func(*Runner[T]) error, handle func(*Runner[T], []T)) (*Runner[T], error) {
+	run := &Runner[T]{r: r, name: name, batch: 1, retry: r.retry, handle: handle, panicAs: DropRejected,
+		sinkCtx: r.sinkCtx, done: make(chan struct{})}
 	run.ctx, run.cancel = context.WithCancel(r.ctx)
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -301,10 +314,8 @@ func (r *Recorder[T]) Shutdown(ctx context.Context) error {
 		case <-ctx.Done():
 		}
 		err = ctx.Err()
-		for _, run := range runners {
-			run.abandon.Store(true)
-		}
-		r.sinkCancel()
+		r.sinkCancel() // the runners drop what they receive from now on
+
 		break
 	}
 	return err

@@ -7,13 +7,24 @@ import (
 	"time"
 )
 
-// RetryPolicy says how a sink runner retries a failed write.
+// RetryPolicy says how a runner retries a failed write: the runners of a
+// [Recorder] (see [WithRetry]) and those started by [StartBatchSink]. The
+// pause after the first failure is Sleep; with MaxSleep set it doubles
+// after each further failure up to MaxSleep (exponential backoff), and
+// Jitter and RandomFirst spread it so that clients failing together do not
+// retry together.
 type RetryPolicy struct {
-	// MaxTries is the number of attempts per value, at least 1.
+	// MaxTries is the number of attempts per value, at least 1; a write
+	// that stores some of a batch starts the count again for the rest.
+	// math.MaxInt retries until the write succeeds or the runner stops.
 	MaxTries int
-	// Sleep is the pause between attempts.
+	// Sleep is the pause after the first failed attempt.
 	Sleep time.Duration
-	// Jitter adds a random extra of up to Jitter×Sleep to each pause; it
+	// MaxSleep, if set, makes the pause double after each further
+	// failure, up to MaxSleep; it must then be at least Sleep. Zero keeps
+	// every pause at Sleep.
+	MaxSleep time.Duration
+	// Jitter adds a random extra of up to Jitter times the pause to it; it
 	// must be finite. A pause longer than the longest Duration is cut to it.
 	Jitter float64
 	// RandomFirst makes the first pause random in [0, Sleep), so that many
@@ -31,22 +42,36 @@ func DefaultRetryPolicy() RetryPolicy {
 	return RetryPolicy{MaxTries: 12, Sleep: 10 * time.Second, RandomFirst: true}
 }
 
-func (p RetryPolicy) validate() error {
-	if p.MaxTries < 1 || p.Sleep < 0 || !(p.Jitter >= 0 && p.Jitter <= math.MaxFloat64) {
-		return fmt.Errorf("fanout: invalid RetryPolicy: MaxTries %d must be at least 1, Sleep %v and Jitter %v must not be negative", p.MaxTries, p.Sleep, p.Jitter)
+// Validate returns an error describing what is wrong with p, or nil.
+func (p RetryPolicy) Validate() error {
+	if p.MaxTries < 1 || p.Sleep < 0 || p.MaxSleep < 0 || (p.MaxSleep > 0 && p.MaxSleep < p.Sleep) ||
+		!(p.Jitter >= 0 && p.Jitter <= math.MaxFloat64) {
+		return fmt.Errorf("fanout: invalid RetryPolicy: MaxTries %d must be at least 1, Sleep %v, MaxSleep %v and Jitter %v must not be negative, and a MaxSleep must be at least Sleep",
+			p.MaxTries, p.Sleep, p.MaxSleep, p.Jitter)
 	}
 	return nil
 }
 
+// Pause returns the pause after the given number of consecutive failures
+// (at least 1), saturating at the longest Duration.
+func (p RetryPolicy) Pause(failures int) time.Duration { return p.pause(failures) }
+
 // pause returns the sleep before attempt tries+1, after tries failures,
 // saturating at the longest Duration.
 func (p RetryPolicy) pause(tries int) time.Duration {
-	d := float64(p.Sleep)
+	base := float64(p.Sleep)
+	if p.MaxSleep > p.Sleep {
+		for i := 1; i < tries && base < float64(p.MaxSleep); i++ {
+			base *= 2
+		}
+		base = min(base, float64(p.MaxSleep))
+	}
+	d := base
 	if tries == 1 && p.RandomFirst {
 		d *= rand.Float64()
 	}
 	if p.Jitter > 0 {
-		d += p.Jitter * float64(p.Sleep) * rand.Float64()
+		d += p.Jitter * base * rand.Float64()
 	}
 	if d >= math.MaxInt64 {
 		return math.MaxInt64

@@ -47,6 +47,7 @@ func TestRetryDefaultPolicyFollowsClientGosSchedule(t *testing.T) {
 		}
 		st := run.Stats()
 		assert.Equal(t, uint64(12), st.Failures)
+		assert.Equal(t, uint64(11), st.Retries, "every failure but the last is retried")
 		assert.Equal(t, uint64(1), st.DroppedRetries)
 		mu.Lock()
 		defer mu.Unlock()
@@ -255,4 +256,20 @@ func TestRetryPolicyEdgeCases(t *testing.T) {
 			t.Errorf("first pauses span only [%v, %v]: not random over [0, 15s)", firstMin, firstMax)
 		}
 	})
+}
+
+// With MaxSleep the pause doubles after each failure up to MaxSleep, and
+// Jitter adds up to that fraction of the current pause, not of Sleep.
+func TestRetryPauseDoublesUpToMaxSleepWithJitterOfTheCurrentPause(t *testing.T) {
+	p := fanout.RetryPolicy{MaxTries: 10, Sleep: time.Second, MaxSleep: 8 * time.Second, Jitter: 0.5}
+	require.NoError(t, p.Validate())
+	for tries, base := range map[int]time.Duration{1: time.Second, 2: 2 * time.Second, 3: 4 * time.Second, 4: 8 * time.Second, 9: 8 * time.Second} {
+		for range 20 {
+			d := p.Pause(tries)
+			assert.GreaterOrEqual(t, d, base, "after %d failures", tries)
+			assert.LessOrEqual(t, d, base+base/2, "after %d failures", tries)
+		}
+	}
+	p.MaxSleep = time.Millisecond
+	assert.Error(t, p.Validate(), "a MaxSleep below Sleep")
 }

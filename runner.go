@@ -2,6 +2,7 @@ package fanout
 
 import (
 	"context"
+	"io"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -20,23 +21,38 @@ type Sink[T any] interface {
 	Update(ctx context.Context, v T) (T, error)
 }
 
-// Runner is a consumer started by a [Recorder]: one goroutine that takes the
-// recorded values from its own queue, in order, and hands each to a sink or
-// a handler.
+// Runner is a consumer of one watcher: one goroutine that takes the values
+// from the watcher's queue, in order, and hands them to a sink or a
+// handler, retrying failed writes per its [RetryPolicy]. A [Recorder]
+// starts runners on its own watchers ([Recorder.StartSink],
+// [Recorder.StartHandler], [Recorder.StartSlog]); [StartBatchSink] starts
+// one on a watcher of any broadcaster, writing batches to a [BatchSink].
+// Both kinds share one write loop, one retry policy and one set of
+// [DropReason]s.
 type Runner[T any] struct {
-	r      *Recorder[T]
+	r      *Recorder[T] // nil for a runner started by StartBatchSink
 	w      *Watcher[T]
 	name   string
-	handle func(*Runner[T], T)
-	// ctx ends retry sleeps: cancelled by Stop and by the recorder's
-	// Shutdown.
-	ctx     context.Context
-	cancel  context.CancelFunc
-	abandon atomic.Bool
-	done    chan struct{}
+	batch  int
+	retry  RetryPolicy
+	handle func(*Runner[T], []T)
+	hooks  runnerHooks[T]
+	picked []T // scratch space of the Select hook, owned by the goroutine
+	// panicAs is the reason a sink or handler panic is counted under:
+	// DropRejected for a recorder's runners (as documented in
+	// RunnerStats), DropPanic for batch runners.
+	panicAs DropReason
+	// ctx ends retry pauses: cancelled by Stop, by the recorder's
+	// Shutdown, or when a batch runner's context ends. sinkCtx is passed
+	// to the sink; once it has ended, the runner drops what it receives
+	// as DropShutdown.
+	ctx, sinkCtx context.Context
+	cancel       context.CancelFunc
+	stopOnEnd    func() bool // a batch runner's context.AfterFunc, nil otherwise
+	done         chan struct{}
 
-	received, written, failures, merged atomic.Uint64
-	drops                               [numDropReasons]atomic.Uint64
+	received, written, failures, retries, merged atomic.Uint64
+	drops                                        [numDropReasons]atomic.Uint64
 
 	mu      sync.Mutex
 	handled uint64 // values written, skipped or dropped after receipt
@@ -45,6 +61,14 @@ type Runner[T any] struct {
 	// exited is set, under the recorder's mu, when the runner's counters
 	// have moved to the recorder's: later losses go there.
 	exited bool
+}
+
+// runnerHooks are a batch runner's callbacks (see [BatchConfig]).
+type runnerHooks[T any] struct {
+	sel      func(received, out []T) []T
+	finished func(received []T)
+	onDrop   func(d Drop, values []T)
+	onRetry  func(pending []T, failures int, err error)
 }
 
 // Stop stops the runner: it takes no new values, gives each value still
@@ -67,95 +91,72 @@ func (run *Runner[T]) Stats() RunnerStats {
 		Received:        run.received.Load(),
 		Written:         run.written.Load(),
 		Failures:        run.failures.Load(),
+		Retries:         run.retries.Load(),
 		Merged:          run.merged.Load(),
 		DroppedFull:     ws.DroppedFull + run.drops[DropFull].Load(),
+		DroppedOldest:   ws.DroppedOldest,
+		DroppedTimeout:  ws.DroppedTimeout,
+		DroppedEvicted:  ws.DroppedEvicted,
+		DroppedPanic:    ws.DroppedPanic + run.drops[DropPanic].Load(),
 		DroppedSpam:     run.drops[DropSpam].Load(),
 		DroppedRejected: run.drops[DropRejected].Load(),
 		DroppedRetries:  run.drops[DropRetries].Load(),
 		DroppedShutdown: run.drops[DropShutdown].Load(),
 	}
-	s.Dropped = s.DroppedFull + s.DroppedSpam + s.DroppedRejected + s.DroppedRetries + s.DroppedShutdown
+	s.Dropped = s.DroppedFull + s.DroppedOldest + s.DroppedTimeout + s.DroppedEvicted + s.DroppedPanic +
+		s.DroppedSpam + s.DroppedRejected + s.DroppedRetries + s.DroppedShutdown
 	return s
-}
-
-// RunnerStats is a snapshot of a [Runner]'s counters.
-type RunnerStats struct {
-	// Queued is the number of values waiting in the runner's queue.
-	Queued int
-	// Received counts values taken from the queue.
-	Received uint64
-	// Written counts values the sink stored or the handler took.
-	Written uint64
-	// Failures counts failed write attempts, retried or not, including
-	// those the correlator reports ([LossReporter].Failed).
-	Failures uint64
-	// Dropped counts values not written, all reasons together.
-	Dropped uint64
-	// DroppedFull counts values missed because the queue was full, and
-	// merged values whose record the correlator's full cache evicted.
-	DroppedFull uint64
-	// Merged counts values the correlator folded into an earlier record
-	// (see [Correlation].Merged); they are not drops. Those it reports
-	// lost later (see [LossReporter]) move to a Dropped counter.
-	Merged uint64
-	// DroppedSpam counts values the spam filter skipped.
-	DroppedSpam uint64
-	// DroppedRejected counts values whose error was not retryable, or whose
-	// sink or handler panicked.
-	DroppedRejected uint64
-	// DroppedRetries counts values that failed every try.
-	DroppedRetries uint64
-	// DroppedShutdown counts values given up at shutdown.
-	DroppedShutdown uint64
-}
-
-func (s *RunnerStats) add(o RunnerStats) {
-	s.Queued += o.Queued
-	s.Received += o.Received
-	s.Written += o.Written
-	s.Failures += o.Failures
-	s.Dropped += o.Dropped
-	s.DroppedFull += o.DroppedFull
-	s.Merged += o.Merged
-	s.DroppedSpam += o.DroppedSpam
-	s.DroppedRejected += o.DroppedRejected
-	s.DroppedRetries += o.DroppedRetries
-	s.DroppedShutdown += o.DroppedShutdown
 }
 
 func (run *Runner[T]) loop() {
 	defer run.exit()
-	buf := make([]T, 1) // one at a time: the queue length stays exact
+	buf := make([]T, run.batch) // a recorder's runners take one at a time: the queue length stays exact
 	for {
 		n, err := run.w.Recv(context.Background(), buf)
 		if err != nil {
 			return
 		}
-		for _, v := range buf[:n] {
-			run.received.Add(1)
-			if run.abandon.Load() {
-				run.drop(DropShutdown, nil)
-			} else {
-				run.handle(run, v)
+		run.received.Add(uint64(n))
+		if run.sinkCtx.Err() != nil {
+			run.drop(DropShutdown, run.pick(buf[:n]), nil)
+		} else {
+			run.handle(run, buf[:n])
+			if run.hooks.finished != nil {
+				run.hooks.finished(buf[:n])
 			}
-			run.markHandled()
 		}
-		clear(buf)
+		run.markHandled(uint64(n))
+		clear(buf[:n])
+		clear(run.picked)
 	}
+}
+
+// pick returns the values of received that the runner writes: those its
+// Select hook keeps, or all.
+func (run *Runner[T]) pick(received []T) []T {
+	if run.hooks.sel == nil {
+		return received
+	}
+	run.picked = run.hooks.sel(received, run.picked[:0])
+	return run.picked
 }
 
 func (run *Runner[T]) exit() {
 	run.cancel()
-	r := run.r
-	r.mu.Lock()
-	if i := slices.Index(r.runners, run); i >= 0 {
-		r.runners = slices.Delete(r.runners, i, i+1)
+	if run.stopOnEnd != nil {
+		run.stopOnEnd()
 	}
-	st := run.Stats()
-	st.Queued = 0
-	r.exited.add(st)
-	run.exited = true
-	r.mu.Unlock()
+	if r := run.r; r != nil {
+		r.mu.Lock()
+		if i := slices.Index(r.runners, run); i >= 0 {
+			r.runners = slices.Delete(r.runners, i, i+1)
+		}
+		st := run.Stats()
+		st.Queued = 0
+		r.exited.add(st)
+		run.exited = true
+		r.mu.Unlock()
+	}
 	run.mu.Lock()
 	for _, fw := range run.waiters {
 		close(fw.ch)
@@ -165,74 +166,80 @@ func (run *Runner[T]) exit() {
 	run.mu.Unlock()
 }
 
-func (run *Runner[T]) drop(reason DropReason, err error) {
-	run.drops[reason].Add(1)
-	run.r.report(Drop{WatcherID: run.w.ID(), WatcherName: run.name, Reason: reason, Err: err}, run)
-}
-
-// write correlates v and writes it to sink, retrying per the policy. It
-// mirrors client-go's recordToSink: after a failure the tries are counted
-// first, then a pause that Stop or Shutdown cut short ends the value.
-func (run *Runner[T]) write(sink Sink[T], c SinkCorrelator[T], v T) {
-	res, ok := run.correlate(c, v)
-	if !ok {
+// drop counts vs as dropped for reason and reports them: one report per
+// value to the recorder's drop handler, or one call of a batch runner's
+// OnDrop.
+func (run *Runner[T]) drop(reason DropReason, vs []T, err error) {
+	if len(vs) == 0 {
 		return
 	}
-	p := run.r.retry
-	for tries := 1; ; tries++ {
-		stored, err, perr := run.attempt(sink, res)
+	run.drops[reason].Add(uint64(len(vs)))
+	d := Drop{WatcherID: run.w.ID(), WatcherName: run.name, Reason: reason, Err: err}
+	if run.r != nil {
+		for range vs {
+			run.r.report(d, run)
+		}
+	}
+	if run.hooks.onDrop != nil {
+		_ = guard.Call(func() { run.hooks.onDrop(d, vs) })
+	}
+}
+
+// writeBatch writes batch to sink, retrying per the runner's policy, and
+// returns how many values were stored. A write that stores some values
+// resets the count of tries for the rest. A value the sink rejects (an
+// error the policy does not retry) or panics on is dropped alone and the
+// rest is written; when the tries are used up, or Stop or the end of the
+// runner's context cuts a pause short, the rest is dropped. It mirrors
+// client-go's recordToSink: after a failure the tries are counted first,
+// then the pause.
+func (run *Runner[T]) writeBatch(sink BatchSink[T], batch []T) (stored int) {
+	tries := 0
+	for len(batch) > 0 {
+		n, err, perr := run.attempt(sink, batch)
+		if n > 0 {
+			run.written.Add(uint64(n))
+			stored += n
+			batch, tries = batch[n:], 0
+		}
 		switch {
 		case perr != nil:
 			run.failures.Add(1)
-			run.drop(DropRejected, perr)
-			return
+			run.drop(run.panicAs, batch[:1], perr)
+			batch, tries = batch[1:], 0
+			continue
 		case err == nil:
-			run.written.Add(1)
-			if c != nil {
-				// The value is stored; a correlator function that panics
-				// here only loses the repeat's reference.
-				_ = guard.Call(func() { c.Observe(stored) })
-			}
-			return
+			continue
 		}
 		run.failures.Add(1)
-		if reason, why, stop := run.giveUp(p, err, tries); stop {
-			run.drop(reason, why)
-			return
+		tries++
+		if reason, why, stop := run.giveUp(err, tries); stop {
+			if reason == DropRejected {
+				run.drop(reason, batch[:1], why)
+				batch, tries = batch[1:], 0
+				continue
+			}
+			run.drop(reason, batch, why)
+			return stored
 		}
-		if !run.pause(p, tries) {
-			run.drop(DropShutdown, err)
-			return
+		run.retries.Add(1)
+		if run.hooks.onRetry != nil {
+			_ = guard.Call(func() { run.hooks.onRetry(batch, tries, err) })
 		}
-	}
-}
-
-// correlate passes v through c and reports whether there is a value to
-// write: not when the spam filter skipped it, c merged it, or c panicked.
-func (run *Runner[T]) correlate(c SinkCorrelator[T], v T) (Correlation[T], bool) {
-	res := Correlation[T]{Value: v, Count: 1}
-	if c != nil {
-		if err := guard.Call(func() { res = c.Correlate(v) }); err != nil {
-			run.drop(DropRejected, err)
-			return res, false
+		if !guard.Sleep(run.ctx, run.retry.pause(tries)) {
+			run.drop(DropShutdown, batch, err)
+			return stored
 		}
 	}
-	switch {
-	case res.Skip:
-		run.drop(DropSpam, nil)
-		return res, false
-	case res.Merged:
-		run.merged.Add(1)
-		return res, false
-	}
-	return res, true
+	return stored
 }
 
 // giveUp decides, after the write failure number tries, whether to stop
 // retrying, why, and the error to report: the policy does not retry err (or
 // its classifier panicked), the tries are used up, or the runner is
 // stopping.
-func (run *Runner[T]) giveUp(p RetryPolicy, err error, tries int) (DropReason, error, bool) {
+func (run *Runner[T]) giveUp(err error, tries int) (DropReason, error, bool) {
+	p := run.retry
 	retry := true
 	if p.Retryable != nil {
 		if perr := guard.Call(func() { retry = p.Retryable(err) }); perr != nil {
@@ -250,21 +257,17 @@ func (run *Runner[T]) giveUp(p RetryPolicy, err error, tries int) (DropReason, e
 	return 0, nil, false
 }
 
-// pause sleeps before the next try; it reports false if Stop or Shutdown
-// cut it short.
-func (run *Runner[T]) pause(p RetryPolicy, tries int) bool {
-	return guard.Sleep(run.ctx, p.pause(tries))
-}
-
-// attempt makes one write: Update for a repeat, Create otherwise. perr
-// reports a panic in the sink.
-func (run *Runner[T]) attempt(sink Sink[T], res Correlation[T]) (stored T, err, perr error) {
-	perr = guard.Call(func() {
-		if res.Count > 1 {
-			stored, err = sink.Update(run.r.sinkCtx, res.Value)
-		} else {
-			stored, err = sink.Create(run.r.sinkCtx, res.Value)
-		}
-	})
-	return stored, err, perr
+// attempt makes one write of batch. n is how many values, from the start,
+// the sink stored; a short write without an error is [io.ErrShortWrite].
+// perr reports a panic in the sink.
+func (run *Runner[T]) attempt(sink BatchSink[T], batch []T) (n int, err, perr error) {
+	perr = guard.Call(func() { n, err = sink.Write(run.sinkCtx, batch) })
+	if perr != nil {
+		return 0, nil, perr
+	}
+	n = min(max(n, 0), len(batch))
+	if err == nil && n < len(batch) {
+		err = io.ErrShortWrite
+	}
+	return n, err, nil
 }

@@ -45,7 +45,7 @@ func (p *pub[T]) decision(w *Watcher[T]) Decision {
 	case kindWait:
 		return Decision{Verdict: VerdictWait}
 	case kindDropNew:
-		return Decision{Verdict: VerdictDropNew}
+		return Decision{Verdict: VerdictDropFull}
 	case kindDropOldest:
 		return Decision{Verdict: VerdictDropOldest}
 	case kindEvict:

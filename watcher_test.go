@@ -356,7 +356,7 @@ func TestWatcherNameIsInItsStatsDropsAndFullState(t *testing.T) {
 	w := fanouttest.Watch(t, b, fanout.WithName("audit"), fanout.WithDropHandler(func(d fanout.Drop) { drops = append(drops, d) }),
 		fanout.WithFullChannelBehavior(waitFunc(func(st fanout.FullState) fanout.Decision {
 			states = append(states, st)
-			return fanout.Decision{Verdict: fanout.VerdictDropNew}
+			return fanout.Decision{Verdict: fanout.VerdictDropFull}
 		})))
 	publish(t, b, 1, 2)
 	assert.Equal(t, "audit", w.Name())

@@ -42,6 +42,10 @@
 //     "queue_full"|"queue_timeout"}). These queue drops count every
 //     occurrence the sink's queue missed, including ones not routed to it,
 //     since all sinks share one broadcaster.
+//   - Each sink runs on the core's runner ([fanout.StartBatchSink]) with
+//     the core's retry policy ([Retry.Policy]) and drop reasons
+//     ([fanout.DropReason]); the metric keeps the exporter's label values
+//     ([DropLabel]).
 //   - An occurrence a sink fails to store is counted by reason: rejected
 //     (a [Permanent] error, such as a 4xx answer or an oversized NATS
 //     message), retries_exhausted, panic (the sink panicked: only that
@@ -60,6 +64,17 @@
 //     ([Marker]) and skips it, the NATS sink's message ID (UID/count) makes
 //     JetStream store it once, and the webhook carries the key as
 //     Idempotency-Key; stdout and log sinks may repeat it.
+//
+// # Configuration
+//
+// The repository's configuration convention (see "Configuration" in the
+// core's package doc): the YAML configuration and [Config] fields left out
+// take the documented defaults (a receiver's retry, [DefaultRetry]; its
+// queue, Wait with 1000 places, a webhook's DropOldest with 10,000; a
+// YAML key set to 0 counts as left out), and a value no setting can mean
+// is an error from [LoadConfig] and validation, naming the key, never
+// silently changed. Each receiver's [Retry] becomes the core's
+// [fanout.RetryPolicy] ([Retry.Policy]).
 //
 // # Goroutines
 //

@@ -88,8 +88,8 @@ func (m *Metrics) collectPipeline(ch chan<- prometheus.Metric, p *Pipeline) {
 		ch <- counter(descDedup, s.Deduplicated, s.Name)
 		ch <- gauge(descDepth, float64(s.Queued), s.Name)
 		ch <- gauge(descCapacity, float64(s.QueueLength), s.Name)
-		for r, n := range s.Dropped {
-			ch <- counter(descDropped, n, s.Name, DropReason(r).String())
+		for _, r := range sinkDropReasons {
+			ch <- counter(descDropped, s.Dropped[r], s.Name, DropLabel(r))
 		}
 	}
 	ps := p.PipelineStats()

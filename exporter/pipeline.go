@@ -83,8 +83,14 @@ func NewPipeline(cfg *Config, opts PipelineOptions) (*Pipeline, error) {
 		}
 		p.runners = append(p.runners, r)
 	}
-	for _, r := range p.runners {
-		go r.run()
+	for i, r := range p.runners {
+		if err := r.start(p.sinkCtx); err != nil {
+			p.abort(sinks)
+			for _, started := range p.runners[:i] {
+				<-started.done()
+			}
+			return nil, err
+		}
 	}
 	go p.checkpointLoop()
 	return p, nil
@@ -96,8 +102,7 @@ func (p *Pipeline) newRunner(i int, rc *Receiver, s Sink, ck *Checkpoint) (*runn
 		return nil, err
 	}
 	r := &runner{name: rc.Name, bit: 1 << i, sink: s, w: w, retry: rc.Retry, batch: rc.Batch,
-		queueLen: rc.Queue.Length, lossless: rc.Queue.Strategy == StrategyWait,
-		log: p.log, ctx: p.sinkCtx, done: make(chan struct{})}
+		queueLen: rc.Queue.Length, lossless: rc.Queue.Strategy == StrategyWait, log: p.log}
 	if m, ok := s.(Marker); ok && ck != nil && ck.Marks[rc.Name] != "" {
 		r.skip, err = m.Stored(ck.Marks[rc.Name])
 		if err != nil {
@@ -240,11 +245,11 @@ func (p *Pipeline) doShutdown(ctx context.Context) error {
 	var err error
 	for _, r := range p.runners {
 		select {
-		case <-r.done:
+		case <-r.done():
 		case <-ctx.Done():
 			err = fmt.Errorf("shutdown deadline passed with occurrences unwritten: %w", ctx.Err())
 			p.sinkCancel()
-			<-r.done
+			<-r.done()
 		}
 	}
 	p.sinkCancel()

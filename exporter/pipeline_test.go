@@ -1,13 +1,18 @@
 package exporter
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/fanout-go/fanout"
 )
 
 func publishN(t *testing.T, p *Pipeline, n int) []string {
@@ -42,7 +47,7 @@ func TestEveryOccurrenceReachesEverySinkOnceInOrder(t *testing.T) {
 		}
 	}
 	for _, st := range p.Stats() {
-		if st.Sent != 500 || st.Dropped != [numDropReasons]uint64{} {
+		if st.Sent != 500 || dropped(st) != 0 {
 			t.Errorf("%s: sent %d, dropped %v; want 500 sent, none dropped", st.Name, st.Sent, st.Dropped)
 		}
 	}
@@ -165,8 +170,8 @@ func TestDropOldestSinkDoesNotSlowTheOthersAndCountsItsDrops(t *testing.T) {
 		t.Errorf("fast sink stored %d, want all %d", len(got), len(want))
 	}
 	st := p.Stats()[1]
-	if st.Dropped[DropQueueOldest] < 1000-8-4 {
-		t.Errorf("stuck sink: queue_oldest drops %d, want at least %d", st.Dropped[DropQueueOldest], 1000-8-4)
+	if st.Dropped[fanout.DropOldest] < 1000-8-4 {
+		t.Errorf("stuck sink: queue_oldest drops %d, want at least %d", st.Dropped[fanout.DropOldest], 1000-8-4)
 	}
 	var total uint64
 	for _, d := range st.Dropped {
@@ -177,12 +182,16 @@ func TestDropOldestSinkDoesNotSlowTheOthersAndCountsItsDrops(t *testing.T) {
 	}
 }
 
+// The occurrences left at the shutdown deadline are counted, and the
+// error Shutdown returns says so once: no log line per occurrence.
 func TestShutdownDeadlineCancelsWritesAndCountsTheRest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := &memSink{gate: make(chan struct{})}
 		c := testConfig(t, s)
 		c.Receivers[0].Queue.Length = 100
-		p, err := NewPipeline(c, PipelineOptions{})
+		c.Receivers[0].Batch = 1
+		var logged bytes.Buffer
+		p, err := NewPipeline(c, PipelineOptions{Logger: slog.New(slog.NewTextHandler(&logged, nil))})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -194,6 +203,9 @@ func TestShutdownDeadlineCancelsWritesAndCountsTheRest(t *testing.T) {
 		}
 		if st := p.Stats()[0]; st.Dropped[DropShutdown] != 50 {
 			t.Errorf("dropped %v, want 50 at shutdown", st.Dropped)
+		}
+		if strings.Contains(logged.String(), "sink dropped occurrences") {
+			t.Errorf("drops at the shutdown deadline were logged:\n%s", logged.String())
 		}
 	})
 }
@@ -228,4 +240,13 @@ func TestGoroutinesAreBoundedBySinksNotEvents(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_ = p.Shutdown(ctx)
+}
+
+// dropped returns the sink's drops, all reasons together.
+func dropped(st SinkStats) uint64 {
+	var n uint64
+	for _, d := range st.Dropped {
+		n += d
+	}
+	return n
 }

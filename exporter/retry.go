@@ -1,15 +1,18 @@
 package exporter
 
 import (
-	"context"
 	"fmt"
-	"math/rand/v2"
+	"math"
 	"time"
+
+	"github.com/fanout-go/fanout"
 )
 
-// Retry says how a sink's failed writes are retried: exponential backoff
-// from Initial, doubling up to Max, each pause drawn at random between half
-// and all of it, so that sinks failing together do not retry together.
+// Retry is a receiver's retry policy as the configuration says it:
+// exponential backoff from Initial, doubling up to Max, each pause drawn at
+// random between half and all of it, so that sinks failing together do not
+// retry together. The sinks run on the core's runner; [Retry.Policy] is
+// the [fanout.RetryPolicy] that does this.
 type Retry struct {
 	// MaxTries is the number of attempts at a write before its
 	// occurrences are dropped (counted as retries exhausted); 0 retries
@@ -32,25 +35,15 @@ func (r Retry) validate() error {
 	return nil
 }
 
-// pause returns the pause after the given number of consecutive failures
-// (at least 1).
-func (r Retry) pause(failures int) time.Duration {
-	d := r.Initial
-	for i := 1; i < failures && d < r.Max; i++ {
-		d *= 2
+// Policy returns the core policy that retries as r says: the pause after
+// n consecutive failures is drawn from [d/2, d], d being Initial doubled
+// n-1 times and capped at Max, that is a base pause of d/2 with a jitter of
+// up to 100%. A [Permanent] error is not retried.
+func (r Retry) Policy() fanout.RetryPolicy {
+	tries := r.MaxTries
+	if tries == 0 {
+		tries = math.MaxInt
 	}
-	d = min(d, r.Max)
-	return d/2 + rand.N(d/2+1)
-}
-
-// sleep waits for d or until ctx ends, and reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
+	return fanout.RetryPolicy{MaxTries: tries, Sleep: r.Initial / 2, MaxSleep: r.Max / 2, Jitter: 1,
+		Retryable: func(err error) bool { return !IsPermanent(err) }}
 }

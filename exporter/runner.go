@@ -2,51 +2,73 @@ package exporter
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"io"
 	"log/slog"
 	"sync/atomic"
 
 	"github.com/fanout-go/fanout"
 )
 
-// DropReason says why a sink did not store an occurrence routed to it.
-type DropReason int
+// DropReason says why a sink did not store an occurrence routed to it: the
+// core's [fanout.DropReason]. The exporter's metric
+// fanout_eventer_sink_dropped_total{reason} keeps its own label values for
+// compatibility (see [DropLabel]).
+type DropReason = fanout.DropReason
 
-// The reasons a sink drops an occurrence, as in the metric
-// fanout_eventer_sink_dropped_total{reason}.
+// The reasons a sink drops an occurrence, under their former exporter
+// names.
 const (
-	// DropQueueOldest: the queue was full and the strategy (DropOldest)
-	// discarded the oldest queued occurrence.
-	DropQueueOldest DropReason = iota
-	// DropQueueFull: the queue was full and the strategy (DropNewest)
-	// discarded the new occurrence.
-	DropQueueFull
-	// DropQueueTimeout: the queue stayed full for the strategy's timeout
-	// (WaitTimeout).
-	DropQueueTimeout
+	// DropQueueOldest is the former name of [fanout.DropOldest]: the
+	// queue was full and the strategy (DropOldest) discarded the oldest
+	// queued occurrence; label "queue_oldest".
+	//
+	// Deprecated: use [fanout.DropOldest].
+	DropQueueOldest = fanout.DropOldest
+	// DropQueueFull is the former name of [fanout.DropFull]: the queue was
+	// full and the strategy (DropNewest) discarded the new occurrence;
+	// label "queue_full".
+	//
+	// Deprecated: use [fanout.DropFull].
+	DropQueueFull = fanout.DropFull
+	// DropQueueTimeout is the former name of [fanout.DropTimeout]: the
+	// queue stayed full for the strategy's timeout (WaitTimeout); label
+	// "queue_timeout".
+	//
+	// Deprecated: use [fanout.DropTimeout].
+	DropQueueTimeout = fanout.DropTimeout
 	// DropRejected: the sink failed with a [Permanent] error.
-	DropRejected
-	// DropRetries: the write failed [Retry].MaxTries times.
-	DropRetries
+	DropRejected = fanout.DropRejected
+	// DropRetries: the write failed [Retry].MaxTries times; its label is
+	// "retries_exhausted".
+	DropRetries = fanout.DropRetries
 	// DropPanic: the sink panicked writing it.
-	DropPanic
+	DropPanic = fanout.DropPanic
 	// DropShutdown: it was still queued or unwritten when the shutdown
 	// deadline passed. Unless the sink is lossy, the checkpoint does not
 	// cover it, so it is written after a restart.
-	DropShutdown
-	numDropReasons
+	DropShutdown = fanout.DropShutdown
 )
 
-var dropReasonNames = [numDropReasons]string{"queue_oldest", "queue_full", "queue_timeout", "rejected", "retries_exhausted", "panic", "shutdown"}
+// sinkDropReasons are the reasons a sink counts, in the metric's order.
+var sinkDropReasons = [...]DropReason{fanout.DropOldest, fanout.DropFull, fanout.DropTimeout,
+	fanout.DropRejected, fanout.DropRetries, fanout.DropPanic, fanout.DropShutdown}
 
-// String returns the reason's label value.
-func (r DropReason) String() string {
-	if r < 0 || r >= numDropReasons {
-		return fmt.Sprintf("DropReason(%d)", int(r))
+// DropLabel returns the label value of reason r in
+// fanout_eventer_sink_dropped_total{reason}: the exporter's names from
+// before it ran on the core's runner (queue_oldest, queue_full,
+// queue_timeout, rejected, retries_exhausted, panic, shutdown), and the
+// core's name for any other reason.
+func DropLabel(r DropReason) string {
+	switch r {
+	case fanout.DropOldest:
+		return "queue_oldest"
+	case fanout.DropFull:
+		return "queue_full"
+	case fanout.DropTimeout:
+		return "queue_timeout"
+	case fanout.DropRetries:
+		return "retries_exhausted"
 	}
-	return dropReasonNames[r]
+	return r.String()
 }
 
 // SinkStats is a snapshot of one sink's counters.
@@ -60,61 +82,70 @@ type SinkStats struct {
 	// Deduplicated counts occurrences not written again after a restart
 	// because the sink had stored them before (see [Marker]).
 	Deduplicated uint64
-	// Dropped counts occurrences not stored, by reason.
-	Dropped [numDropReasons]uint64
+	// Dropped counts occurrences not stored, by reason: every reason a
+	// sink counts is present, zero or not. A watcher eviction counts as
+	// [fanout.DropFull], a panic of the queue's strategy as
+	// [fanout.DropPanic] (neither happens with the built-in strategies).
+	Dropped map[DropReason]uint64
 	// Queued is the queue's current depth, QueueLength its capacity.
 	Queued, QueueLength int
 }
 
-// runner drives one sink: its own watcher on the exporter's broadcaster and
-// its own goroutine.
+// runner drives one sink with a core runner ([fanout.StartBatchSink]) on
+// its own watcher of the exporter's broadcaster. It adds what the
+// exporter needs through the runner's hooks: the routing bit and the
+// idempotency skip set (Select) and the checkpoint marks (Finished).
 type runner struct {
 	name     string
 	bit      uint64
 	sink     Sink
 	w        *fanout.Watcher[*Occurrence]
+	run      *fanout.Runner[*Occurrence]
 	retry    Retry
 	batch    int
 	queueLen int
 	lossless bool
 	skip     map[string]struct{} // owned by the goroutine
 	log      *slog.Logger
-	ctx      context.Context // ends at the shutdown deadline
 
 	// lastDone is the Seq of the last occurrence the runner has finished
 	// with; taken counts the occurrences it took from its watcher and
 	// finished with.
 	lastDone, taken atomic.Uint64
-
-	sent, retries, dedup atomic.Uint64
-	drops                [numDropReasons]atomic.Uint64
-	done                 chan struct{}
+	dedup           atomic.Uint64
 }
 
-// run is the runner's goroutine: it takes batches from the watcher until
-// the broadcaster has shut down and the queue is drained, or the runner's
-// context ends.
-func (r *runner) run() {
-	defer close(r.done)
-	buf := make([]*Occurrence, r.batch)
-	sel := make([]*Occurrence, 0, r.batch)
-	for {
-		n, err := r.w.Recv(r.ctx, buf)
-		if n > 0 {
-			sel = r.selectMine(buf[:n], sel[:0])
-			r.write(sel)
-			r.lastDone.Store(buf[n-1].Seq)
-			r.taken.Add(uint64(n))
-			clear(buf[:n])
-		}
-		if err != nil {
-			break
-		}
-	}
-	r.w.Stop()
-	if q := r.w.Stats().Queued; q > 0 {
-		r.drops[DropShutdown].Add(uint64(q))
-	}
+// start starts the runner's goroutine: it writes batches from the watcher
+// until the broadcaster has shut down and the queue is drained, or ctx
+// (the shutdown deadline) ends.
+func (r *runner) start(ctx context.Context) error {
+	p := r.retry.Policy()
+	run, err := fanout.StartBatchSink(ctx, r.w, fanout.BatchSink[*Occurrence](r.sink), fanout.BatchConfig[*Occurrence]{
+		Name: r.name, Batch: r.batch, Retry: &p,
+		Select:   r.selectMine,
+		Finished: r.finished,
+		OnDrop: func(d fanout.Drop, os []*Occurrence) {
+			if d.Reason == fanout.DropShutdown {
+				return // counted; Shutdown's error says the deadline passed, once
+			}
+			r.log.Error("sink dropped occurrences", "sink", r.name, "reason", DropLabel(d.Reason), "occurrences", len(os),
+				"first", os[0].Key(), "err", d.Err)
+		},
+		OnRetry: func(pending []*Occurrence, failures int, err error) {
+			r.log.Warn("sink write failed; retrying", "sink", r.name, "occurrences", len(pending), "failures", failures, "err", err)
+		},
+	})
+	r.run = run
+	return err
+}
+
+// done returns a channel closed when the runner's goroutine has exited.
+func (r *runner) done() <-chan struct{} { return r.run.Done() }
+
+// finished records that the runner is done with batch.
+func (r *runner) finished(batch []*Occurrence) {
+	r.lastDone.Store(batch[len(batch)-1].Seq)
+	r.taken.Add(uint64(len(batch)))
 }
 
 // selectMine appends to sel the occurrences routed to this sink, leaving
@@ -134,65 +165,6 @@ func (r *runner) selectMine(batch, sel []*Occurrence) []*Occurrence {
 		sel = append(sel, o)
 	}
 	return sel
-}
-
-// write stores batch, retrying as the policy says.
-func (r *runner) write(batch []*Occurrence) {
-	failures := 0
-	for len(batch) > 0 {
-		if r.ctx.Err() != nil {
-			r.drops[DropShutdown].Add(uint64(len(batch)))
-			return
-		}
-		n, err := r.call(batch)
-		if n > 0 {
-			r.sent.Add(uint64(n))
-			batch, failures = batch[n:], 0
-		}
-		if err == nil {
-			continue
-		}
-		var p panicError
-		switch {
-		case errors.As(err, &p):
-			r.drop(batch[:1], DropPanic, err)
-			batch = batch[1:]
-		case IsPermanent(err):
-			r.drop(batch[:1], DropRejected, err)
-			batch = batch[1:]
-		default:
-			failures++
-			if r.retry.MaxTries > 0 && failures >= r.retry.MaxTries {
-				r.drop(batch, DropRetries, err)
-				return
-			}
-			r.retries.Add(1)
-			r.log.Warn("sink write failed; retrying", "sink", r.name, "occurrences", len(batch), "failures", failures, "err", err)
-			sleep(r.ctx, r.retry.pause(failures))
-		}
-	}
-}
-
-// call calls the sink's Write, turning a panic into an error and a short
-// write without an error into io.ErrShortWrite.
-func (r *runner) call(batch []*Occurrence) (n int, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			n, err = 0, panicError{p}
-		}
-	}()
-	n, err = r.sink.Write(r.ctx, batch)
-	n = min(max(n, 0), len(batch))
-	if err == nil && n < len(batch) {
-		err = io.ErrShortWrite
-	}
-	return n, err
-}
-
-func (r *runner) drop(os []*Occurrence, reason DropReason, err error) {
-	r.drops[reason].Add(uint64(len(os)))
-	r.log.Error("sink dropped occurrences", "sink", r.name, "reason", reason.String(), "occurrences", len(os),
-		"first", os[0].Key(), "err", err)
 }
 
 // doneThrough returns a Seq through which the runner has finished with
@@ -217,19 +189,12 @@ func (r *runner) doneThrough(head uint64) uint64 {
 
 // stats returns the runner's counters.
 func (r *runner) stats() SinkStats {
-	ws := r.w.Stats()
-	s := SinkStats{Name: r.name, Sent: r.sent.Load(), Retries: r.retries.Load(), Deduplicated: r.dedup.Load(),
-		Queued: ws.Queued, QueueLength: ws.QueueLength}
-	for i := range s.Dropped {
-		s.Dropped[i] = r.drops[i].Load()
+	rs := r.run.Stats()
+	s := SinkStats{Name: r.name, Sent: rs.Written, Retries: rs.Retries, Deduplicated: r.dedup.Load(),
+		Dropped: make(map[DropReason]uint64, len(sinkDropReasons)), Queued: rs.Queued, QueueLength: r.w.Stats().QueueLength}
+	for _, reason := range sinkDropReasons {
+		s.Dropped[reason] = rs.DroppedBy(reason)
 	}
-	s.Dropped[DropQueueOldest] += ws.DroppedOldest
-	s.Dropped[DropQueueFull] += ws.DroppedFull + ws.DroppedEvicted + ws.DroppedPanic
-	s.Dropped[DropQueueTimeout] += ws.DroppedTimeout
+	s.Dropped[fanout.DropFull] += rs.DroppedEvicted
 	return s
 }
-
-type panicError struct{ v any }
-
-// Error returns the panic's value.
-func (p panicError) Error() string { return fmt.Sprintf("sink panicked: %v", p.v) }

@@ -3,6 +3,8 @@ package exporter
 import (
 	"context"
 	"errors"
+
+	"github.com/fanout-go/fanout"
 )
 
 // Sink stores occurrences: one per receiver of the configuration. Each sink
@@ -12,14 +14,16 @@ import (
 //
 // Adding a sink means implementing Write and Close (see [NewRegistry] to
 // make it configurable).
+//
+// Its Write is the core's [fanout.BatchSink]: Write(ctx, batch) stores the
+// occurrences of batch, in order, and returns how many of them, from the
+// start, are stored. On an error, the exporter retries batch[n:] as its
+// retry policy says, unless the error is [Permanent]: then batch[n] is
+// dropped (counted as rejected) and the rest is written. A panic drops
+// batch[n] (counted as panic). ctx ends when the exporter gives up
+// (shutdown deadline); a write should return promptly then.
 type Sink interface {
-	// Write stores the occurrences of batch, in order, and returns how
-	// many of them, from the start, are stored. On an error, the exporter
-	// retries batch[n:] as its retry policy says, unless the error is
-	// [Permanent]: then batch[n] is dropped (counted as rejected) and
-	// the rest is written. ctx ends when the exporter gives up (shutdown
-	// deadline); a write should return promptly then.
-	Write(ctx context.Context, batch []*Occurrence) (n int, err error)
+	fanout.BatchSink[*Occurrence]
 	// Close releases the sink's resources once nothing more will be
 	// written; ctx bounds it.
 	Close(ctx context.Context) error

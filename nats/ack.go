@@ -3,11 +3,14 @@ package fanoutnats
 import (
 	"context"
 	"fmt"
+	"math"
 	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/fanout-go/fanout"
+	"github.com/fanout-go/fanout/internal/guard"
 	"github.com/nats-io/nats.go"
 )
 
@@ -322,22 +325,20 @@ func (a *acker) confirmFloor() error {
 func (a *acker) confirmOnce(floor uint64) error {
 	ctx, cancel := context.WithTimeout(a.ctx, DefaultTimeout)
 	defer cancel()
-	wait := time.Millisecond
-	for {
+	for tries := 1; ; tries++ {
 		err := a.askFloorNow(ctx, floor)
 		if err == nil {
 			return nil
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !guard.Sleep(ctx, confirmBackoff.Pause(tries)) {
 			return err
-		case <-t.C:
 		}
-		wait = min(2*wait, 100*time.Millisecond)
 	}
 }
+
+// confirmBackoff paces confirmOnce's attempts: 1 ms, doubling up to
+// 100 ms, until its context ends.
+var confirmBackoff = fanout.RetryPolicy{MaxTries: math.MaxInt, Sleep: time.Millisecond, MaxSleep: 100 * time.Millisecond}
 
 // askFloorNow is askFloor with the last acknowledgement sent, holding
 // sendMu.

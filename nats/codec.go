@@ -3,6 +3,8 @@ package fanoutnats
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/fanout-go/fanout/internal/guard"
 )
 
 // Codec turns values into message payloads and back. Either function may be
@@ -37,12 +39,9 @@ func (c Codec[T]) encode(v T) (data []byte, err error) {
 	if f == nil {
 		f = jsonEncode[T]
 	}
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("%w: panic: %v", ErrEncode, p)
-		}
-	}()
-	data, err = f(v)
+	if perr := guard.Call(func() { data, err = f(v) }); perr != nil {
+		return nil, fmt.Errorf("%w: %w", ErrEncode, perr)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrEncode, err)
 	}
@@ -56,13 +55,10 @@ func (c Codec[T]) decode(data []byte) (v T, err error) {
 	if f == nil {
 		f = jsonDecode[T]
 	}
-	defer func() {
-		if p := recover(); p != nil {
-			var zero T
-			v, err = zero, fmt.Errorf("%w: panic: %v", ErrDecode, p)
-		}
-	}()
-	v, err = f(data)
+	if perr := guard.Call(func() { v, err = f(data) }); perr != nil {
+		var zero T
+		return zero, fmt.Errorf("%w: %w", ErrDecode, perr)
+	}
 	if err != nil {
 		var zero T
 		return zero, fmt.Errorf("%w: %w", ErrDecode, err)

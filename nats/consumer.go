@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fanout-go/fanout"
+	"github.com/fanout-go/fanout/internal/guard"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -148,6 +149,10 @@ func Consume[T any](ctx context.Context, js jetstream.JetStream, b *fanout.Broad
 	if ctx == nil {
 		return nil, errNilContext
 	}
+	if err := checkSettings("Consume", setting{"ConsumeConfig.AckWait", int64(cfg.AckWait)},
+		setting{"ConsumeConfig.MaxAckPending", int64(cfg.MaxAckPending)}); err != nil {
+		return nil, err
+	}
 	c := &Consumer[T]{js: js, stream: cfg.Stream, durable: cfg.Durable}
 	var err error
 	c.cons, err = setUp(ctx, js, cfg)
@@ -195,12 +200,8 @@ func setUp[T any](ctx context.Context, js jetstream.JetStream, cfg ConsumeConfig
 		if err == nil || !lost || attempt == setUpAttempts || ctx.Err() != nil {
 			return cons, err
 		}
-		t := time.NewTimer(DefaultRetryWait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !guard.Sleep(ctx, DefaultRetryWait) {
 			return nil, err
-		case <-t.C:
 		}
 	}
 }
@@ -534,7 +535,7 @@ func (c *Consumer[T]) repairGap() bool {
 			return false // what was buffered is redelivered to the next consumer
 		}
 		c.stopAndWait(it)
-		if attempt > 0 && !c.pause() {
+		if attempt > 0 && !guard.Sleep(c.in.ctx, DefaultRetryWait) {
 			return false
 		}
 		next, err := c.resetAcked()
@@ -588,18 +589,6 @@ func (c *Consumer[T]) stopAndWait(it jetstream.MessagesContext) {
 		case <-c.in.ctx.Done():
 			return
 		}
-	}
-}
-
-// pause waits DefaultRetryWait, and reports false if Close gave up first.
-func (c *Consumer[T]) pause() bool {
-	t := time.NewTimer(DefaultRetryWait)
-	defer t.Stop()
-	select {
-	case <-c.in.ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }
 

@@ -142,6 +142,18 @@
 // understand frames: turn them on once every process runs a version that
 // does.
 //
+// # Configuration
+//
+// The repository's configuration convention (see "Configuration" in the
+// core's package doc): each constructor takes a Config struct whose zero
+// fields take the defaults ([DefaultBatch], [DefaultTimeout],
+// [DefaultRetryWait], [DefaultBuffer]) and returns an error, naming the
+// field, for a value no setting can mean, such as a negative batch,
+// buffer or duration; nothing is normalised silently. The [Forwarder]'s
+// JetStream retries are a [fanout.RetryPolicy] (RetryWait apart, until
+// acknowledged), and a [Sink] runs on a [fanout.Recorder]'s runner with
+// [RetryPolicy].
+//
 // # Goroutines
 //
 // A [Forwarder] owns one goroutine, which reads its watcher, publishes and

@@ -7,12 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/fanout-go/fanout"
+	"github.com/fanout-go/fanout/internal/guard"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -115,6 +117,9 @@ type Forwarder[T any] struct {
 	w   *fanout.Watcher[T]
 	cfg ForwardConfig[T]
 	rep reporter
+	// policy is the JetStream retry policy: every RetryWait, until the
+	// stream acknowledges, the error is not [Retryable], or Close gives up.
+	policy fanout.RetryPolicy
 
 	idPrefix string
 	nextID   uint64 // owned by the goroutine
@@ -139,7 +144,7 @@ type Forwarder[T any] struct {
 
 // Forward starts forwarding the values b accepts from now on to NATS over
 // nc, as cfg says. It registers a watcher on b with cfg.Watch and starts
-// one goroutine. It returns an error if nc or b is nil, if no valid subject
+// one goroutine. It returns an error if nc or b is nil, if a setting is negative, if no valid subject
 // is configured, if a watch option is invalid, or if b is shut down.
 func Forward[T any](b *fanout.Broadcaster[T], nc *nats.Conn, cfg ForwardConfig[T]) (*Forwarder[T], error) {
 	if b == nil || nc == nil {
@@ -148,11 +153,17 @@ func Forward[T any](b *fanout.Broadcaster[T], nc *nats.Conn, cfg ForwardConfig[T
 	if cfg.SubjectOf == nil && !validSubject(cfg.Subject) {
 		return nil, fmt.Errorf("%w: %q (ForwardConfig.Subject)", ErrInvalidSubject, cfg.Subject)
 	}
+	if err := checkSettings("Forward", setting{"ForwardConfig.Batch", int64(cfg.Batch)},
+		setting{"ForwardConfig.Frame", int64(cfg.Frame)}, setting{"ForwardConfig.FlushTimeout", int64(cfg.FlushTimeout)},
+		setting{"ForwardConfig.AckTimeout", int64(cfg.AckTimeout)}, setting{"ForwardConfig.RetryWait", int64(cfg.RetryWait)}); err != nil {
+		return nil, err
+	}
 	cfg.Batch = orDefault(cfg.Batch, DefaultBatch)
 	cfg.FlushTimeout = orDefault(cfg.FlushTimeout, DefaultTimeout)
 	cfg.AckTimeout = orDefault(cfg.AckTimeout, DefaultTimeout)
 	cfg.RetryWait = orDefault(cfg.RetryWait, DefaultRetryWait)
-	f := &Forwarder[T]{nc: nc, cfg: cfg, rep: reporter{onError: cfg.OnError, logger: cfg.Logger}, done: make(chan struct{})}
+	f := &Forwarder[T]{nc: nc, cfg: cfg, rep: reporter{onError: cfg.OnError, logger: cfg.Logger}, done: make(chan struct{}),
+		policy: fanout.RetryPolicy{MaxTries: math.MaxInt, Sleep: cfg.RetryWait, Retryable: Retryable}}
 	if cfg.JetStream {
 		js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(cfg.AckTimeout),
 			jetstream.WithPublishAsyncMaxPending(cfg.Batch))
@@ -172,11 +183,30 @@ func Forward[T any](b *fanout.Broadcaster[T], nc *nats.Conn, cfg ForwardConfig[T
 	return f, nil
 }
 
+// orDefault returns def for a zero setting, v otherwise.
 func orDefault[N int | time.Duration](v, def N) N {
-	if v <= 0 {
+	if v == 0 {
 		return def
 	}
 	return v
+}
+
+// setting is a numeric field of a configuration, for [checkSettings].
+type setting struct {
+	name  string
+	value int64
+}
+
+// checkSettings returns an error naming the first negative setting, for
+// the constructor op: a zero field means its default, and a negative one
+// no setting (see "Configuration" in the package doc).
+func checkSettings(op string, settings ...setting) error {
+	for _, s := range settings {
+		if s.value < 0 {
+			return fmt.Errorf("fanoutnats: %s: %s is %d; it must be 0 (the default) or more", op, s.name, s.value)
+		}
+	}
+	return nil
 }
 
 // randomID returns 96 random bits in hex, to tell forwarders apart in
@@ -197,17 +227,7 @@ func randomID() string {
 // waits for a dead server longer than ctx allows. It is idempotent. A nil
 // ctx is an error: nothing is closed.
 func (f *Forwarder[T]) Close(ctx context.Context) error {
-	if ctx == nil {
-		return errNilContext
-	}
-	f.w.Stop()
-	select {
-	case <-f.done:
-		return nil
-	case <-ctx.Done():
-	}
-	f.cancel()
-	return ctx.Err()
+	return closeWait(ctx, f.w.Stop, f.done, f.cancel)
 }
 
 // Done returns a channel closed when the forwarder's goroutine has exited:
@@ -306,13 +326,10 @@ func (f *Forwarder[T]) prepare(v T) (subject string, data []byte, ok bool) {
 	return subject, data, true
 }
 
-func (f *Forwarder[T]) callSubject(v T, subject *string) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("%w: SubjectOf panicked: %v", ErrInvalidSubject, p)
-		}
-	}()
-	*subject = f.cfg.SubjectOf(v)
+func (f *Forwarder[T]) callSubject(v T, subject *string) error {
+	if perr := guard.Call(func() { *subject = f.cfg.SubjectOf(v) }); perr != nil {
+		return fmt.Errorf("%w: SubjectOf panicked: %w", ErrInvalidSubject, perr)
+	}
 	if !validSubject(*subject) {
 		return fmt.Errorf("%w: %q", ErrInvalidSubject, *subject)
 	}
@@ -430,12 +447,10 @@ func (f *Forwarder[T]) msgID(v T) (id string, err error) {
 		f.nextID++
 		return f.idPrefix + "-" + strconv.FormatUint(f.nextID, 36), nil
 	}
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("fanoutnats: MsgID panicked: %v", p)
-		}
-	}()
-	return f.cfg.MsgID(v), nil
+	if perr := guard.Call(func() { id = f.cfg.MsgID(v) }); perr != nil {
+		return "", fmt.Errorf("fanoutnats: MsgID panicked: %w", perr)
+	}
+	return id, nil
 }
 
 // await waits for a publish's ack; a duplicate ack counts as success.
@@ -462,19 +477,32 @@ func (f *Forwarder[T]) confirm(p *jsPending) {
 }
 
 // retry publishes p synchronously until the stream acknowledges it, the
-// error is not retryable, or Close gives up.
+// error is not retryable, or Close gives up, pausing as f.policy (the
+// core's [fanout.RetryPolicy]) says.
+//
+// Why this loop is not the core's runner ([fanout.StartBatchSink]): a
+// [fanout.BatchSink] reports a prefix of its batch stored and the runner
+// writes batch[n:] again. sendJetStream pipelines a batch with
+// PublishMsgAsync and its acks come per message: the frame at k may fail
+// while those after it are acknowledged. Resending batch[n:] would pack
+// it anew (f.pack): other frames, other Nats-Msg-Ids (a frame's ID is its
+// first value's plus "+count"), so the stream would store the values
+// after k twice. Only p.msg, with its own ID p.id, may be sent again. In
+// core NATS mode there is no prefix either: a denied subject is known per
+// subject after the flush (denied), for values anywhere in the batch.
 func (f *Forwarder[T]) retry(p *jsPending, before error) {
-	for {
+	for tries := 0; ; {
 		if err := denied(f.nc, before, "Publish", p.msg.Subject); err != nil {
 			p.err = err
 		}
-		if !Retryable(p.err) {
+		if !f.policy.Retryable(p.err) {
 			f.failN(p.values, "publish", p.msg.Subject, p.err)
 			return
 		}
+		tries++
 		f.retries.Add(1)
 		f.rep.report(&Error{Op: "publish", Subject: p.msg.Subject, Err: fmt.Errorf("will retry: %w", p.err)})
-		if !f.recovered && !f.pause() {
+		if !f.recovered && !guard.Sleep(f.ctx, f.policy.Pause(tries)) {
 			f.abandoned.Add(uint64(p.values))
 			return
 		}
@@ -495,18 +523,6 @@ func (f *Forwarder[T]) retry(p *jsPending, before error) {
 			return
 		}
 		p.err = err
-	}
-}
-
-// pause waits RetryWait, and reports false if Close gave up first.
-func (f *Forwarder[T]) pause() bool {
-	t := time.NewTimer(f.cfg.RetryWait)
-	defer t.Stop()
-	select {
-	case <-f.ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }
 

@@ -148,16 +148,24 @@ func (in *inbound[T]) getErr() error {
 // exit) and waits for the goroutine, or for ctx, when it makes the
 // goroutine give up.
 func (in *inbound[T]) close(ctx context.Context, stop func()) error {
+	return closeWait(ctx, stop, in.done, in.cancel)
+}
+
+// closeWait is the Close of a forwarder, subscriber or consumer: it calls
+// stop, waits until done is closed and returns nil, or, if ctx ends
+// first, calls giveUp and returns ctx.Err(). A nil ctx is an error:
+// nothing is stopped.
+func closeWait(ctx context.Context, stop func(), done <-chan struct{}, giveUp func()) error {
 	if ctx == nil {
 		return errNilContext
 	}
 	stop()
 	select {
-	case <-in.done:
+	case <-done:
 		return nil
 	case <-ctx.Done():
 	}
-	in.cancel()
+	giveUp()
 	return ctx.Err()
 }
 

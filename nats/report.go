@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"sync/atomic"
+
+	"github.com/fanout-go/fanout/internal/guard"
 )
 
 // reporter hands each failure to the user's OnError callback and logger.
@@ -35,10 +37,7 @@ func (r *reporter) report(e *Error) {
 
 // safe runs f, counting a panic instead of letting it end the goroutine.
 func (r *reporter) safe(f func()) {
-	defer func() {
-		if p := recover(); p != nil {
-			r.panics.Add(1)
-		}
-	}()
-	f()
+	if guard.Call(f) != nil {
+		r.panics.Add(1)
+	}
 }

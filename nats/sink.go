@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fanout-go/fanout"
+	"github.com/fanout-go/fanout/internal/guard"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -51,13 +52,16 @@ type Sink[T any] struct {
 }
 
 // NewSink returns a sink publishing to js as cfg says. It returns an error
-// if js is nil or no valid subject is configured.
+// if js is nil, Timeout is negative or no valid subject is configured.
 func NewSink[T any](js jetstream.JetStream, cfg SinkConfig[T]) (*Sink[T], error) {
 	if js == nil {
 		return nil, errors.New("fanoutnats: NewSink: nil JetStream")
 	}
 	if cfg.SubjectOf == nil && !validSubject(cfg.Subject) {
 		return nil, fmt.Errorf("%w: %q (SinkConfig.Subject)", ErrInvalidSubject, cfg.Subject)
+	}
+	if err := checkSettings("NewSink", setting{"SinkConfig.Timeout", int64(cfg.Timeout)}); err != nil {
+		return nil, err
 	}
 	cfg.Timeout = orDefault(cfg.Timeout, DefaultTimeout)
 	return &Sink[T]{js: js, cfg: cfg}, nil
@@ -117,14 +121,11 @@ func (s *Sink[T]) publish(ctx context.Context, v T) error {
 
 // prepare returns a value's subject, payload and message ID.
 func (s *Sink[T]) prepare(v T) (subject string, data []byte, id string, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = &Error{Op: "subject", Err: fmt.Errorf("%w: SubjectOf or MsgID panicked: %v", ErrInvalidSubject, p)}
-		}
-	}()
 	subject = s.cfg.Subject
 	if s.cfg.SubjectOf != nil {
-		subject = s.cfg.SubjectOf(v)
+		if perr := guard.Call(func() { subject = s.cfg.SubjectOf(v) }); perr != nil {
+			return "", nil, "", &Error{Op: "subject", Err: fmt.Errorf("%w: SubjectOf panicked: %w", ErrInvalidSubject, perr)}
+		}
 	}
 	if !validSubject(subject) {
 		return "", nil, "", &Error{Op: "subject", Err: fmt.Errorf("%w: %q", ErrInvalidSubject, subject)}
@@ -134,7 +135,10 @@ func (s *Sink[T]) prepare(v T) (subject string, data []byte, id string, err erro
 		return "", nil, "", &Error{Op: "encode", Subject: subject, Err: err}
 	}
 	if s.cfg.MsgID != nil {
-		return subject, data, s.cfg.MsgID(v), nil
+		if perr := guard.Call(func() { id = s.cfg.MsgID(v) }); perr != nil {
+			return "", nil, "", &Error{Op: "subject", Err: fmt.Errorf("%w: MsgID panicked: %w", ErrInvalidSubject, perr)}
+		}
+		return subject, data, id, nil
 	}
 	h := sha256.New()
 	h.Write([]byte(subject))

@@ -57,12 +57,15 @@ type Subscriber[T any] struct {
 // Subscribe subscribes to cfg.Subject on nc and publishes every decoded
 // value into b. When it returns, the server has registered the
 // subscription: every message published after that reaches the
-// subscriber. It returns an error if nc or b is nil, if the subject is
+// subscriber. It returns an error if nc or b is nil, if Buffer is negative, if the subject is
 // invalid, if the subscription cannot be made, or if the server denies it
 // (an error wrapping [nats.ErrPermissionViolation]).
 func Subscribe[T any](nc *nats.Conn, b *fanout.Broadcaster[T], cfg SubscribeConfig[T]) (*Subscriber[T], error) {
 	if nc == nil || b == nil {
 		return nil, errors.New("fanoutnats: Subscribe: nil connection or broadcaster")
+	}
+	if err := checkSettings("Subscribe", setting{"SubscribeConfig.Buffer", int64(cfg.Buffer)}); err != nil {
+		return nil, err
 	}
 	s := &Subscriber[T]{nc: nc, subject: cfg.Subject, closing: make(chan struct{})}
 	s.ch = make(chan *nats.Msg, orDefault(cfg.Buffer, DefaultBuffer))

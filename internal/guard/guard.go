@@ -1,8 +1,11 @@
 // Package guard holds the two helpers every module of the repository needs
 // around user code and waits: running a callback with its panic turned
 // into an error, and sleeping unless a context ends first. The core, the
-// NATS module and the exporter use these, so that a fix to either is made
-// once.
+// k8s adapters, the NATS module and the exporter (through the core's
+// runner) use these, so that a fix to either is made once. The nested
+// modules may import it: Go allows an internal package to be imported by
+// code whose import path is rooted at the internal directory's parent,
+// whatever module it is in.
 package guard
 
 import (

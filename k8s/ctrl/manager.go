@@ -107,6 +107,9 @@ func NewManager(config *rest.Config, options manager.Options, opts ...Option) (*
 		return nil, errors.New("fanoutctrl: manager.Options.EventBroadcaster must be nil: fanout's broadcasters replace it (tune them with WithRecordOptions)")
 	}
 	m := &Manager{cfg: newConfig(opts)}
+	if m.cfg.err != nil {
+		return nil, m.cfg.err
+	}
 	config = rest.CopyConfig(config)
 	if config.UserAgent == "" {
 		config.UserAgent = rest.DefaultKubernetesUserAgent()
@@ -186,10 +189,15 @@ func (m *Manager) makeBroadcasters(config *rest.Config) error {
 	}
 	m.core = core
 	logCtx := klog.NewContext(context.Background(), m.logger)
-	m.record = record.New(append([]record.BroadcasterOption{record.WithContext(logCtx)}, m.cfg.recordOpts...)...)
+	rec, err := record.NewChecked(append([]record.BroadcasterOption{record.WithContext(logCtx)}, m.cfg.recordOpts...)...)
+	if err != nil {
+		return fmt.Errorf("fanoutctrl: WithRecordOptions: %w", err)
+	}
+	m.record = rec
 	ev, err := events.New(eventsSink, m.cfg.eventsOpts...)
 	if err != nil {
-		return err
+		rec.Shutdown()
+		return fmt.Errorf("fanoutctrl: WithEventsOptions: %w", err)
 	}
 	m.events = ev
 	return nil

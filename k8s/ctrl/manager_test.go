@@ -254,3 +254,23 @@ func TestNewManagerErrorLeavesNoMetrics(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, mfs)
 }
+
+// A bad option value, the manager's own or one passed on to a
+// broadcaster, is an error of NewManager naming the option, not a panic.
+func TestNewManagerReturnsBadOptionValuesAsErrors(t *testing.T) {
+	for _, tc := range []struct {
+		opt  Option
+		want string
+	}{
+		{WithShutdownTimeout(-time.Second), "WithShutdownTimeout(-1s)"},
+		{WithRecordOptions(record.WithQueueLength(0)), "WithRecordOptions: record: WithQueueLength(0)"},
+		{WithEventsOptions(events.WithQueueLength(0)), "WithEventsOptions: events: WithQueueLength(0)"},
+	} {
+		var err error
+		assert.NotPanics(t, func() {
+			_, err = NewManager(offline, manager.Options{Logger: logr.Discard()},
+				withSinks(apitest.NewCoreSink(), &apitest.EventsSink{}), tc.opt)
+		})
+		assert.ErrorContains(t, err, tc.want)
+	}
+}

@@ -1,6 +1,7 @@
 package fanoutctrl
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,7 +16,11 @@ import (
 // [events.ShutdownTimeout]); see [WithShutdownTimeout].
 const ShutdownTimeout = 5 * time.Second
 
-// Option tunes [NewManager]. Each option's doc gives its default.
+// Option tunes [NewManager]. Each option's doc gives its default. As
+// everywhere in the repository (see "Configuration" in the core's package
+// doc), an unset option takes its default and a value no setting can mean
+// is an error that NewManager returns: a negative [WithShutdownTimeout], a
+// bad option of [WithRecordOptions] or [WithEventsOptions].
 type Option interface {
 	apply(*config)
 }
@@ -26,6 +31,7 @@ type config struct {
 	registerer      prometheus.Registerer
 	recordOpts      []record.BroadcasterOption
 	eventsOpts      []events.Option
+	err             error // a bad option value: NewManager returns it
 
 	// Sinks replacing the API server's, for this package's tests only.
 	coreSink   record.EventSink
@@ -39,6 +45,9 @@ func newConfig(opts []Option) config {
 			o.apply(&c)
 		}
 	}
+	if c.shutdownTimeout < 0 {
+		c.err = fmt.Errorf("fanoutctrl: WithShutdownTimeout(%v): the bound must be 0 (the default, %v) or more", c.shutdownTimeout, ShutdownTimeout)
+	}
 	if c.shutdownTimeout <= 0 {
 		c.shutdownTimeout = ShutdownTimeout
 	}
@@ -51,7 +60,8 @@ func (f optionFunc) apply(c *config) { f(c) }
 
 // WithShutdownTimeout bounds the flush and shutdown of both broadcasters
 // once controller-runtime's manager has stopped (default
-// [ShutdownTimeout], 5 s; zero or negative means the default). It comes on
+// [ShutdownTimeout], 5 s, also for zero; NewManager refuses a negative
+// d). It comes on
 // top of the manager's GracefulShutdownTimeout. Events still unwritten
 // when it ends are counted as dropped at shutdown, and
 // [Manager.Start] logs that it ran out of time.

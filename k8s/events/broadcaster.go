@@ -86,13 +86,14 @@ func NewBroadcaster(sink EventSink) EventBroadcaster {
 	return b
 }
 
-// New is [NewBroadcaster] with options, returning the concrete type. No
-// option value is refused: a zero size means the default and other values
-// out of range are normalised, as each option says (see "Options" in the
-// package doc), so the error, the core recorder's, is nil for every
-// option. It never panics.
+// New is [NewBroadcaster] with options, returning the concrete type. It
+// returns an error for a bad [WithQueueLength] or [WithCacheSize] (see
+// "Options" in the package doc). It never panics.
 func New(sink EventSink, opts ...Option) (*Broadcaster, error) {
 	cfg := newConfig(opts)
+	if cfg.err != nil {
+		return nil, cfg.err
+	}
 	b := &Broadcaster{
 		sink:      sink,
 		cacheSize: cfg.cacheSize,
@@ -386,7 +387,7 @@ func (b *Broadcaster) ShutdownContext(ctx context.Context) error {
 // [github.com/fanout-go/fanout/k8s/metrics.NewCollector]). They are the
 // core recorder's ([fanout.RecorderStats]), whose sink runners also count
 // what their series correlators report after the fact
-// ([fanout.LossReporter]), and the recorders':
+// ([fanout.LossCounter]), and the recorders':
 //
 //   - Invalid counts events a recorder could not build (no reference to
 //     the object, a type other than Normal or Warning).

@@ -149,14 +149,17 @@
 //
 // # Options
 //
-// One rule for every setting, shared with
-// [github.com/fanout-go/fanout/k8s/record] (and client-go's rule for its
-// CorrelatorOptions): a zero or negative size means the default, a queue
-// longer than [fanout.MaxQueueLength] means that, and a negative pause
-// between tries means none, as in client-go. So [New] refuses no option
-// value. The defaults are the core's ([fanout.DefaultRetryPolicy],
-// [fanout.DefaultRecorderQueueLength], [fanout.DefaultCacheSize]), which
-// are client-go's.
+// The repository's configuration convention (see "Configuration" in the
+// core's package doc), shared with [github.com/fanout-go/fanout/k8s/record]:
+// where client-go has the setting, its rule holds, for drop-in
+// compatibility (a negative pause between tries means none). Where
+// client-go has not, a value no setting can mean is an error that [New]
+// returns ([NewBroadcaster], whose client-go signature returns none, takes
+// no options): [WithQueueLength] takes 1 to [fanout.MaxQueueLength], and
+// 0 is neither the default nor the core's hand-off queue; [WithCacheSize]
+// takes 0 (the default) or more. The defaults are the core's
+// ([fanout.DefaultRetryPolicy], [fanout.DefaultRecorderQueueLength],
+// [fanout.DefaultCacheSize]), which are client-go's.
 //
 // # Counters
 //
@@ -167,7 +170,7 @@
 // series, the API server rejected its final write, or recording ended
 // with the series open) move from Merged to DroppedFull, DroppedRejected
 // or DroppedShutdown: the series correlator reports them to its sink
-// runner ([fanout.LossReporter]), so the core recorder's counters include
+// runner ([fanout.LossCounter]), so the core recorder's counters include
 // them. [Broadcaster.SeriesEvicted] counts the evicted series. Register
 // [github.com/fanout-go/fanout/k8s/metrics.NewCollector] (a separate module)
 // to export them to Prometheus.

@@ -5,7 +5,10 @@ import (
 	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
+
+	"github.com/fanout-go/fanout/internal/guard"
 )
 
 // FakeRecorder is a recorder for tests: each event becomes a string on
@@ -87,16 +90,14 @@ func (f *FakeRecorder) write(regarding, related runtime.Object, annotations map[
 
 // kindSuffix is " {kind=K,apiVersion=V}" for an object that carries its
 // kind, else "" (also for nil and for objects whose methods panic).
-func kindSuffix(obj runtime.Object) (s string) {
+func kindSuffix(obj runtime.Object) string {
 	if obj == nil {
 		return ""
 	}
-	defer func() {
-		if recover() != nil {
-			s = ""
-		}
-	}()
-	gvk := obj.GetObjectKind().GroupVersionKind()
+	var gvk schema.GroupVersionKind
+	if guard.Call(func() { gvk = obj.GetObjectKind().GroupVersionKind() }) != nil {
+		return ""
+	}
 	if gvk.Empty() {
 		return ""
 	}

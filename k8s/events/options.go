@@ -1,6 +1,7 @@
 package events
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/fanout-go/fanout"
@@ -21,10 +22,11 @@ const (
 var maxTriesPerEvent = fanout.DefaultRetryPolicy().MaxTries
 
 // Option tunes a [Broadcaster] made by [New]. Each option's doc gives its
-// default, which is client-go's where client-go has the setting. No option
-// makes [New] fail: a zero size means the default and any other value out
-// of range is normalised, as each option says (see "Options" in the
-// package doc).
+// default, which is client-go's where client-go has the setting.
+// [WithSleepDuration], client-go's, normalises a value out of range as
+// client-go does; [WithQueueLength] and [WithCacheSize], which client-go
+// has not, make [New] return an error for a value no setting can mean
+// (see "Options" in the package doc).
 type Option interface {
 	apply(*config)
 }
@@ -33,18 +35,22 @@ type config struct {
 	sleep     time.Duration
 	queue     int
 	cacheSize int
+	err       error // a bad option value: New returns it
 }
 
 // newConfig applies opts to the defaults and normalises the result.
 func newConfig(opts []Option) config {
-	c := config{sleep: adapt.DefaultSleepDuration}
+	c := config{sleep: adapt.DefaultSleepDuration, queue: fanout.DefaultRecorderQueueLength}
 	for _, o := range opts {
 		if o != nil {
 			o.apply(&c)
 		}
 	}
 	c.sleep = adapt.SleepDuration(c.sleep)
-	c.queue = adapt.QueueLength(c.queue)
+	c.err = adapt.QueueLength("events", c.queue)
+	if c.cacheSize < 0 && c.err == nil {
+		c.err = fmt.Errorf("events: WithCacheSize(%d): the size must be 0 (the default, %d) or more", c.cacheSize, fanout.DefaultCacheSize)
+	}
 	c.cacheSize = adapt.CacheSize(c.cacheSize)
 	return c
 }
@@ -69,11 +75,13 @@ func WithSleepDuration(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.sleep = d })
 }
 
-// WithQueueLength sets how many events may wait for each sink and watcher
-// (default 1000, as client-go's). An event that meets a full queue is
-// dropped for that sink or watcher and counted in [eventstats.Stats]
-// DroppedFull. Zero or negative means the default; a length above
-// [fanout.MaxQueueLength] means that.
+// WithQueueLength sets how many events may wait for each sink and watcher,
+// 1 to [fanout.MaxQueueLength] (default 1000, as client-go's fixed
+// queue). An event that meets a full queue is dropped for that sink or
+// watcher and counted in [eventstats.Stats] DroppedFull. [New] returns an
+// error for any other n: 0 is neither the default (leave the option out
+// for that) nor the core's hand-off queue ([fanout.WithQueueLength](0)),
+// so that the name never means both.
 func WithQueueLength(n int) Option {
 	return optionFunc(func(c *config) { c.queue = n })
 }
@@ -82,8 +90,9 @@ func WithQueueLength(n int) Option {
 // keys (default 4096; client-go's cache is unbounded). When it is full,
 // the least recently seen key is forgotten: a later occurrence of it starts
 // a new event, and occurrences merged into an evicted series and not yet
-// written are counted as dropped (see [Broadcaster.Stats]). Zero or
-// negative means the default.
+// written are counted as dropped (see [Broadcaster.Stats]). Zero means the
+// default, as the core's [fanout.CorrelatorConfig].CacheSize; [New]
+// returns an error for a negative n.
 func WithCacheSize(n int) Option {
 	return optionFunc(func(c *config) { c.cacheSize = n })
 }

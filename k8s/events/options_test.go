@@ -9,9 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Options follow the rule shared with k8s/record: a zero or negative size
-// means client-go's default, taken from the core; a negative pause means
-// none; New refuses nothing.
+// WithSleepDuration, client-go's, normalises as client-go's does (a
+// negative pause means none); WithCacheSize 0 means the default, as the
+// core's CacheSize.
 func TestOptionsNormaliseOutOfRangeValues(t *testing.T) {
 	def := config{sleep: 10 * time.Second, queue: 1000, cacheSize: 4096}
 	with := func(f func(*config)) config { c := def; f(&c); return c }
@@ -24,12 +24,9 @@ func TestOptionsNormaliseOutOfRangeValues(t *testing.T) {
 		{"WithSleepDuration 0 retries at once", WithSleepDuration(0), with(func(c *config) { c.sleep = 0 })},
 		{"WithSleepDuration negative retries at once", WithSleepDuration(-time.Second), with(func(c *config) { c.sleep = 0 })},
 		{"WithSleepDuration positive", WithSleepDuration(time.Second), with(func(c *config) { c.sleep = time.Second })},
-		{"WithQueueLength 0 is the default", WithQueueLength(0), def},
-		{"WithQueueLength negative is the default", WithQueueLength(-1), def},
 		{"WithQueueLength 1", WithQueueLength(1), with(func(c *config) { c.queue = 1 })},
-		{"WithQueueLength above the maximum is the maximum", WithQueueLength(fanout.MaxQueueLength + 1), with(func(c *config) { c.queue = fanout.MaxQueueLength })},
+		{"WithQueueLength the maximum", WithQueueLength(fanout.MaxQueueLength), with(func(c *config) { c.queue = fanout.MaxQueueLength })},
 		{"WithCacheSize 0 is the default", WithCacheSize(0), def},
-		{"WithCacheSize negative is the default", WithCacheSize(-1), def},
 		{"WithCacheSize 1", WithCacheSize(1), with(func(c *config) { c.cacheSize = 1 })},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -39,6 +36,25 @@ func TestOptionsNormaliseOutOfRangeValues(t *testing.T) {
 			assert.Equal(t, tc.want.cacheSize, b.cacheSize)
 			b.Shutdown()
 		})
+	}
+}
+
+// WithQueueLength and WithCacheSize, which client-go has not, make New
+// return an error for what no setting can mean: a queue length of 0 is
+// neither the default nor the core's hand-off queue.
+func TestNewRefusesOutOfRangeQueueLengthAndCacheSize(t *testing.T) {
+	for _, tc := range []struct {
+		opt  Option
+		want string
+	}{
+		{WithQueueLength(0), "events: WithQueueLength(0): the length must be 1 to"},
+		{WithQueueLength(-1), "events: WithQueueLength(-1): the length must be 1 to"},
+		{WithQueueLength(fanout.MaxQueueLength + 1), "leave the option out for the default, 1000"},
+		{WithCacheSize(-1), "events: WithCacheSize(-1): the size must be 0 (the default, 4096) or more"},
+	} {
+		b, err := New(newRecordingSink(), tc.opt)
+		assert.Nil(t, b)
+		assert.ErrorContains(t, err, tc.want)
 	}
 }
 

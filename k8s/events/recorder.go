@@ -6,6 +6,7 @@ import (
 	"maps"
 	"time"
 
+	"github.com/fanout-go/fanout/internal/guard"
 	"github.com/fanout-go/fanout/k8s/record/util"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -115,12 +116,9 @@ func objectReference(scheme *runtime.Scheme, obj runtime.Object) (ref *corev1.Ob
 	if obj == nil {
 		return nil, errNilReference
 	}
-	defer func() {
-		if p := recover(); p != nil {
-			ref, err = nil, fmt.Errorf("can't reference object %T: %v", obj, p)
-		}
-	}()
-	ref, err = reference.GetReference(scheme, obj)
+	if perr := guard.Call(func() { ref, err = reference.GetReference(scheme, obj) }); perr != nil {
+		return nil, fmt.Errorf("can't reference object %T: %w", obj, perr)
+	}
 	if err == nil && ref == nil {
 		err = errNilReference
 	}

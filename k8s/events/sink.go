@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/fanout-go/fanout/internal/guard"
 	"github.com/fanout-go/fanout/k8s/internal/adapt"
 	"github.com/fanout-go/fanout/k8s/record/util"
 	eventsv1 "k8s.io/api/events/v1"
@@ -91,14 +92,12 @@ func (a *sinkAdapter) Update(_ context.Context, ev *eventsv1.Event) (*eventsv1.E
 // safeWrite is write for the maintenance goroutine: a panic in the sink is
 // logged and returned as a final error instead of crashing the process.
 func (a *sinkAdapter) safeWrite(ev *eventsv1.Event) (stored *eventsv1.Event, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			perr := fmt.Errorf("events: sink panicked: %v", p)
-			a.logger.Error(perr, "Event sink panicked, event dropped", "event", ev)
-			stored, err = nil, &restclient.RequestConstructionError{Err: perr}
-		}
-	}()
-	return a.write(ev)
+	if p := guard.Call(func() { stored, err = a.write(ev) }); p != nil {
+		perr := fmt.Errorf("events: sink panicked: %w", p)
+		a.logger.Error(perr, "Event sink panicked, event dropped", "event", ev)
+		return nil, &restclient.RequestConstructionError{Err: perr}
+	}
+	return stored, err
 }
 
 // attempt is write for the runner, which logs when the last try fails. A

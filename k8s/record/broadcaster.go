@@ -3,6 +3,7 @@ package record
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -42,21 +43,36 @@ type Broadcaster struct {
 var _ EventBroadcaster = (*Broadcaster)(nil)
 var _ eventstats.Source = (*Broadcaster)(nil)
 
-// NewBroadcaster returns a new event broadcaster, a [*Broadcaster], with
-// client-go's defaults: queues of 1000 events that drop new events when
-// full, 12 attempts per event 10 s apart, the correlator defaults of
-// [NewEventCorrelator].
 // errNilContext is returned for a nil context: pass context.Background()
 // for no bound.
 var errNilContext = errors.New("record: nil context; pass context.Background() for no bound")
 
+// NewBroadcaster returns a new event broadcaster, a [*Broadcaster], with
+// client-go's defaults: queues of 1000 events that drop new events when
+// full, 12 attempts per event 10 s apart, the correlator defaults of
+// [NewEventCorrelator]. It panics for a bad [WithQueueLength].
 func NewBroadcaster(opts ...BroadcasterOption) EventBroadcaster {
 	return New(opts...)
 }
 
-// New is [NewBroadcaster] returning the concrete type.
+// New is [NewBroadcaster] returning the concrete type. It panics for a
+// bad [WithQueueLength]; [NewChecked] returns the error instead.
 func New(opts ...BroadcasterOption) *Broadcaster {
+	b, err := NewChecked(opts...)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// NewChecked is [New] returning an error for a bad option value
+// ([WithQueueLength]) instead of panicking, for callers that can report
+// it (fanoutctrl.NewManager does).
+func NewChecked(opts ...BroadcasterOption) (*Broadcaster, error) {
 	c := newConfig(opts)
+	if c.err != nil {
+		return nil, c.err
+	}
 	ctx := c.ctx
 	if ctx == nil {
 		ctx = context.Background()
@@ -69,8 +85,8 @@ func New(opts ...BroadcasterOption) *Broadcaster {
 		fanout.WithDropHandler(b.logDrop),
 	)
 	if err != nil {
-		// Every option above is valid by construction.
-		panic("record: " + err.Error())
+		b.cancel()
+		return nil, fmt.Errorf("record: %w", err)
 	}
 	b.rec = rec
 	if ctx.Done() != nil {
@@ -82,7 +98,7 @@ func New(opts ...BroadcasterOption) *Broadcaster {
 			_ = b.shutdown(ctx)
 		})
 	}
-	return b
+	return b, nil
 }
 
 // NewBroadcasterForTests returns a broadcaster that pauses sleepDuration

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/fanout-go/fanout"
+	"github.com/fanout-go/fanout/internal/guard"
 	"github.com/fanout-go/fanout/k8s/internal/adapt"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -286,7 +287,7 @@ func (c *EventCorrelator) EventCorrelate(newEvent *v1.Event) (*EventCorrelateRes
 	defer c.mu.Unlock()
 	c.repeated = false
 	var res fanout.Correlation[*v1.Event]
-	if err := safe(func() { res = c.c.Correlate(newEvent) }); err != nil {
+	if err := guard.Call(func() { res = c.c.Correlate(newEvent) }); err != nil {
 		return nil, err
 	}
 	if res.Skip {
@@ -309,7 +310,7 @@ func (c *EventCorrelator) UpdateState(event *v1.Event) {
 	if event == nil {
 		return
 	}
-	_ = safe(func() { c.c.Observe(event) })
+	_ = guard.Call(func() { c.c.Observe(event) })
 }
 
 // EventAggregator combines similar events: once MaxEvents distinct
@@ -348,7 +349,7 @@ func (e *EventAggregator) EventAggregate(newEvent *v1.Event) (*v1.Event, string)
 		return nil, ""
 	}
 	var res fanout.Correlation[*v1.Event]
-	if err := safe(func() { res = e.c.Correlate(newEvent) }); err != nil || !res.Aggregated {
+	if err := guard.Call(func() { res = e.c.Correlate(newEvent) }); err != nil || !res.Aggregated {
 		return newEvent, eventKey(newEvent)
 	}
 	return res.Value, res.Key
@@ -382,20 +383,8 @@ func (f *EventSourceObjectSpamFilter) Filter(event *v1.Event) bool {
 		return true
 	}
 	skip := false
-	if err := safe(func() { skip = f.c.Correlate(event).Skip }); err != nil {
+	if err := guard.Call(func() { skip = f.c.Correlate(event).Skip }); err != nil {
 		return true
 	}
 	return skip
-}
-
-// safe runs f and turns a panic (in a user's key function, say) into an
-// error.
-func safe(f func()) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("record: panic: %v", p)
-		}
-	}()
-	f()
-	return nil
 }

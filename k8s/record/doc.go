@@ -66,19 +66,24 @@
 //
 // # Options
 //
-// One rule for every setting, shared with
-// [github.com/fanout-go/fanout/k8s/events]: a zero size or count means the
-// default, as for client-go's CorrelatorOptions, and so does a negative one
-// (client-go would misbehave); a negative pause between attempts means
-// none, as in client-go. No option makes a constructor fail or panic: they
-// have client-go's signatures, which return no error. The defaults are the
-// core's ([fanout.DefaultCacheSize], [fanout.DefaultRetryPolicy], ...),
-// which are client-go's.
+// The repository's configuration convention (see "Configuration" in the
+// core's package doc), shared with [github.com/fanout-go/fanout/k8s/events]:
+// where client-go has the setting, its rule holds, for drop-in
+// compatibility: a zero size or count means the default, as for
+// client-go's CorrelatorOptions, and so does a negative one (client-go
+// would misbehave); a negative pause between attempts means none. Where
+// client-go has not ([WithQueueLength]), a value no setting can mean is
+// not normalised: [New] and [NewBroadcaster], whose client-go signature
+// returns no error, panic with a message naming it; [NewChecked] returns
+// it. WithQueueLength(0)
+// in particular is neither the default nor the core's hand-off queue. The
+// defaults are the core's ([fanout.DefaultCacheSize],
+// [fanout.DefaultRetryPolicy], ...), which are client-go's.
 //
 //	option                                    default  zero or negative
 //	----------------------------------------  -------  --------------------------------
 //	WithSleepDuration                         10 s     no pause
-//	WithQueueLength                           1000     default (above 16,777,216: that)
+//	WithQueueLength                           1000     panic in New (above 16,777,216 too)
 //	CorrelatorOptions.LRUCacheSize            4096     default
 //	CorrelatorOptions.BurstSize               25       default
 //	CorrelatorOptions.QPS                     1/300    default (NaN too; +Inf: no filter)

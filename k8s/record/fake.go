@@ -7,6 +7,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
+
+	"github.com/fanout-go/fanout/internal/guard"
 )
 
 // FakeRecorder is a recorder for tests: each event becomes the string
@@ -46,7 +48,7 @@ func objectString(object runtime.Object, includeObject bool) string {
 	var gvk schema.GroupVersionKind
 	// A typed-nil object, or one without an ObjectKind, prints empty kind
 	// and apiVersion instead of panicking.
-	_ = safe(func() { gvk = object.GetObjectKind().GroupVersionKind() })
+	_ = guard.Call(func() { gvk = object.GetObjectKind().GroupVersionKind() })
 	return fmt.Sprintf(" involvedObject{kind=%s,apiVersion=%s}", gvk.Kind, gvk.GroupVersion())
 }
 

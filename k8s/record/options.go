@@ -8,10 +8,12 @@ import (
 	"github.com/fanout-go/fanout/k8s/internal/adapt"
 )
 
-// BroadcasterOption configures [NewBroadcaster]. As in client-go, no
-// option makes it fail: a zero size means the default and any other value
-// out of range is normalised, as each option says (see "Options" in the
-// package doc).
+// BroadcasterOption configures [NewBroadcaster]. The options client-go
+// has behave as client-go's: a zero size means the default and a value
+// out of range is normalised. The one it has not, [WithQueueLength],
+// follows the repository's rule: a value no setting can mean makes New
+// and NewBroadcaster panic, since their client-go signature returns no
+// error (see "Options" in the package doc).
 type BroadcasterOption func(*config)
 
 type config struct {
@@ -19,18 +21,19 @@ type config struct {
 	ctx         context.Context
 	sleep       time.Duration
 	queueLength int
+	err         error // a bad option value: New panics with it
 }
 
 // newConfig applies opts to the defaults and normalises the result.
 func newConfig(opts []BroadcasterOption) config {
-	c := config{sleep: adapt.DefaultSleepDuration}
+	c := config{sleep: adapt.DefaultSleepDuration, queueLength: fanout.DefaultRecorderQueueLength}
 	for _, o := range opts {
 		if o != nil {
 			o(&c)
 		}
 	}
 	c.sleep = adapt.SleepDuration(c.sleep)
-	c.queueLength = adapt.QueueLength(c.queueLength)
+	c.err = adapt.QueueLength("record", c.queueLength)
 	return c
 }
 
@@ -64,11 +67,13 @@ func WithSleepDuration(sleepDuration time.Duration) BroadcasterOption {
 	return func(c *config) { c.sleep = sleepDuration }
 }
 
-// WithQueueLength sets the length of each sink's and watcher's queue
-// (default 1000, as client-go's); an event that meets a full queue is
-// dropped for that sink or watcher and counted. Zero or negative means the
-// default; a length above [fanout.MaxQueueLength] means that. client-go
-// has no such option.
+// WithQueueLength sets the length of each sink's and watcher's queue, 1 to
+// [fanout.MaxQueueLength] (default 1000, as client-go's fixed queue); an
+// event that meets a full queue is dropped for that sink or watcher and
+// counted. client-go has no such option. Any other n makes [New] and
+// [NewBroadcaster] panic with a message that says so: 0 is neither the
+// default (leave the option out for that) nor the core's hand-off queue
+// ([fanout.WithQueueLength](0)), so that the name never means both.
 func WithQueueLength(n int) BroadcasterOption {
 	return func(c *config) { c.queueLength = n }
 }

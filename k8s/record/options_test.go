@@ -1,6 +1,7 @@
 package record
 
 import (
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -9,9 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-// Broadcaster options follow the rule shared with k8s/events: a zero or
-// negative size means client-go's default, taken from the core; a negative
-// pause means none; nothing is refused.
+// The option client-go has, WithSleepDuration, normalises as client-go's
+// does: a negative pause means none.
 func TestBroadcasterOptionsNormaliseOutOfRangeValues(t *testing.T) {
 	def := config{sleep: 10 * time.Second, queueLength: 1000}
 	with := func(f func(*config)) config { c := def; f(&c); return c }
@@ -24,16 +24,28 @@ func TestBroadcasterOptionsNormaliseOutOfRangeValues(t *testing.T) {
 		{"WithSleepDuration 0 retries at once", WithSleepDuration(0), with(func(c *config) { c.sleep = 0 })},
 		{"WithSleepDuration negative retries at once", WithSleepDuration(-time.Second), with(func(c *config) { c.sleep = 0 })},
 		{"WithSleepDuration positive", WithSleepDuration(time.Second), with(func(c *config) { c.sleep = time.Second })},
-		{"WithQueueLength 0 is the default", WithQueueLength(0), def},
-		{"WithQueueLength negative is the default", WithQueueLength(-1), def},
 		{"WithQueueLength 1", WithQueueLength(1), with(func(c *config) { c.queueLength = 1 })},
-		{"WithQueueLength above the maximum is the maximum", WithQueueLength(fanout.MaxQueueLength + 1), with(func(c *config) { c.queueLength = fanout.MaxQueueLength })},
+		{"WithQueueLength the maximum", WithQueueLength(fanout.MaxQueueLength), with(func(c *config) { c.queueLength = fanout.MaxQueueLength })},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.want, newConfig([]BroadcasterOption{tc.opt}))
 			b := New(tc.opt)
 			b.Shutdown()
 		})
+	}
+}
+
+// WithQueueLength, which client-go has not, refuses what is not a length:
+// 0 is neither the default nor the core's hand-off queue. New cannot
+// return the error (client-go's signature), so it panics saying so;
+// NewChecked returns it.
+func TestWithQueueLengthOutOfRangePanicsInNew(t *testing.T) {
+	for _, n := range []int{0, -1, fanout.MaxQueueLength + 1} {
+		assert.PanicsWithError(t, fmt.Sprintf("record: WithQueueLength(%d): the length must be 1 to %d; leave the option out for the default, 1000 (unlike the core's, 0 is neither a hand-off nor the default here)", n, fanout.MaxQueueLength),
+			func() { New(WithQueueLength(n)) })
+		b, err := NewChecked(WithQueueLength(n))
+		assert.Nil(t, b)
+		assert.ErrorContains(t, err, fmt.Sprintf("record: WithQueueLength(%d)", n), "NewChecked returns what New panics with")
 	}
 }
 

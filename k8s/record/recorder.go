@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/fanout-go/fanout"
+	"github.com/fanout-go/fanout/internal/guard"
 	"github.com/fanout-go/fanout/k8s/record/util"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -48,7 +49,7 @@ func reference(scheme *runtime.Scheme, obj runtime.Object) (objRef *v1.ObjectRef
 	if obj == nil {
 		return nil, errors.New("object is nil")
 	}
-	if perr := safe(func() { objRef, err = ref.GetReference(scheme, obj) }); perr != nil {
+	if perr := guard.Call(func() { objRef, err = ref.GetReference(scheme, obj) }); perr != nil {
 		return nil, perr
 	}
 	if err == nil && objRef == nil {

@@ -26,6 +26,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fanout-go/fanout"
 	"github.com/fanout-go/fanout/exporter"
 )
 
@@ -204,8 +205,8 @@ func stalledBurst(n int) (burstResult, error) {
 	defer cancel()
 	_ = p.Shutdown(ctx) // the stalled webhook misses the deadline
 	hs := p.Stats()[1]
-	r.droppedOldest = hs.Dropped[exporter.DropQueueOldest]
-	r.abandoned = hs.Dropped[exporter.DropShutdown]
+	r.droppedOldest = hs.Dropped[fanout.DropOldest]
+	r.abandoned = hs.Dropped[fanout.DropShutdown]
 	return r, err
 }
 

@@ -1,19 +1,25 @@
 package adapt
 
 import (
+	"fmt"
 	"math"
 	"time"
 
 	"github.com/fanout-go/fanout"
 )
 
-// The option rule of the record and events packages, in one place so that
-// an option of the same name means the same in both. It is client-go's
-// rule for its CorrelatorOptions, extended to every setting: a zero size
-// or count means the default, silently. Options never make a constructor
-// fail, because record's constructors have client-go's signatures, which
-// return no error; a value no setting can mean is normalised instead, as
-// each function below says, and each package doc says so too.
+// The option rules of the record and events packages, in one place so that
+// an option of the same name means the same in both, and the same as the
+// core's option of that name where there is one.
+//
+// Where client-go has the setting (CorrelatorOptions, WithSleepDuration),
+// its rule holds, for drop-in compatibility: a zero size or count means
+// the default, and a value out of range is normalised, as each function
+// below says. Where it has not (WithQueueLength, WithCacheSize), the
+// repository's rule holds: a value no setting can mean is an error,
+// returned by a constructor that returns errors (events.New) and a panic
+// of one whose client-go signature returns none (record.New,
+// record.NewBroadcaster), as time.NewTicker does.
 
 // Size returns n when it is positive, def when n is zero or negative
 // (client-go's rule: a zero field means the default), and never more than
@@ -25,11 +31,18 @@ func Size(n, def, limit int) int {
 	return min(n, limit)
 }
 
-// QueueLength normalises a queue length option: zero or negative means
-// [fanout.DefaultRecorderQueueLength] (1000, client-go's), and a length
-// above [fanout.MaxQueueLength] means that.
-func QueueLength(n int) int {
-	return Size(n, fanout.DefaultRecorderQueueLength, fanout.MaxQueueLength)
+// QueueLength checks the length given to a WithQueueLength option of
+// record or events: 1 to [fanout.MaxQueueLength]. Zero is an error, not
+// the default: the core's WithQueueLength(0) is a hand-off queue, and the
+// adapters do not give the same name the opposite meaning. A hand-off
+// queue is not offered either: a sink would miss every event recorded
+// while it writes.
+func QueueLength(pkg string, n int) error {
+	if n < 1 || n > fanout.MaxQueueLength {
+		return fmt.Errorf("%s: WithQueueLength(%d): the length must be 1 to %d; leave the option out for the default, %d (unlike the core's, 0 is neither a hand-off nor the default here)",
+			pkg, n, fanout.MaxQueueLength, fanout.DefaultRecorderQueueLength)
+	}
+	return nil
 }
 
 // CacheSize normalises a cache size option: zero or negative means

@@ -2,6 +2,7 @@ package adapt
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,12 +30,6 @@ func TestSizeMeansDefaultWhenNotPositiveAndIsBounded(t *testing.T) {
 }
 
 func TestDefaultsAreTheCoresAndClientGos(t *testing.T) {
-	if got := QueueLength(0); got != 1000 {
-		t.Errorf("QueueLength(0) = %d, want 1000", got)
-	}
-	if got := QueueLength(fanout.MaxQueueLength + 1); got != fanout.MaxQueueLength {
-		t.Errorf("QueueLength(max+1) = %d, want %d", got, fanout.MaxQueueLength)
-	}
 	if got := CacheSize(-1); got != 4096 {
 		t.Errorf("CacheSize(-1) = %d, want 4096", got)
 	}
@@ -54,5 +49,28 @@ func TestSleepDurationNegativeMeansNoPause(t *testing.T) {
 	}
 	if got := SleepDuration(time.Second); got != time.Second {
 		t.Errorf("SleepDuration(1s) = %v", got)
+	}
+}
+
+// WithQueueLength never means the default or a hand-off in the adapters:
+// a length below 1 or above the core's maximum is an error naming the
+// option and the default.
+func TestQueueLengthRefusesWhatIsNotALength(t *testing.T) {
+	for _, n := range []int{0, -1, fanout.MaxQueueLength + 1} {
+		err := QueueLength("record", n)
+		if err == nil {
+			t.Errorf("QueueLength(%d) = nil, want an error", n)
+			continue
+		}
+		for _, want := range []string{"record: WithQueueLength(", "default, 1000"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("QueueLength(%d) = %q, want it to say %q", n, err, want)
+			}
+		}
+	}
+	for _, n := range []int{1, 1000, fanout.MaxQueueLength} {
+		if err := QueueLength("events", n); err != nil {
+			t.Errorf("QueueLength(%d) = %v, want nil", n, err)
+		}
 	}
 }

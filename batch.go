@@ -1,0 +1,86 @@
+package fanout
+
+import (
+	"context"
+	"errors"
+)
+
+// BatchSink stores values a batch at a time for a runner started with
+// [StartBatchSink]. The runner calls Write from its one goroutine, never
+// concurrently.
+type BatchSink[T any] interface {
+	// Write stores the values of batch, in order, and returns how many of
+	// them, from the start, are stored. On an error the runner retries
+	// batch[n:] as its [RetryPolicy] says; an error the policy does not
+	// retry drops batch[n] alone ([DropRejected]) and the rest is
+	// written. A short write without an error counts as
+	// [io.ErrShortWrite]. ctx ends when the runner's context does; a
+	// write should return promptly then.
+	Write(ctx context.Context, batch []T) (n int, err error)
+}
+
+// BatchConfig configures [StartBatchSink]. Every field is optional.
+type BatchConfig[T any] struct {
+	// Name names the runner in its drop reports ([Drop].WatcherName).
+	Name string
+	// Batch is the most values taken from the queue and passed to one
+	// Write; 0 means 1.
+	Batch int
+	// Retry is the retry policy; nil means [DefaultRetryPolicy].
+	Retry *RetryPolicy
+	// Select, if set, is called with each batch taken from the queue and
+	// returns, appended to out (which it may use as scratch space), the
+	// values to write; the others count as handled without a write (for
+	// routing, or to skip what the sink stored before a restart). Values
+	// it leaves out are not counted as dropped at shutdown either.
+	Select func(received, out []T) []T
+	// Finished, if set, is called with each batch taken from the queue
+	// once every value of it was written, dropped or left out by Select:
+	// a point to advance a checkpoint to. It is not called for values the
+	// runner drops unwritten once its context has ended.
+	Finished func(received []T)
+	// OnDrop, if set, is told of the values the runner drops after taking
+	// them (rejected, retries exhausted, panic, shutdown), one call per
+	// group dropped together. The values are the runner's: copy what is
+	// kept.
+	OnDrop func(d Drop, values []T)
+	// OnRetry, if set, is told of each failed write that will be retried:
+	// the values pending, the number of consecutive failures and the
+	// error.
+	OnRetry func(pending []T, failures int, err error)
+}
+
+// StartBatchSink starts a [Runner] that writes the values of w to sink, a
+// batch at a time, with the retries of cfg.Retry, on one goroutine of its
+// own. It shares the write loop, retry policy and drop reasons of a
+// [Recorder]'s runners; a panic in Write drops the first value pending as
+// [DropPanic]. The runner exits once w is stopped (by [Runner.Stop], the
+// broadcaster's Shutdown or eviction) and drained. When ctx ends, the
+// runner stops w, pauses and writes in progress are cut short (ctx is
+// passed to Write), and what is still queued is dropped as [DropShutdown].
+//
+// It returns an error, and starts nothing, if w or sink is nil or cfg is
+// invalid (a negative Batch, an invalid Retry).
+func StartBatchSink[T any](ctx context.Context, w *Watcher[T], sink BatchSink[T], cfg BatchConfig[T]) (*Runner[T], error) {
+	if w == nil || sink == nil {
+		return nil, errors.New("fanout: StartBatchSink: nil watcher or sink")
+	}
+	if cfg.Batch < 0 {
+		return nil, errors.New("fanout: StartBatchSink: negative Batch")
+	}
+	p := DefaultRetryPolicy()
+	if cfg.Retry != nil {
+		if err := cfg.Retry.Validate(); err != nil {
+			return nil, err
+		}
+		p = *cfg.Retry
+	}
+	run := &Runner[T]{w: w, name: cfg.Name, batch: max(cfg.Batch, 1), retry: p, panicAs: DropPanic,
+		sinkCtx: ctx, done: make(chan struct{}),
+		hooks: runnerHooks[T]{sel: cfg.Select, finished: cfg.Finished, onDrop: cfg.OnDrop, onRetry: cfg.OnRetry}}
+	run.ctx, run.cancel = context.WithCancel(ctx)
+	run.stopOnEnd = context.AfterFunc(ctx, w.Stop)
+	run.handle = func(run *Runner[T], batch []T) { run.writeBatch(sink, run.pick(batch)) }
+	go run.loop()
+	return run, nil
+}

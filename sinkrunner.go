@@ -1,0 +1,77 @@
+package fanout
+
+import (
+	"context"
+
+	"github.com/fanout-go/fanout/internal/guard"
+)
+
+// valueSink adapts a [Sink] to the runner's batch write loop: one value a
+// batch, Create or Update as the correlation says, keeping what the sink
+// returned for the correlator. Owned by the runner's goroutine.
+type valueSink[T any] struct {
+	sink   Sink[T]
+	repeat bool
+	stored T
+	one    []T
+}
+
+// Write stores batch[0] with Create, or Update for a repeat.
+func (s *valueSink[T]) Write(ctx context.Context, batch []T) (int, error) {
+	var err error
+	if s.repeat {
+		s.stored, err = s.sink.Update(ctx, batch[0])
+	} else {
+		s.stored, err = s.sink.Create(ctx, batch[0])
+	}
+	if err != nil {
+		return 0, err
+	}
+	return 1, nil
+}
+
+// write correlates the value of one (a slice of length 1 in the runner's
+// buffer) and writes it to s's sink with the runner's write loop: after a
+// failure the tries are counted first, then a pause that Stop or Shutdown
+// cut short ends the value.
+func (run *Runner[T]) write(s *valueSink[T], c SinkCorrelator[T], one []T) {
+	res, ok := run.correlate(c, one)
+	if !ok {
+		return
+	}
+	s.repeat = res.Count > 1
+	s.one[0] = res.Value
+	n := run.writeBatch(s, s.one)
+	clear(s.one)
+	if n == 1 && c != nil {
+		// The value is stored; a correlator function that panics
+		// here only loses the repeat's reference.
+		stored := s.stored
+		_ = guard.Call(func() { c.Observe(stored) })
+	}
+	var zero T
+	s.stored = zero
+}
+
+// correlate passes the value of one through c and reports whether there
+// is a value to write: not when the spam filter skipped it, c merged it,
+// or c panicked.
+func (run *Runner[T]) correlate(c SinkCorrelator[T], one []T) (Correlation[T], bool) {
+	v := one[0]
+	res := Correlation[T]{Value: v, Count: 1}
+	if c != nil {
+		if err := guard.Call(func() { res = c.Correlate(v) }); err != nil {
+			run.drop(DropRejected, one, err)
+			return res, false
+		}
+	}
+	switch {
+	case res.Skip:
+		run.drop(DropSpam, one, nil)
+		return res, false
+	case res.Merged:
+		run.merged.Add(1)
+		return res, false
+	}
+	return res, true
+}
