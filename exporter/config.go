@@ -85,8 +85,8 @@ type ConfigMapRef struct {
 }
 
 // Receiver is one sink with its queue, batch size and retry policy. Exactly
-// one of the sink kinds (stdout, file, webhook, nats, log) is set, or Sink
-// is set by a program.
+// one of the sink kinds (stdout, file, pipe, webhook, elasticsearch,
+// opensearch, nats, log) is set, or Sink is set by a program.
 type Receiver struct {
 	// Name is what rules send occurrences to; it labels the sink's
 	// metrics.
@@ -114,6 +114,9 @@ type Receiver struct {
 	// Pipe is kubernetes-event-exporter's pipe sink: JSON Lines written to
 	// a path opened for writing (a named pipe, /dev/stdout).
 	Pipe *PipeConfig `yaml:"pipe"`
+	// Elasticsearch and OpenSearch index occurrences with the bulk API.
+	Elasticsearch *ElasticsearchConfig `yaml:"elasticsearch"`
+	OpenSearch    *ElasticsearchConfig `yaml:"opensearch"`
 	// The sink kinds of kubernetes-event-exporter without a sink here:
 	// a receiver of such a kind is skipped with a warning.
 	foreignSinks `yaml:",inline"`

@@ -44,7 +44,7 @@ type WebhookConfig struct {
 // TLSConfig is a webhook's TLS configuration, kubernetes-event-exporter's.
 type TLSConfig struct {
 	// InsecureSkipVerify accepts any server certificate.
-	InsecureSkipVerify bool `yaml:"insecureSkipVerify"`
+	InsecureSkipVerify Bool `yaml:"insecureSkipVerify"`
 	// ServerName is the name the server certificate is checked against,
 	// when it is not the endpoint's host.
 	ServerName string `yaml:"serverName"`
@@ -65,29 +65,48 @@ func (c *WebhookConfig) validate() []string {
 	if c.Timeout == 0 {
 		c.Timeout = Duration(10 * time.Second)
 	}
-	if t := c.TLS; t != nil && (t.CertFile == "") != (t.KeyFile == "") {
-		return []string{"webhook.tls: certFile and keyFile go together"}
+	return c.TLS.validate("webhook")
+}
+
+// warnings returns the TLS configuration's warnings (nil is no TLS
+// configuration).
+func (t *TLSConfig) warnings() []string {
+	if t == nil {
+		return nil
+	}
+	if w := t.InsecureSkipVerify.warning("tls.insecureSkipVerify"); w != "" {
+		return []string{w}
 	}
 	return nil
 }
 
-// clientTLS returns the transport's TLS configuration, reading the files.
-func (t *TLSConfig) clientTLS() (*tls.Config, error) {
-	c := &tls.Config{InsecureSkipVerify: t.InsecureSkipVerify, ServerName: t.ServerName} //nolint:gosec // the user's choice
+// validate returns the problem of a TLS configuration, naming the key of
+// sink kind (nil is no TLS configuration).
+func (t *TLSConfig) validate(kind string) []string {
+	if t != nil && (t.CertFile == "") != (t.KeyFile == "") {
+		return []string{kind + ".tls: certFile and keyFile go together"}
+	}
+	return nil
+}
+
+// clientTLS returns the transport's TLS configuration, reading the files;
+// errors name the key of sink kind.
+func (t *TLSConfig) clientTLS(kind string) (*tls.Config, error) {
+	c := &tls.Config{InsecureSkipVerify: t.InsecureSkipVerify.V, ServerName: t.ServerName} //nolint:gosec // the user's choice
 	if t.CaFile != "" {
 		pem, err := os.ReadFile(t.CaFile)
 		if err != nil {
-			return nil, fmt.Errorf("webhook.tls.caFile: %w", err)
+			return nil, fmt.Errorf("%s.tls.caFile: %w", kind, err)
 		}
 		c.RootCAs = x509.NewCertPool()
 		if !c.RootCAs.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("webhook.tls.caFile %s: no PEM certificate", t.CaFile)
+			return nil, fmt.Errorf("%s.tls.caFile %s: no PEM certificate", kind, t.CaFile)
 		}
 	}
 	if t.CertFile != "" {
 		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
 		if err != nil {
-			return nil, fmt.Errorf("webhook.tls: client certificate: %w", err)
+			return nil, fmt.Errorf("%s.tls: client certificate: %w", kind, err)
 		}
 		c.Certificates = []tls.Certificate{cert}
 	}
@@ -145,7 +164,7 @@ func NewWebhookSink(cfg WebhookConfig) (*WebhookSink, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 4
 	if cfg.TLS != nil {
-		tc, err := cfg.TLS.clientTLS()
+		tc, err := cfg.TLS.clientTLS("webhook")
 		if err != nil {
 			return nil, err
 		}

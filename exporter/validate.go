@@ -1,6 +1,7 @@
 package exporter
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -143,6 +144,10 @@ func (c *Config) validateReceiver(r *Receiver, add func(int, string, ...any)) bo
 			c.Warnings = append(c.Warnings, fmt.Sprintf("line %d: receiver %q: %s", r.line, r.Name, w))
 		}
 	}
+	if es := cmp.Or(r.Elasticsearch, r.OpenSearch); es != nil {
+		c.Warnings = append(c.Warnings, es.warnings()...)
+	}
+	c.Warnings = append(c.Warnings, r.tlsConfig().warnings()...)
 	return true
 }
 
@@ -199,7 +204,7 @@ func (r *Receiver) validate() []string {
 	case r.Sink != nil && kinds > 0:
 		p = append(p, "a receiver with a Sink cannot also configure one")
 	case r.Sink == nil && kinds == 0:
-		p = append(p, "a sink is required: one of stdout, file, webhook, pipe, nats or log")
+		p = append(p, "a sink is required: one of stdout, file, pipe, webhook, elasticsearch, opensearch, nats or log")
 	}
 	p = append(p, r.validateFormat()...)
 	p = append(p, r.setQueueDefaults()...)
@@ -217,6 +222,11 @@ func (r *Receiver) validate() []string {
 		p = append(p, r.Log.validate()...)
 	case r.Pipe != nil:
 		p = append(p, r.Pipe.validate()...)
+	case r.Elasticsearch != nil:
+		p = append(p, r.Elasticsearch.validate()...)
+	case r.OpenSearch != nil:
+		r.OpenSearch.kind = "opensearch"
+		p = append(p, r.OpenSearch.validate()...)
 	}
 	return p
 }
@@ -232,23 +242,29 @@ func (r *Receiver) validateFormat() []string {
 	return nil
 }
 
+// remote reports whether the receiver's sink is a remote service: its
+// queue defaults to 10,000 occurrences and DropOldest, so that an outage
+// does not stall the other sinks.
+func (r *Receiver) remote() bool {
+	return r.Webhook != nil || r.Elasticsearch != nil || r.OpenSearch != nil
+}
+
 func (r *Receiver) setQueueDefaults() []string {
-	webhook := r.Webhook != nil
 	if r.Queue.Length == 0 {
 		r.Queue.Length = 1000
-		if webhook {
+		if r.remote() {
 			r.Queue.Length = 10000
 		}
 	}
 	if r.Queue.Strategy == "" {
 		r.Queue.Strategy = StrategyWait
-		if webhook {
+		if r.remote() {
 			r.Queue.Strategy = StrategyDropOldest
 		}
 	}
 	if r.Batch == 0 {
 		r.Batch = 256
-		if webhook {
+		if r.Webhook != nil {
 			r.Batch = 1
 		}
 	}
@@ -308,6 +324,21 @@ func (r *Receiver) payload() *Payload {
 		return &r.Webhook.Payload
 	case r.NATS != nil:
 		return &r.NATS.Payload
+	case r.Elasticsearch != nil:
+		return &r.Elasticsearch.Payload
+	case r.OpenSearch != nil:
+		return &r.OpenSearch.Payload
+	}
+	return nil
+}
+
+// tlsConfig returns the TLS configuration of the receiver's sink, or nil.
+func (r *Receiver) tlsConfig() *TLSConfig {
+	switch {
+	case r.Webhook != nil:
+		return r.Webhook.TLS
+	case r.Elasticsearch != nil || r.OpenSearch != nil:
+		return cmp.Or(r.Elasticsearch, r.OpenSearch).TLS
 	}
 	return nil
 }
@@ -353,6 +384,10 @@ func (r *Receiver) build(cluster string) (Sink, error) {
 		return newLogSink(r.Log), nil
 	case r.Pipe != nil:
 		return newPipeSink(r.Pipe, enc)
+	case r.Elasticsearch != nil || r.OpenSearch != nil:
+		c := *cmp.Or(r.Elasticsearch, r.OpenSearch)
+		c.Encode = enc
+		return NewElasticsearchSink(c)
 	}
 	return nil, fmt.Errorf("no sink configured")
 }
