@@ -45,7 +45,6 @@ type foreignSinks struct {
 	SQS         *foreignSink `yaml:"sqs"`
 	SNS         *foreignSink `yaml:"sns"`
 	Slack       *foreignSink `yaml:"slack"`
-	Kafka       *foreignSink `yaml:"kafka"`
 	Pubsub      *foreignSink `yaml:"pubsub"`
 	Opscenter   *foreignSink `yaml:"opscenter"`
 	Teams       *foreignSink `yaml:"teams"`
@@ -71,7 +70,7 @@ func (r *Receiver) kinds() []sinkKind {
 		ownKind("elasticsearch", &r.Elasticsearch), foreignKind("kinesis", &fs.Kinesis),
 		foreignKind("firehose", &fs.Firehose), ownKind("opensearch", &r.OpenSearch),
 		foreignKind("opsgenie", &fs.Opsgenie), foreignKind("sqs", &fs.SQS), foreignKind("sns", &fs.SNS),
-		foreignKind("slack", &fs.Slack), foreignKind("kafka", &fs.Kafka), foreignKind("pubsub", &fs.Pubsub),
+		foreignKind("slack", &fs.Slack), ownKind("kafka", &r.Kafka), foreignKind("pubsub", &fs.Pubsub),
 		foreignKind("opscenter", &fs.Opscenter), foreignKind("teams", &fs.Teams),
 		foreignKind("bigquery", &fs.BigQuery), foreignKind("eventbridge", &fs.EventBridge),
 		foreignKind("loki", &fs.Loki), ownKind("nats", &r.NATS), ownKind("log", &r.Log),

@@ -46,8 +46,8 @@ func TestTheirConfigExampleKeepsItsSupportedSinksAndSkipsTheRest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := receiverNames(c); !slices.Equal(got, []string{"dump", "opensearch-dump", "pipe"}) {
-		t.Fatalf("receivers %v, want dump, opensearch-dump and pipe", got)
+	if got := receiverNames(c); !slices.Equal(got, []string{"dump", "opensearch-dump", "pipe", "kafka"}) {
+		t.Fatalf("receivers %v, want dump, opensearch-dump, pipe and kafka", got)
 	}
 	if c.Receivers[0].Elasticsearch.APIKey != "key" || c.Receivers[2].Webhook.Layout == nil {
 		t.Errorf("elasticsearch %+v, webhook %+v", c.Receivers[0].Elasticsearch, c.Receivers[2].Webhook)

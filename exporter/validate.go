@@ -204,7 +204,7 @@ func (r *Receiver) validate() []string {
 	case r.Sink != nil && kinds > 0:
 		p = append(p, "a receiver with a Sink cannot also configure one")
 	case r.Sink == nil && kinds == 0:
-		p = append(p, "a sink is required: one of stdout, file, pipe, webhook, elasticsearch, opensearch, nats or log")
+		p = append(p, "a sink is required: one of stdout, file, pipe, webhook, elasticsearch, opensearch, kafka, nats or log")
 	}
 	p = append(p, r.validateFormat()...)
 	p = append(p, r.setQueueDefaults()...)
@@ -227,6 +227,8 @@ func (r *Receiver) validate() []string {
 	case r.OpenSearch != nil:
 		r.OpenSearch.kind = "opensearch"
 		p = append(p, r.OpenSearch.validate()...)
+	case r.Kafka != nil:
+		p = append(p, r.Kafka.validate()...)
 	}
 	return p
 }
@@ -246,7 +248,7 @@ func (r *Receiver) validateFormat() []string {
 // queue defaults to 10,000 occurrences and DropOldest, so that an outage
 // does not stall the other sinks.
 func (r *Receiver) remote() bool {
-	return r.Webhook != nil || r.Elasticsearch != nil || r.OpenSearch != nil
+	return r.Webhook != nil || r.Elasticsearch != nil || r.OpenSearch != nil || r.Kafka != nil
 }
 
 func (r *Receiver) setQueueDefaults() []string {
@@ -328,6 +330,8 @@ func (r *Receiver) payload() *Payload {
 		return &r.Elasticsearch.Payload
 	case r.OpenSearch != nil:
 		return &r.OpenSearch.Payload
+	case r.Kafka != nil:
+		return &r.Kafka.Payload
 	}
 	return nil
 }
@@ -339,6 +343,8 @@ func (r *Receiver) tlsConfig() *TLSConfig {
 		return r.Webhook.TLS
 	case r.Elasticsearch != nil || r.OpenSearch != nil:
 		return cmp.Or(r.Elasticsearch, r.OpenSearch).TLS
+	case r.Kafka != nil:
+		return &r.Kafka.TLS.TLSConfig
 	}
 	return nil
 }
@@ -388,6 +394,10 @@ func (r *Receiver) build(cluster string) (Sink, error) {
 		c := *cmp.Or(r.Elasticsearch, r.OpenSearch)
 		c.Encode = enc
 		return NewElasticsearchSink(c)
+	case r.Kafka != nil:
+		c := *r.Kafka
+		c.Encode = enc
+		return NewKafkaSink(c)
 	}
 	return nil, fmt.Errorf("no sink configured")
 }
