@@ -73,7 +73,7 @@ func (r *Receiver) kinds() []sinkKind {
 		foreignKind("slack", &fs.Slack), ownKind("kafka", &r.Kafka), foreignKind("pubsub", &fs.Pubsub),
 		foreignKind("opscenter", &fs.Opscenter), foreignKind("teams", &fs.Teams),
 		foreignKind("bigquery", &fs.BigQuery), foreignKind("eventbridge", &fs.EventBridge),
-		foreignKind("loki", &fs.Loki), ownKind("nats", &r.NATS), ownKind("log", &r.Log),
+		foreignKind("loki", &fs.Loki), ownKind("nats", &r.NATS), ownKind("log", &r.Log), ownKind("otlp", &r.OTLP),
 	}
 	return slices.DeleteFunc(all, func(k sinkKind) bool { return k.clear == nil })
 }

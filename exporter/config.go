@@ -86,7 +86,8 @@ type ConfigMapRef struct {
 
 // Receiver is one sink with its queue, batch size and retry policy. Exactly
 // one of the sink kinds (stdout, file, pipe, webhook, elasticsearch,
-// opensearch, kafka, nats, log) is set, or Sink is set by a program.
+// opensearch, kafka, otlp, nats, log) is set, or Sink is set by a
+// program.
 type Receiver struct {
 	// Name is what rules send occurrences to; it labels the sink's
 	// metrics.
@@ -119,6 +120,8 @@ type Receiver struct {
 	OpenSearch    *ElasticsearchConfig `yaml:"opensearch"`
 	// Kafka produces occurrences to a topic.
 	Kafka *KafkaConfig `yaml:"kafka"`
+	// OTLP exports occurrences as OpenTelemetry log records.
+	OTLP *OTLPConfig `yaml:"otlp"`
 	// The sink kinds of kubernetes-event-exporter without a sink here:
 	// a receiver of such a kind is skipped with a warning.
 	foreignSinks `yaml:",inline"`

@@ -204,7 +204,7 @@ func (r *Receiver) validate() []string {
 	case r.Sink != nil && kinds > 0:
 		p = append(p, "a receiver with a Sink cannot also configure one")
 	case r.Sink == nil && kinds == 0:
-		p = append(p, "a sink is required: one of stdout, file, pipe, webhook, elasticsearch, opensearch, kafka, nats or log")
+		p = append(p, "a sink is required: one of stdout, file, pipe, webhook, elasticsearch, opensearch, kafka, otlp, nats or log")
 	}
 	p = append(p, r.validateFormat()...)
 	p = append(p, r.setQueueDefaults()...)
@@ -229,6 +229,8 @@ func (r *Receiver) validate() []string {
 		p = append(p, r.OpenSearch.validate()...)
 	case r.Kafka != nil:
 		p = append(p, r.Kafka.validate()...)
+	case r.OTLP != nil:
+		p = append(p, r.OTLP.validate()...)
 	}
 	return p
 }
@@ -248,7 +250,7 @@ func (r *Receiver) validateFormat() []string {
 // queue defaults to 10,000 occurrences and DropOldest, so that an outage
 // does not stall the other sinks.
 func (r *Receiver) remote() bool {
-	return r.Webhook != nil || r.Elasticsearch != nil || r.OpenSearch != nil || r.Kafka != nil
+	return r.Webhook != nil || r.Elasticsearch != nil || r.OpenSearch != nil || r.Kafka != nil || r.OTLP != nil
 }
 
 func (r *Receiver) setQueueDefaults() []string {
@@ -332,6 +334,8 @@ func (r *Receiver) payload() *Payload {
 		return &r.OpenSearch.Payload
 	case r.Kafka != nil:
 		return &r.Kafka.Payload
+	case r.OTLP != nil:
+		return &r.OTLP.Payload
 	}
 	return nil
 }
@@ -345,6 +349,8 @@ func (r *Receiver) tlsConfig() *TLSConfig {
 		return cmp.Or(r.Elasticsearch, r.OpenSearch).TLS
 	case r.Kafka != nil:
 		return &r.Kafka.TLS.TLSConfig
+	case r.OTLP != nil:
+		return r.OTLP.TLS
 	}
 	return nil
 }
@@ -398,6 +404,10 @@ func (r *Receiver) build(cluster string) (Sink, error) {
 		c := *r.Kafka
 		c.Encode = enc
 		return NewKafkaSink(c)
+	case r.OTLP != nil:
+		c := *r.OTLP
+		c.Encode = enc
+		return NewOTLPSink(c)
 	}
 	return nil, fmt.Errorf("no sink configured")
 }
