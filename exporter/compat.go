@@ -44,10 +44,8 @@ type foreignSinks struct {
 	Opsgenie    *foreignSink `yaml:"opsgenie"`
 	SQS         *foreignSink `yaml:"sqs"`
 	SNS         *foreignSink `yaml:"sns"`
-	Slack       *foreignSink `yaml:"slack"`
 	Pubsub      *foreignSink `yaml:"pubsub"`
 	Opscenter   *foreignSink `yaml:"opscenter"`
-	Teams       *foreignSink `yaml:"teams"`
 	BigQuery    *foreignSink `yaml:"bigquery"`
 	EventBridge *foreignSink `yaml:"eventbridge"`
 	Loki        *foreignSink `yaml:"loki"`
@@ -70,8 +68,8 @@ func (r *Receiver) kinds() []sinkKind {
 		ownKind("elasticsearch", &r.Elasticsearch), foreignKind("kinesis", &fs.Kinesis),
 		foreignKind("firehose", &fs.Firehose), ownKind("opensearch", &r.OpenSearch),
 		foreignKind("opsgenie", &fs.Opsgenie), foreignKind("sqs", &fs.SQS), foreignKind("sns", &fs.SNS),
-		foreignKind("slack", &fs.Slack), ownKind("kafka", &r.Kafka), foreignKind("pubsub", &fs.Pubsub),
-		foreignKind("opscenter", &fs.Opscenter), foreignKind("teams", &fs.Teams),
+		ownKind("slack", &r.Slack), ownKind("kafka", &r.Kafka), foreignKind("pubsub", &fs.Pubsub),
+		foreignKind("opscenter", &fs.Opscenter), ownKind("teams", &r.Teams),
 		foreignKind("bigquery", &fs.BigQuery), foreignKind("eventbridge", &fs.EventBridge),
 		foreignKind("loki", &fs.Loki), ownKind("nats", &r.NATS), ownKind("log", &r.Log), ownKind("otlp", &r.OTLP),
 	}

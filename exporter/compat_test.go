@@ -77,7 +77,7 @@ receivers:
 
 func TestEveryUnsupportedSinkKindOfTheirsIsAccepted(t *testing.T) {
 	for _, kind := range []string{"inMemory", "syslog", "kinesis", "firehose", "opsgenie",
-		"sqs", "sns", "slack", "pubsub", "opscenter", "teams", "bigquery", "eventbridge", "loki"} {
+		"sqs", "sns", "pubsub", "opscenter", "bigquery", "eventbridge", "loki"} {
 		c := parseOK(t, "receivers:\n  - name: x\n    "+kind+":\n      anything: {goes: here}\n")
 		wantWarnings(t, c, "the "+kind+" sink (line 4) is not supported yet", "nothing will be exported")
 	}
@@ -202,7 +202,7 @@ func TestPipeSinkWritesJSONLinesToItsPath(t *testing.T) {
 }
 
 func TestPipelineWithEveryReceiverSkippedTakesOccurrencesAndShutsDown(t *testing.T) {
-	c := parseOK(t, "route: {match: [{receiver: s}]}\nreceivers:\n  - name: s\n    slack: {token: x}\n")
+	c := parseOK(t, "route: {match: [{receiver: s}]}\nreceivers:\n  - name: s\n    sns: {topicARN: x}\n")
 	p, err := NewPipeline(c, PipelineOptions{})
 	if err != nil {
 		t.Fatal(err)

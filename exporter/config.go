@@ -86,8 +86,8 @@ type ConfigMapRef struct {
 
 // Receiver is one sink with its queue, batch size and retry policy. Exactly
 // one of the sink kinds (stdout, file, pipe, webhook, elasticsearch,
-// opensearch, kafka, otlp, nats, log) is set, or Sink is set by a
-// program.
+// opensearch, kafka, otlp, slack, teams, nats, log) is set, or Sink is set
+// by a program.
 type Receiver struct {
 	// Name is what rules send occurrences to; it labels the sink's
 	// metrics.
@@ -122,6 +122,10 @@ type Receiver struct {
 	Kafka *KafkaConfig `yaml:"kafka"`
 	// OTLP exports occurrences as OpenTelemetry log records.
 	OTLP *OTLPConfig `yaml:"otlp"`
+	// Slack and Teams post a chat message per occurrence (webhook
+	// presets).
+	Slack *SlackConfig `yaml:"slack"`
+	Teams *TeamsConfig `yaml:"teams"`
 	// The sink kinds of kubernetes-event-exporter without a sink here:
 	// a receiver of such a kind is skipped with a warning.
 	foreignSinks `yaml:",inline"`

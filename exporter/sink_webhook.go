@@ -39,6 +39,9 @@ type WebhookConfig struct {
 
 	array   bool
 	cluster string // the clusterName of header templates' data
+	// check, if set, checks the body of a 2xx response (a preset's
+	// service answers some failures with 200).
+	check func(body []byte) error
 }
 
 // TLSConfig is a webhook's TLS configuration, kubernetes-event-exporter's.
@@ -229,17 +232,27 @@ func (s *WebhookSink) post(ctx context.Context, batch []*Occurrence) (int, error
 	if err != nil {
 		return 0, err
 	}
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
 	resp.Body.Close()
 	switch code := resp.StatusCode; {
+	case code >= 200 && code < 300 && s.cfg.check != nil:
+		if err := s.cfg.check(body); err != nil {
+			return 0, fmt.Errorf("webhook %s: %w", s.cfg.Endpoint, err)
+		}
+		return len(batch), nil
 	case code >= 200 && code < 300:
 		return len(batch), nil
 	case code == http.StatusRequestTimeout || code == http.StatusTooManyRequests || code >= 500:
-		return 0, fmt.Errorf("webhook %s: %s: %s", s.cfg.Endpoint, resp.Status, bytes.TrimSpace(body))
+		return 0, fmt.Errorf("webhook %s: %s: %s", s.cfg.Endpoint, resp.Status, snippet(body))
 	default:
-		return 0, Permanent(fmt.Errorf("webhook %s: %s: %s", s.cfg.Endpoint, resp.Status, bytes.TrimSpace(body)))
+		return 0, Permanent(fmt.Errorf("webhook %s: %s: %s", s.cfg.Endpoint, resp.Status, snippet(body)))
 	}
+}
+
+// snippet returns the start of a response body, for an error message.
+func snippet(body []byte) []byte {
+	return bytes.TrimSpace(body[:min(len(body), 512)])
 }
 
 // setHeaders sets the configured headers, templates executed against o.

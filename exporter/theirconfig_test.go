@@ -46,11 +46,11 @@ func TestTheirConfigExampleKeepsItsSupportedSinksAndSkipsTheRest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := receiverNames(c); !slices.Equal(got, []string{"dump", "opensearch-dump", "pipe", "kafka"}) {
-		t.Fatalf("receivers %v, want dump, opensearch-dump, pipe and kafka", got)
+	if got := receiverNames(c); !slices.Equal(got, []string{"dump", "opensearch-dump", "slack", "pipe", "kafka"}) {
+		t.Fatalf("receivers %v, want dump, opensearch-dump, slack, pipe and kafka", got)
 	}
-	if c.Receivers[0].Elasticsearch.APIKey != "key" || c.Receivers[2].Webhook.Layout == nil {
-		t.Errorf("elasticsearch %+v, webhook %+v", c.Receivers[0].Elasticsearch, c.Receivers[2].Webhook)
+	if c.Receivers[0].Elasticsearch.APIKey != "key" || c.Receivers[3].Webhook.Layout == nil {
+		t.Errorf("elasticsearch %+v, webhook %+v", c.Receivers[0].Elasticsearch, c.Receivers[3].Webhook)
 	}
 	if c.KubeQPS != 60 || c.KubeBurst != 60 || c.LogLevel != "debug" || c.LogFormat != "json" {
 		t.Errorf("kubeQPS %v, kubeBurst %d, log %s/%s", c.KubeQPS, c.KubeBurst, c.LogLevel, c.LogFormat)
@@ -60,8 +60,8 @@ func TestTheirConfigExampleKeepsItsSupportedSinksAndSkipsTheRest(t *testing.T) {
 		"labels: involved objects are not looked up")
 	o := occ("u", 9, "prod")
 	o.Type = "Warning"
-	if set, _ := c.Route.receivers(o); set != 0b101 {
-		t.Errorf("warning routed to %b, want dump and the webhook (101)", set)
+	if set, _ := c.Route.receivers(o); set != 0b1001 {
+		t.Errorf("warning routed to %b, want dump and the webhook (1001)", set)
 	}
 }
 

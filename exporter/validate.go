@@ -147,6 +147,11 @@ func (c *Config) validateReceiver(r *Receiver, add func(int, string, ...any)) bo
 	if es := cmp.Or(r.Elasticsearch, r.OpenSearch); es != nil {
 		c.Warnings = append(c.Warnings, es.warnings()...)
 	}
+	if r.Slack != nil {
+		for _, w := range r.Slack.warnings() {
+			c.Warnings = append(c.Warnings, fmt.Sprintf("line %d: receiver %q: %s", r.line, r.Name, w))
+		}
+	}
 	c.Warnings = append(c.Warnings, r.tlsConfig().warnings()...)
 	return true
 }
@@ -204,7 +209,7 @@ func (r *Receiver) validate() []string {
 	case r.Sink != nil && kinds > 0:
 		p = append(p, "a receiver with a Sink cannot also configure one")
 	case r.Sink == nil && kinds == 0:
-		p = append(p, "a sink is required: one of stdout, file, pipe, webhook, elasticsearch, opensearch, kafka, otlp, nats or log")
+		p = append(p, "a sink is required: one of stdout, file, pipe, webhook, elasticsearch, opensearch, kafka, otlp, slack, teams, nats or log")
 	}
 	p = append(p, r.validateFormat()...)
 	p = append(p, r.setQueueDefaults()...)
@@ -231,6 +236,10 @@ func (r *Receiver) validate() []string {
 		p = append(p, r.Kafka.validate()...)
 	case r.OTLP != nil:
 		p = append(p, r.OTLP.validate()...)
+	case r.Slack != nil:
+		p = append(p, r.Slack.validate()...)
+	case r.Teams != nil:
+		p = append(p, r.Teams.validate()...)
 	}
 	return p
 }
@@ -250,7 +259,15 @@ func (r *Receiver) validateFormat() []string {
 // queue defaults to 10,000 occurrences and DropOldest, so that an outage
 // does not stall the other sinks.
 func (r *Receiver) remote() bool {
-	return r.Webhook != nil || r.Elasticsearch != nil || r.OpenSearch != nil || r.Kafka != nil || r.OTLP != nil
+	return r.Webhook != nil || r.Elasticsearch != nil || r.OpenSearch != nil || r.Kafka != nil || r.OTLP != nil ||
+		r.Slack != nil || r.Teams != nil
+}
+
+// oneMessageEach reports whether the receiver's sink posts one message
+// per occurrence: its batch defaults to 1 (and must be 1 for the chat
+// presets).
+func (r *Receiver) oneMessageEach() bool {
+	return r.Webhook != nil || r.Slack != nil || r.Teams != nil
 }
 
 func (r *Receiver) setQueueDefaults() []string {
@@ -268,11 +285,14 @@ func (r *Receiver) setQueueDefaults() []string {
 	}
 	if r.Batch == 0 {
 		r.Batch = 256
-		if r.Webhook != nil {
+		if r.oneMessageEach() {
 			r.Batch = 1
 		}
 	}
 	var p []string
+	if (r.Slack != nil || r.Teams != nil) && r.Batch > 1 {
+		p = append(p, fmt.Sprintf("batch %d: a chat message is one occurrence: want 1", r.Batch))
+	}
 	if r.Queue.Length < 1 {
 		p = append(p, fmt.Sprintf("queue.length %d must be at least 1", r.Queue.Length))
 	}
@@ -336,6 +356,10 @@ func (r *Receiver) payload() *Payload {
 		return &r.Kafka.Payload
 	case r.OTLP != nil:
 		return &r.OTLP.Payload
+	case r.Slack != nil:
+		return &r.Slack.Payload
+	case r.Teams != nil:
+		return &r.Teams.Payload
 	}
 	return nil
 }
@@ -408,6 +432,14 @@ func (r *Receiver) build(cluster string) (Sink, error) {
 		c := *r.OTLP
 		c.Encode = enc
 		return NewOTLPSink(c)
+	case r.Slack != nil:
+		w := r.Slack.webhook()
+		w.Encode, w.cluster = r.Slack.encoder(cluster), cluster
+		return NewWebhookSink(*w)
+	case r.Teams != nil:
+		w := r.Teams.webhook()
+		w.Encode, w.cluster = teamsEncoder(enc), cluster
+		return NewWebhookSink(*w)
 	}
 	return nil, fmt.Errorf("no sink configured")
 }
