@@ -48,7 +48,6 @@ type foreignSinks struct {
 	Opscenter   *foreignSink `yaml:"opscenter"`
 	BigQuery    *foreignSink `yaml:"bigquery"`
 	EventBridge *foreignSink `yaml:"eventbridge"`
-	Loki        *foreignSink `yaml:"loki"`
 }
 
 // sinkKind is one sink kind a receiver sets.
@@ -71,7 +70,7 @@ func (r *Receiver) kinds() []sinkKind {
 		ownKind("slack", &r.Slack), ownKind("kafka", &r.Kafka), foreignKind("pubsub", &fs.Pubsub),
 		foreignKind("opscenter", &fs.Opscenter), ownKind("teams", &r.Teams),
 		foreignKind("bigquery", &fs.BigQuery), foreignKind("eventbridge", &fs.EventBridge),
-		foreignKind("loki", &fs.Loki), ownKind("nats", &r.NATS), ownKind("log", &r.Log), ownKind("otlp", &r.OTLP),
+		ownKind("loki", &r.Loki), ownKind("nats", &r.NATS), ownKind("log", &r.Log), ownKind("otlp", &r.OTLP),
 	}
 	return slices.DeleteFunc(all, func(k sinkKind) bool { return k.clear == nil })
 }

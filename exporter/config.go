@@ -86,8 +86,8 @@ type ConfigMapRef struct {
 
 // Receiver is one sink with its queue, batch size and retry policy. Exactly
 // one of the sink kinds (stdout, file, pipe, webhook, elasticsearch,
-// opensearch, kafka, otlp, slack, teams, nats, log) is set, or Sink is set
-// by a program.
+// opensearch, kafka, otlp, slack, teams, loki, nats, log) is set, or Sink
+// is set by a program.
 type Receiver struct {
 	// Name is what rules send occurrences to; it labels the sink's
 	// metrics.
@@ -126,6 +126,8 @@ type Receiver struct {
 	// presets).
 	Slack *SlackConfig `yaml:"slack"`
 	Teams *TeamsConfig `yaml:"teams"`
+	// Loki pushes occurrences to Loki's push API.
+	Loki *LokiConfig `yaml:"loki"`
 	// The sink kinds of kubernetes-event-exporter without a sink here:
 	// a receiver of such a kind is skipped with a warning.
 	foreignSinks `yaml:",inline"`

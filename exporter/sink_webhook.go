@@ -153,7 +153,7 @@ func (c *WebhookConfig) warnings() []string {
 type WebhookSink struct {
 	cfg     WebhookConfig
 	client  *http.Client
-	headers map[string]*template.Template
+	headers headerSet
 	buf     bytes.Buffer
 	hbuf    bytes.Buffer
 }
@@ -174,7 +174,7 @@ func NewWebhookSink(cfg WebhookConfig) (*WebhookSink, error) {
 		tr.TLSClientConfig = tc
 	}
 	return &WebhookSink{cfg: cfg, client: &http.Client{Transport: tr, Timeout: time.Duration(cfg.Timeout)},
-		headers: headerTemplates(cfg.Headers)}, nil
+		headers: newHeaderSet(cfg.Headers)}, nil
 }
 
 // Write posts the batch in one request; an occurrence that cannot be
@@ -257,15 +257,33 @@ func snippet(body []byte) []byte {
 
 // setHeaders sets the configured headers, templates executed against o.
 func (s *WebhookSink) setHeaders(req *http.Request, o *Occurrence) {
+	s.headers.set(req, o, s.cfg.cluster, &s.hbuf)
+}
+
+// headerSet is a sink's configured headers, with the values that are
+// templates parsed.
+type headerSet struct {
+	values map[string]string
+	tmpls  map[string]*template.Template
+}
+
+// newHeaderSet parses the header values that are templates.
+func newHeaderSet(h map[string]string) headerSet {
+	return headerSet{values: h, tmpls: headerTemplates(h)}
+}
+
+// set sets the headers on req, templates executed against o's record with
+// clusterName cluster (a template that fails is sent as it is).
+func (h headerSet) set(req *http.Request, o *Occurrence, cluster string, buf *bytes.Buffer) {
 	var data *EnhancedEvent
-	for k, v := range s.cfg.Headers {
-		if t := s.headers[k]; t != nil {
+	for k, v := range h.values {
+		if t := h.tmpls[k]; t != nil {
 			if data == nil {
-				data = o.Enhanced(s.cfg.cluster)
+				data = o.Enhanced(cluster)
 			}
-			s.hbuf.Reset()
-			if t.Execute(&s.hbuf, data) == nil {
-				v = s.hbuf.String()
+			buf.Reset()
+			if t.Execute(buf, data) == nil {
+				v = buf.String()
 			}
 		}
 		req.Header.Set(k, v)

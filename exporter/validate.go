@@ -209,7 +209,7 @@ func (r *Receiver) validate() []string {
 	case r.Sink != nil && kinds > 0:
 		p = append(p, "a receiver with a Sink cannot also configure one")
 	case r.Sink == nil && kinds == 0:
-		p = append(p, "a sink is required: one of stdout, file, pipe, webhook, elasticsearch, opensearch, kafka, otlp, slack, teams, nats or log")
+		p = append(p, "a sink is required: one of stdout, file, pipe, webhook, elasticsearch, opensearch, kafka, otlp, slack, teams, loki, nats or log")
 	}
 	p = append(p, r.validateFormat()...)
 	p = append(p, r.setQueueDefaults()...)
@@ -240,6 +240,8 @@ func (r *Receiver) validate() []string {
 		p = append(p, r.Slack.validate()...)
 	case r.Teams != nil:
 		p = append(p, r.Teams.validate()...)
+	case r.Loki != nil:
+		p = append(p, r.Loki.validate()...)
 	}
 	return p
 }
@@ -260,7 +262,7 @@ func (r *Receiver) validateFormat() []string {
 // does not stall the other sinks.
 func (r *Receiver) remote() bool {
 	return r.Webhook != nil || r.Elasticsearch != nil || r.OpenSearch != nil || r.Kafka != nil || r.OTLP != nil ||
-		r.Slack != nil || r.Teams != nil
+		r.Slack != nil || r.Teams != nil || r.Loki != nil
 }
 
 // oneMessageEach reports whether the receiver's sink posts one message
@@ -360,6 +362,8 @@ func (r *Receiver) payload() *Payload {
 		return &r.Slack.Payload
 	case r.Teams != nil:
 		return &r.Teams.Payload
+	case r.Loki != nil:
+		return &r.Loki.Payload
 	}
 	return nil
 }
@@ -375,6 +379,8 @@ func (r *Receiver) tlsConfig() *TLSConfig {
 		return &r.Kafka.TLS.TLSConfig
 	case r.OTLP != nil:
 		return r.OTLP.TLS
+	case r.Loki != nil:
+		return r.Loki.TLS
 	}
 	return nil
 }
@@ -440,6 +446,10 @@ func (r *Receiver) build(cluster string) (Sink, error) {
 		w := r.Teams.webhook()
 		w.Encode, w.cluster = teamsEncoder(enc), cluster
 		return NewWebhookSink(*w)
+	case r.Loki != nil:
+		c := *r.Loki
+		c.Encode, c.cluster = enc, cluster
+		return NewLokiSink(c)
 	}
 	return nil, fmt.Errorf("no sink configured")
 }
