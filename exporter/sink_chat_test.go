@@ -2,6 +2,7 @@ package exporter
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -48,12 +49,7 @@ func newChatServer(t *testing.T, answers ...chatAnswer) *chatServer {
 func chatSink(t *testing.T, yaml string) Sink {
 	t.Helper()
 	c := parseOK(t, yaml)
-	s, err := c.Receivers[0].build(c.ClusterName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close(t.Context()) })
-	return s
+	return built(c.Receivers[0].build(c.ClusterName))(t)
 }
 
 func TestSlackPostsTheirMessageWithSortedFieldsAndTheToken(t *testing.T) {
@@ -119,9 +115,7 @@ func TestSlackErrorsInA200AreRetryableOnlyWhenRateLimited(t *testing.T) {
 	s := chatSink(t, "receivers:\n  - name: s\n    slack: {endpoint: "+srv.srv.URL+", token: t, channel: ops}\n")
 	for i, permanent := range []bool{false, true, false} {
 		n, err := s.Write(t.Context(), []*Occurrence{occ("a", 1, "ns")})
-		if n != 0 || err == nil || IsPermanent(err) != permanent {
-			t.Errorf("answer %d: n %d, err %v; want permanent=%v", i, n, err, permanent)
-		}
+		wantFailure(t, fmt.Sprint("answer ", i), n, err, permanent)
 	}
 	if n, err := s.Write(t.Context(), []*Occurrence{occ("a", 1, "ns")}); n != 1 || err != nil {
 		t.Errorf("ok answer: n %d, err %v", n, err)
@@ -149,19 +143,14 @@ func TestSlackTheirExamplesLoadAndBadTemplatesAreNamed(t *testing.T) {
 	}
 	c = parseOK(t, "receivers:\n  - name: s\n    slack: {token: '', channel: ops}\n")
 	wantWarnings(t, c, `receiver "s": slack.token is empty`)
-	for cfg, want := range map[string]string{
+	wantConfigErrors(t, map[string]string{
 		"slack: {channel: ops, message: '{{ .Reason '}":   `slack.message: invalid template "{{ .Reason "`,
 		"slack: {channel: ops, fields: {a: '{{ end }}'}}": "slack.fields.a: invalid template",
 		"slack: {token: t}":                          "slack.channel is required",
 		"slack: {channel: ops, endpoint: 'ftp://x'}": `slack.endpoint "ftp://x" is not an http or https URL`,
 		"batch: 5\n    slack: {channel: ops}":        "batch 5: a chat message is one occurrence",
 		"teams: {endpoint: ''}":                      `teams.endpoint "" is not an http or https URL`,
-	} {
-		_, err := ParseConfig("c.yaml", []byte("receivers:\n  - name: s\n    "+cfg+"\n"))
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%s: error %v, want %q", cfg, err, want)
-		}
-	}
+	})
 }
 
 func TestTeamsPostsTheirTextFromTheRecordOrTheLayout(t *testing.T) {
@@ -194,9 +183,7 @@ func TestTeamsThrottlingInA200IsRetryable(t *testing.T) {
 	s := chatSink(t, "receivers:\n  - name: t\n    teams: {endpoint: "+srv.srv.URL+"}\n")
 	for i, permanent := range []bool{false, true} {
 		n, err := s.Write(t.Context(), []*Occurrence{occ("a", 1, "ns")})
-		if n != 0 || err == nil || IsPermanent(err) != permanent {
-			t.Errorf("answer %d: n %d, err %v; want permanent=%v", i, n, err, permanent)
-		}
+		wantFailure(t, fmt.Sprint("answer ", i), n, err, permanent)
 	}
 }
 

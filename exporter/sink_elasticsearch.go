@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"regexp"
 	"strings"
 	"time"
@@ -71,9 +70,7 @@ func (c *ElasticsearchConfig) validate() []string {
 		p = append(p, c.kind+".hosts is required (or cloudID)")
 	}
 	for _, h := range c.Hosts {
-		if u, err := url.Parse(h); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			p = append(p, fmt.Sprintf("%s.hosts: %q is not an http or https URL", c.kind, h))
-		}
+		p = appendProblem(p, httpURLProblem(c.kind+".hosts", h))
 	}
 	if c.CloudID != "" {
 		if _, err := cloudURL(c.CloudID); err != nil {
@@ -86,10 +83,7 @@ func (c *ElasticsearchConfig) validate() []string {
 	if c.IndexFormat != "" && strings.ContainsAny(indexTimeLayout.ReplaceAllString(c.IndexFormat, ""), "{}") {
 		p = append(p, fmt.Sprintf("%s.indexFormat %q: unbalanced braces", c.kind, c.IndexFormat))
 	}
-	if c.Timeout == 0 {
-		c.Timeout = Duration(10 * time.Second)
-	}
-	return append(p, c.TLS.validate(c.kind)...)
+	return append(p, connectionProblems(c.kind, &c.Timeout, c.TLS)...)
 }
 
 // warnings returns the configuration's warnings.
@@ -151,13 +145,9 @@ func NewElasticsearchSink(cfg ElasticsearchConfig) (*ElasticsearchSink, error) {
 	if p := cfg.validate(); len(p) > 0 {
 		return nil, errors.New(p[0])
 	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	if cfg.TLS != nil {
-		tc, err := cfg.TLS.clientTLS(cfg.kind)
-		if err != nil {
-			return nil, err
-		}
-		tr.TLSClientConfig = tc
+	tr, err := httpTransport(cfg.kind, cfg.TLS)
+	if err != nil {
+		return nil, err
 	}
 	hosts := cfg.Hosts
 	if cfg.CloudID != "" {
@@ -213,17 +203,12 @@ func (s *ElasticsearchSink) Write(ctx context.Context, batch []*Occurrence) (int
 // and returns that prefix.
 func (s *ElasticsearchSink) encode(batch []*Occurrence) ([]*Occurrence, error) {
 	s.buf.Reset()
-	enc := s.cfg.Encode.orDefault()
 	type meta struct {
 		Index string `json:"_index"`
 		ID    string `json:"_id"`
 		Type  string `json:"_type,omitempty"`
 	}
-	for i, o := range batch {
-		doc, err := enc(o)
-		if err != nil {
-			return batch[:i], Permanent(fmt.Errorf("occurrence %s: %w", o.Key(), err))
-		}
+	n, err := encodeEach(batch, s.cfg.Encode, func(_ int, o *Occurrence, doc []byte) {
 		m := meta{Index: s.cfg.indexName(occurrenceTime(o)), ID: o.Key(), Type: s.cfg.Type}
 		if s.cfg.UseEventID.V {
 			m.ID = o.UID
@@ -233,8 +218,8 @@ func (s *ElasticsearchSink) encode(batch []*Occurrence) ([]*Occurrence, error) {
 		s.buf.WriteByte('\n')
 		s.buf.Write(doc)
 		s.buf.WriteByte('\n')
-	}
-	return batch, nil
+	})
+	return batch[:n], err
 }
 
 // occurrenceTime is the time an occurrence is filed under: its LastTime,
@@ -278,12 +263,6 @@ func (s *ElasticsearchSink) requestError(resp *opensearchapi.BulkResp, err error
 		return err
 	}
 	return Permanent(err)
-}
-
-// retryableStatus reports whether an HTTP status may succeed later: 408,
-// 429 and 5xx.
-func retryableStatus(code int) bool {
-	return code == http.StatusRequestTimeout || code == http.StatusTooManyRequests || code >= 500
 }
 
 // Close releases the client's connections.

@@ -120,12 +120,7 @@ func (b *bulkServer) stored() []string {
 
 func newESSink(t *testing.T, cfg ElasticsearchConfig) *ElasticsearchSink {
 	t.Helper()
-	s, err := NewElasticsearchSink(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close(t.Context()) })
-	return s
+	return built(NewElasticsearchSink(cfg))(t)
 }
 
 // dated returns occurrence uid/count at the given day of November 2026.
@@ -180,58 +175,40 @@ func TestElasticsearchUseEventIDKeepsOneDocumentPerEvent(t *testing.T) {
 	}
 }
 
-func TestElasticsearchPartialSuccessReturnsTheStoredPrefixAndA429IsRetryable(t *testing.T) {
-	b := newBulkServer(t)
-	b.answer = func(id string) int {
-		if id == "b/1" {
-			return http.StatusTooManyRequests
+func TestElasticsearchRefusedItemEndsTheStoredPrefix429RetryableMapperErrorPermanent(t *testing.T) {
+	for status, want := range map[int]struct {
+		permanent bool
+		reason    string
+	}{429: {false, "es_rejected_execution_exception"}, 400: {true, "mapper_parsing_exception"}} {
+		b := newBulkServer(t)
+		b.answer = func(id string) int {
+			if id == "b/1" {
+				return status
+			}
+			return 0
 		}
-		return 0
-	}
-	s := newESSink(t, ElasticsearchConfig{Hosts: []string{b.srv.URL}, Index: "events"})
-	n, err := s.Write(t.Context(), []*Occurrence{occ("a", 1, "ns"), occ("b", 1, "ns"), occ("c", 1, "ns")})
-	if n != 1 || err == nil || IsPermanent(err) || !strings.Contains(err.Error(), "es_rejected_execution_exception") {
-		t.Fatalf("n %d, err %v; want 1 stored and a retryable error", n, err)
-	}
-}
-
-func TestElasticsearchMapperErrorIsPermanent(t *testing.T) {
-	b := newBulkServer(t)
-	b.answer = func(id string) int {
-		if id == "b/1" {
-			return http.StatusBadRequest
+		s := newESSink(t, ElasticsearchConfig{Hosts: []string{b.srv.URL}, Index: "events"})
+		n, err := s.Write(t.Context(), []*Occurrence{occ("a", 1, "ns"), occ("b", 1, "ns"), occ("c", 1, "ns")})
+		if n != 1 || err == nil || IsPermanent(err) != want.permanent || !strings.Contains(err.Error(), want.reason) {
+			t.Errorf("item status %d: n %d, err %v; want 1 stored and permanent=%v", status, n, err, want.permanent)
 		}
-		return 0
-	}
-	s := newESSink(t, ElasticsearchConfig{Hosts: []string{b.srv.URL}, Index: "events"})
-	n, err := s.Write(t.Context(), []*Occurrence{occ("a", 1, "ns"), occ("b", 1, "ns")})
-	if n != 1 || !IsPermanent(err) || !strings.Contains(err.Error(), "mapper_parsing_exception") {
-		t.Fatalf("n %d, err %v; want 1 stored and a permanent error", n, err)
 	}
 }
 
 func TestElasticsearchRequestErrorsAreRetryableOrPermanentByStatus(t *testing.T) {
 	b := newBulkServer(t)
 	s := newESSink(t, ElasticsearchConfig{Hosts: []string{b.srv.URL}, Index: "events"})
-	for status, permanent := range map[int]bool{503: false, 429: false, 500: false, 401: true, 403: true, 413: true} {
+	wantStatusClasses(t, s, func(status int) {
 		b.mu.Lock()
+		defer b.mu.Unlock()
 		b.status = status
-		b.mu.Unlock()
-		n, err := s.Write(t.Context(), []*Occurrence{occ("a", 1, "ns")})
-		if n != 0 || err == nil || IsPermanent(err) != permanent {
-			t.Errorf("status %d: n %d, err %v; want permanent=%v", status, n, err, permanent)
-		}
-	}
+	}, map[int]bool{503: false, 429: false, 500: false, 401: true, 403: true, 413: true})
 }
 
 func TestElasticsearchUnreachableIsRetryable(t *testing.T) {
-	srv := httptest.NewServer(http.NotFoundHandler())
-	srv.Close()
-	s := newESSink(t, ElasticsearchConfig{Hosts: []string{srv.URL}, Index: "events"})
+	s := newESSink(t, ElasticsearchConfig{Hosts: []string{"http://" + deadAddr()}, Index: "events"})
 	n, err := s.Write(t.Context(), []*Occurrence{occ("a", 1, "ns")})
-	if n != 0 || err == nil || IsPermanent(err) {
-		t.Errorf("n %d, err %v; want a retryable connection error", n, err)
-	}
+	wantFailure(t, "unreachable", n, err, false)
 }
 
 func TestElasticsearchSendsBasicAuthOrAPIKey(t *testing.T) {
@@ -298,19 +275,14 @@ receivers:
 }
 
 func TestElasticsearchConfigErrorsNameTheKey(t *testing.T) {
-	for cfg, want := range map[string]string{
+	wantConfigErrors(t, map[string]string{
 		"elasticsearch: {index: x}":                                     "elasticsearch.hosts is required",
 		"opensearch: {hosts: [http://h:9200]}":                          "opensearch.index or indexFormat is required",
-		"elasticsearch: {hosts: [h:9200], index: x}":                    `elasticsearch.hosts: "h:9200" is not an http or https URL`,
+		"elasticsearch: {hosts: [h:9200], index: x}":                    `elasticsearch.hosts "h:9200" is not an http or https URL`,
 		"elasticsearch: {cloudID: 'x:!!', index: x}":                    "elasticsearch.cloudID: not a cloud ID",
 		"opensearch: {hosts: [http://h], indexFormat: 'a-{'}":           "opensearch.indexFormat",
 		"opensearch: {hosts: [http://h], index: x, tls: {certFile: c}}": "opensearch.tls: certFile and keyFile go together",
-	} {
-		_, err := ParseConfig("c.yaml", []byte("receivers:\n  - name: e\n    "+cfg+"\n"))
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%s: error %v, want %q", cfg, err, want)
-		}
-	}
+	})
 }
 
 func TestElasticsearchTheirPlaceholdersLoadWithWarnings(t *testing.T) {

@@ -202,18 +202,11 @@ func (s *KafkaSink) recordKey(o *Occurrence) []byte {
 // first that failed. An occurrence that cannot be encoded ends the batch
 // there.
 func (s *KafkaSink) Write(ctx context.Context, batch []*Occurrence) (int, error) {
-	enc := s.cfg.Encode.orDefault()
 	recs := make([]*kgo.Record, 0, len(batch))
-	var encErr error
-	for _, o := range batch {
-		v, err := enc(o)
-		if err != nil {
-			encErr = Permanent(fmt.Errorf("occurrence %s: %w", o.Key(), err))
-			break
-		}
+	_, encErr := encodeEach(batch, s.cfg.Encode, func(_ int, o *Occurrence, v []byte) {
 		recs = append(recs, &kgo.Record{Key: s.recordKey(o), Value: v,
 			Headers: []kgo.RecordHeader{{Key: "idempotency-key", Value: []byte(o.Key())}}})
-	}
+	})
 	clear(s.index)
 	for i, r := range recs {
 		s.index[r] = i

@@ -26,12 +26,7 @@ func newKafka(t *testing.T, opts ...kfake.Opt) *kfake.Cluster {
 
 func newKafkaSink(t *testing.T, cfg KafkaConfig) *KafkaSink {
 	t.Helper()
-	s, err := NewKafkaSink(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close(t.Context()) })
-	return s
+	return built(NewKafkaSink(cfg))(t)
 }
 
 // consumed is a record as a consumer reads it.
@@ -152,9 +147,7 @@ func TestKafkaUnreachableBrokersAreRetryable(t *testing.T) {
 	c.Close()
 	s := newKafkaSink(t, KafkaConfig{Brokers: addrs, Topic: "events", Timeout: Duration(time.Second)})
 	n, err := s.Write(t.Context(), []*Occurrence{onObject("e1", 1, "web")})
-	if n != 0 || err == nil || IsPermanent(err) {
-		t.Errorf("n %d, err %v; want a retryable error", n, err)
-	}
+	wantFailure(t, "unreachable", n, err, false)
 }
 
 func TestKafkaSASLPlainAuthenticates(t *testing.T) {
@@ -180,7 +173,7 @@ func TestKafkaTheirExampleLoadsAndBadKeysAreNamed(t *testing.T) {
 		!k.SASL.Enable || k.SASL.Username != "kube-event-producer" || k.Layout == nil {
 		t.Errorf("kafka %+v", k)
 	}
-	for cfg, want := range map[string]string{
+	wantConfigErrors(t, map[string]string{
 		"kafka: {topic: t}":          "kafka.brokers is required",
 		"kafka: {brokers: [b:9092]}": "kafka.topic is required",
 		"kafka: {brokers: [b:9092], topic: t, compressionCodec: brotli}":  `kafka.compressionCodec "brotli" is unknown`,
@@ -189,10 +182,5 @@ func TestKafkaTheirExampleLoadsAndBadKeysAreNamed(t *testing.T) {
 		"kafka: {brokers: [b:9092], topic: t, key: pod}":                  `kafka.key "pod" is unknown`,
 		"kafka: {brokers: [b:9092], topic: t, avro: {schemaID: 1}}":       "kafka.avro (line 3): Avro encoding is not supported",
 		"kafka: {brokers: [b:9092], topic: t, sasl: {mechanism: GSSAPI}}": `kafka.sasl.mechanism "GSSAPI"`,
-	} {
-		_, err := ParseConfig("c.yaml", []byte("receivers:\n  - name: k\n    "+cfg+"\n"))
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%s: error %v, want %q", cfg, err, want)
-		}
-	}
+	})
 }

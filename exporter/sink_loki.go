@@ -6,10 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"net/http"
-	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
@@ -51,9 +49,7 @@ var lokiLabelName = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
 
 func (c *LokiConfig) validate() []string {
 	var p []string
-	if u, err := url.Parse(c.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		p = append(p, fmt.Sprintf("loki.url %q is not an http or https URL", c.URL))
-	}
+	p = appendProblem(p, httpURLProblem("loki.url", c.URL))
 	for _, k := range slices.Sorted(maps.Keys(c.StreamLabels)) {
 		if !lokiLabelName.MatchString(k) {
 			p = append(p, fmt.Sprintf("loki.streamLabels: %q is not a label name Loki accepts ([a-zA-Z_][a-zA-Z0-9_]*)", k))
@@ -68,10 +64,7 @@ func (c *LokiConfig) validate() []string {
 	if c.Timestamp != "event" && c.Timestamp != "now" {
 		p = append(p, fmt.Sprintf("loki.timestamp %q is unknown (want event or now)", c.Timestamp))
 	}
-	if c.Timeout == 0 {
-		c.Timeout = Duration(10 * time.Second)
-	}
-	return append(p, c.TLS.validate("loki")...)
+	return append(p, connectionProblems("loki", &c.Timeout, c.TLS)...)
 }
 
 // LokiSink pushes occurrences to Loki. 2xx is success; 429, 5xx and
@@ -93,13 +86,9 @@ func NewLokiSink(cfg LokiConfig) (*LokiSink, error) {
 	if p := cfg.validate(); len(p) > 0 {
 		return nil, errors.New(p[0])
 	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	if cfg.TLS != nil {
-		tc, err := cfg.TLS.clientTLS("loki")
-		if err != nil {
-			return nil, err
-		}
-		tr.TLSClientConfig = tc
+	tr, err := httpTransport("loki", cfg.TLS)
+	if err != nil {
+		return nil, err
 	}
 	return &LokiSink{cfg: cfg, client: &http.Client{Transport: tr, Timeout: time.Duration(cfg.Timeout)},
 		headers: newHeaderSet(cfg.Headers)}, nil
@@ -142,21 +131,16 @@ func (s *LokiSink) Write(ctx context.Context, batch []*Occurrence) (int, error) 
 
 // entries returns the entries of the longest prefix of batch that encodes.
 func (s *LokiSink) entries(batch []*Occurrence) ([][2]string, error) {
-	enc := s.cfg.Encode.orDefault()
 	values := make([][2]string, 0, len(batch))
 	now := time.Now()
-	for _, o := range batch {
-		line, err := enc(o)
-		if err != nil {
-			return values, Permanent(fmt.Errorf("occurrence %s: %w", o.Key(), err))
-		}
+	_, err := encodeEach(batch, s.cfg.Encode, func(_ int, o *Occurrence, line []byte) {
 		t := now
 		if s.cfg.Timestamp == "event" {
 			t = occurrenceTime(o)
 		}
 		values = append(values, [2]string{strconv.FormatInt(t.UnixNano(), 10), string(line)})
-	}
-	return values, nil
+	})
+	return values, err
 }
 
 // push sends values in one request; first is the occurrence of the
@@ -176,17 +160,7 @@ func (s *LokiSink) push(ctx context.Context, first *Occurrence, values [][2]stri
 	if err != nil {
 		return fmt.Errorf("loki %s: %w", s.cfg.URL, err)
 	}
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
-	resp.Body.Close()
-	switch code := resp.StatusCode; {
-	case code >= 200 && code < 300:
-		return nil
-	case retryableStatus(code):
-		return fmt.Errorf("loki %s: %s: %s", s.cfg.URL, resp.Status, bytes.TrimSpace(body))
-	default:
-		return Permanent(fmt.Errorf("loki %s: %s: %s", s.cfg.URL, resp.Status, bytes.TrimSpace(body)))
-	}
+	return statusError("loki "+s.cfg.URL, resp, readAnswer(resp, 512), retryableStatus)
 }
 
 // Close closes idle connections.

@@ -177,12 +177,7 @@ func (l *fakeLoki) stored() []string {
 
 func newLokiSink(t *testing.T, cfg LokiConfig) *LokiSink {
 	t.Helper()
-	s, err := NewLokiSink(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close(t.Context()) })
-	return s
+	return built(NewLokiSink(cfg))(t)
 }
 
 func TestLokiPushesOneStreamWithEachOccurrenceAtItsTime(t *testing.T) {
@@ -259,21 +254,14 @@ receivers:
 func TestLokiStatusesAreRetryableOrPermanent(t *testing.T) {
 	l := newFakeLoki(t)
 	s := newLokiSink(t, LokiConfig{URL: l.srv.URL + "/loki/api/v1/push"})
-	for status, permanent := range map[int]bool{429: false, 500: false, 503: false, 400: true, 401: true, 413: true} {
+	wantStatusClasses(t, s, func(status int) {
 		l.mu.Lock()
+		defer l.mu.Unlock()
 		l.status = status
-		l.mu.Unlock()
-		n, err := s.Write(t.Context(), []*Occurrence{occ("a", 1, "ns")})
-		if n != 0 || err == nil || IsPermanent(err) != permanent {
-			t.Errorf("status %d: n %d, err %v; want permanent=%v", status, n, err, permanent)
-		}
-	}
-	srv := httptest.NewServer(http.NotFoundHandler())
-	srv.Close()
-	down := newLokiSink(t, LokiConfig{URL: srv.URL + "/loki/api/v1/push"})
-	if n, err := down.Write(t.Context(), []*Occurrence{occ("a", 1, "ns")}); n != 0 || err == nil || IsPermanent(err) {
-		t.Errorf("unreachable: n %d, err %v; want a retryable error", n, err)
-	}
+	}, map[int]bool{429: false, 500: false, 503: false, 400: true, 401: true, 413: true})
+	down := newLokiSink(t, LokiConfig{URL: "http://" + deadAddr() + "/loki/api/v1/push"})
+	n, err := down.Write(t.Context(), []*Occurrence{occ("a", 1, "ns")})
+	wantFailure(t, "unreachable", n, err, false)
 }
 
 func TestLokiTimestampNowIsThePushTime(t *testing.T) {
@@ -298,15 +286,10 @@ func TestLokiTheirExampleLoadsAndBadKeysAreNamed(t *testing.T) {
 		lk.URL != "http://127.0.0.1:3100/loki/api/v1/push" {
 		t.Errorf("loki %+v", c.Receivers[0])
 	}
-	for cfg, want := range map[string]string{
+	wantConfigErrors(t, map[string]string{
 		"loki: {url: '127.0.0.1:3100'}":                        `loki.url "127.0.0.1:3100" is not an http or https URL`,
 		"loki: {url: 'http://l', streamLabels: {app-name: x}}": `loki.streamLabels: "app-name" is not a label name`,
 		"loki: {url: 'http://l', timestamp: later}":            `loki.timestamp "later" is unknown`,
 		"loki: {url: 'http://l', tls: {certFile: c}}":          "loki.tls: certFile and keyFile go together",
-	} {
-		_, err := ParseConfig("c.yaml", []byte("receivers:\n  - name: l\n    "+cfg+"\n"))
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%s: error %v, want %q", cfg, err, want)
-		}
-	}
+	})
 }

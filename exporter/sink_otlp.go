@@ -5,10 +5,8 @@ import (
 	"cmp"
 	"compress/gzip"
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"net/http"
 	"net/url"
@@ -80,10 +78,9 @@ func (c *OTLPConfig) validate() []string {
 			p = append(p, fmt.Sprintf("otlp.endpoint %q: want host:port for grpc", c.Endpoint))
 		}
 	case OTLPHTTP:
-		u, err := url.Parse(c.Endpoint)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			p = append(p, fmt.Sprintf("otlp.endpoint %q is not an http or https URL", c.Endpoint))
-		} else if u.Path == "" || u.Path == "/" {
+		if problem := httpURLProblem("otlp.endpoint", c.Endpoint); problem != "" {
+			p = append(p, problem)
+		} else if u, _ := url.Parse(c.Endpoint); u.Path == "" || u.Path == "/" {
 			c.Endpoint = strings.TrimSuffix(c.Endpoint, "/") + "/v1/logs"
 		}
 	default:
@@ -95,10 +92,7 @@ func (c *OTLPConfig) validate() []string {
 	if c.Insecure && c.TLS != nil {
 		p = append(p, "otlp: insecure and tls exclude each other")
 	}
-	if c.Timeout == 0 {
-		c.Timeout = Duration(10 * time.Second)
-	}
-	return append(p, c.TLS.validate("otlp")...)
+	return append(p, connectionProblems("otlp", &c.Timeout, c.TLS)...)
 }
 
 // OTLPSink exports occurrences as OTLP log records: the body is the
@@ -133,24 +127,20 @@ func NewOTLPSink(cfg OTLPConfig) (*OTLPSink, error) {
 		return nil, errors.New(p[0])
 	}
 	s := &OTLPSink{cfg: cfg, resource: otlpResource(cfg.Resource)}
-	var tc *tls.Config
-	if cfg.TLS != nil || cfg.Protocol == OTLPGRPC && !cfg.Insecure {
-		t, err := cfg.TLS.orEmpty().clientTLS("otlp")
+	if cfg.Protocol == OTLPHTTP {
+		tr, err := httpTransport("otlp", cfg.TLS)
 		if err != nil {
 			return nil, err
-		}
-		tc = t
-	}
-	if cfg.Protocol == OTLPHTTP {
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		if tc != nil {
-			tr.TLSClientConfig = tc
 		}
 		s.http = &http.Client{Transport: tr}
 		return s, nil
 	}
 	creds := insecure.NewCredentials()
-	if tc != nil {
+	if !cfg.Insecure {
+		tc, err := cfg.TLS.orEmpty().clientTLS("otlp")
+		if err != nil {
+			return nil, err
+		}
 		creds = credentials.NewTLS(tc)
 	}
 	conn, err := grpc.NewClient(cfg.Endpoint, grpc.WithTransportCredentials(creds))
@@ -208,21 +198,14 @@ func (s *OTLPSink) Write(ctx context.Context, batch []*Occurrence) (int, error) 
 // request returns the export request of the longest prefix of batch that
 // encodes, and that prefix.
 func (s *OTLPSink) request(batch []*Occurrence) (*collogspb.ExportLogsServiceRequest, []*Occurrence, error) {
-	enc := s.cfg.Encode.orDefault()
 	scope := &logspb.ScopeLogs{Scope: &commonpb.InstrumentationScope{Name: "github.com/fanout-go/fanout/exporter"}}
 	now := uint64(time.Now().UnixNano())
-	var encErr error
-	for i, o := range batch {
-		body, err := enc(o)
-		if err != nil {
-			batch, encErr = batch[:i], Permanent(fmt.Errorf("occurrence %s: %w", o.Key(), err))
-			break
-		}
+	n, encErr := encodeEach(batch, s.cfg.Encode, func(_ int, o *Occurrence, body []byte) {
 		scope.LogRecords = append(scope.LogRecords, logRecord(o, string(body), now))
-	}
+	})
 	req := &collogspb.ExportLogsServiceRequest{ResourceLogs: []*logspb.ResourceLogs{{Resource: s.resource,
 		ScopeLogs: []*logspb.ScopeLogs{scope}}}}
-	return req, batch, encErr
+	return req, batch[:n], encErr
 }
 
 // logRecord returns the log record of o with body, observed at now.
@@ -300,18 +283,14 @@ func (s *OTLPSink) exportHTTP(ctx context.Context, req *collogspb.ExportLogsServ
 	if err != nil {
 		return fmt.Errorf("otlp %s: %w", s.cfg.Endpoint, err)
 	}
-	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
-	resp.Body.Close()
-	switch code := resp.StatusCode; {
-	case code >= 200 && code < 300:
-		return nil
-	case code == http.StatusTooManyRequests || code == http.StatusBadGateway ||
-		code == http.StatusServiceUnavailable || code == http.StatusGatewayTimeout:
-		return fmt.Errorf("otlp %s: %s", s.cfg.Endpoint, resp.Status)
-	default:
-		return Permanent(fmt.Errorf("otlp %s: %s: %q", s.cfg.Endpoint, resp.Status, bytes.TrimSpace(msg)))
-	}
+	return statusError("otlp "+s.cfg.Endpoint, resp, readAnswer(resp, 512), otlpRetryableStatus)
+}
+
+// otlpRetryableStatus reports whether OTLP/HTTP says to retry an export
+// answered with code: 429, 502, 503 and 504.
+func otlpRetryableStatus(code int) bool {
+	return code == http.StatusTooManyRequests || code == http.StatusBadGateway ||
+		code == http.StatusServiceUnavailable || code == http.StatusGatewayTimeout
 }
 
 // Close closes the connection.

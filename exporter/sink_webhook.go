@@ -6,9 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
-	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -61,14 +59,10 @@ type TLSConfig struct {
 }
 
 func (c *WebhookConfig) validate() []string {
-	u, err := url.Parse(c.Endpoint)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return []string{fmt.Sprintf("webhook.endpoint %q is not an http or https URL", c.Endpoint)}
+	if p := httpURLProblem("webhook.endpoint", c.Endpoint); p != "" {
+		return []string{p}
 	}
-	if c.Timeout == 0 {
-		c.Timeout = Duration(10 * time.Second)
-	}
-	return c.TLS.validate("webhook")
+	return connectionProblems("webhook", &c.Timeout, c.TLS)
 }
 
 // warnings returns the TLS configuration's warnings (nil is no TLS
@@ -164,15 +158,11 @@ func NewWebhookSink(cfg WebhookConfig) (*WebhookSink, error) {
 	if p := cfg.validate(); len(p) > 0 {
 		return nil, fmt.Errorf("%s", p[0])
 	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConnsPerHost = 4
-	if cfg.TLS != nil {
-		tc, err := cfg.TLS.clientTLS("webhook")
-		if err != nil {
-			return nil, err
-		}
-		tr.TLSClientConfig = tc
+	tr, err := httpTransport("webhook", cfg.TLS)
+	if err != nil {
+		return nil, err
 	}
+	tr.MaxIdleConnsPerHost = 4
 	return &WebhookSink{cfg: cfg, client: &http.Client{Transport: tr, Timeout: time.Duration(cfg.Timeout)},
 		headers: newHeaderSet(cfg.Headers)}, nil
 }
@@ -198,23 +188,16 @@ func (s *WebhookSink) encode(batch []*Occurrence) ([]*Occurrence, error) {
 	if array {
 		s.buf.WriteByte('[')
 	}
-	enc := s.cfg.Encode.orDefault()
-	var encErr error
-	for i, o := range batch {
-		b, err := enc(o)
-		if err != nil {
-			batch, encErr = batch[:i], Permanent(fmt.Errorf("occurrence %s: %w", o.Key(), err))
-			break
-		}
+	n, encErr := encodeEach(batch, s.cfg.Encode, func(i int, _ *Occurrence, rec []byte) {
 		if i > 0 {
 			s.buf.WriteByte(',')
 		}
-		s.buf.Write(b)
-	}
+		s.buf.Write(rec)
+	})
 	if array {
 		s.buf.WriteByte(']')
 	}
-	return batch, encErr
+	return batch[:n], encErr
 }
 
 // post sends the body made by encode for batch.
@@ -232,27 +215,16 @@ func (s *WebhookSink) post(ctx context.Context, batch []*Occurrence) (int, error
 	if err != nil {
 		return 0, err
 	}
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
-	resp.Body.Close()
-	switch code := resp.StatusCode; {
-	case code >= 200 && code < 300 && s.cfg.check != nil:
+	body := readAnswer(resp, 64<<10)
+	if err := statusError("webhook "+s.cfg.Endpoint, resp, body, retryableStatus); err != nil {
+		return 0, err
+	}
+	if s.cfg.check != nil {
 		if err := s.cfg.check(body); err != nil {
 			return 0, fmt.Errorf("webhook %s: %w", s.cfg.Endpoint, err)
 		}
-		return len(batch), nil
-	case code >= 200 && code < 300:
-		return len(batch), nil
-	case code == http.StatusRequestTimeout || code == http.StatusTooManyRequests || code >= 500:
-		return 0, fmt.Errorf("webhook %s: %s: %s", s.cfg.Endpoint, resp.Status, snippet(body))
-	default:
-		return 0, Permanent(fmt.Errorf("webhook %s: %s: %s", s.cfg.Endpoint, resp.Status, snippet(body)))
 	}
-}
-
-// snippet returns the start of a response body, for an error message.
-func snippet(body []byte) []byte {
-	return bytes.TrimSpace(body[:min(len(body), 512)])
+	return len(batch), nil
 }
 
 // setHeaders sets the configured headers, templates executed against o.
