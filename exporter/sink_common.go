@@ -2,6 +2,7 @@ package exporter
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -83,17 +84,30 @@ func readAnswer(resp *http.Response, limit int64) []byte {
 
 // statusError returns nil for a 2xx answer, else an error about what
 // with the answer's status and the start of its body: retryable when
-// retry(status), else [Permanent].
+// retry(status), else [Permanent]; a 413 is [errTooLarge].
 func statusError(what string, resp *http.Response, body []byte, retry func(int) bool) error {
 	code := resp.StatusCode
-	if code >= 200 && code < 300 {
+	switch {
+	case code >= 200 && code < 300:
 		return nil
+	case code == http.StatusRequestEntityTooLarge:
+		return Permanent(fmt.Errorf("%s: %s: %s: %w", what, resp.Status, snippet(body), errTooLarge))
+	case retry(code):
+		return fmt.Errorf("%s: %s: %s", what, resp.Status, snippet(body))
 	}
-	err := fmt.Errorf("%s: %s: %s", what, resp.Status, snippet(body))
-	if retry(code) {
-		return err
-	}
-	return Permanent(err)
+	return Permanent(fmt.Errorf("%s: %s: %s", what, resp.Status, snippet(body)))
+}
+
+// errTooLarge marks the failure of a request that was too large for the
+// server: a sink writes a batch of several occurrences in halves then
+// (see [halvable]); a single occurrence is dropped.
+var errTooLarge = errors.New("request too large")
+
+// halvable reports whether err says that the request of batch was too
+// large and batch can be halved: the sink then writes batch[:len/2], and
+// the receiver writes the rest next.
+func halvable(err error, batch []*Occurrence) bool {
+	return len(batch) > 1 && errors.Is(err, errTooLarge)
 }
 
 // snippet returns the start of an answer's body, for an error message.

@@ -184,7 +184,10 @@ func (s *ElasticsearchSink) Write(ctx context.Context, batch []*Occurrence) (int
 	resp, err := s.client.Bulk(ctx, opensearchapi.BulkReq{Body: bytes.NewReader(s.buf.Bytes())})
 	switch {
 	case err != nil && (resp == nil || len(resp.Items) == 0):
-		return 0, s.requestError(resp, err)
+		if err = s.requestError(resp, err); halvable(err, batch) {
+			return s.Write(ctx, batch[:len(batch)/2])
+		}
+		return 0, err
 	case resp == nil || len(resp.Items) == 0:
 		return 0, fmt.Errorf("%s: bulk response without items", s.cfg.kind)
 	}
@@ -259,7 +262,10 @@ func (s *ElasticsearchSink) requestError(resp *opensearchapi.BulkResp, err error
 	if resp == nil || resp.Inspect().Response == nil {
 		return err // no response: a transport error
 	}
-	if retryableStatus(resp.Inspect().Response.StatusCode) {
+	switch code := resp.Inspect().Response.StatusCode; {
+	case code == http.StatusRequestEntityTooLarge:
+		return Permanent(fmt.Errorf("%w: %w", err, errTooLarge))
+	case retryableStatus(code):
 		return err
 	}
 	return Permanent(err)

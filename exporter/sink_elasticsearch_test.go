@@ -30,6 +30,9 @@ type bulkServer struct {
 	answer func(id string) int
 	// status, if set, answers every request with it, as a whole.
 	status int
+	// maxBody, if set, is the largest body accepted; a larger one is
+	// answered 413 (http.max_content_length).
+	maxBody int
 	// auth are the Authorization headers received.
 	auth []string
 	srv  *httptest.Server
@@ -56,6 +59,9 @@ func (b *bulkServer) serve(w http.ResponseWriter, r *http.Request) {
 	case r.Method != http.MethodPost || r.URL.Path != "/_bulk":
 		w.WriteHeader(http.StatusNotFound)
 		fmt.Fprintf(w, `{"error":{"type":"no_handler","reason":"%s %s"},"status":404}`, r.Method, r.URL.Path)
+		return
+	case b.maxBody > 0 && len(body) > b.maxBody:
+		w.WriteHeader(http.StatusRequestEntityTooLarge)
 		return
 	case len(body) == 0 || body[len(body)-1] != '\n':
 		w.WriteHeader(http.StatusBadRequest)
@@ -193,6 +199,27 @@ func TestElasticsearchRefusedItemEndsTheStoredPrefix429RetryableMapperErrorPerma
 			t.Errorf("item status %d: n %d, err %v; want 1 stored and permanent=%v", status, n, err, want.permanent)
 		}
 	}
+}
+
+func TestElasticsearchBatchTooLargeForTheServerIsWrittenInHalves(t *testing.T) {
+	b := newBulkServer(t)
+	s := newESSink(t, ElasticsearchConfig{Hosts: []string{b.srv.URL}, Index: "events"})
+	batch := []*Occurrence{occ("a", 1, "ns"), occ("b", 1, "ns"), occ("c", 1, "ns"), occ("d", 1, "ns"), occ("e", 1, "ns")}
+	one, _ := EventEncoder("")(batch[0])
+	b.maxBody = 2*len(one) + 200 // two documents and their actions
+	for len(batch) > 0 {
+		n, err := s.Write(t.Context(), batch)
+		if n == 0 || err != nil {
+			t.Fatalf("%d left: n %d, err %v; want a prefix stored", len(batch), n, err)
+		}
+		batch = batch[n:]
+	}
+	if got := b.stored(); len(got) != 5 {
+		t.Errorf("stored %v, want all five", got)
+	}
+	b.maxBody = 10
+	n, err := s.Write(t.Context(), []*Occurrence{occ("f", 1, "ns")})
+	wantFailure(t, "one document too large", n, err, true)
 }
 
 func TestElasticsearchRequestErrorsAreRetryableOrPermanentByStatus(t *testing.T) {

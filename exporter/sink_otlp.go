@@ -181,13 +181,16 @@ func (s *OTLPSink) Write(ctx context.Context, batch []*Occurrence) (int, error) 
 	if len(batch) == 0 {
 		return 0, encErr
 	}
-	ctx, cancel := context.WithTimeout(ctx, time.Duration(s.cfg.Timeout))
+	actx, cancel := context.WithTimeout(ctx, time.Duration(s.cfg.Timeout))
 	defer cancel()
 	var err error
 	if s.grpc != nil {
-		err = s.exportGRPC(ctx, req)
+		err = s.exportGRPC(actx, req)
 	} else {
-		err = s.exportHTTP(ctx, req)
+		err = s.exportHTTP(actx, req)
+	}
+	if halvable(err, batch) {
+		return s.Write(ctx, batch[:len(batch)/2])
 	}
 	if err != nil {
 		return 0, err
@@ -246,6 +249,9 @@ func (s *OTLPSink) exportGRPC(ctx context.Context, req *collogspb.ExportLogsServ
 		return nil
 	}
 	err = fmt.Errorf("otlp %s: %w", s.cfg.Endpoint, err)
+	if status.Code(err) == codes.ResourceExhausted && strings.Contains(err.Error(), "larger than max") {
+		return Permanent(fmt.Errorf("%w: %w", err, errTooLarge)) // the server's message size limit
+	}
 	switch status.Code(err) {
 	case codes.Unavailable, codes.ResourceExhausted, codes.Aborted, codes.DeadlineExceeded, codes.Canceled,
 		codes.OutOfRange, codes.DataLoss:

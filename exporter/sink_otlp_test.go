@@ -1,6 +1,8 @@
 package exporter
 
 import (
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -34,6 +36,30 @@ func TestOTLPUnreachableIsRetryable(t *testing.T) {
 	for _, cfg := range []OTLPConfig{{Endpoint: addr, Insecure: true}, {Endpoint: "http://" + addr, Protocol: OTLPHTTP}} {
 		n, err := built(NewOTLPSink(cfg))(t).Write(t.Context(), []*Occurrence{occ("a", 1, "ns")})
 		wantFailure(t, cfg.Protocol, n, err, false)
+	}
+}
+
+func TestOTLPHTTPBatchTooLargeForTheServerIsWrittenInHalves(t *testing.T) {
+	var largest atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if len(body) > 3000 {
+			w.WriteHeader(http.StatusRequestEntityTooLarge)
+			return
+		}
+		largest.Store(max(largest.Load(), int64(len(body))))
+	}))
+	defer srv.Close()
+	s := built(NewOTLPSink(OTLPConfig{Endpoint: srv.URL, Protocol: OTLPHTTP}))(t)
+	var batch []*Occurrence
+	for i := range 8 {
+		batch = append(batch, occ(fmt.Sprint("u", i), 1, "ns")) // about 700 bytes each
+	}
+	if n, err := s.Write(t.Context(), batch); n == 0 || n == len(batch) || err != nil {
+		t.Errorf("n %d, err %v; want a part of the batch stored", n, err)
+	}
+	if largest.Load() == 0 {
+		t.Error("nothing accepted")
 	}
 }
 

@@ -175,6 +175,9 @@ func (s *WebhookSink) Write(ctx context.Context, batch []*Occurrence) (int, erro
 		return 0, encErr
 	}
 	if n, err := s.post(ctx, batch); err != nil {
+		if halvable(err, batch) {
+			return s.Write(ctx, batch[:len(batch)/2])
+		}
 		return n, err
 	}
 	return len(batch), encErr

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -43,7 +44,9 @@ func freeAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
-func startCollector(t *testing.T) *collector {
+// startCollector starts the receiver, its configuration changed by
+// configure.
+func startCollector(t *testing.T, configure ...func(*otlpreceiver.Config)) *collector {
 	t.Helper()
 	c := &collector{grpcAddr: freeAddr(t)}
 	httpAddr := freeAddr(t)
@@ -52,6 +55,9 @@ func startCollector(t *testing.T) *collector {
 	cfg := f.CreateDefaultConfig().(*otlpreceiver.Config)
 	cfg.Protocols.GRPC.GetOrInsertDefault().NetAddr.Endpoint = c.grpcAddr
 	cfg.Protocols.HTTP.GetOrInsertDefault().ServerConfig.NetAddr.Endpoint = httpAddr
+	for _, f := range configure {
+		f(cfg)
+	}
 	next, err := consumer.NewLogs(c.consume)
 	if err != nil {
 		t.Fatal(err)
@@ -238,5 +244,45 @@ receivers:
 	}
 	if len(logs) > 0 && logs[0].Body().Str() != `{"object":"web","reason":"BackOff"}` {
 		t.Errorf("layout body %q", logs[0].Body().Str())
+	}
+}
+
+func TestOTLPBatchOverTheCollectorsMessageLimitIsWrittenInHalves(t *testing.T) {
+	c := startCollector(t, func(cfg *otlpreceiver.Config) { cfg.Protocols.GRPC.Get().MaxRecvMsgSizeMiB = 1 })
+	cfg, err := exporter.ParseConfig("c.yaml", []byte(`route: {match: [{receiver: otel}]}
+receivers:
+  - name: otel
+    batch: 8
+    queue: {strategy: Wait}
+    otlp: {endpoint: "`+c.grpcAddr+`", insecure: true}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := exporter.NewPipeline(cfg, exporter.PipelineOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var batch []*exporter.Occurrence
+	for i := range 8 {
+		o := occ(fmt.Sprint("e", i), 1, "Normal")
+		o.Message = strings.Repeat("x", 300<<10) // 8 records: 2.4 MiB, over the receiver's 1 MiB
+		batch = append(batch, o)
+	}
+	s := newSink(t, exporter.OTLPConfig{Endpoint: c.grpcAddr, Insecure: true})
+	if n, err := s.Write(t.Context(), batch); n == 0 || n > 3 || err != nil {
+		t.Errorf("one write: n %d, err %v; want the 1 to 3 records that fit in 1 MiB", n, err)
+	}
+	for _, o := range batch {
+		if err := p.Occurred(t.Context(), o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	logs, _ := c.records()
+	if st := p.Stats()[0]; len(logs) < 8 || st.Sent != 8 {
+		t.Errorf("%d records, stats %+v; want all 8 sent by the receiver, in smaller exports", len(logs), st)
 	}
 }
