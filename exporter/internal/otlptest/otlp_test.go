@@ -212,33 +212,19 @@ func TestOTLPCollectorRefusalsAreRetryableOrPermanentAsItSays(t *testing.T) {
 func TestOTLPReceiverRetriesUntilTheCollectorAcceptsAndDropsNothing(t *testing.T) {
 	c := startCollector(t)
 	c.failWith(errors.New("pipeline full"), 3)
-	cfg, err := exporter.ParseConfig("c.yaml", []byte(`route: {match: [{receiver: otel}]}
-receivers:
-  - name: otel
+	var batch []*exporter.Occurrence
+	for i := range 10 {
+		batch = append(batch, occ(fmt.Sprint("e", i), 1, "Warning"))
+	}
+	st := runPipeline(t, `
     queue: {strategy: Wait}
     retry: {initialBackoff: 1ms, maxBackoff: 1ms}
     otlp:
       endpoint: `+c.grpcAddr+`
       insecure: true
       layout: {reason: "{{ .Reason }}", object: "{{ .InvolvedObject.Name }}"}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := exporter.NewPipeline(cfg, exporter.PipelineOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 10 {
-		if err := p.Occurred(t.Context(), occ(fmt.Sprint("e", i), 1, "Warning")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := p.Shutdown(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+`, batch)
 	logs, _ := c.records()
-	st := p.Stats()[0]
 	if len(logs) != 10 || st.Sent != 10 || st.Retries == 0 {
 		t.Errorf("%d records, stats %+v; want 10 records sent after retries", len(logs), st)
 	}
@@ -249,20 +235,6 @@ receivers:
 
 func TestOTLPBatchOverTheCollectorsMessageLimitIsWrittenInHalves(t *testing.T) {
 	c := startCollector(t, func(cfg *otlpreceiver.Config) { cfg.Protocols.GRPC.Get().MaxRecvMsgSizeMiB = 1 })
-	cfg, err := exporter.ParseConfig("c.yaml", []byte(`route: {match: [{receiver: otel}]}
-receivers:
-  - name: otel
-    batch: 8
-    queue: {strategy: Wait}
-    otlp: {endpoint: "`+c.grpcAddr+`", insecure: true}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := exporter.NewPipeline(cfg, exporter.PipelineOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var batch []*exporter.Occurrence
 	for i := range 8 {
 		o := occ(fmt.Sprint("e", i), 1, "Normal")
@@ -273,7 +245,30 @@ receivers:
 	if n, err := s.Write(t.Context(), batch); n == 0 || n > 3 || err != nil {
 		t.Errorf("one write: n %d, err %v; want the 1 to 3 records that fit in 1 MiB", n, err)
 	}
-	for _, o := range batch {
+	st := runPipeline(t, `
+    batch: 8
+    queue: {strategy: Wait}
+    otlp: {endpoint: "`+c.grpcAddr+`", insecure: true}
+`, batch)
+	if logs, _ := c.records(); len(logs) < 8 || st.Sent != 8 {
+		t.Errorf("%d records, stats %+v; want all 8 sent by the receiver, in smaller exports", len(logs), st)
+	}
+}
+
+// runPipeline runs the occurrences through a pipeline whose one receiver,
+// otel, is configured by receiver (YAML lines after its name), and
+// returns the receiver's counters after the shutdown.
+func runPipeline(t *testing.T, receiver string, occs []*exporter.Occurrence) exporter.SinkStats {
+	t.Helper()
+	cfg, err := exporter.ParseConfig("c.yaml", []byte("route: {match: [{receiver: otel}]}\nreceivers:\n  - name: otel"+receiver))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := exporter.NewPipeline(cfg, exporter.PipelineOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range occs {
 		if err := p.Occurred(t.Context(), o); err != nil {
 			t.Fatal(err)
 		}
@@ -281,8 +276,5 @@ receivers:
 	if err := p.Shutdown(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	logs, _ := c.records()
-	if st := p.Stats()[0]; len(logs) < 8 || st.Sent != 8 {
-		t.Errorf("%d records, stats %+v; want all 8 sent by the receiver, in smaller exports", len(logs), st)
-	}
+	return p.Stats()[0]
 }
