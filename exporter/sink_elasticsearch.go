@@ -80,6 +80,9 @@ func (c *ElasticsearchConfig) validate() []string {
 	if c.Index == "" && c.IndexFormat == "" {
 		p = append(p, c.kind+".index or indexFormat is required")
 	}
+	if c.Index != strings.ToLower(c.Index) {
+		p = append(p, fmt.Sprintf("%s.index %q: index names are lowercase (the server refuses others)", c.kind, c.Index))
+	}
 	if c.IndexFormat != "" && strings.ContainsAny(indexTimeLayout.ReplaceAllString(c.IndexFormat, ""), "{}") {
 		p = append(p, fmt.Sprintf("%s.indexFormat %q: unbalanced braces", c.kind, c.IndexFormat))
 	}

@@ -308,6 +308,7 @@ func TestElasticsearchConfigErrorsNameTheKey(t *testing.T) {
 		"elasticsearch: {hosts: [h:9200], index: x}":                    `elasticsearch.hosts "h:9200" is not an http or https URL`,
 		"elasticsearch: {cloudID: 'x:!!', index: x}":                    "elasticsearch.cloudID: not a cloud ID",
 		"opensearch: {hosts: [http://h], indexFormat: 'a-{'}":           "opensearch.indexFormat",
+		"opensearch: {hosts: [http://h], index: Events}":                `opensearch.index "Events": index names are lowercase`,
 		"opensearch: {hosts: [http://h], index: x, tls: {certFile: c}}": "opensearch.tls: certFile and keyFile go together",
 	})
 }
