@@ -54,6 +54,7 @@ type foreignSinks struct {
 type sinkKind struct {
 	name    string
 	foreign *foreignSink // nil for a kind this exporter has
+	cfg     any          // the configuration of a kind this exporter has
 	clear   func()
 }
 
@@ -81,7 +82,7 @@ func ownKind[T any](name string, p **T) sinkKind {
 	if *p == nil {
 		return sinkKind{}
 	}
-	return sinkKind{name: name, clear: func() { *p = nil }}
+	return sinkKind{name: name, cfg: *p, clear: func() { *p = nil }}
 }
 
 // foreignKind returns the sink kind of kubernetes-event-exporter without a

@@ -21,6 +21,10 @@ type Payload struct {
 	DeDot Bool `yaml:"deDot"`
 }
 
+// payload returns p: every sink configuration that embeds a Payload has
+// this method, by which [Receiver.payload] finds it.
+func (p *Payload) payload() *Payload { return p }
+
 // Layout is kubernetes-event-exporter's layout: a YAML map whose strings
 // are Go templates (text/template, with the sprig functions, as theirs),
 // executed against the occurrence's [EnhancedEvent], so that

@@ -216,32 +216,11 @@ func (r *Receiver) validate() []string {
 	if err := r.setRetry(); err != nil {
 		p = append(p, err.Error())
 	}
-	switch {
-	case r.File != nil:
-		p = append(p, r.File.validate()...)
-	case r.Webhook != nil:
-		p = append(p, r.Webhook.validate()...)
-	case r.NATS != nil:
-		p = append(p, r.NATS.validate()...)
-	case r.Log != nil:
-		p = append(p, r.Log.validate()...)
-	case r.Pipe != nil:
-		p = append(p, r.Pipe.validate()...)
-	case r.Elasticsearch != nil:
-		p = append(p, r.Elasticsearch.validate()...)
-	case r.OpenSearch != nil:
+	if r.OpenSearch != nil {
 		r.OpenSearch.kind = "opensearch"
-		p = append(p, r.OpenSearch.validate()...)
-	case r.Kafka != nil:
-		p = append(p, r.Kafka.validate()...)
-	case r.OTLP != nil:
-		p = append(p, r.OTLP.validate()...)
-	case r.Slack != nil:
-		p = append(p, r.Slack.validate()...)
-	case r.Teams != nil:
-		p = append(p, r.Teams.validate()...)
-	case r.Loki != nil:
-		p = append(p, r.Loki.validate()...)
+	}
+	if c, ok := r.kindConfig().(interface{ validate() []string }); ok {
+		p = append(p, c.validate()...)
 	}
 	return p
 }
@@ -339,31 +318,17 @@ func (r *Receiver) encoder(cluster string) Encoder {
 
 // payload returns the record options of the receiver's sink, or nil.
 func (r *Receiver) payload() *Payload {
-	switch {
-	case r.Stdout != nil:
-		return &r.Stdout.Payload
-	case r.File != nil:
-		return &r.File.Payload
-	case r.Pipe != nil:
-		return &r.Pipe.Payload
-	case r.Webhook != nil:
-		return &r.Webhook.Payload
-	case r.NATS != nil:
-		return &r.NATS.Payload
-	case r.Elasticsearch != nil:
-		return &r.Elasticsearch.Payload
-	case r.OpenSearch != nil:
-		return &r.OpenSearch.Payload
-	case r.Kafka != nil:
-		return &r.Kafka.Payload
-	case r.OTLP != nil:
-		return &r.OTLP.Payload
-	case r.Slack != nil:
-		return &r.Slack.Payload
-	case r.Teams != nil:
-		return &r.Teams.Payload
-	case r.Loki != nil:
-		return &r.Loki.Payload
+	if c, ok := r.kindConfig().(interface{ payload() *Payload }); ok {
+		return c.payload()
+	}
+	return nil
+}
+
+// kindConfig returns the configuration of the receiver's sink kind (the
+// first set), or nil.
+func (r *Receiver) kindConfig() any {
+	if ks := r.kinds(); len(ks) > 0 {
+		return ks[0].cfg
 	}
 	return nil
 }
