@@ -37,65 +37,61 @@ func (f *foreignSink) UnmarshalYAML(n *yaml.Node) error {
 // foreignSinks are kubernetes-event-exporter's receiver kinds without a
 // sink here, in the order it picks one when a receiver sets several.
 type foreignSinks struct {
-	InMemory      *foreignSink `yaml:"inMemory"`
-	Syslog        *foreignSink `yaml:"syslog"`
-	Elasticsearch *foreignSink `yaml:"elasticsearch"`
-	Kinesis       *foreignSink `yaml:"kinesis"`
-	Firehose      *foreignSink `yaml:"firehose"`
-	OpenSearch    *foreignSink `yaml:"opensearch"`
-	Opsgenie      *foreignSink `yaml:"opsgenie"`
-	SQS           *foreignSink `yaml:"sqs"`
-	SNS           *foreignSink `yaml:"sns"`
-	Slack         *foreignSink `yaml:"slack"`
-	Kafka         *foreignSink `yaml:"kafka"`
-	Pubsub        *foreignSink `yaml:"pubsub"`
-	Opscenter     *foreignSink `yaml:"opscenter"`
-	Teams         *foreignSink `yaml:"teams"`
-	BigQuery      *foreignSink `yaml:"bigquery"`
-	EventBridge   *foreignSink `yaml:"eventbridge"`
-	Loki          *foreignSink `yaml:"loki"`
+	InMemory    *foreignSink `yaml:"inMemory"`
+	Syslog      *foreignSink `yaml:"syslog"`
+	Kinesis     *foreignSink `yaml:"kinesis"`
+	Firehose    *foreignSink `yaml:"firehose"`
+	Opsgenie    *foreignSink `yaml:"opsgenie"`
+	SQS         *foreignSink `yaml:"sqs"`
+	SNS         *foreignSink `yaml:"sns"`
+	Pubsub      *foreignSink `yaml:"pubsub"`
+	Opscenter   *foreignSink `yaml:"opscenter"`
+	BigQuery    *foreignSink `yaml:"bigquery"`
+	EventBridge *foreignSink `yaml:"eventbridge"`
 }
 
 // sinkKind is one sink kind a receiver sets.
 type sinkKind struct {
 	name    string
 	foreign *foreignSink // nil for a kind this exporter has
+	cfg     any          // the configuration of a kind this exporter has
 	clear   func()
 }
 
 // kinds returns the sink kinds set, in kubernetes-event-exporter's order
 // of preference (then this exporter's own kinds).
 func (r *Receiver) kinds() []sinkKind {
-	var out []sinkKind
-	own := func(name string, set bool, clear func()) {
-		if set {
-			out = append(out, sinkKind{name: name, clear: clear})
-		}
-	}
-	foreign := func(name string, f **foreignSink) {
-		if *f != nil {
-			out = append(out, sinkKind{name: name, foreign: *f, clear: func() { *f = nil }})
-		}
-	}
 	fs := &r.foreignSinks
-	foreign("inMemory", &fs.InMemory)
-	own("pipe", r.Pipe != nil, func() { r.Pipe = nil })
-	own("webhook", r.Webhook != nil, func() { r.Webhook = nil })
-	own("file", r.File != nil, func() { r.File = nil })
-	foreign("syslog", &fs.Syslog)
-	own("stdout", r.Stdout != nil, func() { r.Stdout = nil })
-	for _, k := range []struct {
-		name string
-		f    **foreignSink
-	}{{"elasticsearch", &fs.Elasticsearch}, {"kinesis", &fs.Kinesis}, {"firehose", &fs.Firehose},
-		{"opensearch", &fs.OpenSearch}, {"opsgenie", &fs.Opsgenie}, {"sqs", &fs.SQS}, {"sns", &fs.SNS},
-		{"slack", &fs.Slack}, {"kafka", &fs.Kafka}, {"pubsub", &fs.Pubsub}, {"opscenter", &fs.Opscenter},
-		{"teams", &fs.Teams}, {"bigquery", &fs.BigQuery}, {"eventbridge", &fs.EventBridge}, {"loki", &fs.Loki}} {
-		foreign(k.name, k.f)
+	all := []sinkKind{
+		foreignKind("inMemory", &fs.InMemory), ownKind("pipe", &r.Pipe), ownKind("webhook", &r.Webhook),
+		ownKind("file", &r.File), foreignKind("syslog", &fs.Syslog), ownKind("stdout", &r.Stdout),
+		ownKind("elasticsearch", &r.Elasticsearch), foreignKind("kinesis", &fs.Kinesis),
+		foreignKind("firehose", &fs.Firehose), ownKind("opensearch", &r.OpenSearch),
+		foreignKind("opsgenie", &fs.Opsgenie), foreignKind("sqs", &fs.SQS), foreignKind("sns", &fs.SNS),
+		ownKind("slack", &r.Slack), ownKind("kafka", &r.Kafka), foreignKind("pubsub", &fs.Pubsub),
+		foreignKind("opscenter", &fs.Opscenter), ownKind("teams", &r.Teams),
+		foreignKind("bigquery", &fs.BigQuery), foreignKind("eventbridge", &fs.EventBridge),
+		ownKind("loki", &r.Loki), ownKind("nats", &r.NATS), ownKind("log", &r.Log), ownKind("otlp", &r.OTLP),
 	}
-	own("nats", r.NATS != nil, func() { r.NATS = nil })
-	own("log", r.Log != nil, func() { r.Log = nil })
-	return out
+	return slices.DeleteFunc(all, func(k sinkKind) bool { return k.clear == nil })
+}
+
+// ownKind returns the sink kind of this exporter configured at *p; its
+// clear is nil when the kind is not set.
+func ownKind[T any](name string, p **T) sinkKind {
+	if *p == nil {
+		return sinkKind{}
+	}
+	return sinkKind{name: name, cfg: *p, clear: func() { *p = nil }}
+}
+
+// foreignKind returns the sink kind of kubernetes-event-exporter without a
+// sink here configured at *f; its clear is nil when the kind is not set.
+func foreignKind(name string, f **foreignSink) sinkKind {
+	if *f == nil {
+		return sinkKind{}
+	}
+	return sinkKind{name: name, foreign: *f, clear: func() { *f = nil }}
 }
 
 // chooseKind keeps the first sink kind set, as kubernetes-event-exporter

@@ -85,7 +85,8 @@ type ConfigMapRef struct {
 }
 
 // Receiver is one sink with its queue, batch size and retry policy. Exactly
-// one of the sink kinds (stdout, file, webhook, nats, log) is set, or Sink
+// one of the sink kinds (stdout, file, pipe, webhook, elasticsearch,
+// opensearch, kafka, otlp, slack, teams, loki, nats, log) is set, or Sink
 // is set by a program.
 type Receiver struct {
 	// Name is what rules send occurrences to; it labels the sink's
@@ -114,6 +115,19 @@ type Receiver struct {
 	// Pipe is kubernetes-event-exporter's pipe sink: JSON Lines written to
 	// a path opened for writing (a named pipe, /dev/stdout).
 	Pipe *PipeConfig `yaml:"pipe"`
+	// Elasticsearch and OpenSearch index occurrences with the bulk API.
+	Elasticsearch *ElasticsearchConfig `yaml:"elasticsearch"`
+	OpenSearch    *ElasticsearchConfig `yaml:"opensearch"`
+	// Kafka produces occurrences to a topic.
+	Kafka *KafkaConfig `yaml:"kafka"`
+	// OTLP exports occurrences as OpenTelemetry log records.
+	OTLP *OTLPConfig `yaml:"otlp"`
+	// Slack and Teams post a chat message per occurrence (webhook
+	// presets).
+	Slack *SlackConfig `yaml:"slack"`
+	Teams *TeamsConfig `yaml:"teams"`
+	// Loki pushes occurrences to Loki's push API.
+	Loki *LokiConfig `yaml:"loki"`
 	// The sink kinds of kubernetes-event-exporter without a sink here:
 	// a receiver of such a kind is skipped with a warning.
 	foreignSinks `yaml:",inline"`

@@ -62,8 +62,11 @@
 //     crash, what was stored after the last checkpoint may be forwarded
 //     again: the file sink reads back what it wrote after the checkpoint
 //     ([Marker]) and skips it, the NATS sink's message ID (UID/count) makes
-//     JetStream store it once, and the webhook carries the key as
-//     Idempotency-Key; stdout and log sinks may repeat it.
+//     JetStream store it once, the webhook carries the key as
+//     Idempotency-Key, Elasticsearch documents and Loki entries written
+//     again replace or equal the first, and Kafka records and OTLP log
+//     records carry the key for consumers; stdout and log sinks may
+//     repeat it.
 //
 // # Configuration
 //

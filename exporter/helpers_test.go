@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -80,4 +83,58 @@ func testConfig(t *testing.T, sinks ...Sink) *Config {
 		t.Fatal(p)
 	}
 	return c
+}
+
+// built returns a function that fails t if err is set, closes s when t
+// ends, and returns s: built(NewXSink(cfg))(t).
+func built[S Sink](s S, err error) func(t *testing.T) S {
+	return func(t *testing.T) S {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close(context.Background()) })
+		return s
+	}
+}
+
+// wantConfigErrors checks that a configuration of one receiver, named r,
+// with each of the bodies, is rejected with an error containing the
+// body's message.
+func wantConfigErrors(t *testing.T, bodies map[string]string) {
+	t.Helper()
+	for body, want := range bodies {
+		_, err := ParseConfig("c.yaml", []byte("receivers:\n  - name: r\n    "+body+"\n"))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want %q", body, err, want)
+		}
+	}
+}
+
+// wantFailure checks that a write stored nothing and failed, with a
+// permanent error or not.
+func wantFailure(t *testing.T, what string, n int, err error, permanent bool) {
+	t.Helper()
+	if n != 0 || err == nil || IsPermanent(err) != permanent {
+		t.Errorf("%s: n %d, err %v; want nothing stored and permanent=%v", what, n, err, permanent)
+	}
+}
+
+// deadAddr returns the host:port of a server that is gone.
+func deadAddr() string {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	srv.Close()
+	return srv.Listener.Addr().String()
+}
+
+// wantStatusClasses makes s's server answer each status of classes in
+// turn (with answer) and checks that a write then fails, with a permanent
+// error or not as classes says.
+func wantStatusClasses(t *testing.T, s Sink, answer func(status int), classes map[int]bool) {
+	t.Helper()
+	for status, permanent := range classes {
+		answer(status)
+		n, err := s.Write(t.Context(), []*Occurrence{occ("a", 1, "ns")})
+		wantFailure(t, fmt.Sprint("status ", status), n, err, permanent)
+	}
 }

@@ -21,6 +21,10 @@ type Payload struct {
 	DeDot Bool `yaml:"deDot"`
 }
 
+// payload returns p: every sink configuration that embeds a Payload has
+// this method, by which [Receiver.payload] finds it.
+func (p *Payload) payload() *Payload { return p }
+
 // Layout is kubernetes-event-exporter's layout: a YAML map whose strings
 // are Go templates (text/template, with the sprig functions, as theirs),
 // executed against the occurrence's [EnhancedEvent], so that
@@ -150,16 +154,26 @@ func (n *layoutNode) render(data any, buf *bytes.Buffer) (any, error) {
 // not a boolean is false, with a warning.
 type Bool struct {
 	// V is the value.
-	V       bool
-	warning string
+	V    bool
+	bad  string // the value that is not a boolean, if any
+	line int
 }
 
-// UnmarshalYAML reads a boolean, or keeps a warning.
+// UnmarshalYAML reads a boolean, or keeps what to warn about.
 func (b *Bool) UnmarshalYAML(n *yaml.Node) error {
 	if err := n.Decode(&b.V); err != nil {
-		b.V, b.warning = false, fmt.Sprintf("line %d: deDot: %q is not a boolean; taken as false", n.Line, n.Value)
+		b.V, b.bad, b.line = false, n.Value, n.Line
 	}
 	return nil
+}
+
+// warning returns the warning of a value that is not a boolean, naming
+// key, or "".
+func (b *Bool) warning(key string) string {
+	if b.line == 0 {
+		return ""
+	}
+	return fmt.Sprintf("line %d: %s: %q is not a boolean; taken as false", b.line, key, b.bad)
 }
 
 // warnings returns the payload's configuration warnings.
@@ -168,8 +182,8 @@ func (p *Payload) warnings() []string {
 	if p.Layout != nil {
 		w = append(w, p.Layout.warnings...)
 	}
-	if p.DeDot.warning != "" {
-		w = append(w, p.DeDot.warning)
+	if dw := p.DeDot.warning("deDot"); dw != "" {
+		w = append(w, dw)
 	}
 	return w
 }

@@ -6,9 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
-	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -39,12 +37,15 @@ type WebhookConfig struct {
 
 	array   bool
 	cluster string // the clusterName of header templates' data
+	// check, if set, checks the body of a 2xx response (a preset's
+	// service answers some failures with 200).
+	check func(body []byte) error
 }
 
 // TLSConfig is a webhook's TLS configuration, kubernetes-event-exporter's.
 type TLSConfig struct {
 	// InsecureSkipVerify accepts any server certificate.
-	InsecureSkipVerify bool `yaml:"insecureSkipVerify"`
+	InsecureSkipVerify Bool `yaml:"insecureSkipVerify"`
 	// ServerName is the name the server certificate is checked against,
 	// when it is not the endpoint's host.
 	ServerName string `yaml:"serverName"`
@@ -58,36 +59,51 @@ type TLSConfig struct {
 }
 
 func (c *WebhookConfig) validate() []string {
-	u, err := url.Parse(c.Endpoint)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return []string{fmt.Sprintf("webhook.endpoint %q is not an http or https URL", c.Endpoint)}
+	if p := httpURLProblem("webhook.endpoint", c.Endpoint); p != "" {
+		return []string{p}
 	}
-	if c.Timeout == 0 {
-		c.Timeout = Duration(10 * time.Second)
+	return connectionProblems("webhook", &c.Timeout, c.TLS)
+}
+
+// warnings returns the TLS configuration's warnings (nil is no TLS
+// configuration).
+func (t *TLSConfig) warnings() []string {
+	if t == nil {
+		return nil
 	}
-	if t := c.TLS; t != nil && (t.CertFile == "") != (t.KeyFile == "") {
-		return []string{"webhook.tls: certFile and keyFile go together"}
+	if w := t.InsecureSkipVerify.warning("tls.insecureSkipVerify"); w != "" {
+		return []string{w}
 	}
 	return nil
 }
 
-// clientTLS returns the transport's TLS configuration, reading the files.
-func (t *TLSConfig) clientTLS() (*tls.Config, error) {
-	c := &tls.Config{InsecureSkipVerify: t.InsecureSkipVerify, ServerName: t.ServerName} //nolint:gosec // the user's choice
+// validate returns the problem of a TLS configuration, naming the key of
+// sink kind (nil is no TLS configuration).
+func (t *TLSConfig) validate(kind string) []string {
+	if t != nil && (t.CertFile == "") != (t.KeyFile == "") {
+		return []string{kind + ".tls: certFile and keyFile go together"}
+	}
+	return nil
+}
+
+// clientTLS returns the transport's TLS configuration, reading the files;
+// errors name the key of sink kind.
+func (t *TLSConfig) clientTLS(kind string) (*tls.Config, error) {
+	c := &tls.Config{InsecureSkipVerify: t.InsecureSkipVerify.V, ServerName: t.ServerName} //nolint:gosec // the user's choice
 	if t.CaFile != "" {
 		pem, err := os.ReadFile(t.CaFile)
 		if err != nil {
-			return nil, fmt.Errorf("webhook.tls.caFile: %w", err)
+			return nil, fmt.Errorf("%s.tls.caFile: %w", kind, err)
 		}
 		c.RootCAs = x509.NewCertPool()
 		if !c.RootCAs.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("webhook.tls.caFile %s: no PEM certificate", t.CaFile)
+			return nil, fmt.Errorf("%s.tls.caFile %s: no PEM certificate", kind, t.CaFile)
 		}
 	}
 	if t.CertFile != "" {
 		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
 		if err != nil {
-			return nil, fmt.Errorf("webhook.tls: client certificate: %w", err)
+			return nil, fmt.Errorf("%s.tls: client certificate: %w", kind, err)
 		}
 		c.Certificates = []tls.Certificate{cert}
 	}
@@ -131,7 +147,7 @@ func (c *WebhookConfig) warnings() []string {
 type WebhookSink struct {
 	cfg     WebhookConfig
 	client  *http.Client
-	headers map[string]*template.Template
+	headers headerSet
 	buf     bytes.Buffer
 	hbuf    bytes.Buffer
 }
@@ -142,17 +158,13 @@ func NewWebhookSink(cfg WebhookConfig) (*WebhookSink, error) {
 	if p := cfg.validate(); len(p) > 0 {
 		return nil, fmt.Errorf("%s", p[0])
 	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConnsPerHost = 4
-	if cfg.TLS != nil {
-		tc, err := cfg.TLS.clientTLS()
-		if err != nil {
-			return nil, err
-		}
-		tr.TLSClientConfig = tc
+	tr, err := httpTransport("webhook", cfg.TLS)
+	if err != nil {
+		return nil, err
 	}
+	tr.MaxIdleConnsPerHost = 4
 	return &WebhookSink{cfg: cfg, client: &http.Client{Transport: tr, Timeout: time.Duration(cfg.Timeout)},
-		headers: headerTemplates(cfg.Headers)}, nil
+		headers: newHeaderSet(cfg.Headers)}, nil
 }
 
 // Write posts the batch in one request; an occurrence that cannot be
@@ -163,6 +175,9 @@ func (s *WebhookSink) Write(ctx context.Context, batch []*Occurrence) (int, erro
 		return 0, encErr
 	}
 	if n, err := s.post(ctx, batch); err != nil {
+		if halvable(err, batch) {
+			return s.Write(ctx, batch[:len(batch)/2])
+		}
 		return n, err
 	}
 	return len(batch), encErr
@@ -176,23 +191,16 @@ func (s *WebhookSink) encode(batch []*Occurrence) ([]*Occurrence, error) {
 	if array {
 		s.buf.WriteByte('[')
 	}
-	enc := s.cfg.Encode.orDefault()
-	var encErr error
-	for i, o := range batch {
-		b, err := enc(o)
-		if err != nil {
-			batch, encErr = batch[:i], Permanent(fmt.Errorf("occurrence %s: %w", o.Key(), err))
-			break
-		}
+	n, encErr := encodeEach(batch, s.cfg.Encode, func(i int, _ *Occurrence, rec []byte) {
 		if i > 0 {
 			s.buf.WriteByte(',')
 		}
-		s.buf.Write(b)
-	}
+		s.buf.Write(rec)
+	})
 	if array {
 		s.buf.WriteByte(']')
 	}
-	return batch, encErr
+	return batch[:n], encErr
 }
 
 // post sends the body made by encode for batch.
@@ -210,30 +218,47 @@ func (s *WebhookSink) post(ctx context.Context, batch []*Occurrence) (int, error
 	if err != nil {
 		return 0, err
 	}
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
-	resp.Body.Close()
-	switch code := resp.StatusCode; {
-	case code >= 200 && code < 300:
-		return len(batch), nil
-	case code == http.StatusRequestTimeout || code == http.StatusTooManyRequests || code >= 500:
-		return 0, fmt.Errorf("webhook %s: %s: %s", s.cfg.Endpoint, resp.Status, bytes.TrimSpace(body))
-	default:
-		return 0, Permanent(fmt.Errorf("webhook %s: %s: %s", s.cfg.Endpoint, resp.Status, bytes.TrimSpace(body)))
+	body := readAnswer(resp, 64<<10)
+	if err := statusError("webhook "+s.cfg.Endpoint, resp, body, retryableStatus); err != nil {
+		return 0, err
 	}
+	if s.cfg.check != nil {
+		if err := s.cfg.check(body); err != nil {
+			return 0, fmt.Errorf("webhook %s: %w", s.cfg.Endpoint, err)
+		}
+	}
+	return len(batch), nil
 }
 
 // setHeaders sets the configured headers, templates executed against o.
 func (s *WebhookSink) setHeaders(req *http.Request, o *Occurrence) {
+	s.headers.set(req, o, s.cfg.cluster, &s.hbuf)
+}
+
+// headerSet is a sink's configured headers, with the values that are
+// templates parsed.
+type headerSet struct {
+	values map[string]string
+	tmpls  map[string]*template.Template
+}
+
+// newHeaderSet parses the header values that are templates.
+func newHeaderSet(h map[string]string) headerSet {
+	return headerSet{values: h, tmpls: headerTemplates(h)}
+}
+
+// set sets the headers on req, templates executed against o's record with
+// clusterName cluster (a template that fails is sent as it is).
+func (h headerSet) set(req *http.Request, o *Occurrence, cluster string, buf *bytes.Buffer) {
 	var data *EnhancedEvent
-	for k, v := range s.cfg.Headers {
-		if t := s.headers[k]; t != nil {
+	for k, v := range h.values {
+		if t := h.tmpls[k]; t != nil {
 			if data == nil {
-				data = o.Enhanced(s.cfg.cluster)
+				data = o.Enhanced(cluster)
 			}
-			s.hbuf.Reset()
-			if t.Execute(&s.hbuf, data) == nil {
-				v = s.hbuf.String()
+			buf.Reset()
+			if t.Execute(buf, data) == nil {
+				v = buf.String()
 			}
 		}
 		req.Header.Set(k, v)

@@ -2,6 +2,7 @@ package exporter
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -30,25 +31,37 @@ func TestTheirExampleConfigsLoadUnchangedWithWarningsOnly(t *testing.T) {
 	}
 }
 
-func TestTheirConfigExampleKeepsItsWebhookLayoutAndSkipsTheRest(t *testing.T) {
+// receiverNames returns the names of c's receivers, in order.
+func receiverNames(c *Config) []string {
+	var names []string
+	for _, r := range c.Receivers {
+		names = append(names, r.Name)
+	}
+	return names
+}
+
+func TestTheirConfigExampleKeepsItsSupportedSinksAndSkipsTheRest(t *testing.T) {
 	t.Setenv("ELASTIC_API_KEY", "key")
 	c, err := LoadConfig(theirs + "config.example.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(c.Receivers) != 1 || c.Receivers[0].Name != "pipe" || c.Receivers[0].Webhook.Layout == nil {
-		t.Fatalf("receivers %v, want the webhook pipe with its layout", c.Receivers)
+	if got := receiverNames(c); !slices.Equal(got, []string{"dump", "opensearch-dump", "slack", "pipe", "kafka"}) {
+		t.Fatalf("receivers %v, want dump, opensearch-dump, slack, pipe and kafka", got)
+	}
+	if c.Receivers[0].Elasticsearch.APIKey != "key" || c.Receivers[3].Webhook.Layout == nil {
+		t.Errorf("elasticsearch %+v, webhook %+v", c.Receivers[0].Elasticsearch, c.Receivers[3].Webhook)
 	}
 	if c.KubeQPS != 60 || c.KubeBurst != 60 || c.LogLevel != "debug" || c.LogFormat != "json" {
 		t.Errorf("kubeQPS %v, kubeBurst %d, log %s/%s", c.KubeQPS, c.KubeBurst, c.LogLevel, c.LogFormat)
 	}
 	wantWarnings(t, c, "line 4: maxEventAgeSeconds: ignored", "unknown field streamName: ignored",
-		`receiver "dump": the elasticsearch sink`, `invalid regular expression "*beta*" never matches`,
+		`receiver "alert": the opsgenie sink`, `invalid regular expression "*beta*" never matches`,
 		"labels: involved objects are not looked up")
 	o := occ("u", 9, "prod")
 	o.Type = "Warning"
-	if set, _ := c.Route.receivers(o); set != 1 {
-		t.Errorf("warning routed to %b, want the webhook", set)
+	if set, _ := c.Route.receivers(o); set != 0b1001 {
+		t.Errorf("warning routed to %b, want dump and the webhook (1001)", set)
 	}
 }
 
@@ -66,8 +79,8 @@ func TestMigratedConfigMapsEnvClusterLeaderElectionPipeAndWebhook(t *testing.T) 
 		alerts.Webhook.Headers["Authorization"] != "Bearer s3cret" || alerts.Webhook.TLS.ServerName != "alerts.internal" {
 		t.Errorf("config %+v", c)
 	}
-	if len(c.Receivers) != 2 {
-		t.Errorf("%d receivers, want elasticsearch skipped", len(c.Receivers))
+	if es := c.Receivers[2].Elasticsearch; es == nil || es.Index != "kube-events" {
+		t.Errorf("elasticsearch %+v", es)
 	}
-	wantWarnings(t, c, "metricsNamePrefix: ignored", "cacheSize: ignored", "omitLookup: ignored", `receiver "es"`)
+	wantWarnings(t, c, "metricsNamePrefix: ignored", "cacheSize: ignored", "omitLookup: ignored")
 }

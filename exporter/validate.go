@@ -1,6 +1,7 @@
 package exporter
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -143,6 +144,15 @@ func (c *Config) validateReceiver(r *Receiver, add func(int, string, ...any)) bo
 			c.Warnings = append(c.Warnings, fmt.Sprintf("line %d: receiver %q: %s", r.line, r.Name, w))
 		}
 	}
+	if es := cmp.Or(r.Elasticsearch, r.OpenSearch); es != nil {
+		c.Warnings = append(c.Warnings, es.warnings()...)
+	}
+	if r.Slack != nil {
+		for _, w := range r.Slack.warnings() {
+			c.Warnings = append(c.Warnings, fmt.Sprintf("line %d: receiver %q: %s", r.line, r.Name, w))
+		}
+	}
+	c.Warnings = append(c.Warnings, r.tlsConfig().warnings()...)
 	return true
 }
 
@@ -199,24 +209,18 @@ func (r *Receiver) validate() []string {
 	case r.Sink != nil && kinds > 0:
 		p = append(p, "a receiver with a Sink cannot also configure one")
 	case r.Sink == nil && kinds == 0:
-		p = append(p, "a sink is required: one of stdout, file, webhook, pipe, nats or log")
+		p = append(p, "a sink is required: one of stdout, file, pipe, webhook, elasticsearch, opensearch, kafka, otlp, slack, teams, loki, nats or log")
 	}
 	p = append(p, r.validateFormat()...)
 	p = append(p, r.setQueueDefaults()...)
 	if err := r.setRetry(); err != nil {
 		p = append(p, err.Error())
 	}
-	switch {
-	case r.File != nil:
-		p = append(p, r.File.validate()...)
-	case r.Webhook != nil:
-		p = append(p, r.Webhook.validate()...)
-	case r.NATS != nil:
-		p = append(p, r.NATS.validate()...)
-	case r.Log != nil:
-		p = append(p, r.Log.validate()...)
-	case r.Pipe != nil:
-		p = append(p, r.Pipe.validate()...)
+	if r.OpenSearch != nil {
+		r.OpenSearch.kind = "opensearch"
+	}
+	if c, ok := r.kindConfig().(interface{ validate() []string }); ok {
+		p = append(p, c.validate()...)
 	}
 	return p
 }
@@ -232,27 +236,44 @@ func (r *Receiver) validateFormat() []string {
 	return nil
 }
 
+// remote reports whether the receiver's sink is a remote service: its
+// queue defaults to 10,000 occurrences and DropOldest, so that an outage
+// does not stall the other sinks.
+func (r *Receiver) remote() bool {
+	return r.Webhook != nil || r.Elasticsearch != nil || r.OpenSearch != nil || r.Kafka != nil || r.OTLP != nil ||
+		r.Slack != nil || r.Teams != nil || r.Loki != nil
+}
+
+// oneMessageEach reports whether the receiver's sink posts one message
+// per occurrence: its batch defaults to 1 (and must be 1 for the chat
+// presets).
+func (r *Receiver) oneMessageEach() bool {
+	return r.Webhook != nil || r.Slack != nil || r.Teams != nil
+}
+
 func (r *Receiver) setQueueDefaults() []string {
-	webhook := r.Webhook != nil
 	if r.Queue.Length == 0 {
 		r.Queue.Length = 1000
-		if webhook {
+		if r.remote() {
 			r.Queue.Length = 10000
 		}
 	}
 	if r.Queue.Strategy == "" {
 		r.Queue.Strategy = StrategyWait
-		if webhook {
+		if r.remote() {
 			r.Queue.Strategy = StrategyDropOldest
 		}
 	}
 	if r.Batch == 0 {
 		r.Batch = 256
-		if webhook {
+		if r.oneMessageEach() {
 			r.Batch = 1
 		}
 	}
 	var p []string
+	if (r.Slack != nil || r.Teams != nil) && r.Batch > 1 {
+		p = append(p, fmt.Sprintf("batch %d: a chat message is one occurrence: want 1", r.Batch))
+	}
 	if r.Queue.Length < 1 {
 		p = append(p, fmt.Sprintf("queue.length %d must be at least 1", r.Queue.Length))
 	}
@@ -297,17 +318,34 @@ func (r *Receiver) encoder(cluster string) Encoder {
 
 // payload returns the record options of the receiver's sink, or nil.
 func (r *Receiver) payload() *Payload {
+	if c, ok := r.kindConfig().(interface{ payload() *Payload }); ok {
+		return c.payload()
+	}
+	return nil
+}
+
+// kindConfig returns the configuration of the receiver's sink kind (the
+// first set), or nil.
+func (r *Receiver) kindConfig() any {
+	if ks := r.kinds(); len(ks) > 0 {
+		return ks[0].cfg
+	}
+	return nil
+}
+
+// tlsConfig returns the TLS configuration of the receiver's sink, or nil.
+func (r *Receiver) tlsConfig() *TLSConfig {
 	switch {
-	case r.Stdout != nil:
-		return &r.Stdout.Payload
-	case r.File != nil:
-		return &r.File.Payload
-	case r.Pipe != nil:
-		return &r.Pipe.Payload
 	case r.Webhook != nil:
-		return &r.Webhook.Payload
-	case r.NATS != nil:
-		return &r.NATS.Payload
+		return r.Webhook.TLS
+	case r.Elasticsearch != nil || r.OpenSearch != nil:
+		return cmp.Or(r.Elasticsearch, r.OpenSearch).TLS
+	case r.Kafka != nil:
+		return &r.Kafka.TLS.TLSConfig
+	case r.OTLP != nil:
+		return r.OTLP.TLS
+	case r.Loki != nil:
+		return r.Loki.TLS
 	}
 	return nil
 }
@@ -353,6 +391,30 @@ func (r *Receiver) build(cluster string) (Sink, error) {
 		return newLogSink(r.Log), nil
 	case r.Pipe != nil:
 		return newPipeSink(r.Pipe, enc)
+	case r.Elasticsearch != nil || r.OpenSearch != nil:
+		c := *cmp.Or(r.Elasticsearch, r.OpenSearch)
+		c.Encode = enc
+		return NewElasticsearchSink(c)
+	case r.Kafka != nil:
+		c := *r.Kafka
+		c.Encode = enc
+		return NewKafkaSink(c)
+	case r.OTLP != nil:
+		c := *r.OTLP
+		c.Encode = enc
+		return NewOTLPSink(c)
+	case r.Slack != nil:
+		w := r.Slack.webhook()
+		w.Encode, w.cluster = r.Slack.encoder(cluster), cluster
+		return NewWebhookSink(*w)
+	case r.Teams != nil:
+		w := r.Teams.webhook()
+		w.Encode, w.cluster = teamsEncoder(enc), cluster
+		return NewWebhookSink(*w)
+	case r.Loki != nil:
+		c := *r.Loki
+		c.Encode, c.cluster = enc, cluster
+		return NewLokiSink(c)
 	}
 	return nil, fmt.Errorf("no sink configured")
 }

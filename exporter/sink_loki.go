@@ -1,0 +1,170 @@
+package exporter
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"regexp"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// LokiConfig configures a loki receiver (kubernetes-event-exporter's keys,
+// and timestamp and timeout): each write is one request to Loki's push API
+// (/loki/api/v1/push, JSON), one entry per occurrence in one stream.
+type LokiConfig struct {
+	// URL is the push API's URL ("http://loki:3100/loki/api/v1/push").
+	URL string `yaml:"url"`
+	// StreamLabels are the labels of the stream (default
+	// {job: fanout-eventer}: Loki requires one).
+	StreamLabels map[string]string `yaml:"streamLabels"`
+	// Headers are added to every request ("X-Scope-OrgID" for a tenant);
+	// values are templates, as a webhook's.
+	Headers map[string]string `yaml:"headers"`
+	// TLS configures the connection to an https URL.
+	TLS *TLSConfig `yaml:"tls"`
+	// Timestamp is the entries' time: event (the default: the
+	// occurrence's LastTime, so that what a retry or a restart pushes
+	// again is the same entry, which Loki stores once) or now (the push's
+	// time, as kubernetes-event-exporter).
+	Timestamp string `yaml:"timestamp"`
+	// Timeout bounds each request (default 10 s).
+	Timeout Duration `yaml:"timeout"`
+	// Payload is the layout and deDot of the log lines.
+	Payload `yaml:",inline"`
+	// Encode makes each log line; nil writes the default record
+	// ([EventEncoder] without a cluster name).
+	Encode Encoder `yaml:"-"`
+
+	cluster string // the clusterName of header templates' data
+}
+
+// lokiLabelName is what Loki accepts as a label name (Prometheus's).
+var lokiLabelName = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
+
+func (c *LokiConfig) validate() []string {
+	var p []string
+	p = appendProblem(p, httpURLProblem("loki.url", c.URL))
+	for _, k := range slices.Sorted(maps.Keys(c.StreamLabels)) {
+		if !lokiLabelName.MatchString(k) {
+			p = append(p, fmt.Sprintf("loki.streamLabels: %q is not a label name Loki accepts ([a-zA-Z_][a-zA-Z0-9_]*)", k))
+		}
+	}
+	if len(c.StreamLabels) == 0 {
+		c.StreamLabels = map[string]string{"job": "fanout-eventer"}
+	}
+	if c.Timestamp == "" {
+		c.Timestamp = "event"
+	}
+	if c.Timestamp != "event" && c.Timestamp != "now" {
+		p = append(p, fmt.Sprintf("loki.timestamp %q is unknown (want event or now)", c.Timestamp))
+	}
+	return append(p, connectionProblems("loki", &c.Timeout, c.TLS)...)
+}
+
+// LokiSink pushes occurrences to Loki. 2xx is success; 429, 5xx and
+// transport errors are retried. Loki refuses a push with 400 (an entry
+// too old, a line too long) after storing the entries it accepted, so a
+// push of several entries refused that way is made again entry by entry
+// (the stored ones are stored once): the entry refused is [Permanent],
+// dropped and counted, and the others are written.
+type LokiSink struct {
+	cfg     LokiConfig
+	client  *http.Client
+	headers headerSet
+	buf     bytes.Buffer
+	hbuf    bytes.Buffer
+}
+
+// NewLokiSink returns a Loki sink; it sends nothing until the first write.
+func NewLokiSink(cfg LokiConfig) (*LokiSink, error) {
+	if p := cfg.validate(); len(p) > 0 {
+		return nil, errors.New(p[0])
+	}
+	tr, err := httpTransport("loki", cfg.TLS)
+	if err != nil {
+		return nil, err
+	}
+	return &LokiSink{cfg: cfg, client: &http.Client{Transport: tr, Timeout: time.Duration(cfg.Timeout)},
+		headers: newHeaderSet(cfg.Headers)}, nil
+}
+
+// lokiPush is the body of a push request.
+type lokiPush struct {
+	Streams []lokiStream `json:"streams"`
+}
+
+// lokiStream is one stream of a push: its labels and its entries, each
+// [timestamp in nanoseconds, line].
+type lokiStream struct {
+	Stream map[string]string `json:"stream"`
+	Values [][2]string       `json:"values"`
+}
+
+// Write pushes the batch in one request. An occurrence that cannot be
+// encoded ends the batch there.
+func (s *LokiSink) Write(ctx context.Context, batch []*Occurrence) (int, error) {
+	values, encErr := s.entries(batch)
+	batch = batch[:len(values)]
+	if len(batch) == 0 {
+		return 0, encErr
+	}
+	err := s.push(ctx, batch[0], values)
+	if err != nil && IsPermanent(err) && len(batch) > 1 {
+		for i := range batch {
+			if err := s.push(ctx, batch[i], values[i:i+1]); err != nil {
+				return i, err
+			}
+		}
+		return len(batch), encErr
+	}
+	if err != nil {
+		return 0, err
+	}
+	return len(batch), encErr
+}
+
+// entries returns the entries of the longest prefix of batch that encodes.
+func (s *LokiSink) entries(batch []*Occurrence) ([][2]string, error) {
+	values := make([][2]string, 0, len(batch))
+	now := time.Now()
+	_, err := encodeEach(batch, s.cfg.Encode, func(_ int, o *Occurrence, line []byte) {
+		t := now
+		if s.cfg.Timestamp == "event" {
+			t = occurrenceTime(o)
+		}
+		values = append(values, [2]string{strconv.FormatInt(t.UnixNano(), 10), string(line)})
+	})
+	return values, err
+}
+
+// push sends values in one request; first is the occurrence of the
+// first, whose record the header templates see.
+func (s *LokiSink) push(ctx context.Context, first *Occurrence, values [][2]string) error {
+	s.buf.Reset()
+	if err := json.NewEncoder(&s.buf).Encode(lokiPush{Streams: []lokiStream{{Stream: s.cfg.StreamLabels, Values: values}}}); err != nil {
+		return Permanent(fmt.Errorf("loki: %w", err))
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.cfg.URL, bytes.NewReader(s.buf.Bytes()))
+	if err != nil {
+		return Permanent(fmt.Errorf("loki: %w", err))
+	}
+	req.Header.Set("Content-Type", "application/json")
+	s.headers.set(req, first, s.cfg.cluster, &s.hbuf)
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("loki %s: %w", s.cfg.URL, err)
+	}
+	return statusError("loki "+s.cfg.URL, resp, readAnswer(resp, 512), retryableStatus)
+}
+
+// Close closes idle connections.
+func (s *LokiSink) Close(context.Context) error {
+	s.client.CloseIdleConnections()
+	return nil
+}
