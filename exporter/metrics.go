@@ -27,6 +27,8 @@ var (
 	descLists    = desc("source_lists_total", "List requests made by the source.")
 	descWatches  = desc("source_watches_total", "Watch requests made by the source.")
 	descRestarts = desc("source_watch_restarts_total", "Watches started after the first (after a watch ended or failed).")
+	descRelists  = desc("source_relists_total", "Lists made where the watch could not resume from the checkpoint's resource version (none, or too old: 410 Gone); count raises made meanwhile may have collapsed.")
+	descCollapse = desc("source_collapsed_raises_total", "Count raises those lists showed folded into one occurrence: their intermediate counts were not forwarded.")
 	descOccur    = desc("source_occurrences_total", "Occurrences forwarded by the source.")
 	descIgnored  = desc("source_updates_ignored_total", "Event modifications that did not raise the count.")
 	descDeletes  = desc("source_deletes_total", "Event deletions seen.")
@@ -55,7 +57,7 @@ func NewMetrics() *Metrics {
 // Describe sends every descriptor.
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descSent, descDropped, descRetries, descDedup, descDepth, descCapacity,
-		descLists, descWatches, descRestarts, descOccur, descIgnored, descDeletes, descSynced, descRouteDr,
+		descLists, descWatches, descRestarts, descRelists, descCollapse, descOccur, descIgnored, descDeletes, descSynced, descRouteDr,
 		descRouteNo, descCkWrites, descCkFails, descCkLag, descCkLast, descLeader} {
 		ch <- d
 	}
@@ -74,6 +76,8 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		ch <- counter(descLists, st.Lists)
 		ch <- counter(descWatches, st.Watches)
 		ch <- counter(descRestarts, max(st.Watches, 1)-1)
+		ch <- counter(descRelists, st.Relists)
+		ch <- counter(descCollapse, st.Collapsed)
 		ch <- counter(descOccur, st.Occurrences)
 		ch <- counter(descIgnored, st.UpdatesIgnored)
 		ch <- counter(descDeletes, st.Deletes)

@@ -68,11 +68,15 @@ type Occurrence struct {
 	// receivers is the set of receivers the routes selected, one bit per
 	// receiver index.
 	receivers uint64
-	encOnce   sync.Once
-	enc       []byte
+	// listed is set on an occurrence read from a list rather than a
+	// watch: its resource version does not order it, so it does not move
+	// the checkpoint's resource version.
+	listed  bool
+	encOnce sync.Once
+	enc     []byte
 	// event is the core/v1 Event the occurrence was made from (for
-	// events.k8s.io, its core/v1 equivalent), shared with the informer's
-	// cache and never modified; nil for an occurrence built by a program.
+	// events.k8s.io, its core/v1 equivalent), shared with the sinks and
+	// never modified; nil for an occurrence built by a program.
 	event      *corev1.Event
 	recOnce    sync.Once
 	recCluster string

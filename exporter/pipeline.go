@@ -126,7 +126,11 @@ func (p *Pipeline) abort(sinks []Sink) {
 func (p *Pipeline) Occurred(ctx context.Context, o *Occurrence) error {
 	var dropped bool
 	o.receivers, dropped = p.cfg.Route.receivers(o)
-	o.Seq = p.tr.add(change{uid: o.UID, count: o.Count, rv: o.ResourceVersion})
+	rv := o.ResourceVersion
+	if o.listed {
+		rv = "" // a list's items come in no resource version order
+	}
+	o.Seq = p.tr.add(change{uid: o.UID, count: o.Count, rv: rv})
 	p.commitEvery(o.Seq)
 	if o.receivers == 0 {
 		if dropped {
@@ -148,6 +152,18 @@ func (p *Pipeline) Occurred(ctx context.Context, o *Occurrence) error {
 // checkpoint.
 func (p *Pipeline) Deleted(uid, resourceVersion string) {
 	seq := p.tr.add(change{uid: uid, rv: resourceVersion, deleted: true})
+	p.head.Store(seq)
+	p.commitEvery(seq)
+}
+
+// Progress records that every change up to resourceVersion has been
+// handed over, so that the checkpoint resumes the watch from there once
+// every sink has finished with what came before.
+func (p *Pipeline) Progress(resourceVersion string) {
+	if resourceVersion == "" {
+		return
+	}
+	seq := p.tr.add(change{rv: resourceVersion})
 	p.head.Store(seq)
 	p.commitEvery(seq)
 }

@@ -108,6 +108,7 @@ func (e *exporter) lead(ctx context.Context) error {
 		_ = p.Shutdown(ctx)
 		return err
 	}
+	src.SetLogger(e.log)
 	e.metrics.pipeline.Store(p)
 	e.metrics.source.Store(src)
 	e.log.Info("exporting events", "api", cfg.API, "namespace", cfg.Namespace, "receivers", len(cfg.Receivers),
