@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 )
 
 // Main is the fanout-eventer command: it parses args (without the program
@@ -43,6 +44,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	log := newLogger(cfg, stderr)
+	routeKlog(log)
 	for _, w := range cfg.Warnings {
 		log.Warn("configuration " + fl.config + ": " + w)
 	}
@@ -165,6 +167,13 @@ func newLogger(cfg *Config, w io.Writer) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// routeKlog sends what client-go logs through klog (leader election,
+// request retries, its own errors) to log, so that a JSON log stream holds
+// no klog text lines.
+func routeKlog(log *slog.Logger) {
+	klog.SetSlogLogger(log.With("logger", "client-go"))
 }
 
 func run(ctx context.Context, fl *flags, cfg *Config, log *slog.Logger) error {

@@ -1,6 +1,8 @@
 package exporter
 
 import (
+	"runtime"
+	"runtime/debug"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -40,6 +42,7 @@ var (
 	descCkLag    = desc("checkpoint_pending", "Changes (occurrences and deletions) not covered by the checkpoint yet.")
 	descCkLast   = desc("checkpoint_last_write_timestamp_seconds", "When the last checkpoint was written.")
 	descLeader   = desc("leader", "1 while this replica runs the pipeline (always, without leader election).")
+	descBuild    = desc("build_info", "1, labelled with the exporter's version and the Go version that built it.", "version", "goversion")
 )
 
 func desc(name, help string, labels ...string) *prometheus.Desc {
@@ -58,7 +61,7 @@ func NewMetrics() *Metrics {
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descSent, descDropped, descRetries, descDedup, descDepth, descCapacity,
 		descLists, descWatches, descRestarts, descRelists, descCollapse, descOccur, descIgnored, descDeletes, descSynced, descRouteDr,
-		descRouteNo, descCkWrites, descCkFails, descCkLag, descCkLast, descLeader} {
+		descRouteNo, descCkWrites, descCkFails, descCkLag, descCkLast, descLeader, descBuild} {
 		ch <- d
 	}
 	m.Lag.Describe(ch)
@@ -68,6 +71,7 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	m.Lag.Collect(ch)
 	ch <- gauge(descLeader, b2f(m.leader.Load()))
+	ch <- gauge(descBuild, 1, BuildVersion(), runtime.Version())
 	if p := m.pipeline.Load(); p != nil {
 		m.collectPipeline(ch, p)
 	}
@@ -120,4 +124,39 @@ func b2f(b bool) float64 {
 		return 1
 	}
 	return 0
+}
+
+// Version is the exporter's version in fanout_eventer_build_info. Set it
+// at build time (the Dockerfile does):
+//
+//	go build -ldflags "-X github.com/fanout-go/fanout/exporter.Version=v0.1.0" ./cmd/fanout-eventer
+//
+// When empty, [BuildVersion] takes the module's version from the build
+// information.
+var Version string
+
+// modulePath is this module's path, to find its version in the build
+// information.
+const modulePath = "github.com/fanout-go/fanout/exporter"
+
+// BuildVersion returns [Version], else this module's version in the
+// binary's build information (the main module's, or a dependency's), else
+// "(devel)".
+func BuildVersion() string {
+	if Version != "" {
+		return Version
+	}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(devel)"
+	}
+	if bi.Main.Path == modulePath && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	for _, d := range bi.Deps {
+		if d.Path == modulePath && d.Version != "" {
+			return d.Version
+		}
+	}
+	return "(devel)"
 }

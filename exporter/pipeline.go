@@ -245,7 +245,10 @@ func (p *Pipeline) saveCheckpoint(ctx context.Context) {
 // Shutdown stops intake, lets every sink write what it has queued until
 // ctx ends (then cancels the writes in progress and counts what is left as
 // dropped at shutdown), writes the last checkpoint and closes the sinks. It
-// is idempotent; later calls return the first call's result.
+// returns an error if a lossless (Wait) sink could not finish, or a sink
+// failed to close; occurrences a lossy sink had not written are counted
+// and logged, not an error. It is idempotent; later calls return the first
+// call's result.
 func (p *Pipeline) Shutdown(ctx context.Context) error {
 	p.shutdown.Do(func() { p.shutErr = p.doShutdown(ctx) })
 	return p.shutErr
@@ -253,17 +256,21 @@ func (p *Pipeline) Shutdown(ctx context.Context) error {
 
 func (p *Pipeline) doShutdown(ctx context.Context) error {
 	p.b.Shutdown()
-	var err error
+	late := false
 	for _, r := range p.runners {
 		select {
 		case <-r.done:
 		case <-ctx.Done():
-			err = fmt.Errorf("shutdown deadline passed with occurrences unwritten: %w", ctx.Err())
+			late = true
 			p.sinkCancel()
 			<-r.done
 		}
 	}
 	p.sinkCancel()
+	var err error
+	if late {
+		err = p.unwritten(ctx.Err())
+	}
 	close(p.stopCk)
 	<-p.ckDone
 	p.saveCheckpoint(context.WithoutCancel(ctx))
@@ -273,6 +280,26 @@ func (p *Pipeline) doShutdown(ctx context.Context) error {
 			err = errors.Join(err, fmt.Errorf("receiver %q: close: %w", r.name, cerr))
 		}
 		cancel()
+	}
+	return err
+}
+
+// unwritten reports the occurrences the sinks had not written when the
+// shutdown deadline passed (cause): an error if a lossless (Wait) sink had
+// any, which the checkpoint does not cover, so a restart writes them; a
+// warning for a lossy sink, whose drops are counted by design.
+func (p *Pipeline) unwritten(cause error) error {
+	var err error
+	for _, r := range p.runners {
+		n := r.drops[DropShutdown].Load()
+		switch {
+		case n == 0:
+		case r.lossless:
+			err = errors.Join(err, fmt.Errorf("receiver %q: %d occurrences unwritten at the shutdown deadline: %w", r.name, n, cause))
+		default:
+			p.log.Warn("lossy sink dropped occurrences at the shutdown deadline", "sink", r.name, "occurrences", n,
+				"reason", DropShutdown.String())
+		}
 	}
 	return err
 }

@@ -231,11 +231,15 @@ func TestManifestsApplyAndTheExporterRunsWithExactlyTheirRBAC(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Two runs, as after a restart: the first creates the checkpoint
-	// ConfigMap and the Lease, the second reads and updates them.
+	// ConfigMap and the Lease, the second reads and updates them, and
+	// reads events.k8s.io/v1 (--events-api events.k8s.io/v1).
 	for run := range 2 {
 		sink := &countingSink{Sink: discard{}, done: make(chan struct{})}
 		config := parse(t, strings.Replace(configYAML(t, objs), "interval: 5s", "interval: 100ms", 1))
 		config.Receivers[0].Stdout, config.Receivers[0].Sink = nil, sink
+		if run == 1 {
+			config.API = exporter.EventsV1
+		}
 		stop := runExporter(t, exporter.Options{Config: config, Client: sa, LeaderElection: &exporter.LeaderElection{
 			Namespace: "fanout-eventer", Name: "fanout-eventer", Identity: fmt.Sprintf("run-%d", run),
 			LeaseDuration: 2 * time.Second, RenewDeadline: time.Second, RetryPeriod: 200 * time.Millisecond}})
