@@ -48,6 +48,26 @@ func (c chanTarget) expect(t *testing.T, want ...string) {
 	}
 }
 
+// expectSet reads the next len(want) things forwarded and checks that
+// they are want, in any order.
+func (c chanTarget) expectSet(t *testing.T, want ...string) {
+	t.Helper()
+	got := map[string]bool{}
+	for range want {
+		select {
+		case k := <-c.ch:
+			got[k] = true
+		case <-time.After(30 * time.Second):
+			t.Fatalf("forwarded only %v, want %v", got, want)
+		}
+	}
+	for _, w := range want {
+		if !got[w] {
+			t.Errorf("forwarded %v, want %q among them", got, w)
+		}
+	}
+}
+
 func coreEvent(uid string, count int32) *corev1.Event {
 	return &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: uid, UID: types.UID(uid)},
 		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "ns", Name: "p"},
@@ -105,20 +125,7 @@ func TestSourceAfterRestartForwardsOnlyWhatWasMissed(t *testing.T) {
 	cs := fake.NewClientset(coreEvent("seen", 3), coreEvent("raised", 5), coreEvent("new", 1))
 	ck := &Checkpoint{Counts: map[string]int32{"seen": 3, "raised": 2, "gone": 7}}
 	target := startSource(t, cs, CoreV1, ck)
-	got := map[string]bool{}
-	for range 3 {
-		select {
-		case k := <-target.ch:
-			got[k] = true
-		case <-time.After(30 * time.Second):
-			t.Fatalf("forwarded only %v", got)
-		}
-	}
-	for _, want := range []string{"raised/5", "new/1", "-gone"} {
-		if !got[want] {
-			t.Errorf("forwarded %v, want %q among them", got, want)
-		}
-	}
+	target.expectSet(t, "raised/5", "new/1", "-gone")
 }
 
 func TestSourceIdentifiesSeriesOccurrencesBySeriesCount(t *testing.T) {
@@ -198,20 +205,7 @@ func TestSourceListsWhenTheCheckpointResourceVersionIsTooOldAndCountsCollapsedRa
 	rvs := watchedFrom(cs, "1")
 	ck := &Checkpoint{ResourceVersion: "1", Counts: map[string]int32{"seen": 3, "raised": 2, "gone": 7}}
 	target, src := startSourceStats(t, cs, CoreV1, ck)
-	got := map[string]bool{}
-	for range 3 {
-		select {
-		case k := <-target.ch:
-			got[k] = true
-		case <-time.After(30 * time.Second):
-			t.Fatalf("forwarded only %v", got)
-		}
-	}
-	for _, want := range []string{"raised/5", "new/4", "-gone"} {
-		if !got[want] {
-			t.Errorf("forwarded %v, want %q among them", got, want)
-		}
-	}
+	target.expectSet(t, "raised/5", "new/4", "-gone")
 	if first, second := <-rvs, <-rvs; first != "1" || second == "1" || second == "" {
 		t.Errorf("watched from %q then %q: want the checkpoint's, then the list's", first, second)
 	}

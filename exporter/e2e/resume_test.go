@@ -45,6 +45,20 @@ receivers:
 	return []string{"--config", config, "--listen", addr}
 }
 
+// resumeSetup makes a namespace, a directory, a webhook and a metrics
+// address for a test of the exporter's restarts, and returns them with the
+// child's arguments.
+func resumeSetup(t *testing.T, name string) (client kubernetes.Interface, ns, dir string, hook *webhook, addr string, args []string) {
+	t.Helper()
+	cfg, client := cluster(t)
+	ns = apiservertest.Namespace(t, client, name)
+	dir = t.TempDir()
+	hook = newWebhook(t, nil)
+	addr = freeAddr(t)
+	args = append(resumeConfig(t, ns, dir, hook.URL, addr), "--kubeconfig", kubeconfig(t, cfg))
+	return client, ns, dir, hook, addr, args
+}
+
 // freeAddr returns a loopback address with a free port.
 func freeAddr(t *testing.T) string {
 	t.Helper()
@@ -112,12 +126,7 @@ func waitChildReady(t *testing.T, addr string) {
 }
 
 func TestCountRaisesMadeWhileKilledAllReachEverySinkAfterTheRestart(t *testing.T) {
-	cfg, client := cluster(t)
-	ns := apiservertest.Namespace(t, client, "resume")
-	dir := t.TempDir()
-	hook := newWebhook(t, nil)
-	addr := freeAddr(t)
-	args := append(resumeConfig(t, ns, dir, hook.URL, addr), "--kubeconfig", kubeconfig(t, cfg))
+	client, ns, dir, hook, addr, args := resumeSetup(t, "resume")
 	const n = 40
 	first := startChild(t, args...)
 	waitChildReady(t, addr)
@@ -172,12 +181,7 @@ func waitFileKeys(t *testing.T, path string, n int) {
 }
 
 func TestCheckpointTooOldForTheWatchMakesAListAndCountsCollapsedRaises(t *testing.T) {
-	cfg, client := cluster(t)
-	ns := apiservertest.Namespace(t, client, "tooold")
-	dir := t.TempDir()
-	hook := newWebhook(t, nil)
-	addr := freeAddr(t)
-	args := append(resumeConfig(t, ns, dir, hook.URL, addr), "--kubeconfig", kubeconfig(t, cfg))
+	client, ns, dir, hook, addr, args := resumeSetup(t, "tooold")
 	const n = 20
 	if _, err := createEvents(t.Context(), client, ns, 0, n, 4, 0); err != nil {
 		t.Fatal(err)
