@@ -1,8 +1,15 @@
 package exporter
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -234,4 +241,54 @@ func waitSynced(t *testing.T, src *Source) {
 			t.Fatal("not synced within 30s")
 		}
 	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger and a test to share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestSourceLogsEveryRetryOfAFailingWatchWithADoublingDelay(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cs := fake.NewClientset()
+		cs.PrependWatchReactor("events", func(k8stesting.Action) (bool, watch.Interface, error) {
+			return true, nil, errors.New("connection refused")
+		})
+		var log syncBuffer
+		src, err := NewSource(cs, CoreV1, "", chanTarget{ch: make(chan string, 1)}, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src.SetLogger(slog.New(slog.NewTextHandler(&log, nil)))
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); src.Run(ctx) }()
+		time.Sleep(2 * time.Second) // fake time: retries after 250 ms, 500 ms and 1 s
+		synctest.Wait()
+		cancel()
+		<-done
+		var delays []string
+		for line := range strings.Lines(log.String()) {
+			if strings.Contains(line, "watching events failed: retrying") && strings.Contains(line, "connection refused") {
+				_, d, _ := strings.Cut(line, "retryIn=")
+				delays = append(delays, strings.TrimSpace(d))
+			}
+		}
+		if want := []string{"250ms", "500ms", "1s", "2s"}; !slices.Equal(delays, want) {
+			t.Errorf("retries logged with delays %v, want %v:\n%s", delays, want, log.String())
+		}
+	})
 }
