@@ -11,6 +11,8 @@ import (
 	"os"
 	"strings"
 
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -198,6 +200,11 @@ func run(ctx context.Context, fl *flags, cfg *Config, log *slog.Logger) error {
 		return err
 	}
 	opts := Options{Config: cfg, Client: client, Logger: log}
+	if !cfg.OmitLookup {
+		if opts.Dynamic, opts.Discovery, err = lookupClients(rc); err != nil {
+			return err
+		}
+	}
 	if fl.listen != "" {
 		l, err := net.Listen("tcp", fl.listen)
 		if err != nil {
@@ -209,6 +216,24 @@ func run(ctx context.Context, fl *flags, cfg *Config, log *slog.Logger) error {
 		opts.LeaderElection = &LeaderElection{Namespace: fl.leaseNamespace, Name: fl.leaseName, Identity: fl.identity}
 	}
 	return Run(ctx, opts)
+}
+
+// lookupClients returns the clients of involved-object lookups: with their
+// own rate limiter (the QPS and burst of the configuration), so that
+// lookups do not slow the watch, and a timeout on every request, so that
+// discovery too takes a bounded time.
+func lookupClients(rc *rest.Config) (dynamic.Interface, discovery.DiscoveryInterface, error) {
+	lc := rest.CopyConfig(rc)
+	lc.Timeout = 2 * DefaultLookupTimeout
+	dyn, err := dynamic.NewForConfig(lc)
+	if err != nil {
+		return nil, nil, err
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(lc)
+	if err != nil {
+		return nil, nil, err
+	}
+	return dyn, disc, nil
 }
 
 // restConfig returns the client configuration: from the kubeconfig file if

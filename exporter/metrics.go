@@ -14,6 +14,7 @@ import (
 type Metrics struct {
 	pipeline atomic.Pointer[Pipeline]
 	source   atomic.Pointer[Source]
+	lookup   atomic.Pointer[Lookup]
 	leader   atomic.Bool
 	// Lag is the histogram of fanout_eventer_source_lag_seconds.
 	Lag prometheus.Histogram
@@ -42,6 +43,10 @@ var (
 	descCkLag    = desc("checkpoint_pending", "Changes (occurrences and deletions) not covered by the checkpoint yet.")
 	descCkLast   = desc("checkpoint_last_write_timestamp_seconds", "When the last checkpoint was written.")
 	descLeader   = desc("leader", "1 while this replica runs the pipeline (always, without leader election).")
+	descLkReqs   = desc("lookup_requests_total", "Involved objects read from the API server (lookup cache misses).")
+	descLkHits   = desc("lookup_cache_hits_total", "Involved-object lookups answered by the cache (a remembered failure included).")
+	descLkErrors = desc("lookup_errors_total", "Involved-object lookups that failed, by reason (forbidden, unmapped, timeout, error): rules on labels or annotations do not match them.", "reason")
+	descLkGone   = desc("lookup_deleted_total", "Involved objects found deleted (or being deleted) when read.")
 	descBuild    = desc("build_info", "1, labelled with the exporter's version and the Go version that built it.", "version", "goversion")
 )
 
@@ -61,7 +66,7 @@ func NewMetrics() *Metrics {
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descSent, descDropped, descRetries, descDedup, descDepth, descCapacity,
 		descLists, descWatches, descRestarts, descRelists, descCollapse, descOccur, descIgnored, descDeletes, descSynced, descRouteDr,
-		descRouteNo, descCkWrites, descCkFails, descCkLag, descCkLast, descLeader, descBuild} {
+		descRouteNo, descCkWrites, descCkFails, descCkLag, descCkLast, descLeader, descLkReqs, descLkHits, descLkErrors, descLkGone, descBuild} {
 		ch <- d
 	}
 	m.Lag.Describe(ch)
@@ -74,6 +79,15 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	ch <- gauge(descBuild, 1, BuildVersion(), runtime.Version())
 	if p := m.pipeline.Load(); p != nil {
 		m.collectPipeline(ch, p)
+	}
+	if l := m.lookup.Load(); l != nil {
+		st := l.Stats()
+		ch <- counter(descLkReqs, st.Requests)
+		ch <- counter(descLkHits, st.CacheHits)
+		ch <- counter(descLkGone, st.Deleted)
+		for reason, n := range st.Errors {
+			ch <- counter(descLkErrors, n, reason)
+		}
 	}
 	if s := m.source.Load(); s != nil {
 		st := s.Stats()

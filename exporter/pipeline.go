@@ -29,7 +29,11 @@ type Pipeline struct {
 	b       *fanout.Broadcaster[*Occurrence]
 	runners []*runner
 	tr      *tracker
-	head    atomic.Uint64 // last Seq given out and published (or routed nowhere)
+	// lookup, if set, looks up involved objects for the rules that need
+	// them and for the receivers in withObject (their records carry it).
+	lookup     *Lookup
+	withObject uint64
+	head       atomic.Uint64 // last Seq given out and published (or routed nowhere)
 
 	sinkCtx    context.Context // ends at the shutdown deadline
 	sinkCancel context.CancelFunc
@@ -52,6 +56,11 @@ type PipelineOptions struct {
 	Checkpoint *Checkpoint
 	// Logger logs sink failures and checkpoint errors; nil discards.
 	Logger *slog.Logger
+	// Lookup, if set, looks up the involved objects of occurrences: for
+	// the rules with labels or annotations, and for the receivers whose
+	// records carry the object's metadata (format event). Nil looks up
+	// nothing (omitLookup: true).
+	Lookup *Lookup
 }
 
 // NewPipeline builds the sinks of cfg (each receiver's Sink, or one made
@@ -64,8 +73,13 @@ func NewPipeline(cfg *Config, opts PipelineOptions) (*Pipeline, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	p := &Pipeline{cfg: cfg, store: opts.Store, every: time.Duration(cfg.Checkpoint.Interval), log: log,
-		b: fanout.New[*Occurrence](), tr: newTracker(opts.Checkpoint),
+		b: fanout.New[*Occurrence](), tr: newTracker(opts.Checkpoint), lookup: opts.Lookup,
 		stopCk: make(chan struct{}), ckDone: make(chan struct{})}
+	for i, rc := range cfg.Receivers {
+		if rc.Format != FormatFanout {
+			p.withObject |= 1 << i
+		}
+	}
 	if p.every <= 0 {
 		p.every = DefaultCheckpointInterval
 	}
@@ -121,11 +135,22 @@ func (p *Pipeline) abort(sinks []Sink) {
 // it is routed to. It returns when every sink's queue has taken it or
 // dropped it as the sink's strategy says (a Wait sink with a full queue
 // makes it wait), or with ctx's error, or [fanout.ErrStopped] after
-// Shutdown. It must be called from one goroutine at a time, with
+// Shutdown. With a [Lookup], it first looks the involved object up if a
+// rule with labels or annotations is evaluated, or a receiver whose
+// records carry the object is selected (each lookup bounded by the
+// lookup's timeout; a failure lets the occurrence through without the
+// metadata). It must be called from one goroutine at a time, with
 // [Pipeline.Deleted].
 func (p *Pipeline) Occurred(ctx context.Context, o *Occurrence) error {
 	var dropped bool
+	if p.lookup != nil {
+		o.resolve = func() *ObjectMeta { return p.lookup.Get(ctx, o.coreEvent().InvolvedObject) }
+	}
 	o.receivers, dropped = p.cfg.Route.receivers(o)
+	if o.receivers&p.withObject != 0 {
+		o.involvedObject() // before publishing: the records carry it
+	}
+	o.resolve = nil
 	rv := o.ResourceVersion
 	if o.listed {
 		rv = "" // a list's items come in no resource version order

@@ -43,8 +43,7 @@ func TestTheirConfigExampleKeepsItsWebhookLayoutAndSkipsTheRest(t *testing.T) {
 		t.Errorf("kubeQPS %v, kubeBurst %d, log %s/%s", c.KubeQPS, c.KubeBurst, c.LogLevel, c.LogFormat)
 	}
 	wantWarnings(t, c, "line 4: maxEventAgeSeconds: ignored", "unknown field streamName: ignored",
-		`receiver "dump": the elasticsearch sink`, `invalid regular expression "*beta*" never matches`,
-		"labels: involved objects are not looked up")
+		`receiver "dump": the elasticsearch sink`, `invalid regular expression "*beta*" never matches`)
 	o := occ("u", 9, "prod")
 	o.Type = "Warning"
 	if set, _ := c.Route.receivers(o); set != 1 {
@@ -69,5 +68,8 @@ func TestMigratedConfigMapsEnvClusterLeaderElectionPipeAndWebhook(t *testing.T) 
 	if len(c.Receivers) != 2 {
 		t.Errorf("%d receivers, want elasticsearch skipped", len(c.Receivers))
 	}
-	wantWarnings(t, c, "metricsNamePrefix: ignored", "cacheSize: ignored", "omitLookup: ignored", `receiver "es"`)
+	wantWarnings(t, c, "metricsNamePrefix: ignored", `receiver "es"`)
+	if c.OmitLookup || c.CacheSize != 4096 {
+		t.Errorf("omitLookup %v, cacheSize %d: want their lookup, with their cache size", c.OmitLookup, c.CacheSize)
+	}
 }
