@@ -197,3 +197,34 @@ config:
 		t.Errorf("env %v: want POD_NAMESPACE, POD_NAME and HOOK_TOKEN", env)
 	}
 }
+
+// getRules returns the ClusterRole's rules granting get.
+func getRules(t *testing.T, objs []*unstructured.Unstructured) []map[string]any {
+	t.Helper()
+	rules, _, _ := unstructured.NestedSlice(find(objs, "ClusterRole", release).Object, "rules")
+	var out []map[string]any
+	for _, r := range rules {
+		if r := r.(map[string]any); slices.Contains(strs(r["verbs"]), "get") {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func TestChartGrantsGetForLookupsUnlessOmitLookupOrNarrowed(t *testing.T) {
+	g := getRules(t, render(t, "ops", ""))
+	if len(g) != 1 || !slices.Equal(strs(g[0]["apiGroups"]), []string{"*"}) || !slices.Equal(strs(g[0]["resources"]), []string{"*"}) {
+		t.Errorf("get rules %v, want kubernetes-event-exporter's wildcard get by default", g)
+	}
+	omit := render(t, "ops", "config: {omitLookup: true, receivers: [{name: stdout, stdout: {}}]}\n")
+	if g := getRules(t, omit); len(g) != 0 {
+		t.Errorf("get rules %v with omitLookup: true, want none", g)
+	}
+	if cfg := configOf(t, omit); !cfg.OmitLookup {
+		t.Error("omitLookup: true did not reach the configuration")
+	}
+	narrow := render(t, "ops", "rbac: {lookupRules: [{apiGroups: [\"\"], resources: [pods], verbs: [get]}]}\n")
+	if g := getRules(t, narrow); len(g) != 1 || !slices.Equal(strs(g[0]["resources"]), []string{"pods"}) {
+		t.Errorf("get rules %v, want pods only", g)
+	}
+}
