@@ -2,10 +2,8 @@ package exporter
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -90,8 +88,7 @@ type Lookup struct {
 	cache  *lru.Cache[corev1.ObjectReference, lookupEntry]
 	opts   LookupOptions
 
-	mu         sync.Mutex
-	discovered time.Time // when the mapper was last reset
+	discovered atomic.Int64 // when the mapper was last reset, in Unix nanoseconds
 
 	requests, hits, deleted atomic.Uint64
 	errs                    [numLookupErrors]atomic.Uint64
@@ -138,8 +135,10 @@ func NewLookup(dyn dynamic.Interface, disc discovery.DiscoveryInterface, opts Lo
 	if err != nil {
 		return nil, fmt.Errorf("lookup cache: %w", err)
 	}
-	return &Lookup{dyn: dyn, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc)),
-		cache: cache, opts: opts, discovered: opts.Now()}, nil
+	l := &Lookup{dyn: dyn, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc)),
+		cache: cache, opts: opts}
+	l.discovered.Store(opts.Now().UnixNano())
+	return l, nil
 }
 
 // Get returns the metadata of the object ref refers to, or nil if the
@@ -182,7 +181,7 @@ func classify(ctx context.Context, err error) lookupError {
 		return lookupForbidden
 	case meta.IsNoMatchError(err):
 		return lookupUnmapped
-	case ctx.Err() != nil || apierrors.IsTimeout(err) || errors.Is(err, context.DeadlineExceeded):
+	case ctx.Err() != nil || apierrors.IsTimeout(err):
 		return lookupTimeout
 	}
 	return lookupOther
@@ -229,15 +228,9 @@ func (l *Lookup) mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error)
 	if err == nil || !meta.IsNoMatchError(err) {
 		return m, err
 	}
-	l.mu.Lock()
-	now := l.opts.Now()
-	stale := now.Sub(l.discovered) >= rediscoverEvery
-	if stale {
-		l.discovered = now
-	}
-	l.mu.Unlock()
-	if !stale {
-		return nil, err
+	last, now := l.discovered.Load(), l.opts.Now().UnixNano()
+	if now-last < int64(rediscoverEvery) || !l.discovered.CompareAndSwap(last, now) {
+		return nil, err // discovered recently, or being discovered again
 	}
 	l.mapper.Reset()
 	return l.mapper.RESTMapping(gk, versions...)
