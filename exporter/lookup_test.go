@@ -318,11 +318,11 @@ func TestObjectsAreLookedUpOnlyForRulesWithLabelsOrRecordsThatCarryThem(t *testi
     - namespace: other
       labels: {app: web}
       receiver: labelled
-receivers: [{name: plain, stdout: {}, format: fanout}, {name: labelled, stdout: {}, format: fanout}]
+receivers: [{name: plain, log: {}}, {name: labelled, stdout: {}, format: fanout}]
 `)
 	publish(t, p, about("1", "web"))
 	if e.gets() != 0 || len(sinks["plain"].stored()) != 1 {
-		t.Errorf("%d gets, plain got %v; want no lookup: no record carries the object and the labels rule's namespace does not match",
+		t.Errorf("%d gets, plain got %v; want no lookup: the log sink and format fanout carry no object, and the labels rule's namespace does not match",
 			e.gets(), sinks["plain"].stored())
 	}
 }

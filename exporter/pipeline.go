@@ -76,7 +76,7 @@ func NewPipeline(cfg *Config, opts PipelineOptions) (*Pipeline, error) {
 		b: fanout.New[*Occurrence](), tr: newTracker(opts.Checkpoint), lookup: opts.Lookup,
 		stopCk: make(chan struct{}), ckDone: make(chan struct{})}
 	for i, rc := range cfg.Receivers {
-		if rc.Format != FormatFanout {
+		if rc.Format != FormatFanout && rc.Log == nil { // the log sink writes no record
 			p.withObject |= 1 << i
 		}
 	}
