@@ -2,11 +2,13 @@ package exporter
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -374,5 +376,59 @@ receivers: [{name: labelled, stdout: {}}, {name: all, stdout: {}}]
 	}
 	if st := e.l.Stats(); st.Errors["forbidden"] != 1 {
 		t.Errorf("errors %v, want one forbidden lookup: one per occurrence, for its rule and its record", st.Errors)
+	}
+}
+
+// lookupSamples returns the values of the lookup counters m exposes, by
+// metric name (and reason label for errors).
+func lookupSamples(t *testing.T, m *Metrics) map[string]float64 {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(m)
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, f := range fams {
+		if !strings.HasPrefix(f.GetName(), "fanout_eventer_lookup_") {
+			continue
+		}
+		for _, s := range f.GetMetric() {
+			name := f.GetName()
+			for _, l := range s.GetLabel() {
+				name += "/" + l.GetValue()
+			}
+			out[name] = s.GetCounter().GetValue()
+		}
+	}
+	return out
+}
+
+func TestRunLooksUpWithItsDynamicClientAndExposesTheCounters(t *testing.T) {
+	for _, omit := range []bool{false, true} {
+		e := newLookupEnv(t, 0, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"}})
+		s := &memSink{target: 1, reached: make(chan struct{})}
+		c := testConfig(t, s)
+		c.OmitLookup = omit
+		m := NewMetrics()
+		stop := runExporter(t, Options{Config: c, Client: fake.NewClientset(coreEvent("a", 1)), Dynamic: e.dyn,
+			Discovery: e.disc, Metrics: m})
+		<-s.reached
+		got := lookupSamples(t, m)
+		if err := stop(); err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]float64{"fanout_eventer_lookup_requests_total": 1, "fanout_eventer_lookup_cache_hits_total": 0,
+			"fanout_eventer_lookup_deleted_total": 0, "fanout_eventer_lookup_errors_total/forbidden": 0,
+			"fanout_eventer_lookup_errors_total/unmapped": 0, "fanout_eventer_lookup_errors_total/timeout": 0,
+			"fanout_eventer_lookup_errors_total/error": 0}
+		wantGets := 1
+		if omit {
+			want, wantGets = map[string]float64{}, 0
+		}
+		if !maps.Equal(got, want) || e.gets() != wantGets {
+			t.Errorf("omitLookup %v: lookup samples %v, %d gets; want %v", omit, got, e.gets(), want)
+		}
 	}
 }
