@@ -3,6 +3,8 @@ package exporter
 import (
 	"context"
 	"maps"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -15,10 +17,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
 	fakediscovery "k8s.io/client-go/discovery/fake"
+	"k8s.io/client-go/dynamic"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
 )
 
@@ -430,5 +435,47 @@ func TestRunLooksUpWithItsDynamicClientAndExposesTheCounters(t *testing.T) {
 		if !maps.Equal(got, want) || e.gets() != wantGets {
 			t.Errorf("omitLookup %v: lookup samples %v, %d gets; want %v", omit, got, e.gets(), want)
 		}
+	}
+}
+
+// hangingAPIServer serves discovery of v1 pods, and gets of pods that
+// answer only when the request is cancelled.
+func hangingAPIServer(t *testing.T) *rest.Config {
+	t.Helper()
+	mux := http.NewServeMux()
+	reply := func(path, body string) {
+		mux.HandleFunc(path, func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(body))
+		})
+	}
+	reply("/api", `{"kind":"APIVersions","versions":["v1"]}`)
+	reply("/apis", `{"kind":"APIGroupList","groups":[]}`)
+	reply("/api/v1", `{"kind":"APIResourceList","groupVersion":"v1","resources":[{"name":"pods","namespaced":true,"kind":"Pod","verbs":["get"]}]}`)
+	mux.HandleFunc("/api/v1/namespaces/ns/pods/", func(_ http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return &rest.Config{Host: srv.URL}
+}
+
+func TestLookupOfAnObjectTheServerDoesNotAnswerEndsAtTheTimeoutAsATimeout(t *testing.T) {
+	rc := hangingAPIServer(t)
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := NewLookup(dyn, disc, LookupOptions{Timeout: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := l.Get(context.Background(), podRef("web")); m != nil {
+		t.Fatalf("metadata %+v", m)
+	}
+	if st := l.Stats(); st.Requests != 1 || st.Errors["timeout"] != 1 {
+		t.Errorf("stats %+v, want one request, timed out", st)
 	}
 }
