@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -107,7 +108,7 @@ type lookupError int
 const (
 	lookupForbidden lookupError = iota // the role cannot get the kind
 	lookupUnmapped                     // the kind is not served
-	lookupTimeout                      // the lookup took longer than Timeout
+	lookupTimeout                      // the lookup took, or would wait, longer than Timeout
 	lookupOther                        // any other error
 	numLookupErrors
 )
@@ -181,7 +182,9 @@ func classify(ctx context.Context, err error) lookupError {
 		return lookupForbidden
 	case meta.IsNoMatchError(err):
 		return lookupUnmapped
-	case ctx.Err() != nil || apierrors.IsTimeout(err):
+	case ctx.Err() != nil || apierrors.IsTimeout(err) || strings.Contains(err.Error(), "rate limiter Wait"):
+		// client-go's rate limiter fails at once a wait that would
+		// outlast the lookup's deadline: throttled beyond the bound.
 		return lookupTimeout
 	}
 	return lookupOther

@@ -479,3 +479,28 @@ func TestLookupOfAnObjectTheServerDoesNotAnswerEndsAtTheTimeoutAsATimeout(t *tes
 		t.Errorf("stats %+v, want one request, timed out", st)
 	}
 }
+
+func TestLookupThrottledBeyondItsTimeoutFailsAtOnceAsATimeout(t *testing.T) {
+	rc := hangingAPIServer(t)
+	rc.QPS, rc.Burst = 0.001, 1 // the first get takes the only token for 1000 s
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(&rest.Config{Host: rc.Host})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := NewLookup(dyn, disc, LookupOptions{Timeout: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"web", "db"} {
+		if m := l.Get(context.Background(), podRef(name)); m != nil {
+			t.Fatalf("metadata %+v", m)
+		}
+	}
+	if st := l.Stats(); st.Errors["timeout"] != 2 {
+		t.Errorf("errors %v, want both lookups timed out (the second throttled)", st.Errors)
+	}
+}
