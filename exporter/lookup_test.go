@@ -458,20 +458,20 @@ func hangingAPIServer(t *testing.T) *rest.Config {
 	return &rest.Config{Host: srv.URL}
 }
 
+// restLookup returns a lookup with a 50 ms timeout, getting objects with
+// rc and discovering (unthrottled) from rc's host.
+func restLookup(t *testing.T, rc *rest.Config) *Lookup {
+	t.Helper()
+	disc := discovery.NewDiscoveryClientForConfigOrDie(&rest.Config{Host: rc.Host})
+	l, err := NewLookup(dynamic.NewForConfigOrDie(rc), disc, LookupOptions{Timeout: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
 func TestLookupOfAnObjectTheServerDoesNotAnswerEndsAtTheTimeoutAsATimeout(t *testing.T) {
-	rc := hangingAPIServer(t)
-	dyn, err := dynamic.NewForConfig(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	disc, err := discovery.NewDiscoveryClientForConfig(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := NewLookup(dyn, disc, LookupOptions{Timeout: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := restLookup(t, hangingAPIServer(t))
 	if m := l.Get(context.Background(), podRef("web")); m != nil {
 		t.Fatalf("metadata %+v", m)
 	}
@@ -483,18 +483,7 @@ func TestLookupOfAnObjectTheServerDoesNotAnswerEndsAtTheTimeoutAsATimeout(t *tes
 func TestLookupThrottledBeyondItsTimeoutFailsAtOnceAsATimeout(t *testing.T) {
 	rc := hangingAPIServer(t)
 	rc.QPS, rc.Burst = 0.001, 1 // the first get takes the only token for 1000 s
-	dyn, err := dynamic.NewForConfig(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	disc, err := discovery.NewDiscoveryClientForConfig(&rest.Config{Host: rc.Host})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := NewLookup(dyn, disc, LookupOptions{Timeout: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := restLookup(t, rc)
 	for _, name := range []string{"web", "db"} {
 		if m := l.Get(context.Background(), podRef(name)); m != nil {
 			t.Fatalf("metadata %+v", m)
