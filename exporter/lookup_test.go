@@ -493,3 +493,26 @@ func TestLookupThrottledBeyondItsTimeoutFailsAtOnceAsATimeout(t *testing.T) {
 		t.Errorf("errors %v, want both lookups timed out (the second throttled)", st.Errors)
 	}
 }
+
+func TestLayoutsReadTheLookedUpLabelsAndDeleted(t *testing.T) {
+	e := newLookupEnv(t, 0, pod("web", map[string]string{"app": "web"}))
+	yaml := `route: {match: [{receiver: a}]}
+receivers:
+  - name: a
+    stdout:
+      layout: {app: "{{ index .InvolvedObject.Labels \"app\" }}", gone: "{{ .InvolvedObject.Deleted }}"}
+`
+	c, err := ParseConfig("test", []byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc := c.Receivers[0].encoder("")
+	p, _ := lookupPipeline(t, e, yaml)
+	web, gone := about("1", "web"), about("2", "gone")
+	publish(t, p, web, gone)
+	for o, want := range map[*Occurrence]string{web: `{"app":"web","gone":"false"}`, gone: `{"app":"","gone":"true"}`} {
+		if b, err := enc(o); err != nil || string(b) != want {
+			t.Errorf("layout of %s: %s, %v; want %s", o.Regarding.Name, b, err, want)
+		}
+	}
+}
