@@ -11,9 +11,12 @@ import (
 	"os"
 	"strings"
 
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 )
 
 // Main is the fanout-eventer command: it parses args (without the program
@@ -43,6 +46,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	log := newLogger(cfg, stderr)
+	routeKlog(log)
 	for _, w := range cfg.Warnings {
 		log.Warn("configuration " + fl.config + ": " + w)
 	}
@@ -167,6 +171,13 @@ func newLogger(cfg *Config, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
+// routeKlog sends what client-go logs through klog (leader election,
+// request retries, its own errors) to log, so that a JSON log stream holds
+// no klog text lines.
+func routeKlog(log *slog.Logger) {
+	klog.SetSlogLogger(log.With("logger", "client-go"))
+}
+
 func run(ctx context.Context, fl *flags, cfg *Config, log *slog.Logger) error {
 	rc, err := restConfig(fl.kubeconfig)
 	if err != nil {
@@ -189,6 +200,11 @@ func run(ctx context.Context, fl *flags, cfg *Config, log *slog.Logger) error {
 		return err
 	}
 	opts := Options{Config: cfg, Client: client, Logger: log}
+	if !cfg.OmitLookup {
+		if opts.Dynamic, opts.Discovery, err = lookupClients(rc); err != nil {
+			return err
+		}
+	}
 	if fl.listen != "" {
 		l, err := net.Listen("tcp", fl.listen)
 		if err != nil {
@@ -200,6 +216,24 @@ func run(ctx context.Context, fl *flags, cfg *Config, log *slog.Logger) error {
 		opts.LeaderElection = &LeaderElection{Namespace: fl.leaseNamespace, Name: fl.leaseName, Identity: fl.identity}
 	}
 	return Run(ctx, opts)
+}
+
+// lookupClients returns the clients of involved-object lookups: with their
+// own rate limiter (the QPS and burst of the configuration), so that
+// lookups do not slow the watch, and a timeout on every request, so that
+// discovery too takes a bounded time.
+func lookupClients(rc *rest.Config) (dynamic.Interface, discovery.DiscoveryInterface, error) {
+	lc := rest.CopyConfig(rc)
+	lc.Timeout = 2 * DefaultLookupTimeout
+	dyn, err := dynamic.NewForConfig(lc)
+	if err != nil {
+		return nil, nil, err
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(lc)
+	if err != nil {
+		return nil, nil, err
+	}
+	return dyn, disc, nil
 }
 
 // restConfig returns the client configuration: from the kubeconfig file if

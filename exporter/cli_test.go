@@ -3,10 +3,14 @@ package exporter
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"k8s.io/klog/v2"
 )
 
 func TestMainRejectsBadConfigurationBeforeStartingWithTheLine(t *testing.T) {
@@ -63,5 +67,31 @@ func TestMainChecksTheirConfigurationPrintingEachWarningWithItsLine(t *testing.T
 	if !strings.Contains(stdout.String(), "valid, 1 receivers, 2 warnings") ||
 		!strings.Contains(stderr.String(), path+": warning: line 4: maxEventAgeSeconds: ignored") {
 		t.Errorf("stdout %q, stderr %q", stdout.String(), stderr.String())
+	}
+}
+
+func TestKlogLinesComeOutAsJSONThroughTheExporterLogger(t *testing.T) {
+	var buf bytes.Buffer
+	routeKlog(newLogger(&Config{LogFormat: "json", LogLevel: "info"}, &buf))
+	t.Cleanup(klog.ClearLogger)
+	klog.ErrorS(errors.New("connection refused"), "Failed to update lock", "lease", "ns/x")
+	klog.Info("plain klog line")
+	klog.Flush()
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d lines, want 2:\n%s", len(lines), buf.String())
+	}
+	for _, line := range lines {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Errorf("not a JSON line: %q", line)
+			continue
+		}
+		if rec["logger"] != "client-go" {
+			t.Errorf("line %q: want logger client-go", line)
+		}
+	}
+	if !strings.Contains(lines[0], `"msg":"Failed to update lock"`) || !strings.Contains(lines[0], `connection refused`) {
+		t.Errorf("klog error line lost its message or error: %s", lines[0])
 	}
 }

@@ -123,18 +123,11 @@ func (r *Receiver) chooseKind() (warnings []string, skip bool) {
 // kubernetes-event-exporter's schema that is accepted without effect.
 func (c *Config) topLevelWarnings(root *yaml.Node) []string {
 	var w []string
-	for key, val := range mappingPairs(documentMapping(root)) {
+	for key := range mappingPairs(documentMapping(root)) {
 		msg := ""
 		switch key.Value {
 		case "maxEventAgeSeconds", "throttlePeriod":
 			msg = "ignored: this exporter has no age cut-off; the checkpoint decides what was missed"
-		case "cacheSize":
-			msg = "ignored: involved objects are not looked up, so there is no lookup cache"
-		case "omitLookup":
-			if val.Value != "true" {
-				msg = "ignored: involved objects are never looked up (as with omitLookup: true): " +
-					"involvedObject carries no labels, annotations or ownerReferences"
-			}
 		case "metricsNamePrefix":
 			msg = "ignored: the metrics are named fanout_eventer_* (see the README's Operations section)"
 		}
@@ -168,17 +161,17 @@ func mappingPairs(m *yaml.Node) func(yield func(k, v *yaml.Node) bool) {
 }
 
 // ruleWarnings returns the warnings of the rules of the tree: patterns that
-// never match, and label or annotation conditions.
-func (rt *Route) ruleWarnings() []string {
+// never match, and label or annotation conditions with omitLookup.
+func (rt *Route) ruleWarnings(omitLookup bool) []string {
 	var w []string
 	for _, r := range slices.Concat(rt.Drop, rt.Match) {
 		if r != nil {
-			w = append(w, r.warnings()...)
+			w = append(w, r.warnings(omitLookup)...)
 		}
 	}
 	for _, child := range rt.Routes {
 		if child != nil {
-			w = append(w, child.ruleWarnings()...)
+			w = append(w, child.ruleWarnings(omitLookup)...)
 		}
 	}
 	return w

@@ -33,21 +33,28 @@ func TestTheirTopLevelKeysWithoutEffectLoadWithAWarningNamingTheLine(t *testing.
 maxEventAgeSeconds: 5
 throttlePeriod: 5
 metricsNamePrefix: event_exporter_
-omitLookup: false
-cacheSize: 1024
 receivers: [{name: a, stdout: {}}]
 `)
 	wantWarnings(t, c, "line 2: maxEventAgeSeconds: ignored", "line 3: throttlePeriod: ignored",
-		"line 4: metricsNamePrefix: ignored", "line 5: omitLookup: ignored", "line 6: cacheSize: ignored")
-	if len(c.Warnings) != 5 {
-		t.Errorf("%d warnings, want 5: %q", len(c.Warnings), c.Warnings)
+		"line 4: metricsNamePrefix: ignored")
+	if len(c.Warnings) != 3 {
+		t.Errorf("%d warnings, want 3: %q", len(c.Warnings), c.Warnings)
 	}
 }
 
-func TestOmitLookupTrueIsWhatThisExporterDoesAndIsNotWarnedAbout(t *testing.T) {
-	c := parseOK(t, "omitLookup: true\nreceivers: [{name: a, stdout: {}}]\n")
-	if len(c.Warnings) != 0 || !c.OmitLookup {
-		t.Errorf("warnings %q, omitLookup %v", c.Warnings, c.OmitLookup)
+func TestOmitLookupAndCacheSizeTakeEffectWithoutAWarning(t *testing.T) {
+	for _, omit := range []string{"true", "false"} {
+		c := parseOK(t, "omitLookup: "+omit+"\ncacheSize: 4096\nreceivers: [{name: a, stdout: {}}]\n")
+		if len(c.Warnings) != 0 || c.OmitLookup != (omit == "true") || c.CacheSize != 4096 {
+			t.Errorf("warnings %q, omitLookup %v, cacheSize %d", c.Warnings, c.OmitLookup, c.CacheSize)
+		}
+	}
+}
+
+func TestNegativeCacheSizeIsAConfigurationError(t *testing.T) {
+	_, err := ParseConfig("c", []byte("cacheSize: -1\nreceivers: [{name: a, stdout: {}}]\n"))
+	if err == nil || !strings.Contains(err.Error(), "cacheSize: -1 is negative") {
+		t.Errorf("err %v, want cacheSize: -1 is negative", err)
 	}
 }
 
@@ -105,7 +112,7 @@ receivers: [{name: a, stdout: {}}]
 	}
 }
 
-func TestLabelsAndAnnotationsRulesNeverMatchWithAWarning(t *testing.T) {
+func TestLabelsAndAnnotationsRulesNeverMatchWithOmitLookupAndAWarning(t *testing.T) {
 	c := parseOK(t, `route:
   drop:
     - annotations: {team: x}
@@ -115,8 +122,10 @@ func TestLabelsAndAnnotationsRulesNeverMatchWithAWarning(t *testing.T) {
       receiver: a
     - receiver: b
 receivers: [{name: a, stdout: {}}, {name: b, stdout: {}}]
+omitLookup: true
 `)
-	wantWarnings(t, c, "line 3: annotations: involved objects are not looked up", "line 6: labels: involved objects are not looked up")
+	wantWarnings(t, c, "line 3: annotations: involved objects are not looked up (omitLookup: true)",
+		"line 6: labels: involved objects are not looked up (omitLookup: true)")
 	if set, _ := c.Route.receivers(occ("u", 1, "ns")); set != 2 {
 		t.Errorf("routed to %b, want b only (10)", set)
 	}

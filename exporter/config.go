@@ -43,14 +43,17 @@ type Config struct {
 	// [Options].LeaderElection instead.
 	LeaderElection LeaderElectionConfig `yaml:"leaderElection"`
 
-	// MaxEventAgeSeconds, ThrottlePeriod, MetricsNamePrefix, OmitLookup
-	// and CacheSize are kubernetes-event-exporter's, accepted with a
-	// warning and without effect (see the README's migration table).
+	// MaxEventAgeSeconds, ThrottlePeriod and MetricsNamePrefix are
+	// kubernetes-event-exporter's, accepted with a warning and without
+	// effect (see the README's migration table).
 	MaxEventAgeSeconds int64  `yaml:"maxEventAgeSeconds"`
 	ThrottlePeriod     int64  `yaml:"throttlePeriod"`
 	MetricsNamePrefix  string `yaml:"metricsNamePrefix"`
-	OmitLookup         bool   `yaml:"omitLookup"`
-	CacheSize          int    `yaml:"cacheSize"`
+	// OmitLookup turns off the lookup of involved objects (see [Lookup]),
+	// and CacheSize bounds its cache (0: [DefaultCacheSize]), as in
+	// kubernetes-event-exporter.
+	OmitLookup bool `yaml:"omitLookup"`
+	CacheSize  int  `yaml:"cacheSize"`
 
 	// Route is the root of the route tree.
 	Route Route `yaml:"route"`
@@ -254,7 +257,7 @@ func ParseConfig(name string, data []byte) (*Config, error) {
 		c.Warnings = append(c.Warnings, c.topLevelWarnings(&root)...)
 	}
 	problems = append(problems, c.validate()...)
-	c.Warnings = append(c.Warnings, c.Route.ruleWarnings()...)
+	c.Warnings = append(c.Warnings, c.Route.ruleWarnings(c.OmitLookup)...)
 	slices.SortStableFunc(c.Warnings, func(a, b string) int { return cmp.Compare(problemLine(a), problemLine(b)) })
 	if len(problems) > 0 {
 		slices.SortStableFunc(problems, func(a, b string) int { return cmp.Compare(problemLine(a), problemLine(b)) })

@@ -53,10 +53,14 @@
 //   - The checkpoint covers a prefix of the occurrences: those every sink
 //     has finished with (stored or dropped). A Wait sink holds it back
 //     until it has stored them; a lossy sink holds it back by at most its
-//     queue length plus one batch. After a restart, the exporter lists the
-//     events and forwards exactly the occurrences the checkpoint does not
-//     cover (a new UID, or a count above the one checkpointed), within
-//     the API server's event retention (one hour by default).
+//     queue length plus one batch. After a restart, the exporter resumes
+//     the watch from the checkpoint's resource version, so every change
+//     made while it was down comes in order and no count raise collapses;
+//     it forwards exactly the occurrences the checkpoint does not cover (a
+//     new UID, or a count above the one checkpointed). It lists only when
+//     the API server no longer has that resource version (410 Gone), and
+//     then counts the raises that collapsed
+//     (fanout_eventer_source_collapsed_raises_total).
 //   - A graceful stop (SIGTERM) flushes the queues within shutdownTimeout
 //     and writes the last checkpoint, so a restart repeats nothing. After a
 //     crash, what was stored after the last checkpoint may be forwarded
@@ -84,9 +88,8 @@
 // [Run] owns everything it starts and returns only after all of it has
 // ended:
 //
-//   - the source: client-go's reflector (list and watch, into a
-//     DeltaFIFO) and one goroutine that drains it and calls the handler,
-//     which publishes into the broadcaster; ended by Run's context;
+//   - the source: one goroutine that lists (when it must) and watches,
+//     and publishes into the broadcaster; ended by Run's context;
 //   - one goroutine per sink, reading its watcher in batches and writing;
 //     it ends once the broadcaster has shut down and its queue is drained,
 //     or when the shutdown deadline passes (then its write in progress is

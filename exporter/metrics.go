@@ -1,6 +1,8 @@
 package exporter
 
 import (
+	"runtime"
+	"runtime/debug"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -12,6 +14,7 @@ import (
 type Metrics struct {
 	pipeline atomic.Pointer[Pipeline]
 	source   atomic.Pointer[Source]
+	lookup   atomic.Pointer[Lookup]
 	leader   atomic.Bool
 	// Lag is the histogram of fanout_eventer_source_lag_seconds.
 	Lag prometheus.Histogram
@@ -27,6 +30,8 @@ var (
 	descLists    = desc("source_lists_total", "List requests made by the source.")
 	descWatches  = desc("source_watches_total", "Watch requests made by the source.")
 	descRestarts = desc("source_watch_restarts_total", "Watches started after the first (after a watch ended or failed).")
+	descRelists  = desc("source_relists_total", "Lists made where the watch could not resume from the checkpoint's resource version (none, or too old: 410 Gone); count raises made meanwhile may have collapsed.")
+	descCollapse = desc("source_collapsed_raises_total", "Count raises those lists showed folded into one occurrence: their intermediate counts were not forwarded.")
 	descOccur    = desc("source_occurrences_total", "Occurrences forwarded by the source.")
 	descIgnored  = desc("source_updates_ignored_total", "Event modifications that did not raise the count.")
 	descDeletes  = desc("source_deletes_total", "Event deletions seen.")
@@ -38,6 +43,11 @@ var (
 	descCkLag    = desc("checkpoint_pending", "Changes (occurrences and deletions) not covered by the checkpoint yet.")
 	descCkLast   = desc("checkpoint_last_write_timestamp_seconds", "When the last checkpoint was written.")
 	descLeader   = desc("leader", "1 while this replica runs the pipeline (always, without leader election).")
+	descLkReqs   = desc("lookup_requests_total", "Involved objects read from the API server (lookup cache misses).")
+	descLkHits   = desc("lookup_cache_hits_total", "Involved-object lookups answered by the cache (a remembered failure included).")
+	descLkErrors = desc("lookup_errors_total", "Involved-object lookups that failed, by reason (forbidden, unmapped, timeout, error): rules on labels or annotations do not match them.", "reason")
+	descLkGone   = desc("lookup_deleted_total", "Involved objects found deleted (or being deleted) when read.")
+	descBuild    = desc("build_info", "1, labelled with the exporter's version and the Go version that built it.", "version", "goversion")
 )
 
 func desc(name, help string, labels ...string) *prometheus.Desc {
@@ -55,8 +65,8 @@ func NewMetrics() *Metrics {
 // Describe sends every descriptor.
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descSent, descDropped, descRetries, descDedup, descDepth, descCapacity,
-		descLists, descWatches, descRestarts, descOccur, descIgnored, descDeletes, descSynced, descRouteDr,
-		descRouteNo, descCkWrites, descCkFails, descCkLag, descCkLast, descLeader} {
+		descLists, descWatches, descRestarts, descRelists, descCollapse, descOccur, descIgnored, descDeletes, descSynced, descRouteDr,
+		descRouteNo, descCkWrites, descCkFails, descCkLag, descCkLast, descLeader, descLkReqs, descLkHits, descLkErrors, descLkGone, descBuild} {
 		ch <- d
 	}
 	m.Lag.Describe(ch)
@@ -66,14 +76,26 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	m.Lag.Collect(ch)
 	ch <- gauge(descLeader, b2f(m.leader.Load()))
+	ch <- gauge(descBuild, 1, BuildVersion(), runtime.Version())
 	if p := m.pipeline.Load(); p != nil {
 		m.collectPipeline(ch, p)
+	}
+	if l := m.lookup.Load(); l != nil {
+		st := l.Stats()
+		ch <- counter(descLkReqs, st.Requests)
+		ch <- counter(descLkHits, st.CacheHits)
+		ch <- counter(descLkGone, st.Deleted)
+		for reason, n := range st.Errors {
+			ch <- counter(descLkErrors, n, reason)
+		}
 	}
 	if s := m.source.Load(); s != nil {
 		st := s.Stats()
 		ch <- counter(descLists, st.Lists)
 		ch <- counter(descWatches, st.Watches)
 		ch <- counter(descRestarts, max(st.Watches, 1)-1)
+		ch <- counter(descRelists, st.Relists)
+		ch <- counter(descCollapse, st.Collapsed)
 		ch <- counter(descOccur, st.Occurrences)
 		ch <- counter(descIgnored, st.UpdatesIgnored)
 		ch <- counter(descDeletes, st.Deletes)
@@ -116,4 +138,39 @@ func b2f(b bool) float64 {
 		return 1
 	}
 	return 0
+}
+
+// Version is the exporter's version in fanout_eventer_build_info. Set it
+// at build time (the Dockerfile does):
+//
+//	go build -ldflags "-X github.com/fanout-go/fanout/exporter.Version=v0.1.0" ./cmd/fanout-eventer
+//
+// When empty, [BuildVersion] takes the module's version from the build
+// information.
+var Version string
+
+// modulePath is this module's path, to find its version in the build
+// information.
+const modulePath = "github.com/fanout-go/fanout/exporter"
+
+// BuildVersion returns [Version], else this module's version in the
+// binary's build information (the main module's, or a dependency's), else
+// "(devel)".
+func BuildVersion() string {
+	if Version != "" {
+		return Version
+	}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(devel)"
+	}
+	if bi.Main.Path == modulePath && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	for _, d := range bi.Deps {
+		if d.Path == modulePath && d.Version != "" {
+			return d.Version
+		}
+	}
+	return "(devel)"
 }

@@ -68,12 +68,22 @@ type Occurrence struct {
 	// receivers is the set of receivers the routes selected, one bit per
 	// receiver index.
 	receivers uint64
-	encOnce   sync.Once
-	enc       []byte
+	// listed is set on an occurrence read from a list rather than a
+	// watch: its resource version does not order it, so it does not move
+	// the checkpoint's resource version.
+	listed  bool
+	encOnce sync.Once
+	enc     []byte
 	// event is the core/v1 Event the occurrence was made from (for
-	// events.k8s.io, its core/v1 equivalent), shared with the informer's
-	// cache and never modified; nil for an occurrence built by a program.
-	event      *corev1.Event
+	// events.k8s.io, its core/v1 equivalent), shared with the sinks and
+	// never modified; nil for an occurrence built by a program.
+	event *corev1.Event
+	// object is the involved object's metadata once looked up (nil if
+	// not looked up, or the lookup failed); resolve, set by the pipeline
+	// when lookups are on, looks it up on first use (see
+	// [Occurrence.involvedObject]).
+	object     *ObjectMeta
+	resolve    func() *ObjectMeta
 	recOnce    sync.Once
 	recCluster string
 	rec        []byte
@@ -92,6 +102,17 @@ func (o *Occurrence) JSON() []byte {
 		o.enc = b
 	})
 	return o.enc
+}
+
+// involvedObject returns the involved object's metadata, looking it up
+// the first time if lookups are on; nil if they are off or it failed.
+// Only the pipeline's goroutine calls it, before publishing.
+func (o *Occurrence) involvedObject() *ObjectMeta {
+	if r := o.resolve; r != nil {
+		o.resolve = nil
+		o.object = r()
+	}
+	return o.object
 }
 
 // ObjectRef identifies a Kubernetes object.

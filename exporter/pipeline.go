@@ -29,7 +29,11 @@ type Pipeline struct {
 	b       *fanout.Broadcaster[*Occurrence]
 	runners []*runner
 	tr      *tracker
-	head    atomic.Uint64 // last Seq given out and published (or routed nowhere)
+	// lookup, if set, looks up involved objects for the rules that need
+	// them and for the receivers in withObject (their records carry it).
+	lookup     *Lookup
+	withObject uint64
+	head       atomic.Uint64 // last Seq given out and published (or routed nowhere)
 
 	sinkCtx    context.Context // ends at the shutdown deadline
 	sinkCancel context.CancelFunc
@@ -52,6 +56,11 @@ type PipelineOptions struct {
 	Checkpoint *Checkpoint
 	// Logger logs sink failures and checkpoint errors; nil discards.
 	Logger *slog.Logger
+	// Lookup, if set, looks up the involved objects of occurrences: for
+	// the rules with labels or annotations, and for the receivers whose
+	// records carry the object's metadata (format event). Nil looks up
+	// nothing (omitLookup: true).
+	Lookup *Lookup
 }
 
 // NewPipeline builds the sinks of cfg (each receiver's Sink, or one made
@@ -64,8 +73,13 @@ func NewPipeline(cfg *Config, opts PipelineOptions) (*Pipeline, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	p := &Pipeline{cfg: cfg, store: opts.Store, every: time.Duration(cfg.Checkpoint.Interval), log: log,
-		b: fanout.New[*Occurrence](), tr: newTracker(opts.Checkpoint),
+		b: fanout.New[*Occurrence](), tr: newTracker(opts.Checkpoint), lookup: opts.Lookup,
 		stopCk: make(chan struct{}), ckDone: make(chan struct{})}
+	for i, rc := range cfg.Receivers {
+		if rc.Format != FormatFanout && rc.Log == nil { // the log sink writes no record
+			p.withObject |= 1 << i
+		}
+	}
 	if p.every <= 0 {
 		p.every = DefaultCheckpointInterval
 	}
@@ -126,12 +140,27 @@ func (p *Pipeline) abort(sinks []Sink) {
 // it is routed to. It returns when every sink's queue has taken it or
 // dropped it as the sink's strategy says (a Wait sink with a full queue
 // makes it wait), or with ctx's error, or [fanout.ErrStopped] after
-// Shutdown. It must be called from one goroutine at a time, with
+// Shutdown. With a [Lookup], it first looks the involved object up if a
+// rule with labels or annotations is evaluated, or a receiver whose
+// records carry the object is selected (each lookup bounded by the
+// lookup's timeout; a failure lets the occurrence through without the
+// metadata). It must be called from one goroutine at a time, with
 // [Pipeline.Deleted].
 func (p *Pipeline) Occurred(ctx context.Context, o *Occurrence) error {
 	var dropped bool
+	if p.lookup != nil {
+		o.resolve = func() *ObjectMeta { return p.lookup.Get(ctx, o.coreEvent().InvolvedObject) }
+	}
 	o.receivers, dropped = p.cfg.Route.receivers(o)
-	o.Seq = p.tr.add(change{uid: o.UID, count: o.Count, rv: o.ResourceVersion})
+	if o.receivers&p.withObject != 0 {
+		o.involvedObject() // before publishing: the records carry it
+	}
+	o.resolve = nil
+	rv := o.ResourceVersion
+	if o.listed {
+		rv = "" // a list's items come in no resource version order
+	}
+	o.Seq = p.tr.add(change{uid: o.UID, count: o.Count, rv: rv})
 	p.commitEvery(o.Seq)
 	if o.receivers == 0 {
 		if dropped {
@@ -153,6 +182,18 @@ func (p *Pipeline) Occurred(ctx context.Context, o *Occurrence) error {
 // checkpoint.
 func (p *Pipeline) Deleted(uid, resourceVersion string) {
 	seq := p.tr.add(change{uid: uid, rv: resourceVersion, deleted: true})
+	p.head.Store(seq)
+	p.commitEvery(seq)
+}
+
+// Progress records that every change up to resourceVersion has been
+// handed over, so that the checkpoint resumes the watch from there once
+// every sink has finished with what came before.
+func (p *Pipeline) Progress(resourceVersion string) {
+	if resourceVersion == "" {
+		return
+	}
+	seq := p.tr.add(change{rv: resourceVersion})
 	p.head.Store(seq)
 	p.commitEvery(seq)
 }
@@ -234,7 +275,10 @@ func (p *Pipeline) saveCheckpoint(ctx context.Context) {
 // Shutdown stops intake, lets every sink write what it has queued until
 // ctx ends (then cancels the writes in progress and counts what is left as
 // dropped at shutdown), writes the last checkpoint and closes the sinks. It
-// is idempotent; later calls return the first call's result.
+// returns an error if a lossless (Wait) sink could not finish, or a sink
+// failed to close; occurrences a lossy sink had not written are counted
+// and logged, not an error. It is idempotent; later calls return the first
+// call's result.
 func (p *Pipeline) Shutdown(ctx context.Context) error {
 	p.shutdown.Do(func() { p.shutErr = p.doShutdown(ctx) })
 	return p.shutErr
@@ -242,17 +286,21 @@ func (p *Pipeline) Shutdown(ctx context.Context) error {
 
 func (p *Pipeline) doShutdown(ctx context.Context) error {
 	p.b.Shutdown()
-	var err error
+	late := false
 	for _, r := range p.runners {
 		select {
 		case <-r.done():
 		case <-ctx.Done():
-			err = fmt.Errorf("shutdown deadline passed with occurrences unwritten: %w", ctx.Err())
+			late = true
 			p.sinkCancel()
 			<-r.done()
 		}
 	}
 	p.sinkCancel()
+	var err error
+	if late {
+		err = p.unwritten(ctx.Err())
+	}
 	close(p.stopCk)
 	<-p.ckDone
 	p.saveCheckpoint(context.WithoutCancel(ctx))
@@ -262,6 +310,26 @@ func (p *Pipeline) doShutdown(ctx context.Context) error {
 			err = errors.Join(err, fmt.Errorf("receiver %q: close: %w", r.name, cerr))
 		}
 		cancel()
+	}
+	return err
+}
+
+// unwritten reports the occurrences the sinks had not written when the
+// shutdown deadline passed (cause): an error if a lossless (Wait) sink had
+// any, which the checkpoint does not cover, so a restart writes them; a
+// warning for a lossy sink, whose drops are counted by design.
+func (p *Pipeline) unwritten(cause error) error {
+	var err error
+	for _, r := range p.runners {
+		n := r.run.Stats().DroppedBy(DropShutdown)
+		switch {
+		case n == 0:
+		case r.lossless:
+			err = errors.Join(err, fmt.Errorf("receiver %q: %d occurrences unwritten at the shutdown deadline: %w", r.name, n, cause))
+		default:
+			p.log.Warn("lossy sink dropped occurrences at the shutdown deadline", "sink", r.name, "occurrences", n,
+				"reason", DropLabel(DropShutdown))
+		}
 	}
 	return err
 }

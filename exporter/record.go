@@ -24,8 +24,7 @@ const (
 // EnhancedEvent is the record payload sinks write by default, and the data
 // of layout templates: kubernetes-event-exporter's record of the same name,
 // field for field (the core/v1 Event, clusterName, and involvedObject with
-// the looked-up metadata, which stays empty here: involved objects are not
-// looked up), plus Fanout. Events read through events.k8s.io/v1 are shown
+// the looked-up metadata, see [Lookup]), plus Fanout. Events read through events.k8s.io/v1 are shown
 // as their core/v1 equivalent.
 type EnhancedEvent struct {
 	corev1.Event `json:",inline"`
@@ -39,8 +38,10 @@ type EnhancedEvent struct {
 }
 
 // EnhancedObjectReference is an involved object with its metadata, as in
-// kubernetes-event-exporter's records. Labels, Annotations and
-// OwnerReferences stay empty (no lookup); Deleted is always false.
+// kubernetes-event-exporter's records. Labels, Annotations,
+// OwnerReferences and Deleted come from the lookup of the object; they
+// stay empty (and Deleted false) when lookups are off (omitLookup: true)
+// or the lookup failed.
 type EnhancedObjectReference struct {
 	corev1.ObjectReference `json:",inline"`
 	// Labels, Annotations and OwnerReferences are the object's.
@@ -67,9 +68,12 @@ type OccurrenceID struct {
 // Enhanced returns the occurrence's record with clusterName cluster.
 func (o *Occurrence) Enhanced(cluster string) *EnhancedEvent {
 	e := o.coreEvent()
-	return &EnhancedEvent{Event: *e, ClusterName: cluster,
-		InvolvedObject: EnhancedObjectReference{ObjectReference: e.InvolvedObject},
-		Fanout:         &OccurrenceID{UID: o.UID, Count: o.Count, Key: o.Key(), API: o.APIVersion}}
+	ref := EnhancedObjectReference{ObjectReference: e.InvolvedObject}
+	if m := o.object; m != nil {
+		ref.Labels, ref.Annotations, ref.OwnerReferences, ref.Deleted = m.Labels, m.Annotations, m.OwnerReferences, m.Deleted
+	}
+	return &EnhancedEvent{Event: *e, ClusterName: cluster, InvolvedObject: ref,
+		Fanout: &OccurrenceID{UID: o.UID, Count: o.Count, Key: o.Key(), API: o.APIVersion}}
 }
 
 // coreEvent returns the core/v1 Event the occurrence was made from, or one

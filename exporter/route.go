@@ -47,29 +47,54 @@ type Rule struct {
 	Receiver ReceiverRef `yaml:"receiver"`
 
 	// Labels and Annotations are kubernetes-event-exporter's conditions
-	// on the involved object's metadata. Involved objects are not looked
-	// up here, so a rule with either never matches (as in
-	// kubernetes-event-exporter with omitLookup: true); the configuration
-	// warns about it.
-	Labels      objectMatch `yaml:"labels"`
-	Annotations objectMatch `yaml:"annotations"`
+	// on the involved object's metadata, maps of label (annotation) names
+	// to regular expressions: every name must be present on the object,
+	// its value matching the expression (unanchored, as theirs). The
+	// object is looked up (see [Lookup]) only for a rule that has them,
+	// once the rule's other fields matched; a rule with them never
+	// matches when lookups are off (omitLookup: true, with a warning) or
+	// the lookup failed.
+	Labels      ObjectMatch `yaml:"labels"`
+	Annotations ObjectMatch `yaml:"annotations"`
 }
 
-// objectMatch is a condition on the involved object's labels or
-// annotations: a map of regular expressions, kept only to be warned about.
-type objectMatch struct {
-	set  bool
-	line int
+// ObjectMatch is a condition on the involved object's labels or
+// annotations: names, each with a regular expression its value must match.
+type ObjectMatch struct {
+	names []string
+	pats  []Pattern
+	line  int
 }
 
-// UnmarshalYAML accepts a map and keeps its line.
-func (m *objectMatch) UnmarshalYAML(n *yaml.Node) error {
-	var v map[string]string
-	if err := n.Decode(&v); err != nil {
-		return lineError(n, "expected a map of label names to regular expressions")
+// UnmarshalYAML compiles a map of names to regular expressions, keeping
+// its line.
+func (m *ObjectMatch) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.MappingNode {
+		return lineError(n, "expected a map of names to regular expressions")
 	}
-	m.set, m.line = len(v) > 0, n.Line
+	m.line = n.Line
+	for k, v := range mappingPairs(n) {
+		var p Pattern
+		if err := p.UnmarshalYAML(v); err != nil {
+			return err
+		}
+		m.names, m.pats = append(m.names, k.Value), append(m.pats, p)
+	}
 	return nil
+}
+
+// set reports whether the condition names anything.
+func (m *ObjectMatch) set() bool { return len(m.names) > 0 }
+
+// match reports whether every name is in values with a matching value.
+func (m *ObjectMatch) match(values map[string]string) bool {
+	for i, name := range m.names {
+		v, ok := values[name]
+		if !ok || !m.pats[i].match(v) {
+			return false
+		}
+	}
+	return true
 }
 
 // Pattern is a regular expression of a [Rule]; the zero Pattern matches
@@ -95,21 +120,28 @@ func (p *Pattern) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
-// warnings returns the rule's warnings, each with its line.
-func (r *Rule) warnings() []string {
+// warnings returns the rule's warnings, each with its line; omitLookup
+// is the configuration's.
+func (r *Rule) warnings(omitLookup bool) []string {
 	var w []string
-	for _, p := range []*Pattern{&r.Namespace, &r.Kind, &r.APIVersion, &r.Reason, &r.Type, &r.Message, &r.Component, &r.Host} {
+	pats := []*Pattern{&r.Namespace, &r.Kind, &r.APIVersion, &r.Reason, &r.Type, &r.Message, &r.Component, &r.Host}
+	for _, m := range []*ObjectMatch{&r.Labels, &r.Annotations} {
+		for i := range m.pats {
+			pats = append(pats, &m.pats[i])
+		}
+	}
+	for _, p := range pats {
 		if p.bad != "" {
 			w = append(w, fmt.Sprintf("line %d: %s", p.line, p.bad))
 		}
 	}
 	for _, m := range []struct {
 		name string
-		m    objectMatch
-	}{{"labels", r.Labels}, {"annotations", r.Annotations}} {
-		if m.m.set {
-			w = append(w, fmt.Sprintf("line %d: %s: involved objects are not looked up, so this rule never matches "+
-				"(as in kubernetes-event-exporter with omitLookup: true)", m.m.line, m.name))
+		m    *ObjectMatch
+	}{{"labels", &r.Labels}, {"annotations", &r.Annotations}} {
+		if m.m.set() && omitLookup {
+			w = append(w, fmt.Sprintf("line %d: %s: involved objects are not looked up (omitLookup: true), "+
+				"so this rule never matches (as in kubernetes-event-exporter)", m.m.line, m.name))
 		}
 	}
 	return w
@@ -147,9 +179,11 @@ func (r *ReceiverRef) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
-// Matches reports whether o satisfies every field of the rule.
+// Matches reports whether o satisfies every field of the rule. The
+// involved object is looked up only if the rule has labels or annotations
+// and every other field matched.
 func (r *Rule) Matches(o *Occurrence) bool {
-	return o.Count >= r.MinCount && !r.Labels.set && !r.Annotations.set &&
+	return o.Count >= r.MinCount &&
 		r.Namespace.match(o.Namespace) &&
 		r.Kind.match(o.Regarding.Kind) &&
 		r.APIVersion.match(o.Regarding.APIVersion) &&
@@ -157,7 +191,18 @@ func (r *Rule) Matches(o *Occurrence) bool {
 		r.Type.match(o.Type) &&
 		r.Component.match(o.ReportingController) &&
 		r.Host.match(o.ReportingInstance) &&
-		r.Message.match(o.Message)
+		r.Message.match(o.Message) &&
+		r.objectMatches(o)
+}
+
+// objectMatches reports whether the involved object's labels and
+// annotations satisfy the rule's conditions, looking it up if needed.
+func (r *Rule) objectMatches(o *Occurrence) bool {
+	if !r.Labels.set() && !r.Annotations.set() {
+		return true
+	}
+	m := o.involvedObject()
+	return m != nil && r.Labels.match(m.Labels) && r.Annotations.match(m.Annotations)
 }
 
 // receivers returns the set of receivers the tree sends o to, and whether a

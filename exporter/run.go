@@ -14,6 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -25,6 +27,12 @@ type Options struct {
 	Config *Config
 	// Client talks to the API server.
 	Client kubernetes.Interface
+	// Dynamic, unless the configuration has omitLookup: true, looks up
+	// the objects events are about (see [Lookup]), mapping their kinds
+	// with Discovery (nil: Client's). With Dynamic nil, nothing is looked
+	// up, as with omitLookup: true.
+	Dynamic   dynamic.Interface
+	Discovery discovery.DiscoveryInterface
 	// Logger logs; nil discards.
 	Logger *slog.Logger
 	// Listener, if set, serves /metrics, /healthz and /readyz.
@@ -99,7 +107,11 @@ func (e *exporter) lead(ctx context.Context) error {
 			return err
 		}
 	}
-	p, err := NewPipeline(cfg, PipelineOptions{Store: store, Checkpoint: ck, Logger: e.log})
+	lookup, err := e.lookup()
+	if err != nil {
+		return err
+	}
+	p, err := NewPipeline(cfg, PipelineOptions{Store: store, Checkpoint: ck, Logger: e.log, Lookup: lookup})
 	if err != nil {
 		return err
 	}
@@ -108,6 +120,7 @@ func (e *exporter) lead(ctx context.Context) error {
 		_ = p.Shutdown(ctx)
 		return err
 	}
+	src.SetLogger(e.log)
 	e.metrics.pipeline.Store(p)
 	e.metrics.source.Store(src)
 	e.log.Info("exporting events", "api", cfg.API, "namespace", cfg.Namespace, "receivers", len(cfg.Receivers),
@@ -118,6 +131,29 @@ func (e *exporter) lead(ctx context.Context) error {
 	err = p.Shutdown(sctx)
 	e.log.Info("stopped", "err", err)
 	return err
+}
+
+// lookup returns the involved-object lookup, or nil when there is none
+// (omitLookup: true, or no dynamic client).
+func (e *exporter) lookup() (*Lookup, error) {
+	cfg := e.opts.Config
+	if cfg.OmitLookup {
+		return nil, nil
+	}
+	if e.opts.Dynamic == nil {
+		e.log.Info("involved objects are not looked up: no dynamic client (Options.Dynamic)")
+		return nil, nil
+	}
+	disc := e.opts.Discovery
+	if disc == nil {
+		disc = e.opts.Client.Discovery()
+	}
+	l, err := NewLookup(e.opts.Dynamic, disc, LookupOptions{CacheSize: cfg.CacheSize, Logger: e.log})
+	if err != nil {
+		return nil, err
+	}
+	e.metrics.lookup.Store(l)
+	return l, nil
 }
 
 func (e *exporter) store() CheckpointStore {

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -118,6 +119,9 @@ func TestRunServesMetricsHealthAndReadiness(t *testing.T) {
 		`fanout_eventer_source_watch_restarts_total 0`,
 		`fanout_eventer_leader 1`,
 		`fanout_eventer_source_lag_seconds_count 1`,
+		`fanout_eventer_source_relists_total 0`,
+		`fanout_eventer_source_collapsed_raises_total 0`,
+		`fanout_eventer_build_info{goversion="` + runtime.Version() + `",version="(devel)"} 1`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q", want)

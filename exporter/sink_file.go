@@ -66,8 +66,9 @@ func (c *FileConfig) validate() []string {
 // write reaches the operating system before it counts as stored (no fsync:
 // a process crash loses nothing, a machine crash may).
 type FileSink struct {
-	cfg FileConfig
-	buf []byte
+	cfg    FileConfig
+	buf    []byte
+	stream bool // not a regular file (a pipe, /dev/stdout): append only
 
 	mu    sync.Mutex // guards the fields below; Mark runs on another goroutine
 	f     *os.File
@@ -88,6 +89,13 @@ func NewFileSink(cfg FileConfig) (*FileSink, error) {
 	if p := cfg.validate(); len(p) > 0 {
 		return nil, errors.New(strings.Join(p, "; "))
 	}
+	if isStream(cfg.Path) {
+		f, err := os.OpenFile(cfg.Path, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			return nil, err
+		}
+		return &FileSink{cfg: cfg, f: f, stream: true}, nil
+	}
 	if err := os.MkdirAll(filepath.Dir(cfg.Path), 0o755); err != nil {
 		return nil, err
 	}
@@ -104,6 +112,19 @@ func NewFileSink(cfg FileConfig) (*FileSink, error) {
 	}
 	s.marks = []fileMark{{0, s.gen, s.off}}
 	return s, nil
+}
+
+// isStream reports whether path is not a regular file of its own: a pipe,
+// a terminal or another device, or a descriptor such as /dev/stdout
+// (kubernetes-event-exporter's idiom), which a container runtime connects
+// to a pipe. Such a path is written in append mode only: never truncated,
+// rotated or read back after a crash.
+func isStream(path string) bool {
+	if strings.HasPrefix(path, "/dev/") || strings.HasPrefix(path, "/proc/self/fd/") {
+		return true
+	}
+	fi, err := os.Stat(path)
+	return err == nil && !fi.Mode().IsRegular()
 }
 
 // open opens the current file and cuts an incomplete last line.
@@ -164,20 +185,24 @@ func (s *FileSink) Write(_ context.Context, batch []*Occurrence) (int, error) {
 	batch = batch[:n]
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.off > 0 && s.off+int64(len(s.buf)) > s.cfg.MaxBytes {
+	if !s.stream && s.off > 0 && s.off+int64(len(s.buf)) > s.cfg.MaxBytes {
 		if err := s.rotate(); err != nil {
 			return 0, err
 		}
 	}
 	if _, err := s.f.Write(s.buf); err != nil {
-		// Cut what part of the batch got in, so that a retry does not
-		// leave a torn line or a duplicate.
-		_ = s.f.Truncate(s.off)
-		_, _ = s.f.Seek(s.off, io.SeekStart)
+		if !s.stream {
+			// Cut what part of the batch got in, so that a retry does
+			// not leave a torn line or a duplicate.
+			_ = s.f.Truncate(s.off)
+			_, _ = s.f.Seek(s.off, io.SeekStart)
+		}
 		return 0, err
 	}
 	s.off += int64(len(s.buf))
-	s.marks = append(s.marks, fileMark{batch[len(batch)-1].Seq, s.gen, s.off})
+	if !s.stream {
+		s.marks = append(s.marks, fileMark{batch[len(batch)-1].Seq, s.gen, s.off})
+	}
 	return len(batch), encErr
 }
 
@@ -237,10 +262,14 @@ func backups(path string) ([]int, error) {
 }
 
 // Mark returns the position after the last write whose occurrences all
-// have Seq <= seq, as "<generation>:<offset>".
+// have Seq <= seq, as "<generation>:<offset>"; "" for a stream, which
+// cannot be read back.
 func (s *FileSink) Mark(seq uint64) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.stream {
+		return ""
+	}
 	i := 0
 	for i+1 < len(s.marks) && s.marks[i+1].seq <= seq {
 		i++

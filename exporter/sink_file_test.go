@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -118,3 +120,63 @@ func TestFileSinkRejectsABadMark(t *testing.T) {
 }
 
 func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
+
+func TestFileSinkOnAPipeLikeDevStdoutWritesEveryLine(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	// /proc/self/fd/N is what /dev/stdout resolves to; N is a pipe here,
+	// as a container runtime connects stdout.
+	s, err := NewFileSink(FileConfig{Path: fmt.Sprintf("/proc/self/fd/%d", w.Fd())})
+	if err != nil {
+		t.Fatalf("opening a pipe: %v", err)
+	}
+	writeSeq(t, s, 1, 4)
+	if m := s.Mark(3); m != "" {
+		t.Errorf("mark %q on a pipe, want none: it cannot be read back", m)
+	}
+	if err := s.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	b, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Split(strings.TrimSpace(string(b)), "\n"); len(lines) != 3 || !json.Valid([]byte(lines[2])) {
+		t.Errorf("the pipe got %q, want 3 JSON lines", b)
+	}
+}
+
+func TestFileSinkOnDevStdoutRedirectedToAFileAppendsWithoutTruncating(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out")
+	const before = "a line of another program\nno newline yet"
+	if err := os.WriteFile(path, []byte(before), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	s, err := NewFileSink(FileConfig{Path: fmt.Sprintf("/proc/self/fd/%d", f.Fd()), MaxBytes: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeSeq(t, s, 1, 3)
+	if err := s.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(b), before) || strings.Count(string(b), "\n") != 3 {
+		t.Errorf("file holds %q: want what was there, then 2 lines, nothing rotated", b)
+	}
+	if names, _ := filepath.Glob(path + ".*"); len(names) > 0 {
+		t.Errorf("rotated into %v", names)
+	}
+}

@@ -2,51 +2,70 @@ package exporter
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"sync"
+	"log/slog"
 	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/pager"
 )
 
-// Target is what a [Source] feeds: a [Pipeline].
+// Target is what a [Source] feeds: a [Pipeline]. The source calls it from
+// one goroutine, in the order of the changes it reads.
 type Target interface {
+	// Occurred forwards an occurrence.
 	Occurred(ctx context.Context, o *Occurrence) error
+	// Deleted records that an event forwarded before was deleted.
 	Deleted(uid, resourceVersion string)
+	// Progress records that every change up to resourceVersion has been
+	// handed over: a watch resumed from it misses nothing.
+	Progress(resourceVersion string)
 }
 
-// Source watches Events with client-go's informer machinery (a reflector
-// listing and watching into a DeltaFIFO, drained by one goroutine that
-// calls the handler, with no unbounded notification buffer in between) and
-// turns them into occurrences: an event seen for the first time, or whose
-// count (or series count) rose above the last count forwarded, is one
-// occurrence. Updates that do not raise the count, and deletions, are not
-// occurrences; a deletion removes the event from the checkpoint.
+// Source lists and watches Events and turns them into occurrences: an event
+// seen for the first time, or whose count (or series count) rose above the
+// last count forwarded, is one occurrence. Updates that do not raise the
+// count, and deletions, are not occurrences; a deletion removes the event
+// from the checkpoint.
+//
+// With a checkpoint that has a resource version, the source does not list:
+// it watches from that resource version, so that every change made while
+// the exporter was down comes, in order, and no count raise collapses into
+// the last one. It lists only without one, or when the API server answers
+// that the resource version is too old (410 Gone, after the watch cache and
+// etcd's compaction moved past it); a list shows each event's current count
+// only, so it counts the raises that may have collapsed (metric
+// fanout_eventer_source_collapsed_raises_total) and logs them. The source
+// keeps no copy of the events: one count per live event.
 type Source struct {
 	client    kubernetes.Interface
 	api       string
 	namespace string
 	target    Target
+	list      func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error)
+	watch     func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error)
+	log       *slog.Logger
 
-	mu        sync.Mutex       // serialises the handler and the pruning after sync
-	forwarded map[string]int32 // last count forwarded, by UID
+	forwarded map[string]int32 // last count forwarded, by UID; owned by Run
+	resumeRV  string           // the checkpoint's resource version
+	baseline  bool             // forwarded holds what was forwarded before: a list may collapse raises
 	ctx       context.Context  // set by Run
 
 	synced                      atomic.Bool
 	lists, watches, occurrences atomic.Uint64
+	relists, collapsed          atomic.Uint64
 	updatesIgnored, deletes     atomic.Uint64
 	lagNanos                    atomic.Int64
 	observeLag                  func(seconds float64)
-	store                       cache.Store
-	controller                  cache.Controller
 }
 
 // SourceStats is a snapshot of a [Source]'s counters.
@@ -54,104 +73,172 @@ type SourceStats struct {
 	// Lists and Watches count the list and watch requests made; every
 	// watch after the first is a restart.
 	Lists, Watches uint64
+	// Relists counts the lists made where a watch could not resume
+	// (a checkpoint without a resource version, or one the API server
+	// no longer had); Collapsed the count raises those lists showed
+	// folded into one occurrence (an event whose count rose by more than
+	// one since the last count forwarded).
+	Relists, Collapsed uint64
 	// Occurrences counts occurrences forwarded; UpdatesIgnored the
 	// modifications that did not raise the count; Deletes the deletions.
 	Occurrences, UpdatesIgnored, Deletes uint64
 	// Lag is how late the last occurrence was forwarded, after its
 	// last timestamp.
 	Lag time.Duration
-	// Synced is true once the initial list has been handled.
+	// Synced is true once the source has listed, or resumed its watch.
 	Synced bool
 }
 
 // NewSource returns a source of the events of api ([CoreV1] or [EventsV1])
 // in namespace (empty for all) that feeds target. ck, if not nil, holds the
-// counts already forwarded before a restart. observeLag, if not nil, is
-// called with the lag of every occurrence, in seconds.
+// counts already forwarded before a restart, and the resource version to
+// resume the watch from. observeLag, if not nil, is called with the lag of
+// every occurrence, in seconds.
 func NewSource(client kubernetes.Interface, api, namespace string, target Target, ck *Checkpoint, observeLag func(float64)) (*Source, error) {
 	s := &Source{client: client, api: api, namespace: namespace, target: target,
-		forwarded: map[string]int32{}, observeLag: observeLag}
+		forwarded: map[string]int32{}, observeLag: observeLag, log: slog.New(slog.DiscardHandler)}
 	if ck != nil {
 		for uid, n := range ck.Counts {
 			s.forwarded[uid] = n
 		}
+		s.baseline = true
+		if ck.ResourceVersion != "0" {
+			s.resumeRV = ck.ResourceVersion
+		}
 	}
-	lw, obj, err := s.listWatch()
-	if err != nil {
-		return nil, err
+	switch api {
+	case CoreV1:
+		c := client.CoreV1().Events(namespace)
+		s.list = func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return c.List(ctx, o) }
+		s.watch = c.Watch
+	case EventsV1:
+		c := client.EventsV1().Events(namespace)
+		s.list = func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return c.List(ctx, o) }
+		s.watch = c.Watch
+	default:
+		return nil, fmt.Errorf("source: unknown API %q", api)
 	}
-	s.store, s.controller = cache.NewInformerWithOptions(cache.InformerOptions{
-		ListerWatcher: lw, ObjectType: obj, Handler: s, Transform: stripManagedFields,
-	})
 	return s, nil
 }
 
-// listWatch returns the list-watch of the API, counting lists and watches.
-func (s *Source) listWatch() (cache.ListerWatcher, runtime.Object, error) {
-	var list func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error)
-	var watchF func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error)
-	var obj runtime.Object
-	switch s.api {
-	case CoreV1:
-		c := s.client.CoreV1().Events(s.namespace)
-		list = func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return c.List(ctx, o) }
-		watchF, obj = c.Watch, &corev1.Event{}
-	case EventsV1:
-		c := s.client.EventsV1().Events(s.namespace)
-		list = func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return c.List(ctx, o) }
-		watchF, obj = c.Watch, &eventsv1.Event{}
-	default:
-		return nil, nil, fmt.Errorf("source: unknown API %q", s.api)
+// SetLogger makes the source log its lists, resumptions, lost watches and
+// retries to l. Call it before Run.
+func (s *Source) SetLogger(l *slog.Logger) {
+	if l != nil {
+		s.log = l
 	}
-	// The fake clientset does not support watch-list semantics; this
-	// tells the reflector so (a real client does).
-	return cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			s.lists.Add(1)
-			return list(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			s.watches.Add(1)
-			return watchF(ctx, o)
-		},
-	}, s.client), obj, nil
 }
 
-// stripManagedFields keeps the informer's cache smaller.
-func stripManagedFields(obj any) (any, error) {
+// stripManagedFields keeps the records smaller.
+func stripManagedFields(obj runtime.Object) {
 	if m, err := meta.Accessor(obj); err == nil {
 		m.SetManagedFields(nil)
 	}
-	return obj, nil
 }
 
-// Run runs the informer until ctx ends. Once the initial list is handled,
-// it removes from its state (and the checkpoint) the events that were
-// deleted while the exporter was down, and reports itself synced.
+// Retry delays after a failed list or watch: from minRetry, doubling up to
+// maxRetry; a watch that ran for at least minRetry resets it.
+const (
+	minRetry = 250 * time.Millisecond
+	maxRetry = 30 * time.Second
+)
+
+// errWatchClosed is a watch that ended without an error: the API server
+// closed it (its timeout) or the connection was lost.
+var errWatchClosed = errors.New("watch closed")
+
+// Run lists or resumes, then watches until ctx ends, watching again from
+// the last resource version seen when a watch ends, and listing again when
+// that resource version is too old.
 func (s *Source) Run(ctx context.Context) {
-	s.mu.Lock()
 	s.ctx = ctx
-	s.mu.Unlock()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		s.controller.RunWithContext(ctx)
-	}()
-	if cache.WaitForCacheSync(ctx.Done(), s.controller.HasSynced) {
-		s.pruneGone()
-		s.synced.Store(true)
+	rv := s.resumeRV
+	if rv != "" {
+		s.log.Info("resuming the watch of events from the checkpoint", "resourceVersion", rv)
 	}
-	<-done
+	delay := minRetry
+	for ctx.Err() == nil {
+		if rv == "" {
+			var err error
+			if rv, err = s.relist(ctx); err != nil {
+				delay = s.retryAfter(ctx, delay, "listing events failed", err)
+				continue
+			}
+		}
+		start := time.Now()
+		next, err := s.watchFrom(ctx, rv)
+		if ctx.Err() != nil {
+			return
+		}
+		ran := time.Since(start) >= minRetry
+		if ran {
+			delay = minRetry
+		}
+		switch {
+		case isTooOld(err):
+			s.log.Warn("the API server no longer has the changes after the last resource version: listing events; "+
+				"count raises made meanwhile may collapse into one occurrence", "resourceVersion", rv, "err", err)
+			rv = ""
+		case errors.Is(err, errWatchClosed) && ran:
+			s.log.Info("watch of events ended: watching again", "resourceVersion", next)
+			rv = next
+		default:
+			rv = next
+			delay = s.retryAfter(ctx, delay, "watching events failed", err)
+		}
+	}
 }
 
-// pruneGone forgets the events forwarded before that no longer exist.
-func (s *Source) pruneGone() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	live := map[string]bool{}
-	for _, obj := range s.store.List() {
-		if m, err := meta.Accessor(obj); err == nil {
-			live[string(m.GetUID())] = true
+// isTooOld reports whether err says that a resource version is too old
+// to watch from.
+func isTooOld(err error) bool {
+	return apierrors.IsResourceExpired(err) || apierrors.IsGone(err)
+}
+
+// retryAfter logs a failure, waits delay (or until ctx ends) and returns
+// the next delay.
+func (s *Source) retryAfter(ctx context.Context, delay time.Duration, msg string, err error) time.Duration {
+	s.log.Warn(msg+": retrying", "err", err, "retryIn", delay.String())
+	t := time.NewTimer(delay)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	return min(2*delay, maxRetry)
+}
+
+// relist lists the events, forwards what they show that was not forwarded,
+// forgets the events forwarded before that are gone, and returns the
+// list's resource version.
+func (s *Source) relist(ctx context.Context) (string, error) {
+	s.lists.Add(1)
+	obj, _, err := pager.New(s.list).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return "", err
+	}
+	items, err := meta.ExtractList(obj)
+	if err != nil {
+		return "", err
+	}
+	lm, err := meta.ListAccessor(obj)
+	if err != nil {
+		return "", err
+	}
+	live := make(map[string]bool, len(items))
+	var collapsed uint64
+	for _, it := range items {
+		o := occurrenceOf(it)
+		if o == nil {
+			continue
+		}
+		live[o.UID] = true
+		o.listed = true
+		if prev := s.forwarded[o.UID]; s.baseline && o.Count > prev+1 {
+			collapsed += uint64(o.Count - prev - 1)
+		}
+		if !s.forward(o) {
+			return "", ctx.Err()
 		}
 	}
 	for uid := range s.forwarded {
@@ -160,53 +247,99 @@ func (s *Source) pruneGone() {
 			s.target.Deleted(uid, "")
 		}
 	}
+	rv := lm.GetResourceVersion()
+	s.target.Progress(rv)
+	if s.baseline {
+		s.relists.Add(1)
+		s.collapsed.Add(collapsed)
+		s.log.Warn("listed events instead of resuming a watch: count raises made meanwhile collapsed into one occurrence",
+			"collapsedRaises", collapsed, "events", len(items), "resourceVersion", rv)
+	} else {
+		s.log.Info("listed events", "events", len(items), "resourceVersion", rv)
+	}
+	s.baseline = true
+	s.synced.Store(true)
+	return rv, nil
 }
 
-// Synced reports whether the initial list has been handled.
-func (s *Source) Synced() bool { return s.synced.Load() }
-
-// OnAdd handles an event seen for the first time (or again after a relist).
-func (s *Source) OnAdd(obj any, _ bool) { s.handle(obj) }
-
-// OnUpdate handles a modification: an occurrence if it raised the count.
-func (s *Source) OnUpdate(_, obj any) { s.handle(obj) }
-
-// OnDelete forgets the event.
-func (s *Source) OnDelete(obj any) {
-	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = d.Obj
+// watchFrom watches from rv until the watch ends or ctx ends, forwarding
+// every change, and returns the last resource version seen and why the
+// watch ended.
+func (s *Source) watchFrom(ctx context.Context, rv string) (string, error) {
+	w, err := s.watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
+	if err != nil {
+		return rv, err
 	}
+	s.watches.Add(1)
+	s.synced.Store(true)
+	defer w.Stop()
+	for {
+		var ev watch.Event
+		var ok bool
+		select {
+		case <-ctx.Done():
+			return rv, nil
+		case ev, ok = <-w.ResultChan():
+		}
+		if !ok {
+			return rv, errWatchClosed
+		}
+		if ev.Type == watch.Error {
+			return rv, apierrors.FromObject(ev.Object)
+		}
+		next := rv
+		if m, err := meta.Accessor(ev.Object); err == nil && m.GetResourceVersion() != "" {
+			next = m.GetResourceVersion()
+		}
+		switch ev.Type {
+		case watch.Added, watch.Modified:
+			if o := occurrenceOf(ev.Object); o != nil && !s.forward(o) {
+				return rv, nil // shutting down
+			}
+		case watch.Deleted:
+			s.deleted(ev.Object)
+		case watch.Bookmark:
+			s.target.Progress(next)
+		}
+		rv = next
+	}
+}
+
+// occurrenceOf returns the occurrence of an event object, or nil.
+func occurrenceOf(obj runtime.Object) *Occurrence {
+	stripManagedFields(obj)
+	switch e := obj.(type) {
+	case *corev1.Event:
+		return FromCore(e)
+	case *eventsv1.Event:
+		return FromEvents(e)
+	}
+	return nil
+}
+
+// deleted forgets a deleted event.
+func (s *Source) deleted(obj runtime.Object) {
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.deletes.Add(1)
-	if _, ok := s.forwarded[string(m.GetUID())]; ok {
-		delete(s.forwarded, string(m.GetUID()))
-		s.target.Deleted(string(m.GetUID()), m.GetResourceVersion())
+	uid := string(m.GetUID())
+	if _, ok := s.forwarded[uid]; ok {
+		delete(s.forwarded, uid)
+		s.target.Deleted(uid, m.GetResourceVersion())
 	}
 }
 
-func (s *Source) handle(obj any) {
-	var o *Occurrence
-	switch e := obj.(type) {
-	case *corev1.Event:
-		o = FromCore(e)
-	case *eventsv1.Event:
-		o = FromEvents(e)
-	default:
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// forward forwards o if it raised the count, and returns false if the
+// target stopped (ctx ended).
+func (s *Source) forward(o *Occurrence) bool {
 	if prev, ok := s.forwarded[o.UID]; ok && o.Count <= prev {
 		s.updatesIgnored.Add(1)
-		return
+		return true
 	}
 	if err := s.target.Occurred(s.ctx, o); err != nil {
-		return // shutting down: not forwarded, not recorded
+		return false // shutting down: not forwarded, not recorded
 	}
 	s.forwarded[o.UID] = o.Count
 	s.occurrences.Add(1)
@@ -217,11 +350,16 @@ func (s *Source) handle(obj any) {
 			s.observeLag(lag.Seconds())
 		}
 	}
+	return true
 }
+
+// Synced reports whether the source has listed, or resumed its watch.
+func (s *Source) Synced() bool { return s.synced.Load() }
 
 // Stats returns the source's counters.
 func (s *Source) Stats() SourceStats {
-	return SourceStats{Lists: s.lists.Load(), Watches: s.watches.Load(), Occurrences: s.occurrences.Load(),
+	return SourceStats{Lists: s.lists.Load(), Watches: s.watches.Load(), Relists: s.relists.Load(),
+		Collapsed: s.collapsed.Load(), Occurrences: s.occurrences.Load(),
 		UpdatesIgnored: s.updatesIgnored.Load(), Deletes: s.deletes.Load(),
 		Lag: time.Duration(s.lagNanos.Load()), Synced: s.synced.Load()}
 }

@@ -1,15 +1,26 @@
 package exporter
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 // chanTarget records what a source forwards, as "<key>" for an
@@ -27,6 +38,8 @@ func (c chanTarget) Occurred(ctx context.Context, o *Occurrence) error {
 
 func (c chanTarget) Deleted(uid, _ string) { c.ch <- "-" + uid }
 
+func (chanTarget) Progress(string) {}
+
 // expect reads the next n things forwarded and compares them with want.
 func (c chanTarget) expect(t *testing.T, want ...string) {
 	t.Helper()
@@ -42,6 +55,26 @@ func (c chanTarget) expect(t *testing.T, want ...string) {
 	}
 }
 
+// expectSet reads the next len(want) things forwarded and checks that
+// they are want, in any order.
+func (c chanTarget) expectSet(t *testing.T, want ...string) {
+	t.Helper()
+	got := map[string]bool{}
+	for range want {
+		select {
+		case k := <-c.ch:
+			got[k] = true
+		case <-time.After(30 * time.Second):
+			t.Fatalf("forwarded only %v, want %v", got, want)
+		}
+	}
+	for _, w := range want {
+		if !got[w] {
+			t.Errorf("forwarded %v, want %q among them", got, w)
+		}
+	}
+}
+
 func coreEvent(uid string, count int32) *corev1.Event {
 	return &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: uid, UID: types.UID(uid)},
 		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "ns", Name: "p"},
@@ -50,6 +83,13 @@ func coreEvent(uid string, count int32) *corev1.Event {
 }
 
 func startSource(t *testing.T, cs *fake.Clientset, api string, ck *Checkpoint) chanTarget {
+	t.Helper()
+	target, _ := startSourceStats(t, cs, api, ck)
+	return target
+}
+
+// startSourceStats is startSource that also returns the source.
+func startSourceStats(t *testing.T, cs *fake.Clientset, api string, ck *Checkpoint) (chanTarget, *Source) {
 	t.Helper()
 	target := chanTarget{ch: make(chan string, 100)}
 	src, err := NewSource(cs, api, "", target, ck, nil)
@@ -60,7 +100,7 @@ func startSource(t *testing.T, cs *fake.Clientset, api string, ck *Checkpoint) c
 	done := make(chan struct{})
 	go func() { defer close(done); src.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	return target
+	return target, src
 }
 
 func TestSourceForwardsNewEventsAndCountRaisesOnly(t *testing.T) {
@@ -92,20 +132,7 @@ func TestSourceAfterRestartForwardsOnlyWhatWasMissed(t *testing.T) {
 	cs := fake.NewClientset(coreEvent("seen", 3), coreEvent("raised", 5), coreEvent("new", 1))
 	ck := &Checkpoint{Counts: map[string]int32{"seen": 3, "raised": 2, "gone": 7}}
 	target := startSource(t, cs, CoreV1, ck)
-	got := map[string]bool{}
-	for range 3 {
-		select {
-		case k := <-target.ch:
-			got[k] = true
-		case <-time.After(30 * time.Second):
-			t.Fatalf("forwarded only %v", got)
-		}
-	}
-	for _, want := range []string{"raised/5", "new/1", "-gone"} {
-		if !got[want] {
-			t.Errorf("forwarded %v, want %q among them", got, want)
-		}
-	}
+	target.expectSet(t, "raised/5", "new/1", "-gone")
 }
 
 func TestSourceIdentifiesSeriesOccurrencesBySeriesCount(t *testing.T) {
@@ -130,4 +157,138 @@ func TestSourceIdentifiesSeriesOccurrencesBySeriesCount(t *testing.T) {
 		t.Fatal(err)
 	}
 	target.expect(t, "s/9")
+}
+
+// watchedFrom records the resource version of every watch of cs, and makes
+// watches from tooOld fail with 410 Gone as the API server does.
+func watchedFrom(cs *fake.Clientset, tooOld string) chan string {
+	rvs := make(chan string, 10)
+	cs.PrependWatchReactor("events", func(a k8stesting.Action) (bool, watch.Interface, error) {
+		rv := a.(k8stesting.WatchActionImpl).WatchRestrictions.ResourceVersion
+		rvs <- rv
+		if rv == tooOld {
+			return true, nil, apierrors.NewResourceExpired("too old resource version: " + rv)
+		}
+		return false, nil, nil
+	})
+	return rvs
+}
+
+// listRV returns the resource version a list of cs's events gives.
+func listRV(t *testing.T, cs *fake.Clientset) string {
+	t.Helper()
+	l, err := cs.CoreV1().Events("").List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l.ResourceVersion
+}
+
+func TestSourceResumesTheWatchFromTheCheckpointWithoutListing(t *testing.T) {
+	cs := fake.NewClientset(coreEvent("seen", 3))
+	rv := listRV(t, cs)
+	rvs := watchedFrom(cs, "")
+	lists := 0
+	cs.PrependReactor("list", "events", func(k8stesting.Action) (bool, runtime.Object, error) {
+		lists++
+		return false, nil, nil
+	})
+	raised := coreEvent("seen", 4)
+	if _, err := cs.CoreV1().Events("ns").Update(t.Context(), raised, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	target, src := startSourceStats(t, cs, CoreV1, &Checkpoint{ResourceVersion: rv, Counts: map[string]int32{"seen": 3}})
+	target.expect(t, "seen/4")
+	if got := <-rvs; got != rv {
+		t.Errorf("watched from resource version %q, want the checkpoint's %q", got, rv)
+	}
+	if st := src.Stats(); lists != 0 || st.Relists != 0 || st.Collapsed != 0 {
+		t.Errorf("%d lists, stats %+v: want none", lists, st)
+	}
+}
+
+func TestSourceListsWhenTheCheckpointResourceVersionIsTooOldAndCountsCollapsedRaises(t *testing.T) {
+	cs := fake.NewClientset(coreEvent("seen", 3), coreEvent("raised", 5), coreEvent("new", 4))
+	rvs := watchedFrom(cs, "1")
+	ck := &Checkpoint{ResourceVersion: "1", Counts: map[string]int32{"seen": 3, "raised": 2, "gone": 7}}
+	target, src := startSourceStats(t, cs, CoreV1, ck)
+	target.expectSet(t, "raised/5", "new/4", "-gone")
+	if first, second := <-rvs, <-rvs; first != "1" || second == "1" || second == "" {
+		t.Errorf("watched from %q then %q: want the checkpoint's, then the list's", first, second)
+	}
+	waitSynced(t, src)
+	// raised: 3 and 4 folded into 5; new: 1, 2 and 3 folded into 4.
+	if st := src.Stats(); st.Lists != 1 || st.Relists != 1 || st.Collapsed != 5 {
+		t.Errorf("stats %+v: want 1 list, 1 relist, 5 collapsed raises", st)
+	}
+}
+
+func TestSourceFirstListWithoutCheckpointCollapsesNothing(t *testing.T) {
+	cs := fake.NewClientset(coreEvent("old", 9))
+	target, src := startSourceStats(t, cs, CoreV1, nil)
+	target.expect(t, "old/9")
+	waitSynced(t, src)
+	if st := src.Stats(); st.Lists != 1 || st.Relists != 0 || st.Collapsed != 0 {
+		t.Errorf("stats %+v: want 1 list and nothing counted as collapsed", st)
+	}
+}
+
+// waitSynced waits until src has handled its list or resumed its watch.
+func waitSynced(t *testing.T, src *Source) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !src.Synced(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("not synced within 30s")
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger and a test to share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestSourceLogsEveryRetryOfAFailingWatchWithADoublingDelay(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cs := fake.NewClientset()
+		cs.PrependWatchReactor("events", func(k8stesting.Action) (bool, watch.Interface, error) {
+			return true, nil, errors.New("connection refused")
+		})
+		var log syncBuffer
+		src, err := NewSource(cs, CoreV1, "", chanTarget{ch: make(chan string, 1)}, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src.SetLogger(slog.New(slog.NewTextHandler(&log, nil)))
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); src.Run(ctx) }()
+		time.Sleep(2 * time.Second) // fake time: retries after 250 ms, 500 ms and 1 s
+		synctest.Wait()
+		cancel()
+		<-done
+		var delays []string
+		for line := range strings.Lines(log.String()) {
+			if strings.Contains(line, "watching events failed: retrying") && strings.Contains(line, "connection refused") {
+				_, d, _ := strings.Cut(line, "retryIn=")
+				delays = append(delays, strings.TrimSpace(d))
+			}
+		}
+		if want := []string{"250ms", "500ms", "1s", "2s"}; !slices.Equal(delays, want) {
+			t.Errorf("retries logged with delays %v, want %v:\n%s", delays, want, log.String())
+		}
+	})
 }

@@ -56,8 +56,7 @@ func TestTheirConfigExampleKeepsItsSupportedSinksAndSkipsTheRest(t *testing.T) {
 		t.Errorf("kubeQPS %v, kubeBurst %d, log %s/%s", c.KubeQPS, c.KubeBurst, c.LogLevel, c.LogFormat)
 	}
 	wantWarnings(t, c, "line 4: maxEventAgeSeconds: ignored", "unknown field streamName: ignored",
-		`receiver "alert": the opsgenie sink`, `invalid regular expression "*beta*" never matches`,
-		"labels: involved objects are not looked up")
+		`receiver "alert": the opsgenie sink`, `invalid regular expression "*beta*" never matches`)
 	o := occ("u", 9, "prod")
 	o.Type = "Warning"
 	if set, _ := c.Route.receivers(o); set != 0b1001 {
@@ -82,5 +81,8 @@ func TestMigratedConfigMapsEnvClusterLeaderElectionPipeAndWebhook(t *testing.T) 
 	if es := c.Receivers[2].Elasticsearch; es == nil || es.Index != "kube-events" {
 		t.Errorf("elasticsearch %+v", es)
 	}
-	wantWarnings(t, c, "metricsNamePrefix: ignored", "cacheSize: ignored", "omitLookup: ignored")
+	wantWarnings(t, c, "metricsNamePrefix: ignored")
+	if c.OmitLookup || c.CacheSize != 4096 {
+		t.Errorf("omitLookup %v, cacheSize %d: want their lookup, with their cache size", c.OmitLookup, c.CacheSize)
+	}
 }

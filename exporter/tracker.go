@@ -6,7 +6,8 @@ import (
 )
 
 // change is one step of the source's state, in Seq order: an occurrence
-// forwarded (or judged: routed nowhere) or an event deleted.
+// forwarded (or judged: routed nowhere), an event deleted, or (without a
+// uid) progress to a resource version.
 type change struct {
 	seq     uint64
 	uid     string
@@ -57,9 +58,11 @@ func (t *tracker) commit(w uint64) bool {
 	start := t.off
 	for t.off < len(t.pending) && t.pending[t.off].seq <= w {
 		c := t.pending[t.off]
-		if c.deleted {
+		switch {
+		case c.uid == "": // progress only
+		case c.deleted:
 			delete(t.committed, c.uid)
-		} else {
+		default:
 			t.committed[c.uid] = c.count
 		}
 		if c.rv != "" {

@@ -53,6 +53,9 @@ func (c *Config) validate() []string {
 	if cm := c.Checkpoint.ConfigMap; cm != nil && (cm.Namespace == "" || cm.Name == "") {
 		p = append(p, "checkpoint.configMap: namespace and name are required")
 	}
+	if c.CacheSize < 0 {
+		p = append(p, fmt.Sprintf("cacheSize: %d is negative (0 is the default, %d)", c.CacheSize, DefaultCacheSize))
+	}
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = Duration(DefaultShutdownTimeout)
 	}

@@ -27,6 +27,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -105,6 +106,11 @@ type recorder struct {
 }
 
 func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	if isDiscovery(req.URL.Path) {
+		// Non-resource URLs every authenticated user may get
+		// (system:discovery); the lookups map kinds through them.
+		return r.next.RoundTrip(req)
+	}
 	rq := parseRequest(req)
 	r.mu.Lock()
 	r.seen[rq] = true
@@ -118,6 +124,13 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	r.mu.Unlock()
 	return r.next.RoundTrip(req)
+}
+
+// isDiscovery reports whether path is a discovery path: /api, /api/v1,
+// /apis, /apis/GROUP or /apis/GROUP/VERSION.
+func isDiscovery(path string) bool {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	return (parts[0] == "api" && len(parts) <= 2) || (parts[0] == "apis" && len(parts) <= 3)
 }
 
 // parseRequest maps a request's method and path to its RBAC attributes,
@@ -170,8 +183,9 @@ type grant struct {
 }
 
 func (g grant) allows(rq request) bool {
+	has := func(list []string, v string) bool { return slices.Contains(list, v) || slices.Contains(list, "*") }
 	return (g.namespace == "" || g.namespace == rq.namespace) &&
-		slices.Contains(g.rule.APIGroups, rq.group) && slices.Contains(g.rule.Resources, rq.resource) &&
+		has(g.rule.APIGroups, rq.group) && has(g.rule.Resources, rq.resource) &&
 		g.verb == rq.verb && (len(g.rule.ResourceNames) == 0 || slices.Contains(g.rule.ResourceNames, rq.name))
 }
 
@@ -230,13 +244,21 @@ func TestManifestsApplyAndTheExporterRunsWithExactlyTheirRBAC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	dyn, err := dynamic.NewForConfig(saCfg) // lookups of the pods the events are about
+	if err != nil {
+		t.Fatal(err)
+	}
 	// Two runs, as after a restart: the first creates the checkpoint
-	// ConfigMap and the Lease, the second reads and updates them.
+	// ConfigMap and the Lease, the second reads and updates them, and
+	// reads events.k8s.io/v1 (--events-api events.k8s.io/v1).
 	for run := range 2 {
 		sink := &countingSink{Sink: discard{}, done: make(chan struct{})}
 		config := parse(t, strings.Replace(configYAML(t, objs), "interval: 5s", "interval: 100ms", 1))
 		config.Receivers[0].Stdout, config.Receivers[0].Sink = nil, sink
-		stop := runExporter(t, exporter.Options{Config: config, Client: sa, LeaderElection: &exporter.LeaderElection{
+		if run == 1 {
+			config.API = exporter.EventsV1
+		}
+		stop := runExporter(t, exporter.Options{Config: config, Client: sa, Dynamic: dyn, LeaderElection: &exporter.LeaderElection{
 			Namespace: "fanout-eventer", Name: "fanout-eventer", Identity: fmt.Sprintf("run-%d", run),
 			LeaseDuration: 2 * time.Second, RenewDeadline: time.Second, RetryPeriod: 200 * time.Millisecond}})
 		if _, err := createEvents(t.Context(), client, ns, run*outageEvents, (run+1)*outageEvents, 4, 0); err != nil {
