@@ -20,7 +20,17 @@ const (
 	// APIByHand is the same watchers without a filter: each reads every
 	// value with Recv and discards those it does not want.
 	APIByHand = "by-hand"
+	// APIFilterChan and APIByHandChan are the same two read through
+	// ResultChan, as k8s watchers are: the publishers filter for a
+	// channel watcher, and send only the kept values.
+	APIFilterChan = "filter-chan"
+	APIByHandChan = "by-hand-chan"
 )
+
+// isFilterAPI reports whether api is one of the filter group's.
+func isFilterAPI(api string) bool {
+	return api == APIFilter || api == APIByHand || api == APIFilterChan || api == APIByHandChan
+}
 
 // FilterShare is the share of the values a watcher of the filter group
 // keeps: one in FilterShare.
@@ -34,8 +44,18 @@ var FanoutFilter = System{Name: SystemFanout, Strategy: StrategyWait, API: APIFi
 // discard by hand those not theirs.
 var FanoutByHand = System{Name: SystemFanout, Strategy: StrategyWait, API: APIByHand, Queue: DefaultQueue}
 
-// FilterSystems returns the systems of the filter group.
-func FilterSystems() []System { return []System{FanoutFilter, FanoutByHand} }
+// FanoutFilterChan and FanoutByHandChan are FanoutFilter and FanoutByHand
+// read through ResultChan.
+var (
+	FanoutFilterChan = System{Name: SystemFanout, Strategy: StrategyWait, API: APIFilterChan, Queue: DefaultQueue}
+	FanoutByHandChan = System{Name: SystemFanout, Strategy: StrategyWait, API: APIByHandChan, Queue: DefaultQueue}
+)
+
+// FilterSystems returns the systems of the filter group: the pull pair,
+// then the channel pair, each filter first.
+func FilterSystems() []System {
+	return []System{FanoutFilter, FanoutByHand, FanoutFilterChan, FanoutByHandChan}
+}
 
 // mine reports whether watcher i keeps e.
 func mine(i int, e *Event) bool { return e.Stamp%FilterShare == int64(i%FilterShare) }
@@ -63,13 +83,18 @@ func (c *consumers) startFilter(s System, n int) error {
 	c.r.inst = inst
 	for i := range n {
 		var opts []fanout.Option
-		if s.API == APIFilter {
+		if s.API == APIFilter || s.API == APIFilterChan {
 			opts = append(opts, fanout.WithFilter(func(e *Event) bool { return mine(i, e) }))
 		}
 		w, err := b.Watch(opts...)
 		if err != nil {
 			b.Shutdown()
 			return err
+		}
+		if s.API == APIFilterChan || s.API == APIByHandChan {
+			ch := w.ResultChan()
+			c.consume(i, func([]int64) (int64, []int64) { return drainMineChan(ch, i), nil })
+			continue
 		}
 		buf := make([]*Event, s.Queue)
 		c.consume(i, func([]int64) (int64, []int64) { return drainMine(w, buf, i), nil })
@@ -93,9 +118,26 @@ func drainMine(w *fanout.Watcher[*Event], buf []*Event, i int) int64 {
 	return n
 }
 
+// drainMineChan receives from ch until it closes and counts the values
+// watcher i keeps, as drainMine does.
+func drainMineChan(ch <-chan *Event, i int) int64 {
+	var n int64
+	for e := range ch {
+		if mine(i, e) {
+			n++
+		}
+	}
+	return n
+}
+
 func filterLabel(s System) string {
-	if s.API == APIFilter {
+	switch s.API {
+	case APIFilter:
 		return "fanout WithFilter"
+	case APIFilterChan:
+		return "fanout WithFilter, ResultChan"
+	case APIByHandChan:
+		return "fanout read all + discard, ResultChan"
 	}
 	return "fanout read all + discard"
 }
@@ -108,7 +150,10 @@ func filterGroup(cfg Config, res *Results) ([]Case, error) {
 	if err != nil {
 		return nil, err
 	}
-	pairRatios(cases, samples, 1, func(c *Case, v float64) { c.RatioVsByHand = ptr(v) })
+	set := func(c *Case, v float64) { c.RatioVsByHand = ptr(v) }
+	for k := 0; k+1 < len(cases); k += 2 { // each filter against its read path's by-hand
+		pairRatios(cases[k:k+2], samples[k:k+2], 1, set)
+	}
 	return cases, nil
 }
 

@@ -63,23 +63,27 @@ func heapAndStacks() uint64 {
 }
 
 // measureIdleMemory returns the bytes an idle, unread watcher of s costs:
-// the growth of HeapAlloc+StackInuse (so goroutines the system starts are
-// counted; the harness starts none here) from before the system was built
-// to after n watchers were registered, divided by n, both taken after
-// runtime.GC.
+// HeapAlloc+StackInuse (so goroutines the system starts are counted; the
+// harness starts none here) with n watchers registered, less the same once
+// the system has been shut down and its goroutines have exited, divided by
+// n, both taken after a forced GC. The baseline is taken after, not
+// before: memory an earlier measurement left to be freed (a peer's
+// goroutines still exiting, stacks they cached) would otherwise count in
+// it and be freed while the system is built, giving negative figures.
 func measureIdleMemory(s System, n int) (float64, error) {
 	base := runtime.NumGoroutine()
 	keep := make([]any, n)
-	before := heapAndStacks()
 	shutdown, err := idleSystem(s, n, keep)
 	if err != nil {
 		return 0, err
 	}
-	after := heapAndStacks()
-	runtime.KeepAlive(keep)
+	built := heapAndStacks()
 	shutdown()
+	clear(keep)
 	settle(base)
-	return (float64(after) - float64(before)) / float64(n), nil
+	empty := heapAndStacks()
+	runtime.KeepAlive(keep)
+	return (float64(built) - float64(empty)) / float64(n), nil
 }
 
 // idleWatchers returns the number of idle watchers s is measured with:

@@ -206,7 +206,7 @@ func reportIdleMemory(b *strings.Builder, res *Results) error {
 	if len(cs) == 0 {
 		return nil
 	}
-	b.WriteString("\n== idle memory: watchers nobody reads, Δ(HeapAlloc+StackInuse) after GC per watcher (goroutines the system starts included) ==\n")
+	b.WriteString("\n== idle memory: watchers nobody reads, HeapAlloc+StackInuse with the watchers less after teardown, after GC, per watcher (goroutines the system starts included) ==\n")
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	head, labels := padLabels(cs)
 	fmt.Fprintf(tw, "%s\twatchers\tbytes/watcher\t\n", head)

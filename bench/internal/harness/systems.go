@@ -117,7 +117,7 @@ func (s System) readers(n, stalled int) int64 {
 	switch {
 	case s.API == APITopics:
 		return int64(n-stalled) / int64(max(1, s.Topics))
-	case s.API == APIFilter || s.API == APIByHand:
+	case isFilterAPI(s.API):
 		return int64(n-stalled) / FilterShare
 	}
 	return int64(n - stalled)
@@ -144,7 +144,7 @@ func (s System) Label() string {
 		return replayLabel(s)
 	case APITopics:
 		return topicsLabel(s)
-	case APIFilter, APIByHand:
+	case APIFilter, APIByHand, APIFilterChan, APIByHandChan:
 		return filterLabel(s)
 	}
 	switch s.Name {
@@ -283,7 +283,7 @@ func (s System) validate() error {
 	switch {
 	case s.API == APITopics:
 		return validateTopics(s)
-	case s.API == APIFilter || s.API == APIByHand:
+	case isFilterAPI(s.API):
 		return validateFilter(s)
 	}
 	switch s.Name {
@@ -494,7 +494,7 @@ func (s System) start(n, stalled int, rec *recorder) (*running, error) {
 	switch {
 	case s.API == APITopics:
 		err = c.startTopics(s, n)
-	case s.API == APIFilter || s.API == APIByHand:
+	case isFilterAPI(s.API):
 		err = c.startFilter(s, n)
 	case s.Name == SystemFanout:
 		err = c.startFanout(s, n)
