@@ -2,6 +2,7 @@ package fanout
 
 import (
 	"context"
+	"errors"
 	"runtime"
 
 	"github.com/fanout-go/fanout/internal/guard"
@@ -80,13 +81,11 @@ func (w *Watcher[T]) keepRaw(vals []T, meta []uint64) (n int, rejected uint64, p
 func (w *Watcher[T]) tryRecvKept(ctx context.Context, buf []T) (int, chan struct{}, uint64, error) {
 	var meta [siftChunk]uint64
 	for {
-		w.mu.Lock()
-		if w.mode == modeChan { // ResultChan was called meanwhile
-			w.mu.Unlock()
-			return w.tryRecv(ctx, buf)
-		}
 		part := buf[:min(len(buf), siftChunk)]
-		n, wake, h, err := w.tryRecvRing(part, meta[:], true)
+		n, wake, h, err := w.tryRecv(ctx, part, meta[:], true)
+		if err == errToChan { // ResultChan was called meanwhile
+			return w.tryRecv(ctx, buf, nil, true)
+		}
 		if n == 0 {
 			return 0, wake, h, err
 		}
@@ -97,6 +96,10 @@ func (w *Watcher[T]) tryRecvKept(ctx context.Context, buf []T) (int, chan struct
 		}
 	}
 }
+
+// errToChan tells tryRecvKept that the watcher was moved to a channel
+// while it read: the publishers filter for it from then on.
+var errToChan = errors.New("fanout: moved to a channel")
 
 // recvFiltered is Recv for a watcher with a filter: the goroutine counts
 // as reading it from the call to the return, parked included (see

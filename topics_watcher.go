@@ -164,7 +164,7 @@ func (g *TopicsWatcher[K, T]) park(ctx context.Context, subs []topicSub[K, T]) e
 // broadcaster's head as seen. For the watchers of a TopicsWatcher, which
 // read the ring.
 func (w *Watcher[T]) poll(buf []T) (n int, h uint64, err error) {
-	n, wake, h, err := w.tryRecv(context.Background(), buf)
+	n, wake, h, err := w.tryRecv(context.Background(), buf, nil, true)
 	if wake != nil {
 		w.waiters.Add(-1) // its caller parks another way (TopicsWatcher.park)
 	}

@@ -256,7 +256,7 @@ func (w *Watcher[T]) Recv(ctx context.Context, buf []T) (int, error) {
 	if ctx == nil {
 		return 0, errNilContext
 	}
-	if w.filtering() {
+	if w.keeps {
 		return w.recvFiltered(ctx, buf)
 	}
 	return w.recv(ctx, buf)
@@ -265,7 +265,7 @@ func (w *Watcher[T]) Recv(ctx context.Context, buf []T) (int, error) {
 // recv is Recv once ctx is checked.
 func (w *Watcher[T]) recv(ctx context.Context, buf []T) (int, error) {
 	for {
-		n, wake, c, err := w.tryRecv(ctx, buf)
+		n, wake, c, err := w.tryRecv(ctx, buf, nil, true)
 		if n > 0 || err != nil || wake == nil {
 			return n, err
 		}
@@ -278,10 +278,17 @@ func (w *Watcher[T]) recv(ctx context.Context, buf []T) (int, error) {
 }
 
 // tryRecv reads what is there. If there is nothing yet it returns the
-// channel to park on and the head it saw, having counted itself a waiter.
-func (w *Watcher[T]) tryRecv(ctx context.Context, buf []T) (n int, wake chan struct{}, h uint64, err error) {
+// channel to park on and the head it saw, having counted itself a waiter
+// (only if mayPark). meta is nil but for a filtered ring reader's own
+// reads (tryRecvKept): it then receives what take says about each value,
+// and a watcher moved to a channel meanwhile returns errToChan at once.
+func (w *Watcher[T]) tryRecv(ctx context.Context, buf []T, meta []uint64, mayPark bool) (n int, wake chan struct{}, h uint64, err error) {
 	w.mu.Lock()
-	if w.mode == modeChan {
+	switch {
+	case w.mode == modeChan && meta != nil:
+		w.mu.Unlock()
+		return 0, nil, 0, errToChan
+	case w.mode == modeChan:
 		w.passWake()
 		ch := w.cs.ch
 		w.mu.Unlock()
@@ -290,18 +297,10 @@ func (w *Watcher[T]) tryRecv(ctx context.Context, buf []T) (n int, wake chan str
 		}
 		n, err := w.recvChan(ctx, ch, buf)
 		return n, nil, 0, err
-	}
-	if w.filtering() {
+	case w.keeps && meta == nil:
 		w.mu.Unlock()
 		return w.tryRecvKept(ctx, buf)
 	}
-	return w.tryRecvRing(buf, nil, true)
-}
-
-// tryRecvRing is tryRecv for a ring reader; meta, for a filtered one,
-// receives what take says about each value. It returns a wake channel only
-// if mayPark. Caller holds w.mu; it unlocks.
-func (w *Watcher[T]) tryRecvRing(buf []T, meta []uint64, mayPark bool) (n int, wake chan struct{}, h uint64, err error) {
 	b := w.b
 	var log dropLog
 	h = min(b.head.Load(), w.end)
