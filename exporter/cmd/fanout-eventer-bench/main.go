@@ -1,7 +1,8 @@
 // Command fanout-eventer-bench measures the exporter's pipeline with a
 // synthetic source (no API server): occurrences per second through routing
-// to a file sink and a no-op webhook, and the resident memory during a
-// burst while one sink is stalled.
+// to a file sink (the default record: kubernetes-event-exporter's Event
+// JSON) and a no-op webhook (a layout, as their users write one), and the
+// resident memory during a burst while one sink is stalled.
 //
 //	go run ./cmd/fanout-eventer-bench                 # 1,000,000 events each
 //	go run ./cmd/fanout-eventer-bench -n 200000 -burst 200000
@@ -61,7 +62,15 @@ receivers:
     queue: {length: %d, strategy: Wait}
     batch: 1024
   - name: hook
-    webhook: {endpoint: %s, timeout: %s}
+    webhook:
+      endpoint: %s
+      timeout: %s
+      layout:
+        message: "{{ .Message }}"
+        reason: "{{ .Reason }}"
+        kind: "{{ .InvolvedObject.Kind }}"
+        object: "{{ .InvolvedObject.Namespace }}/{{ .InvolvedObject.Name }}"
+        count: "{{ .Count }}"
     queue: {length: %d, strategy: %s}
     batch: %d
 `
