@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"time"
 
 	"github.com/kelindar/event"
 	"github.com/teivah/broadcast"
@@ -107,8 +108,28 @@ func (k *kelindarInstance) teardown() {
 	_ = k.d.Close()
 }
 
+// newKelindar makes a dispatcher. Its baseline of goroutines is taken once
+// their number has stayed the same for a few milliseconds: goroutines of an
+// earlier measurement still exiting would otherwise inflate it, and
+// teardown, which counts down to it, would close the dispatcher before its
+// subscribers had exited, leaving them parked for ever.
 func newKelindar() *kelindarInstance {
-	return &kelindarInstance{base: runtime.NumGoroutine(), d: event.NewDispatcher(), end: &Event{Stamp: -1}}
+	return &kelindarInstance{base: quietGoroutines(), d: event.NewDispatcher(), end: &Event{Stamp: -1}}
+}
+
+// quietGoroutines waits, for a second at most, until the number of
+// goroutines has stayed the same for 5 ms, and returns it.
+func quietGoroutines() int {
+	n, same := runtime.NumGoroutine(), 0
+	for deadline := time.Now().Add(time.Second); same < 5 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+		if m := runtime.NumGoroutine(); m == n {
+			same++
+		} else {
+			n, same = m, 0
+		}
+	}
+	return n
 }
 
 func (c *consumers) startKelindar(n int) {
