@@ -35,5 +35,8 @@ const (
 	// readers off their queues, unlocked, and is about to ask their
 	// filters (sift).
 	hookSifting
+	// hookReadLeaving: a Recv of a filtered reader is returning and about
+	// to count itself out of the goroutines reading it (leaveRead).
+	hookReadLeaving
 	numHookPoints
 )

@@ -423,3 +423,26 @@ func TestProtocolResultChanDuringASiftWaitsForIt(t *testing.T) {
 		assert.Equal(t, 6, <-ch)
 	})
 }
+
+// A publisher waits for a full lossless filtered reader that a goroutine is
+// reading, rather than sift it; if that read returns without making room
+// (here, a Recv with an empty buffer), leaveRead wakes the publisher, which
+// then sifts the queue and accepts a value the filter rejects.
+func TestProtocolFilteredReadThatLeavesWithoutRoomWakesThePublisher(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := New[int](WithQueueLength(1))
+		defer b.Shutdown()
+		r, _ := b.Watch(WithFilter(func(v int) bool { return v%2 == 0 }))
+		require.NoError(t, b.Action(2)) // full of a value the filter has not seen
+		leaving, resume := pauseAt(t, hookReadLeaving)
+		read := async(func() error { _, err := r.Recv(context.Background(), nil); return err })
+		<-leaving // the reader counts as reading: the publisher waits for it
+		pub := async(func() error { return b.Action(3) })
+		assert.True(t, pending(pub), "the publisher waits for the reader")
+		resume()
+		require.NoError(t, done(t, read, "the reader"))
+		require.NoError(t, done(t, pub, "the publisher of a value the filter rejects"))
+		assert.Equal(t, 2, must(next(r)))
+		assert.Equal(t, uint64(1), r.Stats().Filtered)
+	})
+}

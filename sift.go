@@ -114,6 +114,7 @@ func (w *Watcher[T]) recvFiltered(ctx context.Context, buf []T) (int, error) {
 // because it was being read (see needsSift): if it leaves without having
 // made room for what they wait for, they are woken to look again.
 func (w *Watcher[T]) leaveRead() {
+	hook(hookReadLeaving)
 	w.x.active.Add(-1)
 	b := w.b
 	if bs := b.blockedAt.Load(); bs != 0 && w.fullAt.Load() < bs && b.roomWait.Load() > 0 {
