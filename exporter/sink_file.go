@@ -190,7 +190,7 @@ func (s *FileSink) Write(_ context.Context, batch []*Occurrence) (int, error) {
 			return 0, err
 		}
 	}
-	if _, err := s.f.Write(s.buf); err != nil {
+	if _, err := s.write(s.buf); err != nil {
 		if !s.stream {
 			// Cut what part of the batch got in, so that a retry does
 			// not leave a torn line or a duplicate.
@@ -204,6 +204,16 @@ func (s *FileSink) Write(_ context.Context, batch []*Occurrence) (int, error) {
 		s.marks = append(s.marks, fileMark{batch[len(batch)-1].Seq, s.gen, s.off})
 	}
 	return len(batch), encErr
+}
+
+// write writes b to the file; a stream's write holds the lock of stream
+// writes, so that other sinks writing the same stream never tear its
+// lines (see writeStream). Caller holds s.mu.
+func (s *FileSink) write(b []byte) (int, error) {
+	if s.stream {
+		return writeStream(s.f, b)
+	}
+	return s.f.Write(b)
 }
 
 // rotate renames the current file to Path.<gen> and starts a new one.

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/sync/errgroup"
 )
 
 func readLines(t *testing.T, path string) []string {
@@ -179,4 +181,72 @@ func TestFileSinkOnDevStdoutRedirectedToAFileAppendsWithoutTruncating(t *testing
 	if names, _ := filepath.Glob(path + ".*"); len(names) > 0 {
 		t.Errorf("rotated into %v", names)
 	}
+}
+
+func TestSinksWritingOnePipeNeverInterleaveTheirLines(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	// Two receivers writing /dev/stdout, as a file and as a pipe: two
+	// descriptors of one pipe, written by two goroutines, in batches larger
+	// than what the kernel writes to a pipe at once.
+	path := fmt.Sprintf("/proc/self/fd/%d", w.Fd())
+	file, err := NewFileSink(FileConfig{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pipe, err := newPipeSink(&PipeConfig{Path: path}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch := make([]*Occurrence, 200)
+	for i := range batch {
+		batch[i] = occ(fmt.Sprintf("uid-%d", i), 1, "ns")
+		batch[i].Message = strings.Repeat("m", 400)
+	}
+	const rounds = 20
+	var g errgroup.Group
+	for _, s := range []Sink{file, pipe} {
+		g.Go(func() error {
+			for range rounds {
+				if _, err := s.Write(context.Background(), batch); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	read := make(chan []string)
+	go func() { read <- pipeLines(r) }()
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []Sink{file, pipe} {
+		if err := s.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Close()
+	lines := <-read
+	for _, l := range lines {
+		if !json.Valid([]byte(l)) {
+			t.Fatalf("a torn line on the pipe (%d bytes): %.120q...", len(l), l)
+		}
+	}
+	if len(lines) != 2*rounds*len(batch) {
+		t.Errorf("%d lines on the pipe, want %d", len(lines), 2*rounds*len(batch))
+	}
+}
+
+// pipeLines returns the lines read from r until its end.
+func pipeLines(r io.Reader) []string {
+	var lines []string
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	return lines
 }

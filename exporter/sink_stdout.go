@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
 )
 
 // StdoutConfig configures a stdout receiver: JSON Lines on the standard
@@ -29,17 +30,33 @@ type WriterSink struct {
 
 func newStdoutSink(_ *StdoutConfig, enc Encoder) Sink { return &WriterSink{W: os.Stdout, Encode: enc} }
 
-// Write writes the batch in one call of the writer; an occurrence that
-// cannot be encoded ends the batch there (the ones before are written).
+// Write writes the batch in one call of the writer, holding the lock of
+// stream writes (see writeStream); an occurrence that cannot be encoded
+// ends the batch there (the ones before are written).
 func (s *WriterSink) Write(_ context.Context, batch []*Occurrence) (int, error) {
 	buf, n, encErr := appendLines(s.buf[:0], batch, s.Encode.orDefault())
 	s.buf = buf
 	if len(buf) > 0 {
-		if _, err := s.W.Write(buf); err != nil {
+		if _, err := writeStream(s.W, buf); err != nil {
 			return 0, err
 		}
 	}
 	return n, encErr
+}
+
+// streamWrites serializes the writes of the sinks that write streams:
+// standard output, a pipe, a device. Two receivers writing /dev/stdout (a
+// file and a stdout receiver, say) hold two descriptors of one pipe, and
+// the kernel splits a write larger than the pipe's buffer: without it,
+// their lines would interleave and tear.
+var streamWrites sync.Mutex
+
+// writeStream writes b to w in one call, with no other stream write of
+// this process in between.
+func writeStream(w io.Writer, b []byte) (int, error) {
+	streamWrites.Lock()
+	defer streamWrites.Unlock()
+	return w.Write(b)
 }
 
 // Close does nothing: the writer belongs to the caller.
