@@ -34,7 +34,7 @@ version="${FANOUT_E2E_VLOGS_VERSION:-v1.52.1}"
 cache_base="${XDG_CACHE_HOME:-}"
 if [[ -z "$cache_base" ]]; then
 	if [[ -z "${HOME:-}" ]]; then
-		echo "vlogs-binary: neither XDG_CACHE_HOME nor HOME is set" >&2
+		echo "e2e-binaries: neither XDG_CACHE_HOME nor HOME is set" >&2
 		exit 1
 	fi
 	cache_base="$HOME/.cache"
@@ -43,7 +43,7 @@ cache_root="$cache_base/fanout-e2e"
 bin_dir="$cache_root/victoria-logs-$version"
 bin="$bin_dir/victoria-logs"
 
-log() { echo "vlogs-binary: $*" >&2; }
+log() { echo "e2e-binaries: $*" >&2; }
 
 done_print() {
 	log "victoria-logs: $bin"
