@@ -37,7 +37,7 @@ check: fmt-check tidy-check vet staticcheck
 
 ## e2e-binaries: build kube-apiserver and etcd, and VictoriaLogs (the real server of Loki's push API for
 ## the exporter's Loki sink), from the Go module proxy into the user cache dir (the first time about
-## 7 minutes, and 30 seconds more for VictoriaLogs, with throwaway build caches; nothing when cached).
+## 7 minutes, and a minute more for VictoriaLogs, with throwaway build caches; nothing when cached).
 ## The e2e tests would build them too (k8s/apiservertest and exporter/internal/vlogstest embed the same
 ## scripts); doing it first keeps the builds out of go test's timeout.
 e2e-binaries:

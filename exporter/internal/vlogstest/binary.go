@@ -29,9 +29,9 @@ var (
 // Binary returns the path of the cached victoria-logs binary,
 // os.UserCacheDir()/fanout-e2e/victoria-logs-<Version>/victoria-logs. When
 // it is missing it runs the build script (binary.sh, embedded), which
-// builds it from the Go module proxy (about 20 s on 2 cores, with a
-// throwaway build cache) under an flock, so that concurrent callers, in
-// this process or others, build it once.
+// builds it from the Go module proxy (20 to 30 s on 2 cores, about 70 s
+// when its modules are not in the module cache yet) under an flock, so
+// that concurrent callers, in this process or others, build it once.
 func Binary() (string, error) {
 	binMu.Lock()
 	defer binMu.Unlock()
