@@ -17,13 +17,26 @@ import (
 	"time"
 )
 
-// A real Loki cannot run here (Debian's loki package is an unrelated
-// program, and Grafana's Loki is AGPL), so these tests push to fakeLoki,
-// which checks the push API's JSON as Loki's documentation gives it
-// (docs/sources/reference/loki-http-api.md, "Ingest logs") and stores
-// entries as Loki does: an entry identical to a stored one (same stream,
-// timestamp and line) is stored once, and a push with entries it refuses
-// stores the others and answers 400.
+// These tests push to fakeLoki, which checks the push API's JSON as Loki's
+// documentation gives it (docs/sources/reference/loki-http-api.md, "Ingest
+// logs") and stores entries as Loki does: an entry identical to a stored
+// one (same stream, timestamp and line) is stored once, and a push with
+// entries it refuses stores the others and answers 400. They test what
+// depends on that, and on answers a real server gives only on its own
+// terms: storing each entry once when pushed again, the entry-by-entry
+// push after a 400, the class of each status (429, 5xx, 4xx), the tenant
+// header's template, timestamp: now, and the configuration.
+//
+// Grafana Loki itself is not run: it is AGPL, which this project may not
+// use (Debian's loki package is an unrelated program). The real server of
+// the push API is VictoriaLogs (Apache-2.0, internal/vlogstest), in
+// sink_loki_e2e_test.go (build tag e2e, which make test sets): the lines,
+// stream labels and timestamps it stores, nothing lost by a Wait receiver
+// across a SIGKILL and restart of the server, and a kubernetes-event-
+// exporter configuration with a layout and a tenant through the pipeline.
+// VictoriaLogs shares neither Loki behaviour above: it stores an identical
+// entry again, and answers 204 to a push after dropping the entries it
+// refuses.
 
 // fakeLoki is the push API of a Loki server.
 type fakeLoki struct {
