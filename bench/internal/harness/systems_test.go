@@ -116,6 +116,36 @@ func TestStalledWatcherLossy(t *testing.T) {
 	}
 }
 
+// The evict case of the stalled-watcher comparison measures the stalled
+// watcher among readers that keep up: they are paced, lossless, and get
+// every value, whether the evicting watcher is stalled (and evicted) or
+// read.
+func TestStalledEvictWatcherIsMeasuredAmongLosslessReaders(t *testing.T) {
+	for _, s := range StallSystems() {
+		if !s.PacedByWait {
+			continue
+		}
+		const n, events = 20, 5000
+		for _, stalled := range []int{0, 1} {
+			smp, err := measure(variant{sys: s, stalled: stalled}, n, 1, events)
+			if err != nil {
+				t.Fatal(err)
+			}
+			paced := int64((n - 1) * events)
+			if smp.delivered < paced {
+				t.Errorf("%s, %d stalled: delivered %d, want at least the %d of the %d paced readers",
+					s.Label(), stalled, smp.delivered, paced, n-1)
+			}
+			if stalled == 1 && smp.delivered != paced {
+				t.Errorf("%s: delivered %d with the evicting watcher stalled, want %d", s.Label(), smp.delivered, paced)
+			}
+		}
+	}
+	if !slices.ContainsFunc(StallSystems(), func(s System) bool { return s.PacedByWait }) {
+		t.Error("no stalled-watcher system is paced by lossless readers")
+	}
+}
+
 func TestCalibrate(t *testing.T) {
 	cfg := Config{Events: 101}
 	if got, err := calibrate(cfg, variant{sys: Baseline}, 2, 4); err != nil || got != (plan{100, 24}) {

@@ -65,7 +65,7 @@ func TestEvaluateTargets(t *testing.T) {
 		"idle CPU: fanout wait pull":                                                      Pass + " 2.200 ms/s (floor 1.500)",
 		"idle CPU: fanout wait chan":                                                      Fail + " 2.700 ms/s (floor 1.500)",
 		"stalled watcher: fanout drop pull ns/publish stalled / not":                      Fail + " 2.50×",
-		"stalled watcher: fanout evict chan ns/publish stalled / not":                     NA + " -",
+		"stalled watcher: fanout evict chan among wait ns/publish stalled / not":          NA + " -",
 		"allocations per published event, worst fanout case, wait-timeout":                Fail + " 0.2000 (fanout wait-timeout chan, N=10, P=1)",
 		"allocations per published event, worst fanout case, wait/drop/drop-oldest/evict": Pass + " 0.0000 (fanout wait pull, N=100, P=1)",
 		"k8s record vs client-go record":                                                  Pass + " 6.4×",
