@@ -68,7 +68,8 @@ func (c *FileConfig) validate() []string {
 type FileSink struct {
 	cfg    FileConfig
 	buf    []byte
-	stream bool // not a regular file (a pipe, /dev/stdout): append only
+	stream bool        // not a regular file (a pipe, /dev/stdout): append only
+	lock   *sync.Mutex // the stream's lock, if it is one (see streamLock)
 
 	mu    sync.Mutex // guards the fields below; Mark runs on another goroutine
 	f     *os.File
@@ -94,7 +95,7 @@ func NewFileSink(cfg FileConfig) (*FileSink, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &FileSink{cfg: cfg, f: f, stream: true}, nil
+		return &FileSink{cfg: cfg, f: f, stream: true, lock: streamLock(f)}, nil
 	}
 	if err := os.MkdirAll(filepath.Dir(cfg.Path), 0o755); err != nil {
 		return nil, err
@@ -206,15 +207,10 @@ func (s *FileSink) Write(_ context.Context, batch []*Occurrence) (int, error) {
 	return len(batch), encErr
 }
 
-// write writes b to the file; a stream's write holds the lock of stream
-// writes, so that other sinks writing the same stream never tear its
-// lines (see writeStream). Caller holds s.mu.
-func (s *FileSink) write(b []byte) (int, error) {
-	if s.stream {
-		return writeStream(s.f, b)
-	}
-	return s.f.Write(b)
-}
+// write writes b to the file; a stream's write holds the stream's lock,
+// so that other sinks writing the same stream never tear its lines (see
+// streamLock). Caller holds s.mu.
+func (s *FileSink) write(b []byte) (int, error) { return writeLocked(s.lock, s.f, b) }
 
 // rotate renames the current file to Path.<gen> and starts a new one.
 func (s *FileSink) rotate() error {
@@ -275,11 +271,11 @@ func backups(path string) ([]int, error) {
 // have Seq <= seq, as "<generation>:<offset>"; "" for a stream, which
 // cannot be read back.
 func (s *FileSink) Mark(seq uint64) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.stream {
+	if s.stream { // set once: no lock, which a write to a stalled stream holds
 		return ""
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	i := 0
 	for i+1 < len(s.marks) && s.marks[i+1].seq <= seq {
 		i++

@@ -2,6 +2,7 @@ package exporter
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -189,6 +190,7 @@ func TestSinksWritingOnePipeNeverInterleaveTheirLines(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
+	t.Cleanup(func() { w.Close() }) // ends the reader if the test fails early
 	// Two receivers writing /dev/stdout, as a file and as a pipe: two
 	// descriptors of one pipe, written by two goroutines, in batches larger
 	// than what the kernel writes to a pipe at once.
@@ -218,7 +220,7 @@ func TestSinksWritingOnePipeNeverInterleaveTheirLines(t *testing.T) {
 			return nil
 		})
 	}
-	read := make(chan []string)
+	read := make(chan []string, 1)
 	go func() { read <- pipeLines(r) }()
 	if err := g.Wait(); err != nil {
 		t.Fatal(err)
@@ -249,4 +251,107 @@ func pipeLines(r io.Reader) []string {
 		lines = append(lines, sc.Text())
 	}
 	return lines
+}
+
+func TestSinksAppendEveryLineToStdoutRedirectedToAFile(t *testing.T) {
+	// A shell's "> events.log": a regular file, opened without O_APPEND,
+	// as the standard output; a stdout, a pipe and a file receiver all
+	// write it.
+	path := filepath.Join(t.TempDir(), "events.log")
+	stdout, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdout.Close()
+	dev := fmt.Sprintf("/proc/self/fd/%d", stdout.Fd())
+	file, err := NewFileSink(FileConfig{Path: dev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pipe, err := newPipeSink(&PipeConfig{Path: dev}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sinks := []Sink{stdoutSinkOn(stdout, nil), file, pipe}
+	const rounds = 3
+	for r := range rounds {
+		for i, s := range sinks {
+			if _, err := s.Write(context.Background(), []*Occurrence{occ(fmt.Sprintf("uid-%d-%d", r, i), 1, "ns")}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, s := range sinks {
+		if err := s.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	for _, l := range lines {
+		if !json.Valid([]byte(l)) {
+			t.Fatalf("a line overwritten by another receiver: %.120q", l)
+		}
+	}
+	if len(lines) != rounds*len(sinks) {
+		t.Errorf("%d lines in the file, want %d: a receiver wrote over another's", len(lines), rounds*len(sinks))
+	}
+}
+
+func TestStreamLockIsOnePerStream(t *testing.T) {
+	r1, w1, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r1.Close()
+	defer w1.Close()
+	r2, w2, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r2.Close()
+	defer w2.Close()
+	again, err := os.OpenFile(fmt.Sprintf("/proc/self/fd/%d", w1.Fd()), os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	regular, err := os.Create(filepath.Join(t.TempDir(), "f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer regular.Close()
+	switch {
+	case streamLock(w1) == nil || streamLock(w1) != streamLock(again):
+		t.Error("two descriptors of one pipe have different locks: their lines could interleave")
+	case streamLock(w1) == streamLock(w2):
+		t.Error("two pipes share a lock: a stalled one would hold back the other")
+	case streamLock(regular) != nil || streamLock(&bytes.Buffer{}) != nil:
+		t.Error("a regular file or a writer that is not a file has a stream lock")
+	}
+}
+
+func TestFileSinkMarkOnAStreamWaitsForNoWrite(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	s, err := NewFileSink(FileConfig{Path: fmt.Sprintf("/proc/self/fd/%d", w.Fd())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	// A write to a stalled pipe holds s.mu; the checkpoint asks every
+	// sink for its mark, and must not wait for it.
+	s.mu.Lock()
+	m := s.Mark(1)
+	s.mu.Unlock()
+	if m != "" {
+		t.Errorf("mark %q on a stream, want none", m)
+	}
 }

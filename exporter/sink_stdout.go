@@ -26,41 +26,96 @@ type WriterSink struct {
 	// ([EventEncoder] without a cluster name).
 	Encode Encoder
 	buf    []byte
+
+	lock    *sync.Mutex // W's stream lock, or nil (see streamLock)
+	checked bool        // lock was looked up
 }
 
-func newStdoutSink(_ *StdoutConfig, enc Encoder) Sink { return &WriterSink{W: os.Stdout, Encode: enc} }
+// newStdoutSink writes to the standard output: os.Stdout, or, when that
+// is a regular file (a shell's "> file"), a descriptor of its own opened
+// for appending, so that what other receivers append to /dev/stdout is
+// not overwritten from os.Stdout's offset.
+func newStdoutSink(_ *StdoutConfig, enc Encoder) Sink { return stdoutSinkOn(os.Stdout, enc) }
+
+func stdoutSinkOn(stdout *os.File, enc Encoder) Sink {
+	if fi, err := stdout.Stat(); err == nil && fi.Mode().IsRegular() {
+		path := fmt.Sprintf("/proc/self/fd/%d", stdout.Fd())
+		if f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0); err == nil {
+			return &pipeSink{WriterSink: WriterSink{W: f, Encode: enc}, f: f}
+		}
+	}
+	return &WriterSink{W: stdout, Encode: enc}
+}
 
 // Write writes the batch in one call of the writer, holding the lock of
-// stream writes (see writeStream); an occurrence that cannot be encoded
-// ends the batch there (the ones before are written).
+// the stream it writes if it is one (see streamLock); an occurrence that
+// cannot be encoded ends the batch there (the ones before are written).
 func (s *WriterSink) Write(_ context.Context, batch []*Occurrence) (int, error) {
 	buf, n, encErr := appendLines(s.buf[:0], batch, s.Encode.orDefault())
 	s.buf = buf
 	if len(buf) > 0 {
-		if _, err := writeStream(s.W, buf); err != nil {
+		if !s.checked {
+			s.lock, s.checked = streamLock(s.W), true
+		}
+		if _, err := writeLocked(s.lock, s.W, buf); err != nil {
 			return 0, err
 		}
 	}
 	return n, encErr
 }
 
-// streamWrites serializes the writes of the sinks that write streams:
-// standard output, a pipe, a device. Two receivers writing /dev/stdout (a
-// file and a stdout receiver, say) hold two descriptors of one pipe, and
-// the kernel splits a write larger than the pipe's buffer: without it,
-// their lines would interleave and tear.
-var streamWrites sync.Mutex
-
-// writeStream writes b to w in one call, with no other stream write of
-// this process in between.
-func writeStream(w io.Writer, b []byte) (int, error) {
-	streamWrites.Lock()
-	defer streamWrites.Unlock()
-	return w.Write(b)
-}
-
 // Close does nothing: the writer belongs to the caller.
 func (s *WriterSink) Close(context.Context) error { return nil }
+
+// streamLocks holds a lock per stream (a pipe, a terminal, a device) that
+// a sink of this process writes. Two receivers writing /dev/stdout (a
+// stdout and a file receiver, say) hold two descriptors of one pipe, and
+// the kernel splits a write larger than the pipe's buffer: each sink
+// writes a batch holding the stream's lock, so that their lines never
+// interleave and tear. A stalled stream holds back only the sinks that
+// write it.
+var streamLocks struct {
+	mu    sync.Mutex
+	files []streamFile
+}
+
+type streamFile struct {
+	fi os.FileInfo
+	mu *sync.Mutex
+}
+
+// streamLock returns the lock of the stream w writes, or nil when w is not
+// an *os.File or is a regular file: a regular file opened for appending
+// takes each write whole, and a writer of the caller's is the caller's.
+func streamLock(w io.Writer) *sync.Mutex {
+	f, ok := w.(*os.File)
+	if !ok {
+		return nil
+	}
+	fi, err := f.Stat()
+	if err != nil || fi.Mode().IsRegular() {
+		return nil
+	}
+	streamLocks.mu.Lock()
+	defer streamLocks.mu.Unlock()
+	for _, sf := range streamLocks.files {
+		if os.SameFile(sf.fi, fi) {
+			return sf.mu
+		}
+	}
+	mu := new(sync.Mutex)
+	streamLocks.files = append(streamLocks.files, streamFile{fi, mu})
+	return mu
+}
+
+// writeLocked writes b to w in one call, holding mu if it is not nil.
+func writeLocked(mu *sync.Mutex, w io.Writer, b []byte) (int, error) {
+	if mu != nil {
+		mu.Lock()
+		defer mu.Unlock()
+	}
+	return w.Write(b)
+}
 
 // LogConfig configures a log receiver: every occurrence becomes one slog
 // record on the standard error, at level Warn for Warning events and Info
@@ -110,9 +165,9 @@ func (s *LogSink) Write(ctx context.Context, batch []*Occurrence) (int, error) {
 func (s *LogSink) Close(context.Context) error { return nil }
 
 // PipeConfig configures a pipe receiver, kubernetes-event-exporter's: JSON
-// Lines written to Path, opened for writing (created, and truncated if it
-// is a regular file) when the exporter starts: a named pipe, or a device
-// such as /dev/stdout.
+// Lines written to Path, opened for writing when the exporter starts: a
+// named pipe, or a device such as /dev/stdout, which is appended to; a
+// path of a regular file is created, or truncated, as there.
 type PipeConfig struct {
 	// Path is opened for writing.
 	Path string `yaml:"path"`
@@ -134,7 +189,11 @@ type pipeSink struct {
 }
 
 func newPipeSink(c *PipeConfig, enc Encoder) (Sink, error) {
-	f, err := os.OpenFile(c.Path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	flags := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
+	if isStream(c.Path) { // /dev/stdout may be a shell's "> file": append to it
+		flags = os.O_WRONLY | os.O_APPEND
+	}
+	f, err := os.OpenFile(c.Path, flags, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("pipe: %w", err)
 	}
