@@ -506,6 +506,9 @@ func (s System) start(n, stalled int, rec *recorder) (*running, error) {
 	if err := s.validate(); err != nil {
 		return nil, err
 	}
+	if s.PacedByWait && stalled > 1 {
+		return nil, fmt.Errorf("harness: %s can leave one watcher unread, not %d: the others wait", s.Label(), stalled)
+	}
 	if stalled > 0 && s.Name == SystemKelindar {
 		return nil, fmt.Errorf("harness: %s has no watcher that can be left unread", s.Label())
 	}
