@@ -16,19 +16,50 @@ import (
 // its tests show that the checker rejects histories that break the
 // documented semantics.
 
-// porcupine returns the model in porcupine's terms.
+// porcupine returns the model in porcupine's terms: nondeterministic, since
+// a full channel watcher may take the value in hand instead of its verdict
+// (see reprieves), made deterministic by porcupine's power-set
+// construction.
 func (m *historyModel) porcupine() porcupine.Model {
-	return porcupine.Model{
-		Init: func() any { return m.init() },
-		Step: func(state, input, output any) (bool, any) {
-			s := state.(*hState).clone()
-			return m.step(s, input.(hInput), output.(hOutput)) == "", s
+	nm := porcupine.NondeterministicModel{
+		Init: func() []any { return []any{m.init()} },
+		Step: func(state, input, output any) []any {
+			var next []any
+			for _, s := range m.steps(state.(*hState), input.(hInput), output.(hOutput)) {
+				next = append(next, s)
+			}
+			return next
 		},
 		Equal:             func(a, b any) bool { return a.(*hState).equal(b.(*hState)) },
 		Hash:              func(s any) uint64 { return s.(*hState).hash() },
 		DescribeOperation: m.describe,
 		DescribeState:     func(s any) string { return s.(*hState).String() },
 	}
+	return nm.ToModel()
+}
+
+// steps returns the states the operation may lead to from s: none if the
+// specification does not allow it, else the state step makes and, for an
+// accepted value that evicted full channel watchers, the states in which
+// some of them took it instead (reprieves).
+func (m *historyModel) steps(s *hState, in hInput, out hOutput) []*hState {
+	c := s.clone()
+	if m.step(c, in, out) != "" {
+		return nil
+	}
+	next := []*hState{c}
+	evicted := c.reprievable
+	c.reprievable = nil
+	for subset := 1; subset < 1<<len(evicted); subset++ {
+		alt := c.clone()
+		for k, i := range evicted {
+			if subset&(1<<k) != 0 {
+				alt.ws[i].reprieve(in.T)
+			}
+		}
+		next = append(next, alt)
+	}
+	return next
 }
 
 // checkTimeout bounds porcupine's search for one history; a search that
@@ -77,12 +108,19 @@ func explain(m *historyModel, ops []porcupine.Operation, info porcupine.Lineariz
 			}
 		}
 	}
-	s := m.init()
+	states := []*hState{m.init()}
 	done := make([]bool, len(ops))
 	for _, i := range longest {
-		m.step(s, ops[i].Input.(hInput), ops[i].Output.(hOutput))
+		var next []*hState
+		for _, st := range states {
+			next = append(next, m.steps(st, ops[i].Input.(hInput), ops[i].Output.(hOutput))...)
+		}
+		if len(next) > 0 {
+			states = next
+		}
 		done[i] = true
 	}
+	s := states[0]
 	var b strings.Builder
 	fmt.Fprintf(&b, "longest linearization: %d operations, ending in state\n  %v\nnext candidates:\n", len(longest), s)
 	first := int64(1 << 62) // the first return of an operation not linearized
@@ -373,6 +411,27 @@ func TestHistoryCheckerRejectsViolations(t *testing.T) {
 			b.publish(5, 6, v2, errNone)
 			b.read(7, 8, w, v1)
 			b.op(9, 10, hInput{Op: opRead, W: w, T: 9}, either(legal, hOutput{Err: errEvicted}, hOutput{Vals: []uint64{v2}}))
+		},
+	}, {
+		name: "a full channel watcher takes the value only if its consumer made room before the publish returned",
+		build: func(b *histBuilder, legal bool) {
+			// v2 is accepted while w, on a channel, holds v1: a pull
+			// watcher reads v2 before w's consumer takes v1. The
+			// publisher gives w its verdict after pull readers can read
+			// v2, and w takes v2 if its consumer made room by then, with
+			// a read that began before the publish returned.
+			// (A strict publish hands w nothing before it accepts v2.)
+			w, p := b.watcher(wkEvict, 1), b.watcher(wkWait, 4)
+			v1, v2 := b.value(0, modeAction, 0), b.value(0, modeStrict, 0)
+			b.watch(1, 2, w)
+			b.watch(1, 2, p)
+			b.op(2, 2, hInput{Op: opResultChan, W: w}, hOutput{})
+			b.publish(3, 4, v1, errNone)
+			b.publish(5, 12, v2, errNone)
+			b.read(6, 7, p, v1, v2)
+			at := either[int64](legal, 8, 13)
+			b.read(at, at+1, w, v1)
+			b.read(at+2, at+3, w, v2)
 		},
 	}, {
 		name: "an evicted watcher looks open once the publish that evicted it returned",

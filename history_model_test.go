@@ -30,7 +30,13 @@ import (
 //     channel watcher may take its last values and find it empty and open
 //     (a read that times out) until the evicting publish call returns
 //     (documented with EvictIfChannelFull): a read that began before that
-//     return (the operations carry those times) may time out. Likewise a
+//     return (the operations carry those times) may time out. And it is
+//     given its verdict only after pull readers can read the value, so a
+//     channel watcher full at the value's linearization may instead take
+//     it, one over its queue length, if its consumer makes room with a
+//     read that began before the publish returned, before the next value
+//     is accepted (a reprieve: the one nondeterministic step; porcupine
+//     follows both outcomes). Likewise a
 //     channel watcher gets an accepted value in its channel only just after
 //     pull readers can read it, within the publish call: a read of the
 //     channel that began before the call returned may find it empty.
@@ -61,8 +67,9 @@ import (
 // (queue length 0) may also miss ActionOrDrop's values, as documented.
 //
 // Every value is unique, so each read names the publish it came from, and
-// the model needs no search of its own: every step is deterministic, and
-// porcupine's search is over the orders of the operations only.
+// the model needs no search of its own: every step but the reprieve is
+// deterministic, and porcupine's search is over the orders of the
+// operations and the reprieves' outcomes.
 
 // pubMode is how a publish call may hand a value out before accepting it.
 type pubMode uint8
@@ -190,7 +197,12 @@ type wState struct {
 	// closing is, for a channel watcher evicted, the return time of the
 	// evicting publish call: a read that began before it may find the
 	// channel open (and empty); 0 otherwise.
-	closing  int64
+	closing int64
+	// overflow is, for a channel watcher that took a value it was full for
+	// (see reprieve), the return time of that value's publish call: its
+	// consumer must have made room by then, with a read that began before
+	// it, and before the next value is accepted; 0 otherwise.
+	overflow int64
 	pendRead bool // it read the pending value
 	late     bool // it read a value accepted after it closed (handed to its channel before)
 	nread    int  // values read
@@ -199,6 +211,18 @@ type wState struct {
 }
 
 func (w *wState) open() bool { return w.on && w.end < 0 }
+
+// reprieve undoes the eviction of a channel watcher by the value just
+// accepted, whose publish returns at ret: the watcher takes the value
+// instead, one over its queue length. A publisher finds a channel watcher
+// full before it accepts the value, and gives the verdict only after pull
+// readers can read the value (chanDeliver, in the same hold of the lock):
+// a watcher whose consumer made room meanwhile takes the value whatever
+// its verdict (apply, admit). The consumer's read that made room began
+// before the call returned, and came before the next value's acceptance.
+func (w *wState) reprieve(ret int64) {
+	w.end, w.acctEnd, w.closedBy, w.closing, w.overflow = -1, -1, errNone, 0, ret
+}
 
 // hState is the model's state. Steps copy it; they never modify it.
 type hState struct {
@@ -216,6 +240,9 @@ type hState struct {
 	// a watcher open that Shutdown closes (it closes them one by one).
 	settled bool
 	ws      []wState
+	// reprievable lists the channel watchers the last accepted value
+	// evicted, for steps, which offers each one's reprieve; not state.
+	reprievable []int
 }
 
 func (s *hState) clone() *hState {
@@ -352,6 +379,11 @@ func (m *historyModel) accept(s *hState, in hInput, out hOutput) string {
 	case out.Seq >= 0 && out.Seq != int64(s.accepted):
 		return fmt.Sprintf("sequence number %d, not %d", out.Seq, s.accepted)
 	}
+	for i := range s.ws {
+		if s.ws[i].overflow != 0 {
+			return fmt.Sprintf("accepted before w%d made room for the value it took while full", i)
+		}
+	}
 	idx := len(s.entries)
 	for i := range s.ws {
 		w, wi := &s.ws[i], m.watchers[i]
@@ -371,6 +403,7 @@ func (m *historyModel) accept(s *hState, in hInput, out hOutput) string {
 				w.end, w.acctEnd, w.closedBy = idx, idx+1, errEvicted
 				if w.chanMode {
 					w.closing = in.T
+					s.reprievable = append(s.reprievable, i)
 				}
 			}
 		}
@@ -489,6 +522,12 @@ func (m *historyModel) read(s *hState, in hInput, out hOutput) string {
 			return fmt.Sprintf("%v with %d values queued", out.Err, m.queued(s, i))
 		}
 		return ""
+	}
+	if w.overflow != 0 {
+		if in.T >= w.overflow {
+			return "room made after the publish that found it full returned"
+		}
+		w.overflow = 0
 	}
 	for _, v := range out.Vals {
 		if w.pendRead {
@@ -692,6 +731,7 @@ func (s *hState) hash() uint64 {
 	for _, w := range s.ws {
 		mix(uint64(w.cursor)<<32 | uint64(uint32(w.end)))
 		mix(uint64(w.closedBy)<<8 | uint64(w.nread))
+		mix(uint64(w.overflow))
 	}
 	return h
 }

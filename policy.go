@@ -168,7 +168,11 @@ var (
 	// it is full: its reader may take the last queued values just as the
 	// publisher finds the channel full, and then find the channel empty and
 	// still open, until the publish that evicts the watcher returns (it
-	// closes the channel before it returns).
+	// closes the channel before it returns). Likewise, the publisher gives
+	// a channel watcher its verdict just after the value became readable
+	// to pull readers: if its reader made room by then, the watcher takes
+	// the value and is not evicted (this holds for every full-queue
+	// behaviour: a watcher with room takes the value).
 	EvictIfChannelFull FullChannelBehavior = evictBehavior{}
 )
 
