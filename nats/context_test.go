@@ -34,7 +34,9 @@ func TestANilContextIsAnErrorThatChangesNothing(t *testing.T) {
 	s := subscribe(t, srv.Connect(t), b, fanoutnats.SubscribeConfig[event]{Subject: "core"})
 	isNilCtxErr("Subscriber.Close", s.Close(nilCtx))
 
-	f, err := fanoutnats.Forward(b, srv.Connect(t), fanoutnats.ForwardConfig[event]{Subject: "ev"})
+	// Not a subject of the stream c consumes: c would bring the value back
+	// into b, and f would forward it again.
+	f, err := fanoutnats.Forward(b, srv.Connect(t), fanoutnats.ForwardConfig[event]{Subject: "fwd"})
 	if err != nil {
 		t.Fatal(err)
 	}
