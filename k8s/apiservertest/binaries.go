@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -50,30 +51,60 @@ func Binaries() (apiserver, etcd string, err error) {
 	if binAPIServer != "" {
 		return binAPIServer, binEtcd, nil
 	}
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		return "", "", fmt.Errorf("apiservertest: user cache dir: %w", err)
-	}
-	apiserver, etcd = binaryPaths(filepath.Join(cache, "fanout-e2e"))
-	if !executable(apiserver) || !executable(etcd) {
-		root, err := runScript()
+	name, script := "apiservertest: binaries.sh (embedded)", buildScript
+	if p := os.Getenv(ScriptEnv); p != "" {
+		b, err := os.ReadFile(p)
 		if err != nil {
-			return "", "", err
+			return "", "", fmt.Errorf("apiservertest: %s: %w", ScriptEnv, err)
 		}
-		apiserver, etcd = binaryPaths(root)
-		for _, p := range []string{apiserver, etcd} {
-			if !executable(p) {
-				return "", "", fmt.Errorf("apiservertest: %s missing after running the build script", p)
-			}
-		}
+		name, script = "apiservertest: "+p, string(b)
 	}
-	binAPIServer, binEtcd = apiserver, etcd
-	return apiserver, etcd, nil
+	kube := filepath.Join("kube-apiserver-"+KubeVersion, "kube-apiserver")
+	paths, err := CachedBinaries([]string{kube, filepath.Join("etcd-"+EtcdVersion, "etcd")}, name, script,
+		"FANOUT_E2E_KUBE_VERSION="+KubeVersion, "FANOUT_E2E_ETCD_VERSION="+EtcdVersion)
+	if err != nil {
+		return "", "", err
+	}
+	binAPIServer, binEtcd = paths[0], paths[1]
+	return binAPIServer, binEtcd, nil
 }
 
-func binaryPaths(root string) (apiserver, etcd string) {
-	return filepath.Join(root, "kube-apiserver-"+KubeVersion, "kube-apiserver"),
-		filepath.Join(root, "etcd-"+EtcdVersion, "etcd")
+// CachedBinaries returns the paths of executables in the fanout-e2e cache
+// directory (os.UserCacheDir()/fanout-e2e), given relative to it. When one
+// is missing it runs script, a bash script's text (name for errors), with
+// env added to the environment: the script builds them into that directory
+// and prints the directory on its last line of output. binaries.sh is such
+// a script, and the exporter's VictoriaLogs build another; each serialises
+// its builders with an flock, so that concurrent callers, in this process
+// or others, build once.
+func CachedBinaries(rel []string, name, script string, env ...string) ([]string, error) {
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return nil, fmt.Errorf("%s: user cache dir: %w", name, err)
+	}
+	paths := inDir(filepath.Join(cache, "fanout-e2e"), rel)
+	if slices.IndexFunc(paths, func(p string) bool { return !executable(p) }) < 0 {
+		return paths, nil
+	}
+	root, err := runScript(name, script, env)
+	if err != nil {
+		return nil, err
+	}
+	paths = inDir(root, rel)
+	for _, p := range paths {
+		if !executable(p) {
+			return nil, fmt.Errorf("%s: %s missing after running the build script", name, p)
+		}
+	}
+	return paths, nil
+}
+
+func inDir(root string, rel []string) []string {
+	out := make([]string, len(rel))
+	for i, r := range rel {
+		out[i] = filepath.Join(root, r)
+	}
+	return out
 }
 
 func executable(path string) bool {
@@ -83,29 +114,21 @@ func executable(path string) bool {
 
 // runScript runs the build script and returns the cache directory it
 // printed on its last line of output.
-func runScript() (string, error) {
-	name := "binaries.sh (embedded)"
-	cmd := exec.Command("bash", "-c", buildScript, "binaries.sh")
-	if p := os.Getenv(ScriptEnv); p != "" {
-		name = p
-		cmd = exec.Command("bash", p)
-	}
+func runScript(name, script string, env []string) (string, error) {
+	cmd := exec.Command("bash", "-c", script, name)
 	var stdout, stderr bytes.Buffer
 	// No context: if the test binary dies mid-build, the script finishes and
 	// installs anyway, and the next caller finds the binaries.
-	cmd.Env = append(os.Environ(),
-		"FANOUT_E2E_KUBE_VERSION="+KubeVersion,
-		"FANOUT_E2E_ETCD_VERSION="+EtcdVersion,
-	)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("apiservertest: %s: %w\n%s", name, err, tail(stderr.Bytes(), 40))
+		return "", fmt.Errorf("%s: %w\n%s", name, err, tail(stderr.Bytes(), 40))
 	}
 	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
 	root := strings.TrimSpace(lines[len(lines)-1])
 	if root == "" {
-		return "", fmt.Errorf("apiservertest: %s printed no cache directory\n%s", name, tail(stderr.Bytes(), 40))
+		return "", fmt.Errorf("%s printed no cache directory\n%s", name, tail(stderr.Bytes(), 40))
 	}
 	return root, nil
 }
