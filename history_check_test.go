@@ -434,6 +434,26 @@ func TestHistoryCheckerRejectsViolations(t *testing.T) {
 			b.read(at+2, at+3, w, v2)
 		},
 	}, {
+		name: "a full channel watcher takes the value only if its consumer made room before the next value",
+		build: func(b *histBuilder, legal bool) {
+			// As above, but v3 is accepted (the pull watcher reads it)
+			// before w's consumer takes v1: v2's verdict was given before
+			// v3 was accepted, when w was still full.
+			w, p := b.watcher(wkEvict, 1), b.watcher(wkWait, 4)
+			v1, v2, v3 := b.value(0, modeAction, 0), b.value(0, modeStrict, 0), b.value(1, modeStrict, 0)
+			b.watch(1, 2, w)
+			b.watch(1, 2, p)
+			b.op(2, 2, hInput{Op: opResultChan, W: w}, hOutput{})
+			b.publish(3, 4, v1, errNone)
+			b.publish(5, 15, v2, errNone)
+			b.publish(5, 15, v3, errNone)
+			b.read(6, 7, p, v1, v2)
+			at := either[int64](legal, 16, 7)
+			b.read(at, at+1, p, v3)
+			b.read(9, 10, w, v1)
+			b.read(11, 12, w, v2)
+		},
+	}, {
 		name: "an evicted watcher looks open once the publish that evicted it returned",
 		build: func(b *histBuilder, legal bool) {
 			// v2 evicts w, which holds v1. Its consumer takes v1 and may

@@ -125,14 +125,10 @@ func TestFileSinkRejectsABadMark(t *testing.T) {
 func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
 
 func TestFileSinkOnAPipeLikeDevStdoutWritesEveryLine(t *testing.T) {
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
 	// /proc/self/fd/N is what /dev/stdout resolves to; N is a pipe here,
 	// as a container runtime connects stdout.
-	s, err := NewFileSink(FileConfig{Path: fmt.Sprintf("/proc/self/fd/%d", w.Fd())})
+	r, w, path := testPipe(t)
+	s, err := NewFileSink(FileConfig{Path: path})
 	if err != nil {
 		t.Fatalf("opening a pipe: %v", err)
 	}
@@ -185,16 +181,10 @@ func TestFileSinkOnDevStdoutRedirectedToAFileAppendsWithoutTruncating(t *testing
 }
 
 func TestSinksWritingOnePipeNeverInterleaveTheirLines(t *testing.T) {
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	t.Cleanup(func() { w.Close() }) // ends the reader if the test fails early
+	r, w, path := testPipe(t)
 	// Two receivers writing /dev/stdout, as a file and as a pipe: two
 	// descriptors of one pipe, written by two goroutines, in batches larger
 	// than what the kernel writes to a pipe at once.
-	path := fmt.Sprintf("/proc/self/fd/%d", w.Fd())
 	file, err := NewFileSink(FileConfig{Path: path})
 	if err != nil {
 		t.Fatal(err)
@@ -302,19 +292,9 @@ func TestSinksAppendEveryLineToStdoutRedirectedToAFile(t *testing.T) {
 }
 
 func TestStreamLockIsOnePerStream(t *testing.T) {
-	r1, w1, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r1.Close()
-	defer w1.Close()
-	r2, w2, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r2.Close()
-	defer w2.Close()
-	again, err := os.OpenFile(fmt.Sprintf("/proc/self/fd/%d", w1.Fd()), os.O_WRONLY, 0)
+	_, w1, path1 := testPipe(t)
+	_, w2, _ := testPipe(t)
+	again, err := os.OpenFile(path1, os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,13 +315,8 @@ func TestStreamLockIsOnePerStream(t *testing.T) {
 }
 
 func TestFileSinkMarkOnAStreamWaitsForNoWrite(t *testing.T) {
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	defer w.Close()
-	s, err := NewFileSink(FileConfig{Path: fmt.Sprintf("/proc/self/fd/%d", w.Fd())})
+	_, _, path := testPipe(t)
+	s, err := NewFileSink(FileConfig{Path: path})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -354,4 +329,17 @@ func TestFileSinkMarkOnAStreamWaitsForNoWrite(t *testing.T) {
 	if m != "" {
 		t.Errorf("mark %q on a stream, want none", m)
 	}
+}
+
+// testPipe returns a pipe, both ends closed when the test ends (a write end
+// closed earlier ends its reader), and the path /dev/stdout resolves to
+// when the write end is the standard output.
+func testPipe(t *testing.T) (r, w *os.File, path string) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close(); w.Close() })
+	return r, w, fmt.Sprintf("/proc/self/fd/%d", w.Fd())
 }

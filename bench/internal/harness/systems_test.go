@@ -144,6 +144,13 @@ func TestStalledEvictWatcherIsMeasuredAmongLosslessReaders(t *testing.T) {
 	if !slices.ContainsFunc(StallSystems(), func(s System) bool { return s.PacedByWait }) {
 		t.Error("no stalled-watcher system is paced by lossless readers")
 	}
+	// A second unread watcher would be a lossless one: the producer would
+	// wait for it for ever.
+	paced := Fanout(StrategyEvict, APIPull)
+	paced.PacedByWait = true
+	if _, err := measure(variant{sys: paced, stalled: 2}, 4, 1, 500); err == nil {
+		t.Error("a paced system took two stalled watchers")
+	}
 }
 
 func TestCalibrate(t *testing.T) {
