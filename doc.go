@@ -104,8 +104,11 @@
 //
 // What a publisher pays per value on the ring is O(1), whatever the number
 // of watchers, as long as no watcher is full: it stores the value and
-// advances the head under the lock, and wakes the readers that were parked
-// after unlocking. When a watcher is full:
+// advances the head under the lock (or, on the fast path, holding only a bit
+// of the head), and wakes the readers that were parked after unlocking.
+// A reader that parks in the instant a fast-path publisher is storing may be
+// missed by that publisher; it is woken by the next publish, or after at
+// most 50 µs if none comes. When a watcher is full:
 //
 //	behaviour                              publisher's cost while it is full
 //	-------------------------------------  ------------------------------------------------
@@ -139,7 +142,8 @@
 //
 // A Broadcaster and its Watchers start no goroutines. Values are delivered by
 // the publishing goroutine, inside Action, ActionContext, ActionOrDrop or
-// ActionBatch; waiting readers are parked until a publisher wakes them. So an
+// ActionBatch; waiting readers are parked until a publisher wakes them (or,
+// rarely, a 50 µs bound ends the park; see above). So an
 // idle broadcaster uses no CPU (no ticker, no polling), nothing needs to be
 // stopped for goroutines to be reclaimed, and Shutdown has no goroutine to
 // wait for: it returns as soon as it has closed intake, released waiting

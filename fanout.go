@@ -138,6 +138,7 @@ type Broadcaster[T any] struct {
 	parkMu      parkMu
 	parked      []*Watcher[T]
 	spareParked [][]*Watcher[T] // emptied lists of parked readers, for reuse
+	parkTimers  []*time.Timer   // of the bounded sleeps (sleepInFlight), for reuse
 	nparked     atomicI32
 
 	panics      atomic.Uint64
@@ -154,10 +155,17 @@ type Broadcaster[T any] struct {
 // that sequence), a watcher has a channel or a ring reader decided per
 // value is full; else the ring limits. Caller holds b.mu.
 func (b *Broadcaster[T]) fastBound() uint64 {
-	if b.stopped || b.turn || len(b.chans) > 0 || len(b.full) > 0 || b.roomWait.Load() != 0 || b.blockedAt.Load() != 0 {
+	if b.fastBlocked() {
 		return 0
 	}
 	return min(b.limit, b.lap)
+}
+
+// fastBlocked reports whether something other than the ring limits keeps
+// publishers off the fast path (see fastBound). Caller holds b.mu or
+// head's busy bit.
+func (b *Broadcaster[T]) fastBlocked() bool {
+	return b.stopped || b.turn || len(b.chans) > 0 || len(b.full) > 0 || b.roomWait.Load() != 0 || b.blockedAt.Load() != 0
 }
 
 // unlock recomputes b.fast and unlocks b.mu. Every unlock after a change of

@@ -270,3 +270,42 @@ func TestHeadTryHoldRefusesWhileTheLockWantsTheBit(t *testing.T) {
 		t.Fatalf("Load = %d, want 3", got)
 	}
 }
+
+// A parking reader's last look tells values published, a fast path in
+// flight (whose plain store may not see the reader: it sleeps with a
+// bound) and a holder of b.mu (which looks for parked readers after its
+// store: the reader may sleep) apart.
+func TestHeadLookTellsAFastPathInFlightFromTheLock(t *testing.T) {
+	var h headWord
+	h.release(5)
+	for _, c := range []struct {
+		s    uint64
+		want int
+	}{{5, headIdle}, {4, headMoved}} {
+		if got := h.look(c.s); got != c.want {
+			t.Fatalf("look(%d) at 5 = %d, want %d", c.s, got, c.want)
+		}
+	}
+	if _, ok := h.tryHold(); !ok {
+		t.Fatal("tryHold failed on a free word")
+	}
+	if got := h.look(5); got != headInFlight {
+		t.Fatalf("look with a fast path holding the bit = %d, want in flight", got)
+	}
+	h.release(6)
+	if got := h.look(5); got != headMoved {
+		t.Fatalf("look after the fast path stored 6 = %d, want moved", got)
+	}
+	h.hold()
+	if got := h.look(6); got != headIdle {
+		t.Fatalf("look with the lock's holder holding the bit = %d, want idle", got)
+	}
+	h.Store(7)
+	if got := h.look(6); got != headMoved {
+		t.Fatalf("look after the lock's holder stored 7 = %d, want moved", got)
+	}
+	h.releaseHeld()
+	if got := h.Load(); got != 7 {
+		t.Fatalf("Load = %d, want 7 without the bits", got)
+	}
+}

@@ -102,6 +102,66 @@ func TestProtocolPublisherWakesParkedReaders(t *testing.T) {
 	})
 }
 
+// W1, in flight: a reader that parks while a fast path holds head's bit
+// may not be seen by that publisher, whose plain store of head is no
+// fence; it sleeps with a bound, and wakes when the bound passes with
+// nobody else publishing.
+func TestProtocolReaderParkedDuringAFastPathWakesWithinTheBound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := New[int]()
+		defer b.Shutdown()
+		w, err := b.Watch()
+		require.NoError(t, err)
+		h, ok := b.head.tryHold() // a fast path, between its two steps
+		require.True(t, ok)
+		got := make(chan int, 1)
+		read := async(func() error { v, err := next(w); got <- v; return err })
+		require.True(t, pending(read))
+		// The publisher looked at nparked before the reader counted
+		// itself: it stores its value and wakes nobody.
+		b.ring.Load().Put(h, 7)
+		b.head.release(h + 1)
+		start := time.Now()
+		require.True(t, pending(read))
+		time.Sleep(parkInFlight)
+		require.NoError(t, done(t, read, "the reader parked during the fast path"))
+		assert.Equal(t, 7, <-got)
+		assert.Equal(t, parkInFlight, time.Since(start))
+	})
+}
+
+// W1, in flight: the next publish wakes such a reader, as it wakes any
+// parked reader, without waiting for the bound.
+func TestProtocolReaderParkedDuringAFastPathIsWokenByTheNextPublish(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := New[int]()
+		defer b.Shutdown()
+		w, err := b.Watch()
+		require.NoError(t, err)
+		h, ok := b.head.tryHold()
+		require.True(t, ok)
+		var got []int
+		read := async(func() error {
+			for len(got) < 2 {
+				v, err := next(w)
+				if err != nil {
+					return err
+				}
+				got = append(got, v)
+			}
+			return nil
+		})
+		require.True(t, pending(read))
+		b.ring.Load().Put(h, 7)
+		b.head.release(h + 1)
+		start := time.Now()
+		require.NoError(t, b.Action(8))
+		require.NoError(t, done(t, read, "the reader parked during the fast path"))
+		assert.Equal(t, []int{7, 8}, got)
+		assert.Zero(t, time.Since(start), "woken by the bound, not by the publish")
+	})
+}
+
 // W2 (58ede41): a batch that must wait mid-way first wakes the readers
 // parked before its first values, or it waits for a reader that sleeps.
 func TestProtocolBatchWakesParkedReadersBeforeItWaits(t *testing.T) {

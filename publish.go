@@ -72,15 +72,15 @@ func (b *Broadcaster[T]) tryOne(v T) bool {
 	if !ok {
 		return false // the lock's holder may change fast: take the slow path
 	}
-	if h >= b.fast {
-		b.head.release(h) // nothing changed: fast stays
+	if h >= b.fast && (!b.raiseFast(h) || h >= b.fast) {
+		b.head.release(h) // fast is as fastBound would say, or unchanged
 		return false
 	}
 	if b.ringOn {
 		b.ring.Load().Put(h, v)
 	}
-	b.head.release(h + 1) // fast is unchanged: nothing it depends on changed
-	if b.nparked.Load() > 0 {
+	b.head.release(h + 1)     // fast is unchanged: nothing it depends on changed
+	if b.nparked.Load() > 0 { // no fence needed: see headWord.look
 		b.wakeParked()
 	}
 	return true
@@ -177,10 +177,10 @@ func (b *Broadcaster[T]) publishAt(ctx context.Context, vs []T, mode pubMode) (f
 	// the ring readers have room for all of vs. Building the call's state
 	// below cost about a third of Action's time with one watcher.
 	if h, ok := b.head.tryHold(); ok {
-		if h+uint64(len(vs)) <= b.fast { // fast > 0: nobody waits for room
+		if end := h + uint64(len(vs)); end <= b.fast || b.raiseFast(h) && end <= b.fast { // fast > 0: nobody waits for room
 			b.put(h, vs)
-			b.head.release(h + uint64(len(vs))) // fast is unchanged
-			if b.nparked.Load() > 0 {
+			b.head.release(end)       // fast is unchanged
+			if b.nparked.Load() > 0 { // see headWord.look
 				b.wakeParked()
 			}
 			return h, len(vs), nil

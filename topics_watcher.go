@@ -140,7 +140,7 @@ func (g *TopicsWatcher[K, T]) closedBy(err error) {
 }
 
 // park lists every open watcher as parked in its broadcaster, looks at
-// their heads once more, and waits for g.wake or ctx.
+// their heads once more (look), and waits for g.wake or ctx.
 func (g *TopicsWatcher[K, T]) park(ctx context.Context, subs []topicSub[K, T]) error {
 	for i := range subs {
 		if subs[i].w.Err() == nil {
@@ -148,7 +148,7 @@ func (g *TopicsWatcher[K, T]) park(ctx context.Context, subs []topicSub[K, T]) e
 		}
 	}
 	for i := range subs {
-		if subs[i].b.head.Load() > g.heads[i] {
+		if subs[i].b.head.look(g.heads[i]) != headIdle {
 			return nil
 		}
 	}
