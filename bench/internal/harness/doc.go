@@ -63,7 +63,8 @@
 // as the short run is past it. S and L are calibrated once per group, by
 // probe pairs that are discarded, L growing fourfold per probe: once a
 // probe's long run takes half of [Config].Target and its rate (from the
-// difference) is within 25% of the previous probe's, the rate is steady
+// difference) is within 10% of the previous probe's, itself within 10% of
+// the one before ([steadyRates]), the rate is steady
 // from the previous probe's short run on, which becomes S; a system still
 // unsteady when a probe's long run takes four times the target keeps that
 // probe's short run as S. L adds to S what takes about Target at the

@@ -165,6 +165,24 @@ func TestCalibrate(t *testing.T) {
 	if extra := got.long - got.short; err != nil || got.short < 1 || extra < 300 || extra > 400 {
 		t.Errorf("calibrated events %+v, %v; want a short run and 300 to 400 more in the long one", got, err)
 	}
+	// A rate is steady when it and the two before agree within a tenth:
+	// one agreement is not enough (kelindar's warm-up has plateaus), and a
+	// probe too short to tell (rate 0) breaks the run.
+	for _, c := range []struct {
+		r, p, p2 float64
+		want     bool
+	}{
+		{100, 95, 104, true},
+		{100, 95, 0, false},
+		{100, 0, 100, false},
+		{100, 80, 82, false},
+		{150, 100, 95, false},
+		{100, 89, 90, false},
+	} {
+		if got := steadyRates(c.r, c.p, c.p2); got != c.want {
+			t.Errorf("steadyRates(%v, %v, %v) = %v, want %v", c.r, c.p, c.p2, got, c.want)
+		}
+	}
 	// Past 1000 watchers the least events shrink in proportion, down to
 	// twice the queue.
 	def := DefaultConfig()
