@@ -277,33 +277,25 @@ func TestHeadTryHoldRefusesWhileTheLockWantsTheBit(t *testing.T) {
 // store: the reader may sleep) apart.
 func TestHeadLookTellsAFastPathInFlightFromTheLock(t *testing.T) {
 	var h headWord
-	h.release(5)
-	for _, c := range []struct {
-		s    uint64
-		want int
-	}{{5, headIdle}, {4, headMoved}} {
-		if got := h.look(c.s); got != c.want {
-			t.Fatalf("look(%d) at 5 = %d, want %d", c.s, got, c.want)
+	look := func(s uint64, want int, when string) {
+		t.Helper()
+		if got := h.look(s); got != want {
+			t.Fatalf("look(%d) %s = %d, want %d", s, when, got, want)
 		}
 	}
+	h.release(5)
+	look(5, headIdle, "at 5")
+	look(4, headMoved, "at 5")
 	if _, ok := h.tryHold(); !ok {
 		t.Fatal("tryHold failed on a free word")
 	}
-	if got := h.look(5); got != headInFlight {
-		t.Fatalf("look with a fast path holding the bit = %d, want in flight", got)
-	}
+	look(5, headInFlight, "with a fast path holding the bit")
 	h.release(6)
-	if got := h.look(5); got != headMoved {
-		t.Fatalf("look after the fast path stored 6 = %d, want moved", got)
-	}
+	look(5, headMoved, "after the fast path stored 6")
 	h.hold()
-	if got := h.look(6); got != headIdle {
-		t.Fatalf("look with the lock's holder holding the bit = %d, want idle", got)
-	}
+	look(6, headIdle, "with the lock's holder holding the bit")
 	h.Store(7)
-	if got := h.look(6); got != headMoved {
-		t.Fatalf("look after the lock's holder stored 7 = %d, want moved", got)
-	}
+	look(6, headMoved, "after the lock's holder stored 7")
 	h.releaseHeld()
 	if got := h.Load(); got != 7 {
 		t.Fatalf("Load = %d, want 7 without the bits", got)
