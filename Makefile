@@ -69,11 +69,13 @@ race:
 ## invariants: the core's tests built with the fanoutcheck tag (DESIGN.md, section 9): the lock order and
 ## the engine's invariants checked at every release of the broadcaster's lock, and the deterministic
 ## protocol tests (protocol_test.go), which force each wake-up obligation's interleaving. About 3 minutes.
-## Then the same without the race detector: on amd64 the fast path's release is then the plain store of
-## head_release_amd64.s, which a -race build replaces with an atomic one. Seconds.
+## Then the same without the race detector, and the core's tests as they ship (no tag, no race detector):
+## on amd64 the fast path's release is then the plain store of head_release_amd64.s, which a -race build
+## replaces with an atomic one. Seconds each.
 invariants:
 	@echo "== test -race -tags $(CHECK_TAG) ."; $(GO) test -race -tags $(CHECK_TAG) -count=1 -timeout 30m .
 	@echo "== test -tags $(CHECK_TAG) . (no race detector)"; $(GO) test -tags $(CHECK_TAG) -count=1 -timeout 30m .
+	@echo "== test . (no tag, no race detector: the build that ships)"; $(GO) test -count=1 -timeout 30m .
 
 ## bench: the main command: the comparison harness bench/cmd/fanout-bench with its defaults (about 5 minutes
 ## on 2 cores): fanout vs k8s watch.Broadcaster vs raw channels, and k8s/record vs client-go's tools/record.

@@ -78,7 +78,8 @@ func (h *headWord) release(v uint64) { storeRelease(&h.v, v) }
 
 // holdSpins is how many times hold tries before it yields the processor
 // between tries: the other holder, a fast-path publisher, holds the bit
-// for a few stores only, unless it was descheduled.
+// for a few stores (or a scan of the limiters, raiseFast), unless it was
+// descheduled.
 const holdSpins = 64
 
 // hold takes the bit for a holder of b.mu, waiting for a fast-path

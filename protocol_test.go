@@ -162,6 +162,36 @@ func TestProtocolReaderParkedDuringAFastPathIsWokenByTheNextPublish(t *testing.T
 	})
 }
 
+// W1, in flight, for a TopicsWatcher: its reader sleeps with the bound
+// too, rather than looking again and again while the publisher holds the
+// bit (it spun so, for as long as the bit was held).
+func TestProtocolTopicsReaderParkedDuringAFastPathSleepsWithTheBound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		topics := NewTopics[string, int]()
+		defer topics.Shutdown()
+		g, err := topics.WatchTopics([]string{"a"})
+		require.NoError(t, err)
+		b, err := topics.forPublish("a")
+		require.NoError(t, err)
+		var parks atomic.Int32
+		defer setHook(hookReaderParking, func() {
+			if parks.Add(1) > 100 {
+				panic("the topics reader looks again and again instead of sleeping")
+			}
+		})()
+		h, ok := b.head.tryHold()
+		require.True(t, ok)
+		got := make(chan int, 1)
+		read := async(func() error { m, err := g.Next(context.Background()); got <- m.Value; return err })
+		require.True(t, pending(read))
+		b.ring.Load().Put(h, 7)
+		b.head.release(h + 1) // having missed the reader
+		time.Sleep(parkInFlight)
+		require.NoError(t, done(t, read, "the topics reader parked during the fast path"))
+		assert.Equal(t, 7, <-got)
+	})
+}
+
 // W2 (58ede41): a batch that must wait mid-way first wakes the readers
 // parked before its first values, or it waits for a reader that sleeps.
 func TestProtocolBatchWakesParkedReadersBeforeItWaits(t *testing.T) {

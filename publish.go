@@ -180,7 +180,7 @@ func (b *Broadcaster[T]) publishAt(ctx context.Context, vs []T, mode pubMode) (f
 	if h, ok := b.head.tryHold(); ok {
 		if end := h + uint64(len(vs)); end <= b.fast || b.raiseFast(h) && end <= b.fast { // fast > 0: nobody waits for room
 			b.put(h, vs)
-			b.head.release(end)       // fast is unchanged
+			b.head.release(end)       // fast stays as fastBound says
 			if b.nparked.Load() > 0 { // see headWord.look
 				b.wakeParked()
 			}

@@ -140,17 +140,28 @@ func (g *TopicsWatcher[K, T]) closedBy(err error) {
 }
 
 // park lists every open watcher as parked in its broadcaster, looks at
-// their heads once more (look), and waits for g.wake or ctx.
+// their heads once more (look), and waits for g.wake or ctx: with the
+// bound of parkInFlight if a fast path held a broadcaster's bit as it
+// looked, as Watcher.park does (returning at once instead spun for as long
+// as that publisher held the bit).
 func (g *TopicsWatcher[K, T]) park(ctx context.Context, subs []topicSub[K, T]) error {
 	for i := range subs {
 		if subs[i].w.Err() == nil {
 			subs[i].w.enterPark()
 		}
 	}
+	hook(hookReaderParking)
+	var inFlight *Broadcaster[T]
 	for i := range subs {
-		if subs[i].b.head.look(g.heads[i]) != headIdle {
+		switch subs[i].b.head.look(g.heads[i]) {
+		case headMoved:
 			return nil
+		case headInFlight:
+			inFlight = subs[i].b
 		}
+	}
+	if inFlight != nil {
+		return inFlight.sleepInFlight(ctx, g.wake)
 	}
 	select {
 	case <-g.wake:
