@@ -69,13 +69,7 @@ func (b *Broadcaster[T]) wakeParked() {
 // takeSpareParked returns a kept empty list of parked readers, or nil.
 // Caller holds b.parkMu.
 func (b *Broadcaster[T]) takeSpareParked() []*Watcher[T] {
-	k := len(b.spareParked)
-	if k == 0 {
-		return nil
-	}
-	l := b.spareParked[k-1]
-	b.spareParked[k-1] = nil
-	b.spareParked = b.spareParked[:k-1]
+	l, _ := popSpare(&b.spareParked)
 	return l
 }
 
@@ -192,21 +186,14 @@ func (b *Broadcaster[T]) sleepInFlight(ctx context.Context, wake chan struct{}) 
 }
 
 // takeInFlightTimer returns a timer of parkInFlight, reusing one that a
-// bounded sleep gave back. The broadcaster keeps them, not the process: a
-// shared pool would hand one testing/synctest bubble's timer to another;
-// and one per sleep cost 0.14 allocations per value with two hundred
-// readers parking at once.
+// bounded sleep gave back (pool.go: a timer per sleep cost 0.14
+// allocations per value with two hundred readers parking at once).
 func (b *Broadcaster[T]) takeInFlightTimer() *time.Timer {
 	b.parkMu.Lock()
-	var t *time.Timer
-	if k := len(b.parkTimers); k > 0 {
-		t = b.parkTimers[k-1]
-		b.parkTimers[k-1] = nil
-		b.parkTimers = b.parkTimers[:k-1]
-	}
+	t, ok := popSpare(&b.parkTimers)
 	b.parkMu.Unlock()
-	if t == nil {
-		return time.NewTimer(parkInFlight)
+	if !ok {
+		t = stoppedTimer()
 	}
 	t.Reset(parkInFlight)
 	return t

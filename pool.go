@@ -8,16 +8,28 @@ import (
 // The broadcaster keeps the channels and timers its publishers wait on for
 // reuse, so that waiting does not allocate; not in a sync.Pool, because a
 // channel or timer made in one testing/synctest bubble cannot be used in
-// another. Both pools are guarded by b.mu: every publisher takes and gives
-// back under it (see DESIGN.md, "Locks").
+// another. These pools are guarded by b.mu: every publisher takes and gives
+// back under it (see DESIGN.md, "Locks"); those of the parked readers
+// (park.go) by b.parkMu.
+
+// popSpare takes the last value kept in spares, if any, and clears its
+// slot. Caller holds the lock that guards spares.
+func popSpare[E any](spares *[]E) (e E, ok bool) {
+	n := len(*spares)
+	if n == 0 {
+		return e, false
+	}
+	e = (*spares)[n-1]
+	var zero E
+	(*spares)[n-1] = zero
+	*spares = (*spares)[:n-1]
+	return e, true
+}
 
 // takeChan returns an empty channel of buffer one to wait on. Caller holds
 // b.mu.
 func (b *Broadcaster[T]) takeChan() chan struct{} {
-	if n := len(b.spareWake); n > 0 {
-		ch := b.spareWake[n-1]
-		b.spareWake[n-1] = nil
-		b.spareWake = b.spareWake[:n-1]
+	if ch, ok := popSpare(&b.spareWake); ok {
 		return ch
 	}
 	return make(chan struct{}, 1)
@@ -33,12 +45,14 @@ func (b *Broadcaster[T]) putChan(ch chan struct{}) {
 // per published value at N=1000, benchmark harness, wait-timeout). Caller
 // holds b.mu.
 func (b *Broadcaster[T]) takeTimer() *time.Timer {
-	if n := len(b.spareTimers); n > 0 {
-		t := b.spareTimers[n-1]
-		b.spareTimers[n-1] = nil
-		b.spareTimers = b.spareTimers[:n-1]
+	if t, ok := popSpare(&b.spareTimers); ok {
 		return t
 	}
+	return stoppedTimer()
+}
+
+// stoppedTimer returns a new timer, stopped.
+func stoppedTimer() *time.Timer {
 	t := time.NewTimer(math.MaxInt64)
 	t.Stop()
 	return t
