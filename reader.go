@@ -100,14 +100,21 @@ func (w *Watcher[T]) settle(h uint64) (uint64, DropReason) {
 }
 
 // take moves up to len(buf) of the oldest queued values into buf, with the
-// ring rg at head h, and returns how many it moved. Values read from priv
-// or segs make room at the end of the window; values read from the window
-// move it on. meta, nil but for a filtered reader, receives each value's
-// sequence number, marked raw unless the filter kept it already.
-func (w *Watcher[T]) take(buf []T, meta []uint64, h uint64, rg *ring.Ring[T]) int {
-	n := w.priv.Pop(buf)
+// ring rg at head h, and returns how many it moved and how many of them
+// came from priv. Values read from priv or segs make room at the end of the
+// window; values read from the window move it on. meta, nil but for a
+// filtered reader, receives the meta of each value taken from priv; those
+// taken from the ring are raw, and meta receives their sequence numbers,
+// marked raw, only if ringSeqs (a filtered reader's own reads need only
+// know that they are raw).
+func (w *Watcher[T]) take(buf []T, meta []uint64, ringSeqs bool, h uint64, rg *ring.Ring[T]) (n, fromPriv int) {
+	n = w.priv.Pop(buf)
+	fromPriv = n
 	if meta != nil {
 		w.x.meta.Pop(meta[:n])
+	}
+	if !ringSeqs {
+		meta = nil
 	}
 	for n < len(buf) && len(w.segs) > 0 {
 		s := &w.segs[0]
@@ -128,7 +135,7 @@ func (w *Watcher[T]) take(buf []T, meta []uint64, h uint64, rg *ring.Ring[T]) in
 		w.o += uint64(k)
 		n += k
 	}
-	return n
+	return n, fromPriv
 }
 
 // markRaw records in meta, if not nil, that its entries from i on are the

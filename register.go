@@ -228,7 +228,7 @@ func (b *Broadcaster[T]) toChanLocked(w *Watcher[T], log *dropLog) {
 		vals = b.takeFiltered(w, h, log)
 	} else {
 		vals = make([]T, w.queued(h))
-		w.take(vals, nil, h, b.ring.Load())
+		w.take(vals, nil, false, h, b.ring.Load())
 	}
 	if w.err == nil {
 		b.removeReader(w)

@@ -46,17 +46,27 @@ func (w *Watcher[T]) sifting() int {
 	return len(w.x.sift)
 }
 
-// keepRaw filters vals in place, where meta marks a value raw, and returns
-// the values kept at the front, their number, and the rejected and
-// panicking ones. Called with no lock held. A panic costs that value only.
+// keepRaw filters vals in place, where the first len(meta) values have
+// their meta (the filter has seen those not marked raw) and the rest are
+// raw, and returns the values kept at the front, their number, and the
+// rejected and panicking ones; the kept values' meta, unmarked, moves with
+// them. Called with no lock held. A panic costs that value only.
 func (w *Watcher[T]) keepRaw(vals []T, meta []uint64) (n int, rejected uint64, panics []error) {
 	keep := w.x.keep
 	i := 0
 	for i < len(vals) {
 		err := guard.Call(func() {
-			for ; i < len(vals); i++ {
+			for ; i < len(meta); i++ {
 				if meta[i]&rawBit == 0 || keep(vals[i]) {
 					vals[n], meta[n] = vals[i], meta[i]&^rawBit
+					n++
+				} else {
+					rejected++
+				}
+			}
+			for ; i < len(vals); i++ {
+				if keep(vals[i]) {
+					vals[n] = vals[i]
 					n++
 				} else {
 					rejected++
@@ -72,6 +82,26 @@ func (w *Watcher[T]) keepRaw(vals []T, meta []uint64) (n int, rejected uint64, p
 	return n, rejected, panics
 }
 
+// rawRead is what a filtered reader's own read (tryRecvKept) learns from
+// take: the meta of the values taken from priv, which come first; the
+// others are raw.
+type rawRead struct {
+	meta     [siftChunk]uint64
+	fromPriv int
+}
+
+// takeFor is take for tryRecv: rr, if not nil, receives the meta of the
+// values taken from priv and their number. Caller holds w.mu.
+func (w *Watcher[T]) takeFor(rr *rawRead, buf []T, h uint64, rg *ring.Ring[T]) int {
+	if rr == nil {
+		n, _ := w.take(buf, nil, false, h, rg)
+		return n
+	}
+	n, fromPriv := w.take(buf, rr.meta[:], false, h, rg)
+	rr.fromPriv = fromPriv
+	return n
+}
+
 // tryRecvKept is tryRecv for a filtered ring reader: it takes at most
 // siftChunk values off the queue (and no more than buf holds), filters
 // them with no lock held, and counts them in a second hold of w.mu, until
@@ -79,17 +109,17 @@ func (w *Watcher[T]) keepRaw(vals []T, meta []uint64) (n int, rejected uint64, p
 // than are queued: filling buf could take many small rounds, two locks
 // each.
 func (w *Watcher[T]) tryRecvKept(ctx context.Context, buf []T) (int, chan struct{}, uint64, error) {
-	var meta [siftChunk]uint64
+	var rr rawRead
 	for {
 		part := buf[:min(len(buf), siftChunk)]
-		n, wake, h, err := w.tryRecv(ctx, part, meta[:], true)
+		n, wake, h, err := w.tryRecv(ctx, part, &rr, true)
 		if err == errToChan { // ResultChan was called meanwhile
 			return w.tryRecv(ctx, buf, nil, true)
 		}
 		if n == 0 {
 			return 0, wake, h, err
 		}
-		k, rejected, panics := w.keepRaw(part[:n], meta[:n])
+		k, rejected, panics := w.keepRaw(part[:n], rr.meta[:rr.fromPriv])
 		w.counted(uint64(n), uint64(k), rejected, panics)
 		if k > 0 {
 			return k, nil, h, nil
@@ -315,7 +345,7 @@ func (b *Broadcaster[T]) waitSift(w *Watcher[T]) {
 func (b *Broadcaster[T]) takeFiltered(w *Watcher[T], h uint64, log *dropLog) []T {
 	n := w.queued(h)
 	vals, meta := make([]T, n), make([]uint64, n)
-	n = w.take(vals, meta, h, b.ring.Load())
+	n, _ = w.take(vals, meta, true, h, b.ring.Load())
 	k, rejected, panics := w.keepRaw(vals[:n], meta[:n])
 	w.x.filtered.Add(rejected)
 	for _, err := range panics {

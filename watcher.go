@@ -279,13 +279,13 @@ func (w *Watcher[T]) recv(ctx context.Context, buf []T) (int, error) {
 
 // tryRecv reads what is there. If there is nothing yet it returns the
 // channel to park on and the head it saw, having counted itself a waiter
-// (only if mayPark). meta is nil but for a filtered ring reader's own
-// reads (tryRecvKept): it then receives what take says about each value,
-// and a watcher moved to a channel meanwhile returns errToChan at once.
-func (w *Watcher[T]) tryRecv(ctx context.Context, buf []T, meta []uint64, mayPark bool) (n int, wake chan struct{}, h uint64, err error) {
+// (only if mayPark). rr is nil but for a filtered ring reader's own reads
+// (tryRecvKept): it then receives what take says about the values, and a
+// watcher moved to a channel meanwhile returns errToChan at once.
+func (w *Watcher[T]) tryRecv(ctx context.Context, buf []T, rr *rawRead, mayPark bool) (n int, wake chan struct{}, h uint64, err error) {
 	w.mu.Lock()
 	switch {
-	case w.mode == modeChan && meta != nil:
+	case w.mode == modeChan && rr != nil:
 		w.mu.Unlock()
 		return 0, nil, 0, errToChan
 	case w.mode == modeChan:
@@ -297,7 +297,7 @@ func (w *Watcher[T]) tryRecv(ctx context.Context, buf []T, meta []uint64, mayPar
 		}
 		n, err := w.recvChan(ctx, ch, buf)
 		return n, nil, 0, err
-	case w.keeps && meta == nil:
+	case w.keeps && rr == nil:
 		w.mu.Unlock()
 		return w.tryRecvKept(ctx, buf)
 	}
@@ -308,10 +308,10 @@ func (w *Watcher[T]) tryRecv(ctx context.Context, buf []T, meta []uint64, mayPar
 		w.count(r, n, &log, nil)
 	}
 	before := w.o + w.c
-	n = w.take(buf, meta, h, b.ring.Load())
+	n = w.takeFor(rr, buf, h, b.ring.Load())
 	wakePublishers := false
 	if n > 0 {
-		if meta == nil {
+		if rr == nil {
 			w.taken += uint64(n)
 		} else {
 			w.x.reading += uint64(n) // counted once filtered (see counted)
