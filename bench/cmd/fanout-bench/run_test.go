@@ -30,7 +30,7 @@ func TestRunWritesReportJSONAndSVG(t *testing.T) {
 	for _, want := range []string{"== throughput: 2 watchers, 1 producer ==", "== targets ==", "machine: ",
 		"== k8s record: 300 events about 200 pods", "200 Create + 100 Patch", "k8s record vs client-go record",
 		"== k8s record: 296 events about 200 pods into a no-op sink, 8 producers", "200 Create + 96 Patch",
-		"== publish→receive latency: 2 watchers, 2 producers", "== replay:", "teivah q100", "kelindar q50000",
+		"== publish→receive latency: 2 watchers, 2 producers", "== replay:", "teivah q100", "kelindar q50000", "fanout wait pull q50000",
 		"fanout wait pull b16", "limit q100", "events long/short", "== topics: 2 topics × 10 watchers", "watermill GoChannel ack q100",
 		"== filter: 100 watchers"} {
 		if !strings.Contains(stdout.String(), want) {
@@ -67,7 +67,7 @@ func TestRunWritesReportJSONAndSVG(t *testing.T) {
 			t.Errorf("idle memory case %s", sc.Text())
 		}
 	}
-	if kinds["throughput"] != 19 || kinds["stall"] != 14 || kinds["latency"] != 9+4 || kinds["idle_memory"] != 7 || kinds["idle_cpu"] != 7 ||
+	if kinds["throughput"] != 20 || kinds["stall"] != 14 || kinds["latency"] != 9+4 || kinds["idle_memory"] != 7 || kinds["idle_cpu"] != 7 ||
 		kinds["replay"] != 3 || kinds["record"] != 4 {
 		t.Errorf("JSON cases per kind: %v", kinds)
 	}

@@ -38,8 +38,21 @@ var Teivah = System{Name: SystemTeivah, Strategy: StrategyWait, API: APIChan, Qu
 // which ends its ticker goroutine.
 var Kelindar = System{Name: SystemKelindar, Strategy: StrategyWait, API: APIHandler, Queue: KelindarQueue}
 
+// FanoutAtKelindarQueue is fanout wait pull with kelindar/event's queue
+// length: the two at the same buffering. fanout's ring is shared, so its
+// queue length costs one ring of [KelindarQueue] values, not one per
+// watcher; its readers take at most [MaxReadBatch] values per Recv.
+var FanoutAtKelindarQueue = System{Name: SystemFanout, Strategy: StrategyWait, API: APIPull, Queue: KelindarQueue}
+
 // Peers returns the peer systems.
 func Peers() []System { return []System{Teivah, Kelindar} }
+
+// fanoutPullAt returns fanout wait pull with the given queue length.
+func fanoutPullAt(queue int) System {
+	s := Fanout(StrategyWait, APIPull)
+	s.Queue = queue
+	return s
+}
 
 func validatePeer(s System) error {
 	want := Teivah

@@ -86,7 +86,8 @@ func reportHeader(b *strings.Builder, res *Results) error {
 	b.WriteString("          back to back (the short one past the system's warm-up, found by calibration), so that start-up, warm-up and teardown cancel; ns/publish = that time / values published;\n")
 	b.WriteString("          vs k8s = median of per-repetition ratios; allocs/event = Mallocs while the 2nd half is published / its values, least of the reps; spread = (max-min)/median of delivered/s\n")
 	fmt.Fprintf(b, "          b%d = ActionBatch of %d values per call; peers: teivah = github.com/teivah/broadcast Relay.Notify to Listener channels,\n", DefaultBatch, DefaultBatch)
-	fmt.Fprintf(b, "          kelindar = github.com/kelindar/event Publish to Subscribe handlers (queue %d, fixed; woken by a 500 µs ticker)\n", KelindarQueue)
+	fmt.Fprintf(b, "          kelindar = github.com/kelindar/event Publish to Subscribe handlers (queue %d, fixed; woken by a 500 µs ticker);\n", KelindarQueue)
+	fmt.Fprintf(b, "          fanout wait pull q%d = fanout at kelindar's queue length, its readers taking up to %d values per Recv (the peer targets compare each peer with fanout at its queue length)\n", KelindarQueue, MaxReadBatch)
 	return nil
 }
 

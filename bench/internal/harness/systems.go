@@ -211,7 +211,8 @@ var LossyStrategies = []string{StrategyDrop, StrategyDropOldest, StrategyEvict}
 // report order: fanout (each strategy, pull then chan, with [Limit], the
 // ceiling reference, next to fanout wait pull), fanout wait pull publishing
 // batches of [DefaultBatch], k8s (wait and drop, queue 100 and 1000), the
-// peers ([Peers]) and the raw-channel baseline.
+// peers ([Peers]), fanout wait pull at kelindar's queue length
+// ([FanoutAtKelindarQueue]) and the raw-channel baseline.
 func ThroughputSystems() []System {
 	var out []System
 	for _, st := range Strategies {
@@ -223,19 +224,21 @@ func ThroughputSystems() []System {
 	}
 	out = append(out, FanoutBatch(DefaultBatch), K8s(StrategyWait, 100), K8s(StrategyDrop, 100),
 		K8s(StrategyWait, 1000), K8s(StrategyDrop, 1000))
-	return append(append(out, Peers()...), Baseline)
+	return append(append(out, Peers()...), FanoutAtKelindarQueue, Baseline)
 }
 
 // LargeSystems returns the systems of a throughput group with
 // [LargeWatchers] or more: the lossless ones the targets compare, fanout wait
-// pull, [Limit], k8s wait q100, the peers and the raw-channel baseline.
+// pull, [Limit], k8s wait q100, the peers, [FanoutAtKelindarQueue] and the
+// raw-channel baseline.
 func LargeSystems() []System {
-	return append(append([]System{Fanout(StrategyWait, APIPull), Limit, Reference}, Peers()...), Baseline)
+	return append(append([]System{Fanout(StrategyWait, APIPull), Limit, Reference}, Peers()...), FanoutAtKelindarQueue, Baseline)
 }
 
 // ThroughputSystemsFor returns the systems of the throughput group with n
 // watchers and the given producers: [ThroughputSystems], or [LargeSystems]
-// from [LargeWatchers] on; [Limit], a one-producer ring, only with one
+// from [LargeWatchers] on; [Limit], a one-producer ring, and
+// [FanoutAtKelindarQueue], there for a one-producer target, only with one
 // producer.
 func ThroughputSystemsFor(n, producers int) []System {
 	out := ThroughputSystems()
@@ -243,7 +246,7 @@ func ThroughputSystemsFor(n, producers int) []System {
 		out = LargeSystems()
 	}
 	if producers > 1 {
-		out = slices.DeleteFunc(out, func(s System) bool { return s == Limit })
+		out = slices.DeleteFunc(out, func(s System) bool { return s == Limit || s == FanoutAtKelindarQueue })
 	}
 	return out
 }
@@ -570,11 +573,17 @@ func (c *consumers) startFanout(s System, n int) error {
 			c.consume(i, func(lat []int64) (int64, []int64) { return drainChan(ch, c.rec, lat, stampOf) })
 			continue
 		}
-		buf := make([]*Event, s.Queue)
+		buf := make([]*Event, min(s.Queue, MaxReadBatch))
 		c.consume(i, func(lat []int64) (int64, []int64) { return drainPull(w, buf, c.rec, lat) })
 	}
 	return nil
 }
+
+// MaxReadBatch bounds the buffer a fanout pull reader passes to Recv: the
+// queue length up to it. A reader of [FanoutAtKelindarQueue] reads 1024
+// values at a time rather than hold a 50,000-value buffer per watcher (4 GB
+// with 10,000 of them).
+const MaxReadBatch = 1024
 
 func (c *consumers) startK8s(s System, n int) error {
 	b := newK8s(s)

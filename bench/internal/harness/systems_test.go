@@ -20,6 +20,7 @@ func TestLabels(t *testing.T) {
 		FanoutBatch(16):                     "fanout wait pull b16",
 		Teivah:                              "teivah q100",
 		Kelindar:                            "kelindar q50000",
+		FanoutAtKelindarQueue:               "fanout wait pull q50000",
 		Limit:                               "limit q100",
 		ReplayFanout:                        "fanout WithReplay",
 		ReplayFanoutPrefix:                  "fanout WatchWithPrefix + app history",
@@ -271,9 +272,11 @@ func TestThroughputSystemsFor(t *testing.T) {
 		t.Errorf("N=%d: %d systems", LargeWatchers-1, len(got))
 	}
 	for _, n := range []int{1, LargeWatchers} {
-		if !slices.Contains(ThroughputSystemsFor(n, 1), Limit) || slices.Contains(ThroughputSystemsFor(n, 2), Limit) {
-			t.Errorf("N=%d: limit with 1 producer %v, with 2 %v", n,
-				slices.Contains(ThroughputSystemsFor(n, 1), Limit), slices.Contains(ThroughputSystemsFor(n, 2), Limit))
+		for _, one := range []System{Limit, FanoutAtKelindarQueue} {
+			if !slices.Contains(ThroughputSystemsFor(n, 1), one) || slices.Contains(ThroughputSystemsFor(n, 2), one) {
+				t.Errorf("N=%d: %s with 1 producer %v, with 2 %v", n, one.Label(),
+					slices.Contains(ThroughputSystemsFor(n, 1), one), slices.Contains(ThroughputSystemsFor(n, 2), one))
+			}
 		}
 	}
 	large := ThroughputSystemsFor(LargeWatchers, 1)
