@@ -265,7 +265,7 @@ func (w *Watcher[T]) Recv(ctx context.Context, buf []T) (int, error) {
 // recv is Recv once ctx is checked.
 func (w *Watcher[T]) recv(ctx context.Context, buf []T) (int, error) {
 	for {
-		n, wake, c, err := w.tryRecv(ctx, buf, nil, true)
+		n, wake, c, err := w.tryRead(ctx, buf)
 		if n > 0 || err != nil || wake == nil {
 			return n, err
 		}
@@ -275,6 +275,15 @@ func (w *Watcher[T]) recv(ctx context.Context, buf []T) (int, error) {
 			return 0, err
 		}
 	}
+}
+
+// tryRead is tryRecv for recv: a filtered reader goes to tryRecvKept
+// directly rather than through tryRecv's dispatch, a lock fewer per read.
+func (w *Watcher[T]) tryRead(ctx context.Context, buf []T) (int, chan struct{}, uint64, error) {
+	if w.keeps {
+		return w.tryRecvKept(ctx, buf)
+	}
+	return w.tryRecv(ctx, buf, nil, true)
 }
 
 // tryRecv reads what is there. If there is nothing yet it returns the
