@@ -102,6 +102,11 @@ type Broadcaster[T any] struct {
 	// their filters about every value (no lock held) before the channel
 	// pass.
 	filterChans []*Watcher[T]
+	// chansAsked is the generation whose value every filter of
+	// filterChans has been asked about (or is being asked, by the
+	// publisher that holds the turn for it); 0 after a filter channel
+	// watcher registers. It saves unfiltered a pass over filterChans.
+	chansAsked uint64
 	// nbounded counts the watchers whose waits can be bounded (a timeout
 	// or a user's behaviour): without them, no wait needs its start time.
 	nbounded int

@@ -227,6 +227,70 @@ func TestFilterMayCallTheBroadcaster(t *testing.T) {
 	}
 }
 
+// A publisher asks the filters of many channel watchers about a value
+// together: one that panics costs that watcher the value and no other, and
+// every filter is asked once about each value.
+func TestFilterThatPanicsAmongChannelWatchersCostsOnlyItsOwnValue(t *testing.T) {
+	b := fanouttest.New[int](t)
+	var asked [4]atomic.Int64
+	ws := make([]*fanout.Watcher[int], len(asked))
+	for i := range ws {
+		ws[i] = fanouttest.Watch(t, b, fanout.WithFilter(func(v int) bool {
+			asked[i].Add(1)
+			if i == 1 && v == 2 {
+				panic("two")
+			}
+			return v%2 == 0 || i == 3
+		}))
+		ws[i].ResultChan()
+	}
+	publish(t, b, seq(1, 5)...)
+	b.Shutdown()
+	for i, w := range ws {
+		want := []int{2, 4}
+		switch i {
+		case 1:
+			want = []int{4}
+		case 3:
+			want = seq(1, 5)
+		}
+		assert.Equal(t, want, readers[0].drain(w), "watcher %d", i)
+		assert.Equal(t, int64(5), asked[i].Load(), "watcher %d asked once about each value", i)
+	}
+	assert.Equal(t, uint64(1), ws[1].Stats().DroppedPanic)
+	assert.Equal(t, uint64(1), b.Stats().Panics)
+}
+
+// A filtered channel watcher that registers while a publisher asks the
+// filters about a value (here, from inside one) is asked about each value
+// it may receive, that one included: it never receives a value its filter
+// rejects.
+func TestFilteredChannelWatcherRegisteredDuringTheAskIsAskedToo(t *testing.T) {
+	b := fanouttest.New[int](t)
+	var late *fanout.Watcher[int]
+	var lateAsked atomic.Int64
+	first := fanouttest.Watch(t, b, fanout.WithFilter(func(v int) bool {
+		if late == nil {
+			late = fanouttest.Watch(t, b, fanout.WithFilter(func(v int) bool {
+				lateAsked.Add(1)
+				return v%2 == 0
+			}))
+			late.ResultChan()
+		}
+		return true
+	}))
+	first.ResultChan()
+	publish(t, b, seq(1, 5)...)
+	b.Shutdown()
+	assert.Equal(t, seq(1, 5), readers[0].drain(first))
+	got := readers[0].drain(late)
+	for _, v := range got {
+		assert.Zero(t, v%2, "the late watcher received %d, which its filter rejects", v)
+	}
+	assert.Equal(t, []int{2, 4}, got)
+	assert.Contains(t, []int64{4, 5}, lateAsked.Load(), "asked once about each value from 1 or 2 on")
+}
+
 // Concurrent publishers and filtered watchers: each watcher receives, in
 // the broadcaster's order, exactly the values its filter keeps.
 func TestFilteredWatchersKeepTheOrderUnderConcurrency(t *testing.T) {

@@ -152,6 +152,7 @@ func (b *Broadcaster[T]) addChan(w *Watcher[T], capacity int, vals []T, seqs []u
 	}
 	if w.keeper() != nil {
 		b.filterChans = append(b.filterChans, w)
+		b.chansAsked = 0 // not asked about the value in hand (see unfiltered)
 	}
 }
 
