@@ -227,6 +227,28 @@ func TestFilterMayCallTheBroadcaster(t *testing.T) {
 	}
 }
 
+// A publisher that sifts a full filtered reader nobody reads puts the kept
+// values aside (priv); the reader takes those first, in order, however
+// many there are, and then the values still on the ring.
+func TestFilteredReaderReadsItsSiftedValuesBeforeTheRing(t *testing.T) {
+	b := fanouttest.New[int](t, fanout.WithQueueLength(100))
+	w := fanouttest.Watch(t, b, fanout.WithFilter(even))
+	publish(t, b, seq(1, 150)...) // 101 finds 1..100 unread: sifted, 50 kept aside
+	var got []int
+	buf := make([]int, 256)
+	for len(got) < 75 {
+		n, err := w.Recv(context.Background(), buf)
+		require.NoError(t, err)
+		got = append(got, buf[:n]...)
+	}
+	want := []int{}
+	for v := 2; v <= 150; v += 2 {
+		want = append(want, v)
+	}
+	assert.Equal(t, want, got)
+	assert.Equal(t, uint64(75), w.Stats().Filtered)
+}
+
 // A publisher asks the filters of many channel watchers about a value
 // together: one that panics costs that watcher the value and no other, and
 // every filter is asked once about each value.

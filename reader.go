@@ -103,16 +103,22 @@ func (w *Watcher[T]) settle(h uint64) (uint64, DropReason) {
 // ring rg at head h, and returns how many it moved and how many of them
 // came from priv. Values read from priv or segs make room at the end of the
 // window; values read from the window move it on. meta, nil but for a
-// filtered reader, receives the meta of each value taken from priv; those
-// taken from the ring are raw, and meta receives their sequence numbers,
-// marked raw, only if ringSeqs (a filtered reader's own reads need only
-// know that they are raw).
+// filtered reader, receives the meta of each value taken from priv (at
+// most len(meta) of them: while priv holds more, nothing is taken from the
+// ring); those taken from the ring are raw, and meta receives their
+// sequence numbers, marked raw, only if ringSeqs (a filtered reader's own
+// reads need only know that they are raw).
 func (w *Watcher[T]) take(buf []T, meta []uint64, ringSeqs bool, h uint64, rg *ring.Ring[T]) (n, fromPriv int) {
-	n = w.priv.Pop(buf)
-	fromPriv = n
-	if meta != nil {
+	if meta == nil {
+		n = w.priv.Pop(buf)
+	} else {
+		n = w.priv.Pop(buf[:min(len(buf), len(meta))])
 		w.x.meta.Pop(meta[:n])
+		if w.priv.Len() > 0 {
+			buf = buf[:n] // the ring's values come after priv's
+		}
 	}
+	fromPriv = n
 	if !ringSeqs {
 		meta = nil
 	}
