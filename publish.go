@@ -73,7 +73,7 @@ func (b *Broadcaster[T]) tryOne(v T) bool {
 	if !ok {
 		return false // the lock's holder may change fast: take the slow path
 	}
-	if h >= b.fast && (!b.raiseFast(h) || h >= b.fast) {
+	if h >= b.fast && !b.raiseFast(h) { // raised, fast is past h
 		b.head.release(h) // fast is as fastBound would say, or unchanged
 		return false
 	}
