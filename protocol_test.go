@@ -112,15 +112,13 @@ func TestProtocolReaderParkedDuringAFastPathWakesWithinTheBound(t *testing.T) {
 		defer b.Shutdown()
 		w, err := b.Watch()
 		require.NoError(t, err)
-		h, ok := b.head.tryHold() // a fast path, between its two steps
-		require.True(t, ok)
+		finish := holdFastPath(t, b) // a fast path, between its two steps
 		got := make(chan int, 1)
 		read := async(func() error { v, err := next(w); got <- v; return err })
 		require.True(t, pending(read))
 		// The publisher looked at nparked before the reader counted
 		// itself: it stores its value and wakes nobody.
-		b.ring.Load().Put(h, 7)
-		b.head.release(h + 1)
+		finish(7)
 		start := time.Now()
 		require.True(t, pending(read))
 		time.Sleep(parkInFlight)
@@ -138,8 +136,7 @@ func TestProtocolReaderParkedDuringAFastPathIsWokenByTheNextPublish(t *testing.T
 		defer b.Shutdown()
 		w, err := b.Watch()
 		require.NoError(t, err)
-		h, ok := b.head.tryHold()
-		require.True(t, ok)
+		finish := holdFastPath(t, b)
 		var got []int
 		read := async(func() error {
 			for len(got) < 2 {
@@ -152,8 +149,7 @@ func TestProtocolReaderParkedDuringAFastPathIsWokenByTheNextPublish(t *testing.T
 			return nil
 		})
 		require.True(t, pending(read))
-		b.ring.Load().Put(h, 7)
-		b.head.release(h + 1)
+		finish(7)
 		start := time.Now()
 		require.NoError(t, b.Action(8))
 		require.NoError(t, done(t, read, "the reader parked during the fast path"))
@@ -179,17 +175,28 @@ func TestProtocolTopicsReaderParkedDuringAFastPathSleepsWithTheBound(t *testing.
 				panic("the topics reader looks again and again instead of sleeping")
 			}
 		})()
-		h, ok := b.head.tryHold()
-		require.True(t, ok)
+		finish := holdFastPath(t, b)
 		got := make(chan int, 1)
 		read := async(func() error { m, err := g.Next(context.Background()); got <- m.Value; return err })
 		require.True(t, pending(read))
-		b.ring.Load().Put(h, 7)
-		b.head.release(h + 1) // having missed the reader
+		finish(7) // having missed the reader
 		time.Sleep(parkInFlight)
 		require.NoError(t, done(t, read, "the topics reader parked during the fast path"))
 		assert.Equal(t, 7, <-got)
 	})
+}
+
+// holdFastPath takes head's busy bit as a fast-path publisher does, and
+// returns the rest of that fast path: store v, release the bit. It wakes
+// nobody: the publisher looked at nparked before the reader counted itself.
+func holdFastPath(t *testing.T, b *Broadcaster[int]) (finish func(v int)) {
+	t.Helper()
+	h, ok := b.head.tryHold()
+	require.True(t, ok)
+	return func(v int) {
+		b.ring.Load().Put(h, v)
+		b.head.release(h + 1)
+	}
 }
 
 // W2 (58ede41): a batch that must wait mid-way first wakes the readers
