@@ -3,6 +3,7 @@ package events
 import (
 	"errors"
 	"fmt"
+	"github.com/fanout-go/fanout/k8s/internal/adapt"
 	"maps"
 	"time"
 
@@ -53,7 +54,7 @@ func (r *recorder) WithLogger(logger klog.Logger) EventRecorderLogger {
 
 func (r *recorder) record(regarding, related runtime.Object, annotations map[string]string, eventtype, reason, action, note string, args []interface{}) {
 	now := time.Now()
-	message := fmt.Sprintf(note, args...)
+	message := adapt.Sprintf(note, args)
 	regardingRef, err := objectReference(r.scheme, regarding)
 	if err != nil {
 		r.logger.Error(err, "Could not construct reference, will not report event", "object", regarding, "eventType", eventtype, "reason", reason, "message", message)

@@ -2,7 +2,7 @@ package record
 
 import (
 	"errors"
-	"fmt"
+	"github.com/fanout-go/fanout/k8s/internal/adapt"
 
 	"github.com/fanout-go/fanout"
 	"github.com/fanout-go/fanout/internal/guard"
@@ -30,11 +30,11 @@ func (r *recorder) Event(object runtime.Object, eventtype, reason, message strin
 }
 
 func (r *recorder) Eventf(object runtime.Object, eventtype, reason, messageFmt string, args ...interface{}) {
-	r.generate(object, nil, eventtype, reason, fmt.Sprintf(messageFmt, args...))
+	r.generate(object, nil, eventtype, reason, adapt.Sprintf(messageFmt, args))
 }
 
 func (r *recorder) AnnotatedEventf(object runtime.Object, annotations map[string]string, eventtype, reason, messageFmt string, args ...interface{}) {
-	r.generate(object, annotations, eventtype, reason, fmt.Sprintf(messageFmt, args...))
+	r.generate(object, annotations, eventtype, reason, adapt.Sprintf(messageFmt, args))
 }
 
 func (r *recorder) WithLogger(logger klog.Logger) EventRecorderLogger {

@@ -1,9 +1,12 @@
 // Package adapt holds what the record and events packages share: client-go's
 // classification of write errors and the mapping of the core recorder's
-// counters to [eventstats.Stats].
+// counters to [eventstats.Stats], and the formatting of a recorded
+// message.
 package adapt
 
 import (
+	"fmt"
+	"strings"
 	"sync/atomic"
 
 	"github.com/fanout-go/fanout"
@@ -51,4 +54,14 @@ func Stats(rs fanout.RecorderStats, c *Counters) eventstats.Stats {
 		DroppedRetries:  rs.DroppedRetries,
 		DroppedShutdown: rs.DroppedShutdown,
 	}
+}
+
+// Sprintf is fmt.Sprintf(format, args...), which it returns unless there
+// is nothing to format: a format without a verb and no arguments is
+// returned as is, without the copy fmt makes. The two are equal.
+func Sprintf(format string, args []any) string {
+	if len(args) == 0 && strings.IndexByte(format, '%') < 0 {
+		return format
+	}
+	return fmt.Sprintf(format, args...)
 }

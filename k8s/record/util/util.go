@@ -29,7 +29,11 @@ func IsKeyNotFoundError(err error) bool {
 // when that is not a valid DNS subdomain (too long, or refName has
 // characters a name cannot).
 func GenerateEventName(refName string, unixNano int64) string {
-	name := refName + "." + strconv.FormatInt(unixNano, 16)
+	// Built in one allocation: the stack buffer holds most names, and
+	// only the string is copied to the heap.
+	buf := append(make([]byte, 0, 96), refName...)
+	buf = strconv.AppendInt(append(buf, '.'), unixNano, 16)
+	name := string(buf)
 	if !isDNS1123Subdomain(name) {
 		return uuid.New().String()
 	}

@@ -30,14 +30,17 @@ func TestSameAsClientGo(t *testing.T) {
 		}
 		assert.Equal(t, clientutil.IsKeyNotFoundError(err), util.IsKeyNotFoundError(err), "%v", err)
 	}
-	for _, name := range []string{"web", "web-1.x", strings.Repeat("a", 230), strings.Repeat("a", 260), "Upper", "under_score", ""} {
-		ours, theirs := util.GenerateEventName(name, 0x1234), clientutil.GenerateEventName(name, 0x1234)
-		if len(theirs) == 36 && strings.Count(theirs, "-") == 4 { // a random UUID
-			assert.Len(t, ours, 36, name)
-			assert.NotEqual(t, theirs, ours)
-			continue
+	names := []string{"web", "web-1.x", strings.Repeat("a", 80), strings.Repeat("a", 230), strings.Repeat("a", 260), "Upper", "under_score", ""}
+	for _, name := range names {
+		for _, nano := range []int64{0x1234, 1_795_000_000_123_456_789, -5} {
+			ours, theirs := util.GenerateEventName(name, nano), clientutil.GenerateEventName(name, nano)
+			if len(theirs) == 36 && strings.Count(theirs, "-") == 4 { // a random UUID
+				assert.Len(t, ours, 36, name)
+				assert.NotEqual(t, theirs, ours)
+				continue
+			}
+			assert.Equal(t, theirs, ours, name)
 		}
-		assert.Equal(t, theirs, ours, name)
 	}
 }
 
