@@ -3,11 +3,11 @@ package events
 import (
 	"errors"
 	"fmt"
-	"github.com/fanout-go/fanout/k8s/internal/adapt"
 	"maps"
 	"time"
 
 	"github.com/fanout-go/fanout/internal/guard"
+	"github.com/fanout-go/fanout/k8s/internal/adapt"
 	"github.com/fanout-go/fanout/k8s/record/util"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"

@@ -2,10 +2,10 @@ package record
 
 import (
 	"errors"
-	"github.com/fanout-go/fanout/k8s/internal/adapt"
 
 	"github.com/fanout-go/fanout"
 	"github.com/fanout-go/fanout/internal/guard"
+	"github.com/fanout-go/fanout/k8s/internal/adapt"
 	"github.com/fanout-go/fanout/k8s/record/util"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

@@ -47,3 +47,13 @@ func TestSameAsClientGo(t *testing.T) {
 func TestEveryClientGoNameExists(t *testing.T) {
 	apitest.SameNames(t, "k8s.io/client-go/tools/record/util", ".", nil)
 }
+
+func TestGenerateEventNameAllocatesOnlyTheName(t *testing.T) {
+	var name string
+	if n := testing.AllocsPerRun(100, func() { name = util.GenerateEventName("web-5d9f8c7b6-x2x4q", 0x187a3c2d4e5f6071) }); n != 1 {
+		t.Errorf("GenerateEventName allocated %v times, want 1 (the name)", n)
+	}
+	if want := "web-5d9f8c7b6-x2x4q.187a3c2d4e5f6071"; name != want {
+		t.Errorf("GenerateEventName = %q, want %q", name, want)
+	}
+}
