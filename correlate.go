@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"golang.org/x/time/rate"
@@ -100,8 +102,15 @@ type AggregateStage[T any] struct {
 // ([Correlator.WriteOpen]) for the rest.
 type DedupStage[T any] struct {
 	// Key identifies identical values (client-go: every field but the
-	// timestamps and count). Required.
+	// timestamps and count). Required, unless AppendKey is set.
 	Key func(T) string
+	// AppendKey, instead of Key, appends v's key to dst and returns the
+	// extended buffer, as strconv's Append functions. The correlator
+	// builds each key in a buffer of its own and copies it only to
+	// remember a new key, where Key allocates a string per value (a
+	// twentieth of recording a repeated events.k8s.io event). Set Key or
+	// AppendKey, not both.
+	AppendKey func(dst []byte, v T) []byte
 	// Repeat returns v marked as occurrence n (n ≥ 2) of the value
 	// remembered as prev: typically v with prev's identity and first
 	// timestamp, and count n. Nil means v unchanged. Not used with Merge.
@@ -205,6 +214,7 @@ type Correlator[T any] struct {
 	dedup      *DedupStage[T]
 	dedupSize  int
 	dedupCache *simplelru.LRU[string, *seen[T]]
+	keyBuf     []byte      // where AppendKey builds keys (dedupKey)
 	seq        uint64      // the last record id given out
 	report     LossCounter // nil: losses are not reported
 	evicted    uint64      // open records evicted
@@ -227,6 +237,7 @@ type aggRecord struct {
 // are in flight (WriteOpen) is never reused, so that they can settle
 // against it after it was forgotten.
 type seen[T any] struct {
+	key   string // as remembered
 	v     T
 	count int
 	last  time.Time // when the latest occurrence happened
@@ -294,8 +305,10 @@ func (c *Correlator[T]) setupDedup(cfg CorrelatorConfig[T], size int) error {
 		return nil
 	}
 	switch {
-	case d.Key == nil:
+	case d.Key == nil && d.AppendKey == nil:
 		return errors.New("fanout: DedupStage.Key is nil")
+	case d.Key != nil && d.AppendKey != nil:
+		return errors.New("fanout: invalid DedupStage: both Key and AppendKey are set")
 	case d.WriteFirst < 0:
 		return fmt.Errorf("fanout: invalid DedupStage: WriteFirst %d must not be negative", d.WriteFirst)
 	case d.WriteFirst > 0 && d.Merge == nil:
@@ -349,13 +362,14 @@ func (c *Correlator[T]) correlate(v T) (r Correlation[T], l loss) {
 	// a stage changes them, is remembered or written: a merged repeat
 	// costs no copy.
 	own := c.clone == nil
+	scratch := false // r.Key is in c.keyBuf (dedupKey)
 	if c.dedup != nil {
-		r.Key = c.dedup.Key(v)
+		r.Key, scratch = c.dedupKey(v)
 	}
 	if c.agg != nil {
 		if group, ok := c.aggregate(v, now); ok {
 			r.Aggregated = true
-			r.Key = group
+			r.Key, scratch = group, false
 			if c.agg.Combine != nil {
 				v, own = c.agg.Combine(c.own(v, own), now), true
 			}
@@ -364,7 +378,11 @@ func (c *Correlator[T]) correlate(v T) (r Correlation[T], l loss) {
 	r.Count = 1
 	if c.dedup != nil {
 		var e *seen[T]
-		if e, l = c.lookup(r.Key); e.count > 0 {
+		e, l = c.lookup(r.Key, scratch)
+		if scratch {
+			r.Key = e.key
+		}
+		if e.count > 0 {
 			return c.repeat(r, e, v, own, now), l
 		}
 		v, own = c.own(v, own), true
@@ -398,9 +416,33 @@ func (c *Correlator[T]) skip(v T, now time.Time) bool {
 	return !lim.AllowN(now, 1)
 }
 
+// dedupKey returns v's dedup key, and whether it is built in c.keyBuf
+// (AppendKey): such a key is only valid until the next call, and lookup
+// keeps a copy of it. Caller holds c.mu.
+func (c *Correlator[T]) dedupKey(v T) (key string, scratch bool) {
+	if c.dedup.Key != nil {
+		return c.dedup.Key(v), false
+	}
+	if c.keyBuf == nil {
+		c.keyBuf = make([]byte, 0, 128)
+	}
+	b := c.dedup.AppendKey(c.keyBuf[:0], v)
+	if len(b) == 0 {
+		return "", false
+	}
+	if &b[0] != &c.keyBuf[:1][0] {
+		// Grown, or a buffer of AppendKey's own, which the next call must
+		// not write into: copied into ours.
+		c.keyBuf = append(c.keyBuf[:0], b...)
+		b = c.keyBuf
+	}
+	return unsafe.String(&b[0], len(b)), true
+}
+
 // lookup returns key's record, made afresh if the key is new (count 0),
-// and the loss of the record evicted to make room.
-func (c *Correlator[T]) lookup(key string) (*seen[T], loss) {
+// and the loss of the record evicted to make room. A scratch key (dedupKey)
+// is copied to be remembered.
+func (c *Correlator[T]) lookup(key string, scratch bool) (*seen[T], loss) {
 	if e, ok := c.dedupCache.Get(key); ok {
 		return e, loss{}
 	}
@@ -421,8 +463,11 @@ func (c *Correlator[T]) lookup(key string) (*seen[T], loss) {
 	if e == nil {
 		e = new(seen[T])
 	}
+	if scratch {
+		key = strings.Clone(key)
+	}
 	c.seq++
-	e.id = c.seq
+	e.id, e.key = c.seq, key
 	c.dedupCache.Add(key, e)
 	return e, l
 }
@@ -516,7 +561,7 @@ func (c *Correlator[T]) Observe(v T) {
 func (c *Correlator[T]) observe(v T) loss {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e, l := c.lookup(c.dedup.Key(v))
+	e, l := c.lookup(c.dedupKey(v))
 	switch {
 	case c.dedup.Count != nil:
 		e.count = c.dedup.Count(v)

@@ -87,6 +87,7 @@ func TestCorrelatorConfigErrors(t *testing.T) {
 		"aggregate negative":   {Aggregate: &fanout.AggregateStage[ev]{Key: aggStage().Key, MaxKeys: -1}},
 		"aggregate interval":   {Aggregate: &fanout.AggregateStage[ev]{Key: aggStage().Key, Interval: -time.Second}},
 		"dedup no key":         {Dedup: &fanout.DedupStage[ev]{}},
+		"dedup two keys":       {Dedup: &fanout.DedupStage[ev]{Key: key, AppendKey: appendKey}},
 		"write first no merge": {Dedup: &fanout.DedupStage[ev]{Key: key, WriteFirst: 2}},
 		"negative write first": {Dedup: &fanout.DedupStage[ev]{Key: key, Merge: mark, WriteFirst: -1}},
 		"spam no key":          {Spam: &fanout.SpamStage[ev]{}},
@@ -248,6 +249,95 @@ func TestCorrelatorDedupCount(t *testing.T) {
 	r := c.Correlate(ev{Msg: "five"})
 	assert.Equal(t, 41, r.Count)
 	assert.Equal(t, "x", r.Value.ID)
+}
+
+// appendKey is dedupStage's key, appended.
+func appendKey(dst []byte, e ev) []byte {
+	dst = append(dst, e.Obj...)
+	dst = append(append(dst, '/'), e.Reason...)
+	return append(append(dst, '/'), e.Msg...)
+}
+
+// A correlator whose dedup stage appends its keys decides as one whose
+// stage returns them, evictions and aggregates included, and the keys of
+// its decisions stay as they were when later keys are built.
+func TestCorrelatorAppendKeyDecidesAsKey(t *testing.T) {
+	appending := dedupStage()
+	appending.Key, appending.AppendKey = nil, appendKey
+	agg := aggStage()
+	agg.MaxKeys = 3
+	clk := newManualClock()
+	byKey := newCorrelator(t, fanout.CorrelatorConfig[ev]{Dedup: dedupStage(), Aggregate: agg, CacheSize: 6, Clock: clk})
+	byAppend := newCorrelator(t, fanout.CorrelatorConfig[ev]{Dedup: appending, Aggregate: agg, CacheSize: 6, Clock: clk})
+	var want, got []fanout.Correlation[ev]
+	for i := range 200 {
+		// Reason R0 varies its message (aggregates), R1 does not (repeats).
+		e := ev{Obj: fmt.Sprint("pod", (i/5)%3), Reason: fmt.Sprint("R", i%2), Msg: fmt.Sprint("m", (i/2)%9*(1-i%2))}
+		if i%11 == 0 {
+			e.ID = fmt.Sprint("stored", i)
+			byKey.Observe(e)
+			byAppend.Observe(e)
+			continue
+		}
+		want = append(want, byKey.Correlate(e))
+		got = append(got, byAppend.Correlate(e))
+		clk.Advance(time.Second)
+	}
+	require.Equal(t, want, got)
+	var firsts, repeats, aggregated int
+	for _, r := range got {
+		switch {
+		case r.Aggregated:
+			aggregated++
+		case r.Count > 1:
+			repeats++
+		default:
+			firsts++
+		}
+	}
+	assert.Positive(t, firsts, "the sequence has first occurrences")
+	assert.Positive(t, repeats, "repeats")
+	assert.Positive(t, aggregated, "and aggregates")
+}
+
+// A buffer that AppendKey returns as its own, rather than dst extended, is
+// never handed back to it to write into.
+func TestCorrelatorAppendKeyDoesNotWriteIntoItsOwnBuffer(t *testing.T) {
+	own := append(make([]byte, 0, 64), "pod/R/fixed"...)
+	st := dedupStage()
+	st.Key = nil
+	st.AppendKey = func(dst []byte, e ev) []byte {
+		if e.Msg == "fixed" {
+			return own
+		}
+		return appendKey(dst, e)
+	}
+	c := newCorrelator(t, fanout.CorrelatorConfig[ev]{Dedup: st})
+	for range 3 {
+		assert.Equal(t, "pod/R/fixed", c.Correlate(ev{Obj: "pod", Reason: "R", Msg: "fixed"}).Key)
+		assert.Equal(t, "other/R/a much longer message", c.Correlate(ev{Obj: "other", Reason: "R", Msg: "a much longer message"}).Key)
+	}
+	assert.Equal(t, "pod/R/fixed", string(own))
+	assert.Equal(t, "pod/R/fixed", string(own[:cap(own)][:len(own)]))
+	assert.Equal(t, make([]byte, cap(own)-len(own)), own[len(own):cap(own)], "nothing was written past it")
+}
+
+// A repeat merged into its record costs no allocation with AppendKey: the
+// key is built in the correlator's buffer and only a new key is copied.
+func TestCorrelatorAppendKeyMergesARepeatWithoutAllocating(t *testing.T) {
+	st := mergeStage(1)
+	st.Key = nil
+	st.AppendKey = func(dst []byte, e ev) []byte { return append(append(append(dst, e.Obj...), '/'), e.Reason...) }
+	c := newCorrelator(t, fanout.CorrelatorConfig[ev]{Dedup: st})
+	first := at("pod", 0)
+	c.Correlate(first)
+	repeat := at("pod", 1)
+	var r fanout.Correlation[ev]
+	if n := testing.AllocsPerRun(100, func() { r = c.Correlate(repeat) }); n != 0 {
+		t.Errorf("a merged repeat allocated %v times, want 0", n)
+	}
+	assert.True(t, r.Merged)
+	assert.Equal(t, "pod/R", r.Key)
 }
 
 func TestCorrelatorObserveKeepsCountWithoutCountFunc(t *testing.T) {
