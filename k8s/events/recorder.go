@@ -13,7 +13,6 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/tools/reference"
 	"k8s.io/klog/v2"
 )
 
@@ -63,13 +62,10 @@ func (r *recorder) record(regarding, related runtime.Object, annotations map[str
 	}
 	var relatedRef *corev1.ObjectReference
 	if related != nil {
-		relatedRef, err = objectReference(r.scheme, related)
-		if err != nil {
+		if ref, err := objectReference(r.scheme, related); err != nil {
 			r.logger.V(9).Info("Could not construct reference", "object", related, "err", err)
-			relatedRef = nil
-		} else if p, ok := related.(*corev1.ObjectReference); ok && p == relatedRef {
-			// The caller's own reference: the event must not share it.
-			relatedRef = relatedRef.DeepCopy()
+		} else {
+			relatedRef = &ref // a copy: the event never shares the caller's reference
 		}
 	}
 	if !util.ValidateEventType(eventtype) {
@@ -77,7 +73,7 @@ func (r *recorder) record(regarding, related runtime.Object, annotations map[str
 		r.b.counters.Invalid.Add(1)
 		return
 	}
-	ev := makeEvent(now, regardingRef, relatedRef, annotations, eventtype, reason, action, message, r.controller, r.instance)
+	ev := makeEvent(now, &regardingRef, relatedRef, annotations, eventtype, reason, action, message, r.controller, r.instance)
 	if err := r.b.rec.Record(ev); err != nil {
 		// Only after Shutdown: the runners' queues drop silently.
 		r.b.counters.Stopped.Add(1)
@@ -110,18 +106,15 @@ func makeEvent(now time.Time, regarding, related *corev1.ObjectReference, annota
 
 var errNilReference = errors.New("can't reference a nil object")
 
-// objectReference is reference.GetReference made total: a nil object or
-// reference, or an object whose methods panic (a typed nil pointer, say),
-// is an error.
-func objectReference(scheme *runtime.Scheme, obj runtime.Object) (ref *corev1.ObjectReference, err error) {
+// objectReference is reference.GetReference made total, and returning the
+// reference itself (adapt.Reference): a nil object or reference, or an
+// object whose methods panic (a typed nil pointer, say), is an error.
+func objectReference(scheme *runtime.Scheme, obj runtime.Object) (ref corev1.ObjectReference, err error) {
 	if obj == nil {
-		return nil, errNilReference
+		return ref, errNilReference
 	}
-	if perr := guard.Call(func() { ref, err = reference.GetReference(scheme, obj) }); perr != nil {
-		return nil, fmt.Errorf("can't reference object %T: %w", obj, perr)
-	}
-	if err == nil && ref == nil {
-		err = errNilReference
+	if perr := guard.Call(func() { ref, err = adapt.Reference(scheme, obj) }); perr != nil {
+		return ref, fmt.Errorf("can't reference object %T: %w", obj, perr)
 	}
 	return ref, err
 }

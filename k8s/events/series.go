@@ -36,7 +36,7 @@ func newSeriesCorrelator(size int) (seriesCorrelator, error) {
 		CacheSize: size,
 		Clone:     (*eventsv1.Event).DeepCopy,
 		Dedup: &fanout.DedupStage[*eventsv1.Event]{
-			Key:        seriesKey,
+			AppendKey:  appendSeriesKey,
 			Merge:      markSeries,
 			WriteFirst: 2,
 			// The time the occurrence was recorded, as client-go v0.37,
@@ -60,12 +60,12 @@ func markSeries(ev *eventsv1.Event, n int, last time.Time) *eventsv1.Event {
 	return ev
 }
 
-// seriesKey groups the occurrences of one series, as client-go's getKey:
-// everything that says what happened to what and who says so, but not the
-// note, the name or the time. A missing related object keys as an empty
-// reference, as in client-go. Each field is length-prefixed, so that
-// distinct keys never collide.
-func seriesKey(ev *eventsv1.Event) string {
+// appendSeriesKey appends the key of ev's series to dst, as client-go's
+// getKey groups occurrences: everything that says what happened to what
+// and who says so, but not the note, the name or the time. A missing
+// related object keys as an empty reference, as in client-go. Each field
+// is length-prefixed, so that distinct keys never collide.
+func appendSeriesKey(dst []byte, ev *eventsv1.Event) []byte {
 	var related corev1.ObjectReference
 	if ev.Related != nil {
 		related = *ev.Related
@@ -77,13 +77,11 @@ func seriesKey(ev *eventsv1.Event) string {
 		related.Kind, related.Namespace, related.Name, string(related.UID),
 		related.APIVersion, related.ResourceVersion, related.FieldPath,
 	}
-	// Built on the stack when it fits, and copied once into the string.
-	b := make([]byte, 0, 256)
 	for _, f := range fields {
-		b = binary.AppendUvarint(b, uint64(len(f)))
-		b = append(b, f...)
+		dst = binary.AppendUvarint(dst, uint64(len(f)))
+		dst = append(dst, f...)
 	}
-	return string(b)
+	return dst
 }
 
 // refresh re-writes every open series once, as client-go's

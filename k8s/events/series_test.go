@@ -486,6 +486,9 @@ type seriesKeyFields struct {
 	regarding, related                        corev1.ObjectReference
 }
 
+// seriesKey is ev's series key as a string.
+func seriesKey(ev *eventsv1.Event) string { return string(appendSeriesKey(nil, ev)) }
+
 func eventFor(k seriesKeyFields) *eventsv1.Event {
 	ev := &eventsv1.Event{Type: k.typ, Action: k.action, Reason: k.reason, ReportingController: k.controller,
 		ReportingInstance: k.instance, Regarding: k.regarding}

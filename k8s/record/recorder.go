@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
-	ref "k8s.io/client-go/tools/reference"
 	"k8s.io/klog/v2"
 )
 
@@ -43,18 +42,17 @@ func (r *recorder) WithLogger(logger klog.Logger) EventRecorderLogger {
 	return &c
 }
 
-// reference returns obj's object reference; a nil object or scheme, or a
-// panicking object, is an error.
-func reference(scheme *runtime.Scheme, obj runtime.Object) (objRef *v1.ObjectReference, err error) {
+// reference returns obj's object reference (adapt.Reference); a nil
+// object or reference, or a panicking object, is an error.
+func reference(scheme *runtime.Scheme, obj runtime.Object) (objRef v1.ObjectReference, err error) {
 	if obj == nil {
-		return nil, errors.New("object is nil")
+		return objRef, errors.New("object is nil")
 	}
-	if perr := guard.Call(func() { objRef, err = ref.GetReference(scheme, obj) }); perr != nil {
-		return nil, perr
+	if perr := guard.Call(func() { objRef, err = adapt.Reference(scheme, obj) }); perr != nil {
+		return objRef, perr
 	}
-	if err == nil && objRef == nil {
-		// GetReference returns a *ObjectReference as it is, nil included.
-		return nil, errors.New("object reference is nil")
+	if errors.Is(err, adapt.ErrNilReference) {
+		err = errors.New("object reference is nil")
 	}
 	return objRef, err
 }
@@ -87,7 +85,7 @@ func (r *recorder) generate(object runtime.Object, annotations map[string]string
 			Namespace:   namespace,
 			Annotations: annotations,
 		},
-		InvolvedObject:      *objRef,
+		InvolvedObject:      objRef,
 		Reason:              reason,
 		Message:             message,
 		FirstTimestamp:      t,

@@ -1,7 +1,7 @@
 // Package adapt holds what the record and events packages share: client-go's
 // classification of write errors and the mapping of the core recorder's
-// counters to [eventstats.Stats], and the formatting of a recorded
-// message.
+// counters to [eventstats.Stats], the formatting of a recorded message,
+// and the reference to the object an event is about.
 package adapt
 
 import (

@@ -30,14 +30,37 @@ func IsKeyNotFoundError(err error) bool {
 // characters a name cannot).
 func GenerateEventName(refName string, unixNano int64) string {
 	// Built in one allocation: the stack buffer holds most names, and
-	// only the string is copied to the heap.
+	// only the string is copied to the heap. The suffix of a time that is
+	// not negative is lower-case hex digits, a valid label: the name is a
+	// subdomain when refName is one and the whole fits (a negative time
+	// puts a '-' at the start of the last label).
 	buf := append(make([]byte, 0, 96), refName...)
-	buf = strconv.AppendInt(append(buf, '.'), unixNano, 16)
-	name := string(buf)
-	if !isDNS1123Subdomain(name) {
+	if unixNano < 0 {
+		buf = strconv.AppendInt(append(buf, '.'), unixNano, 16)
+	} else {
+		buf = appendHex(append(buf, '.'), uint64(unixNano))
+	}
+	if unixNano < 0 || len(buf) > maxSubdomainLength || !isDNS1123Subdomain(refName) {
 		return uuid.New().String()
 	}
-	return name
+	return string(buf)
+}
+
+// appendHex appends v in lower-case hex without leading zeros, as
+// strconv.AppendUint(b, v, 16).
+func appendHex(b []byte, v uint64) []byte {
+	const digits = "0123456789abcdef"
+	var d [16]byte
+	i := len(d)
+	for {
+		i--
+		d[i] = digits[v&15]
+		v >>= 4
+		if v == 0 {
+			break
+		}
+	}
+	return append(b, d[i:]...)
 }
 
 // maxSubdomainLength is apimachinery's DNS1123SubdomainMaxLength.
