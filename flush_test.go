@@ -333,3 +333,20 @@ func TestConcurrentFlushesSeeEveryEarlierValueHandled(t *testing.T) {
 	assert.Equal(t, uint64(8000), st.Written+st.DroppedFull)
 	assert.Equal(t, int(st.Written), len(sink.Written()))
 }
+
+// A Flush that starts as the runner handles its value is woken all the
+// same: the runner adds to its count before it looks for waiting Flush
+// calls, and a Flush counts itself waiting before it looks at the count
+// again.
+func TestFlushStartingAsItsValueIsHandledReturns(t *testing.T) {
+	r := newRecorder[ev](t)
+	startSink(t, r, &fanouttest.Sink[ev]{}, nil)
+	for i := range 20000 {
+		require.NoError(t, r.Record(ev{Msg: "m"}))
+		runtime.Gosched() // let the runner take it: the Flush meets it mid-way
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := r.Flush(ctx)
+		cancel()
+		require.NoError(t, err, "Flush %d was not woken", i)
+	}
+}

@@ -54,9 +54,13 @@ type Runner[T any] struct {
 	received, written, failures, retries, merged atomic.Uint64
 	drops                                        [numDropReasons]atomic.Uint64
 
-	mu      sync.Mutex
-	handled uint64 // values written, skipped or dropped after receipt
-	waiters []flushWaiter
+	// handled counts the values written, skipped or dropped after
+	// receipt; waiters are the Flush calls waiting for more, under mu, and
+	// nwaiters their number (see markHandled).
+	handled  atomic.Uint64
+	nwaiters atomic.Int32
+	mu       sync.Mutex
+	waiters  []flushWaiter
 
 	// exited is set, under the recorder's mu, when the runner's counters
 	// have moved to the recorder's: later losses go there.
@@ -162,6 +166,7 @@ func (run *Runner[T]) exit() {
 		close(fw.ch)
 	}
 	run.waiters = nil
+	run.nwaiters.Store(0)
 	close(run.done) // under run.mu: waitHandled sees either this or adds a waiter closed above
 	run.mu.Unlock()
 }
