@@ -66,22 +66,40 @@ func markSeries(ev *eventsv1.Event, n int, last time.Time) *eventsv1.Event {
 // related object keys as an empty reference, as in client-go. Each field
 // is length-prefixed, so that distinct keys never collide.
 func appendSeriesKey(dst []byte, ev *eventsv1.Event) []byte {
-	var related corev1.ObjectReference
-	if ev.Related != nil {
-		related = *ev.Related
+	dst = appendField(dst, ev.Type)
+	dst = appendField(dst, ev.Action)
+	dst = appendField(dst, ev.Reason)
+	dst = appendField(dst, ev.ReportingController)
+	dst = appendField(dst, ev.ReportingInstance)
+	dst = appendReference(dst, &ev.Regarding)
+	if ev.Related == nil {
+		return append(dst, noReference[:]...)
 	}
-	fields := [...]string{
-		ev.Type, ev.Action, ev.Reason, ev.ReportingController, ev.ReportingInstance,
-		ev.Regarding.Kind, ev.Regarding.Namespace, ev.Regarding.Name, string(ev.Regarding.UID),
-		ev.Regarding.APIVersion, ev.Regarding.ResourceVersion, ev.Regarding.FieldPath,
-		related.Kind, related.Namespace, related.Name, string(related.UID),
-		related.APIVersion, related.ResourceVersion, related.FieldPath,
+	return appendReference(dst, ev.Related)
+}
+
+// noReference is the key of an empty reference: seven empty fields.
+var noReference [7]byte
+
+// appendReference appends the key fields of ref.
+func appendReference(dst []byte, ref *corev1.ObjectReference) []byte {
+	dst = appendField(dst, ref.Kind)
+	dst = appendField(dst, ref.Namespace)
+	dst = appendField(dst, ref.Name)
+	dst = appendField(dst, string(ref.UID))
+	dst = appendField(dst, ref.APIVersion)
+	dst = appendField(dst, ref.ResourceVersion)
+	return appendField(dst, ref.FieldPath)
+}
+
+// appendField appends s, prefixed with its length as a uvarint.
+func appendField(dst []byte, s string) []byte {
+	if len(s) < 0x80 { // the uvarint's one byte, without the call
+		dst = append(dst, byte(len(s)))
+	} else {
+		dst = binary.AppendUvarint(dst, uint64(len(s)))
 	}
-	for _, f := range fields {
-		dst = binary.AppendUvarint(dst, uint64(len(f)))
-		dst = append(dst, f...)
-	}
-	return dst
+	return append(dst, s...)
 }
 
 // refresh re-writes every open series once, as client-go's
