@@ -249,6 +249,28 @@ func ExampleRecorder() {
 	// recorded 6, written 4, skipped as spam 2
 }
 
+// A dedup stage that appends its keys: a repeat is looked up in the
+// correlator's own buffer, so counting it allocates no key.
+func ExampleDedupStage_appendKey() {
+	corr, _ := fanout.NewCorrelator(fanout.CorrelatorConfig[LogEvent]{
+		Dedup: &fanout.DedupStage[LogEvent]{
+			AppendKey: func(dst []byte, e LogEvent) []byte {
+				dst = append(dst, e.Level...)
+				return append(append(dst, 0), e.Msg...)
+			},
+		},
+	})
+	for _, msg := range []string{"disk 91% full", "disk 91% full", "service started", "disk 91% full"} {
+		r := corr.Correlate(LogEvent{Level: "warn", Msg: msg})
+		fmt.Printf("%q: occurrence %d\n", msg, r.Count)
+	}
+	// Output:
+	// "disk 91% full": occurrence 1
+	// "disk 91% full": occurrence 2
+	// "service started": occurrence 1
+	// "disk 91% full": occurrence 3
+}
+
 func ExampleWithFilter() {
 	b := fanout.New[Event]()
 	deletions, _ := b.Watch(fanout.WithName("deletions"),
