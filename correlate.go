@@ -105,11 +105,12 @@ type DedupStage[T any] struct {
 	// timestamps and count). Required, unless AppendKey is set.
 	Key func(T) string
 	// AppendKey, instead of Key, appends v's key to dst and returns the
-	// extended buffer, as strconv's Append functions. The correlator
-	// builds each key in a buffer of its own and copies it only to
-	// remember a new key, where Key allocates a string per value (a
-	// twentieth of recording a repeated events.k8s.io event). Set Key or
-	// AppendKey, not both.
+	// extended buffer, as strconv's Append functions; it must not keep
+	// dst, and an empty result is the key "". The correlator builds each
+	// key in a buffer of its own and copies it only to remember a new
+	// key, where Key allocates a string per value (a twentieth of
+	// recording a repeated events.k8s.io event). Set Key or AppendKey,
+	// not both.
 	AppendKey func(dst []byte, v T) []byte
 	// Repeat returns v marked as occurrence n (n ≥ 2) of the value
 	// remembered as prev: typically v with prev's identity and first
@@ -306,7 +307,7 @@ func (c *Correlator[T]) setupDedup(cfg CorrelatorConfig[T], size int) error {
 	}
 	switch {
 	case d.Key == nil && d.AppendKey == nil:
-		return errors.New("fanout: DedupStage.Key is nil")
+		return errors.New("fanout: DedupStage.Key is nil (set Key or AppendKey)")
 	case d.Key != nil && d.AppendKey != nil:
 		return errors.New("fanout: invalid DedupStage: both Key and AppendKey are set")
 	case d.WriteFirst < 0:
@@ -431,8 +432,9 @@ func (c *Correlator[T]) dedupKey(v T) (key string, scratch bool) {
 		return "", false
 	}
 	if &b[0] != &c.keyBuf[:1][0] {
-		// Grown, or a buffer of AppendKey's own, which the next call must
-		// not write into: copied into ours.
+		// Grown past our buffer (kept, so that a long key's repeats
+		// allocate nothing either), or a buffer of AppendKey's own, never
+		// handed back to it: copied into ours.
 		c.keyBuf = append(c.keyBuf[:0], b...)
 		b = c.keyBuf
 	}

@@ -338,6 +338,15 @@ func TestCorrelatorAppendKeyMergesARepeatWithoutAllocating(t *testing.T) {
 	}
 	assert.True(t, r.Merged)
 	assert.Equal(t, "pod/R", r.Key)
+
+	// A key longer than the correlator's first buffer: the grown buffer
+	// is kept, so its repeats allocate nothing either.
+	long := at(strings.Repeat("p", 300), 0)
+	c.Correlate(long)
+	if n := testing.AllocsPerRun(100, func() { r = c.Correlate(long) }); n != 0 {
+		t.Errorf("a merged repeat of a 302-byte key allocated %v times, want 0", n)
+	}
+	assert.Equal(t, strings.Repeat("p", 300)+"/R", r.Key)
 }
 
 func TestCorrelatorObserveKeepsCountWithoutCountFunc(t *testing.T) {

@@ -341,7 +341,7 @@ func TestConcurrentFlushesSeeEveryEarlierValueHandled(t *testing.T) {
 func TestFlushStartingAsItsValueIsHandledReturns(t *testing.T) {
 	r := newRecorder[ev](t)
 	startSink(t, r, &fanouttest.Sink[ev]{}, nil)
-	for i := range 20000 {
+	for i := range 100000 {
 		require.NoError(t, r.Record(ev{Msg: "m"}))
 		runtime.Gosched() // let the runner take it: the Flush meets it mid-way
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
