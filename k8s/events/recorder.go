@@ -116,5 +116,8 @@ func objectReference(scheme *runtime.Scheme, obj runtime.Object) (ref corev1.Obj
 	if perr := guard.Call(func() { ref, err = adapt.Reference(scheme, obj) }); perr != nil {
 		return ref, fmt.Errorf("can't reference object %T: %w", obj, perr)
 	}
+	if errors.Is(err, adapt.ErrNilReference) {
+		err = errNilReference // this package's message, as before
+	}
 	return ref, err
 }

@@ -2,8 +2,10 @@ package events
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -504,6 +506,10 @@ func FuzzSeriesKey(f *testing.F) {
 	f.Add("Normal", "A", "R", "ctrl", "pod", "ns", "Normal", "A", "R", "ctrl", "po", "dns")
 	f.Add("", "", "", "", "", "", "", "", "", "", "", "")
 	f.Add("a\x00", "b", "", "", "x", "", "a", "\x00b", "", "", "", "x")
+	// Lengths on either side of the one-byte prefix (127, 128) and past it.
+	long := func(n int) string { return strings.Repeat("n", n) }
+	f.Add("Normal", long(127), "R", "c", long(128), "ns", "Normal", long(127), "R", "c", long(128)[1:], "nsn")
+	f.Add(long(300), "A", "", "", "", "", long(299), "A", "", "", "", "")
 	f.Fuzz(func(t *testing.T, t1, a1, r1, c1, n1, ns1, t2, a2, r2, c2, n2, ns2 string) {
 		k1 := seriesKeyFields{typ: t1, action: a1, reason: r1, controller: c1,
 			regarding: corev1.ObjectReference{Name: n1, Namespace: ns1}, related: corev1.ObjectReference{FieldPath: ns2}}
@@ -513,6 +519,20 @@ func FuzzSeriesKey(f *testing.F) {
 			t.Errorf("keys equal: %v, fields equal: %v\n%+v\n%+v", got, want, k1, k2)
 		}
 	})
+}
+
+// A field of 128 bytes or more is prefixed with its length as a uvarint of
+// two bytes or more, as a shorter one with its one byte.
+func TestSeriesKeyPrefixesEachFieldWithItsUvarintLength(t *testing.T) {
+	for _, n := range []int{0, 1, 127, 128, 300, 70000} {
+		reason := strings.Repeat("r", n)
+		key := appendSeriesKey(nil, &eventsv1.Event{Type: "Normal", Reason: reason})
+		want := append([]byte{6}, "Normal"...)
+		want = append(want, 0) // Action
+		want = append(binary.AppendUvarint(want, uint64(n)), reason...)
+		assert.Equal(t, want, key[:len(want)], "reason of %d bytes", n)
+		assert.Len(t, key, len(want)+2+14, "reason of %d bytes: then 16 empty fields", n)
+	}
 }
 
 // A missing related object keys as an empty one, as in client-go.

@@ -5,7 +5,6 @@ package util
 
 import (
 	"net/http"
-	"strconv"
 
 	"github.com/google/uuid"
 	v1 "k8s.io/api/core/v1"
@@ -30,17 +29,15 @@ func IsKeyNotFoundError(err error) bool {
 // characters a name cannot).
 func GenerateEventName(refName string, unixNano int64) string {
 	// Built in one allocation: the stack buffer holds most names, and
-	// only the string is copied to the heap. The suffix of a time that is
-	// not negative is lower-case hex digits, a valid label: the name is a
-	// subdomain when refName is one and the whole fits (a negative time
-	// puts a '-' at the start of the last label).
-	buf := append(make([]byte, 0, 96), refName...)
+	// only the string is copied to the heap. A negative time puts a '-'
+	// at the start of the last label, never valid; otherwise the suffix
+	// is lower-case hex digits, a valid label, so the name is a subdomain
+	// when refName is one and the whole fits.
 	if unixNano < 0 {
-		buf = strconv.AppendInt(append(buf, '.'), unixNano, 16)
-	} else {
-		buf = appendHex(append(buf, '.'), uint64(unixNano))
+		return uuid.New().String()
 	}
-	if unixNano < 0 || len(buf) > maxSubdomainLength || !isDNS1123Subdomain(refName) {
+	buf := appendHex(append(append(make([]byte, 0, 96), refName...), '.'), uint64(unixNano))
+	if len(buf) > maxSubdomainLength || !isDNS1123Subdomain(refName) {
 		return uuid.New().String()
 	}
 	return string(buf)
