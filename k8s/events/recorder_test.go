@@ -193,3 +193,18 @@ func TestWithLoggerKeepsBroadcaster(t *testing.T) {
 		require.Len(t, sink.ops(), 1)
 	})
 }
+
+// Recording an event allocates the event and its name, nothing else: the
+// reference is built in place and a note without verbs is not copied.
+func TestEventfAllocatesOnlyTheEventAndItsName(t *testing.T) {
+	b, err := New(newRecordingSink())
+	require.NoError(t, err)
+	defer b.Shutdown()
+	r := b.NewRecorder(scheme.Scheme, "ctrl")
+	p := pod("web", "ns")
+	if n := testing.AllocsPerRun(100, func() {
+		r.Eventf(p, nil, corev1.EventTypeNormal, "Synced", "Sync", "synced")
+	}); n != 2 {
+		t.Errorf("Eventf allocated %v times, want 2 (the event and its name)", n)
+	}
+}

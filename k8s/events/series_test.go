@@ -632,3 +632,19 @@ func TestSeriesPatchFastPath(t *testing.T) {
 	_, ok := fastSeriesPatch(&eventsv1.Event{})
 	assert.False(t, ok, "no series")
 }
+
+// A repeat merged into its series costs no allocation: its key is built
+// in the correlator's buffer (AppendKey), not as a string per occurrence.
+func TestSeriesCorrelatorMergesARepeatWithoutAllocating(t *testing.T) {
+	c, err := newSeriesCorrelator(fanout.DefaultCacheSize)
+	require.NoError(t, err)
+	ev := makeEvent(bubbleStart, &corev1.ObjectReference{Kind: "Pod", Name: "web", Namespace: "ns"}, nil, nil,
+		corev1.EventTypeWarning, "BackOff", "Restart", "back-off", "ctrl", "ctrl-host")
+	c.Correlate(ev)
+	c.Correlate(ev) // the series of 2, written
+	var r fanout.Correlation[*eventsv1.Event]
+	if n := testing.AllocsPerRun(100, func() { r = c.Correlate(ev) }); n != 0 {
+		t.Errorf("a merged repeat allocated %v times, want 0", n)
+	}
+	assert.True(t, r.Merged)
+}
