@@ -50,33 +50,9 @@ func (b *Broadcaster[T]) watch(prefix []T, opts []Option) (*Watcher[T], error) {
 	if b.stopped {
 		return nil, ErrStopped
 	}
-	b.nextID++
-	b.nwatch.Add(1) // every path below registers w
 	h := b.head.Load()
 	k := min(uint64(cfg.replay), h)
-	w := &Watcher[T]{b: b, id: b.nextID, q: cfg.queueLen, kind: kindOf(cfg.behavior), behavior: cfg.behavior,
-		onDrop: cfg.onDrop, end: math.MaxUint64}
-	if cfg.name != "" || cfg.commit || keep != nil {
-		w.x = &watcherExtra[T]{name: cfg.name, commit: cfg.commit, keep: keep}
-		w.keeps = keep != nil
-		w.x.committed.Store(h)
-	}
-	w.lazy = w.kind.lazy() && w.onDrop == nil && keep == nil
-	w.regSeq, w.lead = h, uint64(len(prefix))+k
-	if w.kind == kindWait {
-		b.holders = append(b.holders, w)
-	}
-	if npre > 0 || k > 0 {
-		// The values given, not the ones a filter keeps: the queue
-		// length does not depend on what the filter says.
-		w.q = max(w.q, npre+int(k)+1)
-	}
-	if w.kind.bounded() {
-		b.nbounded++
-	}
-	if w.kind.bounded() || w.keeper() != nil {
-		w.ps = &pubState{}
-	}
+	w := b.newWatcher(cfg, keep, h, npre, len(prefix), k)
 	if w.keeper() != nil {
 		b.countPrefix(w, uint64(npre-len(prefix))-prefixPanics, prefixPanics)
 		if w.q == 0 {
@@ -91,6 +67,39 @@ func (b *Broadcaster[T]) watch(prefix []T, opts []Option) (*Watcher[T], error) {
 	}
 	b.addReader(w, prefix, h-k)
 	return w, nil
+}
+
+// newWatcher makes the watcher that watch registers, with the head at h,
+// npre values given as its prefix (kept of them left by its filter keep)
+// and k values replayed, and counts it where b counts watchers by kind.
+// Caller holds b.mu.
+func (b *Broadcaster[T]) newWatcher(cfg config, keep func(T) bool, h uint64, npre, kept int, k uint64) *Watcher[T] {
+	b.nextID++
+	b.nwatch.Add(1) // every path of watch registers the watcher
+	w := &Watcher[T]{b: b, id: b.nextID, q: cfg.queueLen, kind: kindOf(cfg.behavior), behavior: cfg.behavior,
+		onDrop: cfg.onDrop, end: math.MaxUint64}
+	if cfg.name != "" || cfg.commit || keep != nil {
+		w.x = &watcherExtra[T]{name: cfg.name, commit: cfg.commit, keep: keep}
+		w.keeps = keep != nil
+		w.x.committed.Store(h)
+	}
+	w.lazy = w.kind.lazy() && w.onDrop == nil && keep == nil
+	w.regSeq, w.lead = h, uint64(kept)+k
+	if w.kind == kindWait {
+		b.holders = append(b.holders, w)
+	}
+	if npre > 0 || k > 0 {
+		// The values given, not the ones a filter keeps: the queue
+		// length does not depend on what the filter says.
+		w.q = max(w.q, npre+int(k)+1)
+	}
+	if w.kind.bounded() {
+		b.nbounded++
+	}
+	if w.kind.bounded() || w.keeper() != nil {
+		w.ps = &pubState{}
+	}
+	return w
 }
 
 // countPrefix counts the values of its prefix that the filter of w left
