@@ -5,6 +5,7 @@ package util
 
 import (
 	"net/http"
+	"strconv"
 
 	"github.com/google/uuid"
 	v1 "k8s.io/api/core/v1"
@@ -36,28 +37,11 @@ func GenerateEventName(refName string, unixNano int64) string {
 	if unixNano < 0 {
 		return uuid.New().String()
 	}
-	buf := appendHex(append(append(make([]byte, 0, 96), refName...), '.'), uint64(unixNano))
+	buf := strconv.AppendUint(append(append(make([]byte, 0, 96), refName...), '.'), uint64(unixNano), 16)
 	if len(buf) > maxSubdomainLength || !isDNS1123Subdomain(refName) {
 		return uuid.New().String()
 	}
 	return string(buf)
-}
-
-// appendHex appends v in lower-case hex without leading zeros, as
-// strconv.AppendUint(b, v, 16).
-func appendHex(b []byte, v uint64) []byte {
-	const digits = "0123456789abcdef"
-	var d [16]byte
-	i := len(d)
-	for {
-		i--
-		d[i] = digits[v&15]
-		v >>= 4
-		if v == 0 {
-			break
-		}
-	}
-	return append(b, d[i:]...)
 }
 
 // maxSubdomainLength is apimachinery's DNS1123SubdomainMaxLength.
