@@ -129,13 +129,6 @@ func (s *Source) SetLogger(l *slog.Logger) {
 	}
 }
 
-// stripManagedFields keeps the records smaller.
-func stripManagedFields(obj runtime.Object) {
-	if m, err := meta.Accessor(obj); err == nil {
-		m.SetManagedFields(nil)
-	}
-}
-
 // Retry delays after a failed list or watch: from minRetry, doubling up to
 // maxRetry; a watch that ran for at least minRetry resets it.
 const (
@@ -305,14 +298,21 @@ func (s *Source) watchFrom(ctx context.Context, rv string) (string, error) {
 	}
 }
 
-// occurrenceOf returns the occurrence of an event object, or nil.
+// occurrenceOf returns the occurrence of an event object, or nil. The
+// occurrence keeps a copy of the event without its managed fields, which
+// keeps the records smaller; obj itself is never written to: a watch may
+// hand the same object to others (client-go's fake clientset hands its
+// own stored object, which it reads concurrently).
 func occurrenceOf(obj runtime.Object) *Occurrence {
-	stripManagedFields(obj)
 	switch e := obj.(type) {
 	case *corev1.Event:
-		return FromCore(e)
+		c := *e
+		c.ManagedFields = nil
+		return FromCore(&c)
 	case *eventsv1.Event:
-		return FromEvents(e)
+		c := *e
+		c.ManagedFields = nil
+		return FromEvents(&c)
 	}
 	return nil
 }

@@ -128,6 +128,27 @@ func TestSourceForwardsNewEventsAndCountRaisesOnly(t *testing.T) {
 	target.expect(t, "-a")
 }
 
+// A watch may hand the same object to others (the fake clientset hands its
+// stored object, and reads it as the next Update comes): the source
+// leaves the managed fields out of its records without writing to the
+// object it was given.
+func TestOccurrenceLeavesManagedFieldsOutWithoutWritingToTheWatchedObject(t *testing.T) {
+	managed := []metav1.ManagedFieldsEntry{{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate}}
+	core := coreEvent("a", 1)
+	core.ManagedFields = managed
+	ev := &eventsv1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s", UID: "s", ManagedFields: managed},
+		EventTime: metav1.NowMicro(), Reason: "Synced", Type: "Normal", Regarding: corev1.ObjectReference{Kind: "Pod", Name: "p"}}
+	for _, obj := range []runtime.Object{core, ev} {
+		o := occurrenceOf(obj)
+		if got := o.coreEvent().ManagedFields; got != nil {
+			t.Errorf("%T: the record keeps the managed fields %v", obj, got)
+		}
+		if m := obj.(metav1.Object); len(m.GetManagedFields()) != 1 {
+			t.Errorf("%T: the watched object's managed fields became %v", obj, m.GetManagedFields())
+		}
+	}
+}
+
 func TestSourceAfterRestartForwardsOnlyWhatWasMissed(t *testing.T) {
 	cs := fake.NewClientset(coreEvent("seen", 3), coreEvent("raised", 5), coreEvent("new", 1))
 	ck := &Checkpoint{Counts: map[string]int32{"seen": 3, "raised": 2, "gone": 7}}
