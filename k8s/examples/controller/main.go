@@ -50,21 +50,10 @@ func main() {
 }
 
 func run(ctx context.Context, out io.Writer, kubeconfig string) error {
-	var client kubernetes.Interface
 	demo := kubeconfig == ""
-	if demo {
-		client = fake.NewClientset(
-			&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "shop"}, Status: v1.PodStatus{Phase: v1.PodRunning}},
-			&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-2", Namespace: "shop"}, Status: v1.PodStatus{Phase: v1.PodPending}},
-		)
-	} else {
-		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-		if err != nil {
-			return err
-		}
-		if client, err = kubernetes.NewForConfig(cfg); err != nil {
-			return err
-		}
+	client, err := newClient(kubeconfig)
+	if err != nil {
+		return err
 	}
 
 	// The same calls as with client-go's tools/record.
@@ -107,16 +96,40 @@ func run(ctx context.Context, out io.Writer, kubeconfig string) error {
 	defer b.Shutdown()
 
 	if demo {
-		list, err := client.CoreV1().Events("shop").List(context.Background(), metav1.ListOptions{})
-		if err != nil {
+		if err := printEvents(out, client); err != nil {
 			return err
-		}
-		for _, e := range list.Items {
-			fmt.Fprintf(out, "event %s: %s %s %q\n", e.InvolvedObject.Name, e.Type, e.Reason, e.Message)
 		}
 	}
 	// Beyond client-go: every event is accounted for, by cause.
 	st := b.Stats()
 	fmt.Fprintf(out, "recorded %d, dropped %d\n", st.Recorded, st.Dropped())
+	return nil
+}
+
+// newClient connects to the cluster of kubeconfig, or returns a fake
+// clientset holding two pods when kubeconfig is empty.
+func newClient(kubeconfig string) (kubernetes.Interface, error) {
+	if kubeconfig == "" {
+		return fake.NewClientset(
+			&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "shop"}, Status: v1.PodStatus{Phase: v1.PodRunning}},
+			&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-2", Namespace: "shop"}, Status: v1.PodStatus{Phase: v1.PodPending}},
+		), nil
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	return kubernetes.NewForConfig(cfg)
+}
+
+// printEvents prints the events the demo recorded in namespace shop.
+func printEvents(out io.Writer, client kubernetes.Interface) error {
+	list, err := client.CoreV1().Events("shop").List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	for _, e := range list.Items {
+		fmt.Fprintf(out, "event %s: %s %s %q\n", e.InvolvedObject.Name, e.Type, e.Reason, e.Message)
+	}
 	return nil
 }
