@@ -115,34 +115,20 @@ func New(ctx context.Context) (_ *Env, err error) {
 
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	for attempt := 1; ; attempt++ {
-		ports, err := freePorts(2)
-		if err != nil {
-			return nil, err
-		}
+	err = onFreePorts(2, func(ports []int) error {
 		e.etcdURL = "http://127.0.0.1:" + strconv.Itoa(ports[0])
 		e.etcdPeerURL = "http://127.0.0.1:" + strconv.Itoa(ports[1])
-		err = e.startEtcd(ctx)
-		if err == nil {
-			break
-		}
-		if attempt == startAttempts || !addrInUse(err) {
-			return nil, err
-		}
+		return e.startEtcd(ctx)
+	})
+	if err != nil {
+		return nil, err
 	}
-	for attempt := 1; ; attempt++ {
-		ports, err := freePorts(1)
-		if err != nil {
-			return nil, err
-		}
+	err = onFreePorts(1, func(ports []int) error {
 		e.apiPort = ports[0]
-		err = e.startAPIServer(ctx)
-		if err == nil {
-			break
-		}
-		if attempt == startAttempts || !addrInUse(err) {
-			return nil, err
-		}
+		return e.startAPIServer(ctx)
+	})
+	if err != nil {
+		return nil, err
 	}
 	ca, err := os.ReadFile(filepath.Join(e.certDir, "apiserver.crt"))
 	if err != nil {
@@ -154,6 +140,22 @@ func New(ctx context.Context) (_ *Env, err error) {
 		TLSClientConfig: rest.TLSClientConfig{CAData: ca},
 	}
 	return e, nil
+}
+
+// onFreePorts calls start with n free loopback ports, and again with new
+// ones, up to startAttempts times, while it fails because a port was taken
+// meanwhile.
+func onFreePorts(n int, start func(ports []int) error) error {
+	for attempt := 1; ; attempt++ {
+		ports, err := freePorts(n)
+		if err != nil {
+			return err
+		}
+		err = start(ports)
+		if err == nil || attempt == startAttempts || !addrInUse(err) {
+			return err
+		}
+	}
 }
 
 // Config returns a new copy of the admin client configuration: the
