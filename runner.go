@@ -83,6 +83,14 @@ func (run *Runner[T]) Stop() {
 	run.w.Stop()
 }
 
+// Drain stops the runner taking new values, as Stop does, but lets it
+// write the values still queued, and the one in flight, as usual, retries
+// included, before it exits: how client-go's event sinks end when their
+// watch is stopped. Stop, or the recorder's Shutdown, during a Drain cuts
+// the retries short. Drain does not wait; see [Runner.Done]. It is
+// idempotent.
+func (run *Runner[T]) Drain() { run.w.Stop() }
+
 // Done returns a channel that is closed when the runner's goroutine has
 // exited.
 func (run *Runner[T]) Done() <-chan struct{} { return run.done }

@@ -314,6 +314,52 @@ func TestRunnerStopEndsRetriesAndLeavesOtherRunners(t *testing.T) {
 	})
 }
 
+// Drain takes no new value but writes those already queued with their
+// retries, in order, and then the runner exits; Stop during the drain cuts
+// the retries short.
+func TestRunnerDrainWritesQueuedValuesWithRetries(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRecorder[ev](t, fanout.WithRetry(fanout.DefaultRetryPolicy()))
+		sink := &fanouttest.Sink[ev]{Fail: func(_ string, _ ev, call int) error {
+			if call <= 3 {
+				return errors.New("down")
+			}
+			return nil
+		}}
+		run := startSink(t, r, sink, nil)
+		require.NoError(t, r.Record(ev{Msg: "a"}))
+		require.NoError(t, r.Record(ev{Msg: "b"}))
+		synctest.Wait()
+		run.Drain()
+		run.Drain()
+		require.NoError(t, r.Record(ev{Msg: "c"}), "recording goes on for the other runners")
+		<-run.Done()
+		st := run.Stats()
+		assert.Equal(t, uint64(2), st.Written, "both queued values written after their retries")
+		assert.Equal(t, uint64(3), st.Retries)
+		assert.Zero(t, st.Dropped)
+		var msgs []string
+		for _, c := range sink.Calls() {
+			msgs = append(msgs, c.Value.Msg)
+		}
+		assert.Equal(t, []string{"a", "a", "a", "a", "b"}, msgs, "nothing recorded after Drain reaches it")
+	})
+	synctest.Test(t, func(t *testing.T) {
+		r := newRecorder[ev](t, fanout.WithRetry(fanout.DefaultRetryPolicy()))
+		sink := &fanouttest.Sink[ev]{Fail: func(string, ev, int) error { return errors.New("down") }}
+		run := startSink(t, r, sink, nil)
+		require.NoError(t, r.Record(ev{Msg: "a"}))
+		synctest.Wait()
+		run.Drain()
+		synctest.Wait()
+		start := time.Now()
+		run.Stop()
+		<-run.Done()
+		assert.Equal(t, start, time.Now(), "Stop cuts the drain's retry pause short")
+		assert.Equal(t, uint64(1), run.Stats().DroppedShutdown)
+	})
+}
+
 // Each runner is one goroutine, however many values are queued or
 // retrying, and none is left after Shutdown.
 func TestGoroutinesAreBoundedByRunners(t *testing.T) {
