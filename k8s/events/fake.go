@@ -2,13 +2,13 @@ package events
 
 import (
 	"fmt"
-	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
 
 	"github.com/fanout-go/fanout/internal/guard"
+	"github.com/fanout-go/fanout/k8s/internal/adapt"
 )
 
 // FakeRecorder is a recorder for tests: each event becomes a string on
@@ -32,8 +32,6 @@ import (
 type FakeRecorder struct {
 	Events  chan string
 	Verbose bool
-
-	dropped atomic.Uint64
 }
 
 var (
@@ -62,12 +60,16 @@ func (f *FakeRecorder) WithLogger(klog.Logger) EventRecorderLogger {
 	return f
 }
 
+// fakeDrops holds [FakeRecorder.Dropped]: the struct keeps client-go's
+// fields only.
+var fakeDrops adapt.FakeDrops[FakeRecorder]
+
 // Dropped returns the number of strings discarded because Events was full.
 func (f *FakeRecorder) Dropped() uint64 {
 	if f == nil {
 		return 0
 	}
-	return f.dropped.Load()
+	return fakeDrops.Get(f)
 }
 
 func (f *FakeRecorder) write(regarding, related runtime.Object, annotations map[string]string, eventtype, reason, action, note string, args []interface{}) {
@@ -84,7 +86,7 @@ func (f *FakeRecorder) write(regarding, related runtime.Object, annotations map[
 	select {
 	case f.Events <- msg:
 	default:
-		f.dropped.Add(1)
+		fakeDrops.Add(f)
 	}
 }
 

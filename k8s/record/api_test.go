@@ -2,6 +2,7 @@ package record_test
 
 import (
 	"context"
+	"reflect"
 	"testing"
 	"time"
 
@@ -56,4 +57,20 @@ var (
 func TestEveryClientGoNameExists(t *testing.T) {
 	apitest.SameNames(t, "k8s.io/client-go/tools/record", ".", []string{"EventSink", "EventRecorder",
 		"EventRecorderLogger", "EventBroadcaster", "CorrelatorOptions", "EventCorrelateResult"})
+}
+
+// A program written against client-go's struct types compiles against
+// ours: the same methods (those promoted from an embedded mutex included)
+// and, for FakeRecorder, whose fields are all exported, exactly its fields,
+// so that an unkeyed literal such as FakeRecorder{ch, true} compiles.
+func TestStructTypesHaveClientGoShape(t *testing.T) {
+	for _, c := range []struct{ theirs, ours reflect.Type }{
+		{reflect.TypeFor[clientrecord.FakeRecorder](), reflect.TypeFor[record.FakeRecorder]()},
+		{reflect.TypeFor[clientrecord.EventAggregator](), reflect.TypeFor[record.EventAggregator]()},
+		{reflect.TypeFor[clientrecord.EventSourceObjectSpamFilter](), reflect.TypeFor[record.EventSourceObjectSpamFilter]()},
+		{reflect.TypeFor[clientrecord.EventCorrelator](), reflect.TypeFor[record.EventCorrelator]()},
+		{reflect.TypeFor[clientrecord.EventRecorderAdapter](), reflect.TypeFor[record.EventRecorderAdapter]()},
+	} {
+		t.Run(c.theirs.Name(), func(t *testing.T) { apitest.SameShape(t, c.theirs, c.ours) })
+	}
 }

@@ -318,6 +318,10 @@ func (c *EventCorrelator) UpdateState(event *v1.Event) {
 // apart, it replaces an event with a combined one. Like client-go's
 // EventAggregator.
 type EventAggregator struct {
+	// RWMutex is there because client-go's EventAggregator embeds one:
+	// code calling its Lock or RLock compiles, and, as in client-go,
+	// EventAggregate holds it while it aggregates.
+	sync.RWMutex
 	c *fanout.Correlator[*v1.Event]
 }
 
@@ -349,7 +353,10 @@ func (e *EventAggregator) EventAggregate(newEvent *v1.Event) (*v1.Event, string)
 		return nil, ""
 	}
 	var res fanout.Correlation[*v1.Event]
-	if err := guard.Call(func() { res = e.c.Correlate(newEvent) }); err != nil || !res.Aggregated {
+	e.Lock()
+	err := guard.Call(func() { res = e.c.Correlate(newEvent) })
+	e.Unlock()
+	if err != nil || !res.Aggregated {
 		return newEvent, eventKey(newEvent)
 	}
 	return res.Value, res.Key

@@ -2,13 +2,13 @@ package record
 
 import (
 	"fmt"
-	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
 
 	"github.com/fanout-go/fanout/internal/guard"
+	"github.com/fanout-go/fanout/k8s/internal/adapt"
 )
 
 // FakeRecorder is a recorder for tests: each event becomes the string
@@ -25,8 +25,6 @@ type FakeRecorder struct {
 	Events chan string
 
 	IncludeObject bool
-
-	dropped atomic.Uint64
 }
 
 var _ EventRecorderLogger = (*FakeRecorder)(nil)
@@ -38,8 +36,12 @@ func NewFakeRecorder(bufferSize int) *FakeRecorder {
 	return &FakeRecorder{Events: make(chan string, max(bufferSize, 0))}
 }
 
+// fakeDrops holds [FakeRecorder.Dropped]: the struct keeps client-go's
+// fields only.
+var fakeDrops adapt.FakeDrops[FakeRecorder]
+
 // Dropped returns the number of events discarded because Events was full.
-func (f *FakeRecorder) Dropped() uint64 { return f.dropped.Load() }
+func (f *FakeRecorder) Dropped() uint64 { return fakeDrops.Get(f) }
 
 func objectString(object runtime.Object, includeObject bool) string {
 	if !includeObject || object == nil {
@@ -68,7 +70,7 @@ func (f *FakeRecorder) write(object runtime.Object, annotations map[string]strin
 	select {
 	case f.Events <- msg:
 	default:
-		f.dropped.Add(1)
+		fakeDrops.Add(f)
 	}
 }
 

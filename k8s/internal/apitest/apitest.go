@@ -1,6 +1,7 @@
 // Package apitest holds the test support shared by the record and events
 // packages: a check that a package declares every exported name of the
-// client-go package it mirrors, and fakes of client-go's two EventSink
+// client-go package it mirrors, one that its struct types have client-go's
+// methods and fields ([SameShape]), and fakes of client-go's two EventSink
 // interfaces ([CoreSink], [EventsSink]) built on one recording [Sink].
 package apitest
 
