@@ -139,9 +139,11 @@ func isAPIError(err error) bool { return !adapt.Retryable(err) }
 
 // StartRecordingToSink starts writing every event to sink, through a
 // correlator of its own (see [WithCorrelatorOptions]) and with retries, on
-// one goroutine. Stopping the returned watch stops it; its ResultChan
-// yields no events and is closed once the sink has stopped (calling it
-// starts a second goroutine, which waits for that). A nil sink, or
+// one goroutine. Stopping the returned watch stops it taking events; those
+// already queued are still written, with their retries, as in client-go
+// (Shutdown cuts the retries). Its ResultChan yields no events and is
+// closed once the sink has stopped (calling it starts a second goroutine,
+// which waits for that). A nil sink, or
 // a broadcaster already shut down, gives a watch that is already stopped.
 func (b *Broadcaster) StartRecordingToSink(sink EventSink) watch.Interface {
 	if sink == nil {
@@ -269,7 +271,10 @@ type runnerWatch struct {
 	ch   chan watch.Event
 }
 
-func (w *runnerWatch) Stop() { w.run.Stop() }
+// Stop stops the runner taking events; those already queued are still
+// handled, a sink's with their retries, as client-go's are (its watcher
+// goroutine drains the closed channel). Shutdown cuts the retries.
+func (w *runnerWatch) Stop() { w.run.Drain() }
 
 // ResultChan yields nothing (the sink or handler takes the events) and is
 // closed once the runner has exited. Its first call starts the goroutine

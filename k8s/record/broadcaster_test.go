@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
 	restclient "k8s.io/client-go/rest"
+	clientrecord "k8s.io/client-go/tools/record"
 
 	"github.com/fanout-go/fanout/k8s/internal/apitest"
 	"github.com/fanout-go/fanout/k8s/record"
@@ -384,6 +385,49 @@ func TestWatchStopAndNilArguments(t *testing.T) {
 		flush(t, b)
 		assert.Equal(t, uint64(1), b.Stats().DroppedRejected)
 	})
+}
+
+// Stopping a sink's watch stops it taking events, but, as in client-go,
+// the events already queued are still written with their retries: the
+// same sink calls on both, where a Stop that cut the retries made 2 calls
+// and lost both events.
+func TestStoppingASinkWatchStillWritesQueuedEventsWithRetries(t *testing.T) {
+	sides := map[string]func() clientrecord.EventBroadcaster{
+		"client-go": func() clientrecord.EventBroadcaster {
+			return clientrecord.NewBroadcaster(clientrecord.WithSleepDuration(time.Second))
+		},
+		"fanout": func() clientrecord.EventBroadcaster { return record.NewBroadcaster(record.WithSleepDuration(time.Second)) },
+	}
+	calls := map[string][]string{}
+	for name, mk := range sides {
+		synctest.Test(t, func(t *testing.T) {
+			b := mk()
+			sink := apitest.NewCoreSink()
+			fails := 0
+			sink.Fail = func(apitest.Call[*v1.Event]) error {
+				if fails < 3 {
+					fails++
+					return errors.New("connection refused")
+				}
+				return nil
+			}
+			w := b.StartRecordingToSink(sink)
+			r := b.NewRecorder(scheme.Scheme, source)
+			r.Event(pod("a"), v1.EventTypeNormal, "R", "m1")
+			r.Event(pod("b"), v1.EventTypeNormal, "R", "m2")
+			synctest.Wait() // the first write failed; the sink pauses
+			w.Stop()
+			r.Event(pod("c"), v1.EventTypeNormal, "R", "m3")
+			time.Sleep(time.Minute)
+			for _, c := range sink.Calls() {
+				calls[name] = append(calls[name], fmt.Sprintf("%s %s err=%v", c.Op, c.Event.InvolvedObject.Name, c.Err))
+			}
+			b.Shutdown()
+			synctest.Wait()
+		})
+	}
+	assert.Equal(t, calls["client-go"], calls["fanout"])
+	assert.Len(t, calls["fanout"], 5, "a: 3 failures and a create; b: a create; c came after Stop")
 }
 
 // A context already cancelled when the broadcaster is built (a manager

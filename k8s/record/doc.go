@@ -99,8 +99,9 @@
 // [Broadcaster.StartRecordingToSink], [Broadcaster.StartEventWatcher],
 // [Broadcaster.StartLogging] and [Broadcaster.StartStructuredLogging] each
 // start one goroutine, the runner, which runs until the returned watch is
-// stopped or the broadcaster shuts down (a write still in flight when a
-// bounded Shutdown gives up ends on its own). A sink's writes, retries
+// stopped and the events queued before have been handled (a sink's with
+// their retries, as in client-go), or the broadcaster shuts down (a write
+// still in flight when a bounded Shutdown gives up ends on its own). A sink's writes, retries
 // included, run on its runner, one at a time, so a failing API server
 // delays only that sink's queue.
 //
