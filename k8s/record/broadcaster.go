@@ -150,7 +150,7 @@ func (b *Broadcaster) StartRecordingToSink(sink EventSink) watch.Interface {
 		b.logger().Error(nil, "Unable to start recording to a nil event sink")
 		return watch.NewEmptyWatch()
 	}
-	run, err := b.rec.StartSink(&sinkAdapter{sink: sink, logger: b.logger()}, newCorrelator(b.opts, nil))
+	run, err := b.rec.StartSink(&sinkAdapter{sink: sink, logger: b.logger()}, sinkCorrelator(b.opts))
 	return b.runnerWatch(run, err)
 }
 

@@ -430,6 +430,51 @@ func TestStoppingASinkWatchStillWritesQueuedEventsWithRetries(t *testing.T) {
 	assert.Len(t, calls["fanout"], 5, "a: 3 failures and a create; b: a create; c came after Stop")
 }
 
+// A KeyFunc of the caller's that changes the event it is given changes
+// that sink's copy only, as in client-go: the sink writes the changed
+// event, a watcher sees the event as recorded. Ours used to hand it the
+// event every sink and watcher shares (a data race with two sinks).
+func TestKeyFuncChangesOnlyItsSinksCopy(t *testing.T) {
+	opts := clientrecord.CorrelatorOptions{KeyFunc: func(e *v1.Event) (string, string) {
+		e.Message = strings.ToUpper(e.Message)
+		return clientrecord.EventAggregatorByReasonFunc(e)
+	}}
+	sides := map[string]func() clientrecord.EventBroadcaster{
+		"client-go": func() clientrecord.EventBroadcaster {
+			return clientrecord.NewBroadcaster(clientrecord.WithCorrelatorOptions(opts))
+		},
+		"fanout": func() clientrecord.EventBroadcaster { return record.NewBroadcaster(record.WithCorrelatorOptions(opts)) },
+	}
+	seen := map[string][]string{}
+	for name, mk := range sides {
+		synctest.Test(t, func(t *testing.T) {
+			b := mk()
+			sinks := []*apitest.CoreSink{apitest.NewCoreSink(), apitest.NewCoreSink()}
+			written := make(chan struct{}, len(sinks))
+			for _, sink := range sinks {
+				sink.Hold = func(apitest.Call[*v1.Event]) <-chan struct{} { written <- struct{}{}; return nil }
+				b.StartRecordingToSink(sink)
+			}
+			var watched string
+			b.StartEventWatcher(func(e *v1.Event) {
+				<-written // once both sinks have correlated the event
+				<-written
+				watched = e.Message
+			})
+			b.NewRecorder(scheme.Scheme, source).Event(pod("a"), v1.EventTypeNormal, "R", "mixed Case")
+			synctest.Wait()
+			for _, sink := range sinks {
+				seen[name] = append(seen[name], "sink: "+sink.Calls()[0].Event.Message)
+			}
+			seen[name] = append(seen[name], "watcher: "+watched)
+			b.Shutdown()
+			synctest.Wait()
+		})
+	}
+	assert.Equal(t, seen["client-go"], seen["fanout"])
+	assert.Equal(t, []string{"sink: MIXED CASE", "sink: MIXED CASE", "watcher: mixed Case"}, seen["fanout"])
+}
+
 // A context already cancelled when the broadcaster is built (a manager
 // that has already stopped): context.AfterFunc then runs the shutdown at
 // once on its own goroutine while New is still running; the race detector

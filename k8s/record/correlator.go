@@ -182,6 +182,26 @@ func newCorrelator(o CorrelatorOptions, onRepeat func()) *fanout.Correlator[*v1.
 	return c
 }
 
+// sinkCorrelator returns the correlator of one sink. With a key function of
+// the caller's (KeyFunc, SpamKeyFunc), which may change the event it is
+// given, each event is shallow-copied first, as client-go's sinks do: the
+// change stays in that sink's copy, and the event that other sinks and
+// watchers share is not written to.
+func sinkCorrelator(o CorrelatorOptions) fanout.SinkCorrelator[*v1.Event] {
+	c := newCorrelator(o, nil)
+	if o.KeyFunc == nil && o.SpamKeyFunc == nil {
+		return c // ours only read the event
+	}
+	return copyFirst{c}
+}
+
+// copyFirst is a correlator that correlates a copy of each event.
+type copyFirst struct{ *fanout.Correlator[*v1.Event] }
+
+func (c copyFirst) Correlate(e *v1.Event) fanout.Correlation[*v1.Event] {
+	return c.Correlator.Correlate(shallowCopy(e))
+}
+
 // repeatPatch returns the strategic merge patch for a repeated event: its
 // count, last timestamp and message, byte for byte as client-go computes
 // it. client-go diffs two JSON encodings of the event through the
