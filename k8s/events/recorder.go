@@ -13,6 +13,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/reference"
 	"k8s.io/klog/v2"
 )
 
@@ -104,20 +105,18 @@ func makeEvent(now time.Time, regarding, related *corev1.ObjectReference, annota
 	}
 }
 
-var errNilReference = errors.New("can't reference a nil object")
-
 // objectReference is reference.GetReference made total, and returning the
 // reference itself (adapt.Reference): a nil object or reference, or an
 // object whose methods panic (a typed nil pointer, say), is an error.
 func objectReference(scheme *runtime.Scheme, obj runtime.Object) (ref corev1.ObjectReference, err error) {
 	if obj == nil {
-		return ref, errNilReference
+		return ref, reference.ErrNilObject // client-go's error
 	}
 	if perr := guard.Call(func() { ref, err = adapt.Reference(scheme, obj) }); perr != nil {
 		return ref, fmt.Errorf("can't reference object %T: %w", obj, perr)
 	}
 	if errors.Is(err, adapt.ErrNilReference) {
-		err = errNilReference // this package's message, as before
+		err = reference.ErrNilObject
 	}
 	return ref, err
 }

@@ -396,7 +396,9 @@ func TestStoppingASinkWatchStillWritesQueuedEventsWithRetries(t *testing.T) {
 		"client-go": func() clientrecord.EventBroadcaster {
 			return clientrecord.NewBroadcaster(clientrecord.WithSleepDuration(time.Second))
 		},
-		"fanout": func() clientrecord.EventBroadcaster { return record.NewBroadcaster(record.WithSleepDuration(time.Second)) },
+		"fanout": func() clientrecord.EventBroadcaster {
+			return record.NewBroadcaster(record.WithSleepDuration(time.Second))
+		},
 	}
 	calls := map[string][]string{}
 	for name, mk := range sides {

@@ -190,3 +190,30 @@ func TestDifferentialClientGo(t *testing.T) {
 		})
 	}
 }
+
+// The recorder's log lines (WithLogger) for events it cannot build are
+// client-go's: a nil object, an unsupported type, a kind the scheme does
+// not know, a nil scheme.
+func TestRecorderLogsEventsItCannotBuildAsClientGo(t *testing.T) {
+	sides := map[string]func() clientrecord.EventBroadcaster{
+		"client-go": func() clientrecord.EventBroadcaster { return clientrecord.NewBroadcaster() },
+		"fanout":    func() clientrecord.EventBroadcaster { return record.NewBroadcaster() },
+	}
+	got := map[string][]string{}
+	for name, mk := range sides {
+		synctest.Test(t, func(t *testing.T) {
+			b := mk()
+			var l lines
+			r := b.NewRecorder(scheme.Scheme, source).WithLogger(l.logger())
+			r.Event(nil, v1.EventTypeNormal, "R", "nil object")
+			r.Event(pod("a"), "Bogus", "R", "bad type")
+			r.Event(&unregistered{}, v1.EventTypeNormal, "R", "unregistered")
+			b.NewRecorder(nil, source).WithLogger(l.logger()).Event(&v1.Pod{}, v1.EventTypeNormal, "R", "nil scheme")
+			got[name] = l.get()
+			b.Shutdown()
+			synctest.Wait()
+		})
+	}
+	assert.Equal(t, got["client-go"], got["fanout"])
+	assert.Len(t, got["fanout"], 4)
+}

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
+	ref "k8s.io/client-go/tools/reference"
 	"k8s.io/klog/v2"
 )
 
@@ -46,7 +47,7 @@ func (r *recorder) WithLogger(logger klog.Logger) EventRecorderLogger {
 // object or reference, or a panicking object, is an error.
 func reference(scheme *runtime.Scheme, obj runtime.Object) (objRef v1.ObjectReference, err error) {
 	if obj == nil {
-		return objRef, errors.New("object is nil")
+		return objRef, ref.ErrNilObject // client-go's error
 	}
 	if perr := guard.Call(func() { objRef, err = adapt.Reference(scheme, obj) }); perr != nil {
 		return objRef, perr
