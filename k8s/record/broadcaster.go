@@ -38,6 +38,7 @@ type Broadcaster struct {
 	stopCtx  func() bool // unregisters WithContext's shutdown
 	counters adapt.Counters
 	clock    clock.PassiveClock
+	full     fullLog
 }
 
 var _ EventBroadcaster = (*Broadcaster)(nil)
@@ -116,12 +117,14 @@ func NewBroadcasterWithCorrelatorOptions(options CorrelatorOptions) EventBroadca
 func (b *Broadcaster) logger() klog.Logger { return klog.FromContext(b.ctx) }
 
 // logDrop logs a dropped event as client-go does where client-go logs it;
-// a spam-filtered event is only counted, as client-go only skips it.
+// a spam-filtered event is only counted, as client-go only skips it, and
+// events dropped from a full queue, which client-go drops silently, are
+// logged at most once per fullLogEvery (fullLog).
 func (b *Broadcaster) logDrop(d fanout.Drop) {
 	l := b.logger()
 	switch d.Reason {
 	case fanout.DropFull:
-		l.Error(nil, "Unable to record event: too many queued events, dropped event")
+		b.full.log(l, time.Now())
 	case fanout.DropRetries:
 		l.Error(d.Err, "Unable to write event (retry limit exceeded!)")
 	case fanout.DropShutdown:
@@ -133,6 +136,34 @@ func (b *Broadcaster) logDrop(d fanout.Drop) {
 			l.Error(d.Err, "Event handler failed, event dropped")
 		}
 	}
+}
+
+// fullLogEvery is the least time between two log lines of events dropped
+// from a full queue.
+const fullLogEvery = 10 * time.Second
+
+// fullLog limits the log lines of events dropped because a sink's or
+// watcher's queue was full. client-go drops those silently; logging each
+// one would flood the log while an API server is down. The first drop is
+// logged, then at most one line per fullLogEvery, with the number dropped
+// since the last line; Stats counts every one.
+type fullLog struct {
+	mu      sync.Mutex
+	next    time.Time
+	dropped uint64
+}
+
+func (f *fullLog) log(l klog.Logger, now time.Time) {
+	f.mu.Lock()
+	f.dropped++
+	if now.Before(f.next) {
+		f.mu.Unlock()
+		return
+	}
+	n := f.dropped
+	f.dropped, f.next = 0, now.Add(fullLogEvery)
+	f.mu.Unlock()
+	l.Error(nil, "Unable to record event: too many queued events, dropped event", "dropped", n)
 }
 
 func isAPIError(err error) bool { return !adapt.Retryable(err) }

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	restclient "k8s.io/client-go/rest"
 	clientrecord "k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
 
 	"github.com/fanout-go/fanout/k8s/internal/apitest"
 	"github.com/fanout-go/fanout/k8s/record"
@@ -242,6 +243,36 @@ func TestQueueFullDropsAreCounted(t *testing.T) {
 		st = b.Stats()
 		assert.Equal(t, uint64(4), st.Written)
 		assert.Equal(t, st.Recorded, st.Written+st.DroppedFull)
+	})
+}
+
+// Events dropped from a full queue are logged once, then at most once per
+// 10 s with the number dropped since: a sink that is down does not flood
+// the log (client-go logs none of them; Stats counts every one).
+func TestQueueFullDropsAreLoggedAtMostOncePerInterval(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var l lines
+		b, sink, r := start(t, record.WithQueueLength(3), record.WithContext(klog.NewContext(t.Context(), l.logger())))
+		release := make(chan struct{})
+		sink.HoldAll(release)
+		r.Event(pod("p0"), v1.EventTypeNormal, "R", "m")
+		synctest.Wait() // the sink holds p0; 3 more fill its queue
+		for i := 1; i < 10; i++ {
+			r.Eventf(pod("p"), v1.EventTypeNormal, "R", "m%d", i)
+		}
+		time.Sleep(10 * time.Second)
+		r.Event(pod("p"), v1.EventTypeNormal, "R", "m10")
+		assert.Equal(t, uint64(7), b.Stats().DroppedFull)
+		var full []string
+		for _, line := range l.get() {
+			if strings.Contains(line, "too many queued events") {
+				full = append(full, line)
+			}
+		}
+		require.Len(t, full, 2)
+		assert.Contains(t, full[0], `"dropped"=1`)
+		assert.Contains(t, full[1], `"dropped"=6`)
+		close(release)
 	})
 }
 
