@@ -81,6 +81,30 @@
 //     and the annotations map, are copied into the event rather than
 //     shared with the caller.
 //
+// # What the bounds cost
+//
+// Each bound above has an effect that client-go, unbounded, does not show:
+//
+//   - A burst larger than a sink's queue (1000 events, [WithQueueLength])
+//     drops the excess, counted as DroppedFull, even when the API server
+//     is healthy but slower than the burst: 1500 distinct events recorded
+//     at once into a sink taking 5 ms per write are 1001 written and 499
+//     dropped, where client-go writes all 1500 (from 1500 goroutines).
+//     Give a recorder that bursts a longer queue.
+//   - More than 4096 event keys within the 6 minutes a key is kept
+//     ([WithCacheSize]) evict the least recently seen: a key seen again
+//     after its eviction starts a new event (a create) where client-go
+//     would have patched its series.
+//   - Shutdown waits, up to [ShutdownTimeout], for the sinks and watchers
+//     to handle what is queued, and drops (counted) what they have not
+//     reached by then: a watcher that takes 1 s per event, with 10 queued,
+//     gets about 5 of them. client-go's Shutdown returns at once and its
+//     handler goroutine goes on receiving all 10 afterwards.
+//   - Shutdown called from inside a watcher's handler waits for that very
+//     handler, so it returns only after ShutdownTimeout: call it on
+//     another goroutine there (go b.Shutdown()). client-go's returns at
+//     once. A watcher's own stop function returns at once in both.
+//
 // # Goroutines
 //
 // A recorder starts none. [Broadcaster.StartRecordingToSinkWithContext]

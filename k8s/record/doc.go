@@ -55,6 +55,14 @@
 //     arbitrary message (map order); this package forgets the oldest, which is
 //     one of client-go's possible choices.
 //
+// The bounds cost what client-go, unbounded, does not: a burst larger than
+// a sink's queue (1000 events, [WithQueueLength]) drops the excess,
+// counted, even into a healthy API server slower than the burst; Shutdown
+// waits up to [ShutdownTimeout] for slow sinks and watchers and drops
+// (counted) what they have not reached by then, where client-go's returns
+// at once and its goroutines go on; and Shutdown called from inside a
+// watcher's handler waits for that very handler (see [Broadcaster.Shutdown]).
+//
 // Edge cases decided differently, each covered by the parity tests against
 // client-go: a zero argument to [NewEventAggregator] or
 // [NewEventSourceObjectSpamFilter] means client-go's default (client-go
