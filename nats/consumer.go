@@ -152,8 +152,8 @@ func Consume[T any](ctx context.Context, js jetstream.JetStream, b *fanout.Broad
 	if ctx == nil {
 		return nil, errNilContext
 	}
-	if err := checkSettings("Consume", setting{"ConsumeConfig.AckWait", int64(cfg.AckWait)},
-		setting{"ConsumeConfig.MaxAckPending", int64(cfg.MaxAckPending)}); err != nil {
+	if err := checkSettings("Consume", setting{name: "ConsumeConfig.AckWait", value: int64(cfg.AckWait)},
+		setting{name: "ConsumeConfig.MaxAckPending", value: int64(cfg.MaxAckPending)}); err != nil {
 		return nil, err
 	}
 	c := &Consumer[T]{js: js, stream: cfg.Stream, durable: cfg.Durable}

@@ -149,7 +149,8 @@
 // fields take the defaults ([DefaultBatch], [DefaultTimeout],
 // [DefaultRetryWait], [DefaultBuffer]) and returns an error, naming the
 // field, for a value no setting can mean, such as a negative batch,
-// buffer or duration; nothing is normalised silently. The [Forwarder]'s
+// buffer or duration, or a batch or buffer above [MaxBatch] or [MaxBuffer]
+// (the core's [fanout.MaxQueueLength]); nothing is normalised silently. The [Forwarder]'s
 // JetStream retries are a [fanout.RetryPolicy] (RetryWait apart, until
 // acknowledged), and a [Sink] runs on a [fanout.Recorder]'s runner with
 // [RetryPolicy].

@@ -30,6 +30,10 @@ const (
 	// DefaultRetryWait is the pause before a [Forwarder] in JetStream mode
 	// retries a publish that failed with a retryable error.
 	DefaultRetryWait = 250 * time.Millisecond
+	// MaxBatch is the largest [ForwardConfig].Batch [Forward] accepts
+	// (16,777,216 values, the core's [fanout.MaxQueueLength]): the
+	// forwarder holds a buffer of Batch values.
+	MaxBatch = fanout.MaxQueueLength
 )
 
 // ForwardConfig configures [Forward]. Subject or SubjectOf is required;
@@ -54,9 +58,9 @@ type ForwardConfig[T any] struct {
 	// forwarder missed.
 	Watch []fanout.Option
 	// Batch is the most values published before one flush (core NATS) or
-	// one round of acks (JetStream). The default is [DefaultBatch]. In
-	// JetStream mode, 1 keeps the publisher's order even when a publish
-	// has to be retried.
+	// one round of acks (JetStream). The default is [DefaultBatch], the
+	// most [MaxBatch]. In JetStream mode, 1 keeps the publisher's order
+	// even when a publish has to be retried.
 	Batch int
 	// FlushTimeout bounds each flush of core NATS publishes. The default
 	// is [DefaultTimeout].
@@ -144,8 +148,9 @@ type Forwarder[T any] struct {
 
 // Forward starts forwarding the values b accepts from now on to NATS over
 // nc, as cfg says. It registers a watcher on b with cfg.Watch and starts
-// one goroutine. It returns an error if nc or b is nil, if a setting is negative, if no valid subject
-// is configured, if a watch option is invalid, or if b is shut down.
+// one goroutine. It returns an error if nc or b is nil, if a setting is
+// negative, if Batch is above [MaxBatch], if no valid subject is
+// configured, if a watch option is invalid, or if b is shut down.
 func Forward[T any](b *fanout.Broadcaster[T], nc *nats.Conn, cfg ForwardConfig[T]) (*Forwarder[T], error) {
 	if b == nil || nc == nil {
 		return nil, errors.New("fanoutnats: Forward: nil broadcaster or connection")
@@ -153,9 +158,11 @@ func Forward[T any](b *fanout.Broadcaster[T], nc *nats.Conn, cfg ForwardConfig[T
 	if cfg.SubjectOf == nil && !validSubject(cfg.Subject) {
 		return nil, fmt.Errorf("%w: %q (ForwardConfig.Subject)", ErrInvalidSubject, cfg.Subject)
 	}
-	if err := checkSettings("Forward", setting{"ForwardConfig.Batch", int64(cfg.Batch)},
-		setting{"ForwardConfig.Frame", int64(cfg.Frame)}, setting{"ForwardConfig.FlushTimeout", int64(cfg.FlushTimeout)},
-		setting{"ForwardConfig.AckTimeout", int64(cfg.AckTimeout)}, setting{"ForwardConfig.RetryWait", int64(cfg.RetryWait)}); err != nil {
+	if err := checkSettings("Forward", bounded("ForwardConfig.Batch", cfg.Batch, "MaxBatch", MaxBatch),
+		setting{name: "ForwardConfig.Frame", value: int64(cfg.Frame)},
+		setting{name: "ForwardConfig.FlushTimeout", value: int64(cfg.FlushTimeout)},
+		setting{name: "ForwardConfig.AckTimeout", value: int64(cfg.AckTimeout)},
+		setting{name: "ForwardConfig.RetryWait", value: int64(cfg.RetryWait)}); err != nil {
 		return nil, err
 	}
 	cfg.Batch = orDefault(cfg.Batch, DefaultBatch)
@@ -191,19 +198,32 @@ func orDefault[N int | time.Duration](v, def N) N {
 	return v
 }
 
-// setting is a numeric field of a configuration, for [checkSettings].
+// setting is a numeric field of a configuration, for [checkSettings]: a
+// size with a maximum (limit, the constant named limitName), or a duration
+// or count without one (limit 0).
 type setting struct {
-	name  string
-	value int64
+	name      string
+	value     int64
+	limit     int64
+	limitName string
 }
 
-// checkSettings returns an error naming the first negative setting, for
-// the constructor op: a zero field means its default, and a negative one
-// no setting (see "Configuration" in the package doc).
+// bounded is the setting of a size field, at most limit.
+func bounded(name string, value int, limitName string, limit int) setting {
+	return setting{name: name, value: int64(value), limit: int64(limit), limitName: limitName}
+}
+
+// checkSettings returns an error naming the first negative setting, or the
+// first above its maximum, for the constructor op: a zero field means its
+// default, and a negative one, or a size beyond what can be allocated, no
+// setting (see "Configuration" in the package doc).
 func checkSettings(op string, settings ...setting) error {
 	for _, s := range settings {
 		if s.value < 0 {
 			return fmt.Errorf("fanoutnats: %s: %s is %d; it must be 0 (the default) or more", op, s.name, s.value)
+		}
+		if s.limit > 0 && s.value > s.limit {
+			return fmt.Errorf("fanoutnats: %s: %s is %d; it must be 0 (the default) to %s (%d)", op, s.name, s.value, s.limitName, s.limit)
 		}
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -91,6 +92,25 @@ func TestForwardRejectsAMissingSubject(t *testing.T) {
 		if !errors.Is(err, fanoutnats.ErrInvalidSubject) {
 			t.Errorf("subject %q: %v, want ErrInvalidSubject", subject, err)
 		}
+	}
+	if b.Stats().Watchers != 0 {
+		t.Fatal("a rejected Forward left a watcher registered")
+	}
+}
+
+// Batch sizes the forwarder's buffer: above MaxBatch (here math.MaxInt,
+// which make cannot allocate) it is an error naming the field, not a
+// forwarder whose goroutine panics.
+func TestForwardRejectsABatchAboveMaxBatch(t *testing.T) {
+	srv := natstest.New(t)
+	b := fanout.New[event]()
+	fwd, err := fanoutnats.Forward(b, srv.Connect(t), fanoutnats.ForwardConfig[event]{Subject: "ev", Batch: math.MaxInt})
+	if err == nil {
+		closeWithin(fwd, time.Second)
+		t.Fatal("Forward accepted Batch math.MaxInt")
+	}
+	if !strings.Contains(err.Error(), "ForwardConfig.Batch") {
+		t.Errorf("error %q does not name ForwardConfig.Batch", err)
 	}
 	if b.Stats().Watchers != 0 {
 		t.Fatal("a rejected Forward left a watcher registered")

@@ -60,7 +60,7 @@ func NewSink[T any](js jetstream.JetStream, cfg SinkConfig[T]) (*Sink[T], error)
 	if cfg.SubjectOf == nil && !validSubject(cfg.Subject) {
 		return nil, fmt.Errorf("%w: %q (SinkConfig.Subject)", ErrInvalidSubject, cfg.Subject)
 	}
-	if err := checkSettings("NewSink", setting{"SinkConfig.Timeout", int64(cfg.Timeout)}); err != nil {
+	if err := checkSettings("NewSink", setting{name: "SinkConfig.Timeout", value: int64(cfg.Timeout)}); err != nil {
 		return nil, err
 	}
 	cfg.Timeout = orDefault(cfg.Timeout, DefaultTimeout)

@@ -15,6 +15,11 @@ import (
 // [Subscriber] that has not taken them yet.
 const DefaultBuffer = 64 * 1024
 
+// MaxBuffer is the largest [SubscribeConfig].Buffer [Subscribe] accepts
+// (16,777,216 messages, the core's [fanout.MaxQueueLength]): the buffer is
+// allocated whole.
+const MaxBuffer = fanout.MaxQueueLength
+
 // SubscribeConfig configures [Subscribe]. Subject is required.
 type SubscribeConfig[T any] struct {
 	// Subject is the subject to subscribe to; it may hold wildcards.
@@ -25,7 +30,7 @@ type SubscribeConfig[T any] struct {
 	// subscriber while it waits for the local broadcaster. Beyond it, the
 	// client drops messages (core NATS is at most once), counted in
 	// [InboundStats].SlowConsumerDropped and reported. The default is
-	// [DefaultBuffer].
+	// [DefaultBuffer], the most [MaxBuffer].
 	Buffer int
 	// OnError, if set, is called with an [*Error] for every message that
 	// did not decode or that the broadcaster refused, and when the client
@@ -57,14 +62,15 @@ type Subscriber[T any] struct {
 // Subscribe subscribes to cfg.Subject on nc and publishes every decoded
 // value into b. When it returns, the server has registered the
 // subscription: every message published after that reaches the
-// subscriber. It returns an error if nc or b is nil, if Buffer is negative, if the subject is
-// invalid, if the subscription cannot be made, or if the server denies it
-// (an error wrapping [nats.ErrPermissionViolation]).
+// subscriber. It returns an error if nc or b is nil, if Buffer is negative
+// or above [MaxBuffer], if the subject is invalid, if the subscription
+// cannot be made, or if the server denies it (an error wrapping
+// [nats.ErrPermissionViolation]).
 func Subscribe[T any](nc *nats.Conn, b *fanout.Broadcaster[T], cfg SubscribeConfig[T]) (*Subscriber[T], error) {
 	if nc == nil || b == nil {
 		return nil, errors.New("fanoutnats: Subscribe: nil connection or broadcaster")
 	}
-	if err := checkSettings("Subscribe", setting{"SubscribeConfig.Buffer", int64(cfg.Buffer)}); err != nil {
+	if err := checkSettings("Subscribe", bounded("SubscribeConfig.Buffer", cfg.Buffer, "MaxBuffer", MaxBuffer)); err != nil {
 		return nil, err
 	}
 	s := &Subscriber[T]{nc: nc, subject: cfg.Subject, closing: make(chan struct{})}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -77,6 +78,21 @@ func TestSubscribeRejectsABadSubject(t *testing.T) {
 	srv := natstest.New(t)
 	if _, err := fanoutnats.Subscribe(srv.Connect(t), fanout.New[event](), fanoutnats.SubscribeConfig[event]{Subject: "a b"}); err == nil {
 		t.Fatal("Subscribe accepted subject \"a b\"")
+	}
+}
+
+// Buffer sizes the subscriber's channel: above MaxBuffer (here
+// math.MaxInt, which make cannot allocate) it is an error naming the
+// field, not a panic.
+func TestSubscribeRejectsABufferAboveMaxBuffer(t *testing.T) {
+	srv := natstest.New(t)
+	s, err := fanoutnats.Subscribe(srv.Connect(t), fanout.New[event](), fanoutnats.SubscribeConfig[event]{Subject: "ev", Buffer: math.MaxInt})
+	if err == nil {
+		closeWithin(s, time.Second)
+		t.Fatal("Subscribe accepted Buffer math.MaxInt")
+	}
+	if !strings.Contains(err.Error(), "SubscribeConfig.Buffer") {
+		t.Errorf("error %q does not name SubscribeConfig.Buffer", err)
 	}
 }
 
