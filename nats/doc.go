@@ -134,7 +134,8 @@
 // forwarder's watcher holds when it takes a batch, never waited for: a
 // value alone is sent as a plain message, so framing adds no latency. In
 // JetStream a frame is one stream message: one sequence, one message ID
-// (MsgID of its first value and its size, or the forwarder's own), and one
+// (MsgID of its first value and its size, none if MsgID gives one of its
+// values none, or the forwarder's own), and one
 // acknowledgement, once its last value is taken. [Subscribe] and [Consume]
 // read frames and plain messages alike; a value of a frame that does not
 // decode is counted and the others are delivered; a frame that does not

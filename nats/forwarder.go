@@ -67,13 +67,17 @@ type ForwardConfig[T any] struct {
 	FlushTimeout time.Duration
 	// Frame, if 2 or more, packs up to Frame consecutive values for the
 	// same subject into one NATS message, a frame (see [FrameHeader]),
-	// within the server's maximum payload and one Batch, so that a subscription receives
-	// values at a multiple of NATS's message rate. Frames are made of what
-	// the watcher holds when the forwarder takes a batch, never waited for:
-	// at low rates a frame holds one value and is sent as a plain message.
-	// The order is the same as without frames, and a frame is one stream
-	// message in JetStream: one sequence and one message ID (MsgID's of its
-	// first value, followed by "+" and its number of values). Every
+	// within the server's maximum payload and one Batch, so that a
+	// subscription receives values at a multiple of NATS's message rate.
+	// Frames are made of what the watcher holds when the forwarder takes a
+	// batch, never waited for: at low rates a frame holds one value and is
+	// sent as a plain message. The order is the same as without frames,
+	// and a frame is one stream message in JetStream: one sequence and one
+	// message ID, the forwarder's own, or with MsgID its first value's
+	// followed by "+" and its number of values. A frame holding a value for
+	// which MsgID returns "" has no ID, as that value alone has none: a
+	// derived ID would make the stream drop, as a duplicate, a frame of
+	// other values without IDs behind the same first value. Every
 	// receiver must understand frames ([Subscribe] and [Consume] do); a
 	// frame is delivered into the local broadcaster as one batch
 	// ([fanout.Broadcaster.ActionBatch]). The default, 0, sends one value
@@ -92,7 +96,9 @@ type ForwardConfig[T any] struct {
 	// stream (within its Duplicates window, 2 minutes by default). Give
 	// one derived from the value to also deduplicate values published
 	// twice by different processes (with Frame, only frames that begin
-	// with the same value and hold as many values are recognised).
+	// with the same value and hold as many values are recognised). An
+	// empty ID means none: the stream does not deduplicate that value, nor
+	// a frame holding it, so a retry may store it twice.
 	MsgID func(v T) string
 	// AckTimeout bounds the wait for each JetStream ack. The default is
 	// [DefaultTimeout].
@@ -138,8 +144,10 @@ type Forwarder[T any] struct {
 	mu  sync.Mutex
 	err error
 
-	// out holds the messages of a batch (owned by the goroutine).
+	// out holds the messages of a batch, and ids the MsgID's of its values
+	// (JetStream mode with MsgID), in order (owned by the goroutine).
 	out []outMsg
+	ids []string
 
 	received, published, failed, abandoned  atomic.Uint64
 	retries, duplicates, flushes, flushErrs atomic.Uint64
@@ -462,15 +470,11 @@ func (f *Forwarder[T]) sendJetStream(batch []T) {
 	f.recovered = false
 }
 
-func (f *Forwarder[T]) msgID(v T) (id string, err error) {
-	if f.cfg.MsgID == nil {
-		f.nextID++
-		return f.idPrefix + "-" + strconv.FormatUint(f.nextID, 36), nil
-	}
-	if perr := guard.Call(func() { id = f.cfg.MsgID(v) }); perr != nil {
-		return "", fmt.Errorf("fanoutnats: MsgID panicked: %w", perr)
-	}
-	return id, nil
+// ownID returns a new message ID of the forwarder's own: unique to it and
+// to the message.
+func (f *Forwarder[T]) ownID() string {
+	f.nextID++
+	return f.idPrefix + "-" + strconv.FormatUint(f.nextID, 36)
 }
 
 // await waits for a publish's ack; a duplicate ack counts as success.

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -529,6 +530,73 @@ func TestFramesGiveEachFrameOneMessageIDFromItsFirstValue(t *testing.T) {
 			t.Errorf("message %d: ID %q, header %v: want %q and a frame of 4", seq, got, m.Header, want)
 		}
 	}
+}
+
+// A frame holding a value for which MsgID returns "" carries no message
+// ID, as that value alone carries none: a derived one ("+4" for a first
+// value without an ID, "id-0+4" behind one) would make the stream drop the
+// next frame of as many values behind the same first ID as a duplicate.
+func TestFramesHoldingAValueWithoutAnIDCarryNoMessageID(t *testing.T) {
+	msgID := func(e event) string {
+		if e.Src == 0 {
+			return "" // no ID of its own
+		}
+		return fmt.Sprint("id-", e.Seq)
+	}
+	cases := map[string][][]event{ // a batch per forwarder
+		"first value without an ID":  {events(0, 8)},
+		"later values without an ID": {{{Src: 1}, {Seq: 1}, {Seq: 2}, {Seq: 3}}, {{Src: 1}, {Seq: 11}, {Seq: 12}, {Seq: 13}}},
+	}
+	for name, batches := range cases {
+		t.Run(name, func(t *testing.T) {
+			srv, js := streamEV(t)
+			var want []int
+			for _, batch := range batches {
+				out := fanout.New[event](fanout.WithQueueLength(100))
+				fwd, err := fanoutnats.Forward(out, srv.Connect(t), fanoutnats.ForwardConfig[event]{
+					Subject: "ev", JetStream: true, Frame: 4, MsgID: msgID})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := out.ActionBatch(batch); err != nil { // one batch: frames of 4
+					t.Fatal(err)
+				}
+				closeAndWait(t, fwd)
+				if st := fwd.Stats(); st.Published != uint64(len(batch)) || st.Duplicates != 0 {
+					t.Errorf("forwarder: %d published, %d duplicates; want %d and none", st.Published, st.Duplicates, len(batch))
+				}
+				want = append(want, seqs(batch)...)
+			}
+			vals, ids := storedMessages(t, js, "EV")
+			if !slices.Equal(seqs(vals), want) {
+				t.Errorf("the stream holds the values %v, want %v", seqs(vals), want)
+			}
+			for i, id := range ids {
+				if id != "" {
+					t.Errorf("message %d has the ID %q, want none", i+1, id)
+				}
+			}
+		})
+	}
+}
+
+// storedMessages returns the values of every message of the stream name,
+// in its order, and the Nats-Msg-Id of each message.
+func storedMessages(t *testing.T, js jetstream.JetStream, name string) (vals []event, ids []string) {
+	t.Helper()
+	st, err := js.Stream(guardCtx(t), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for seq := uint64(1); seq <= st.CachedInfo().State.LastSeq; seq++ {
+		m, err := st.GetMsg(guardCtx(t), seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vals = append(vals, frameEvents(t, &nats.Msg{Header: m.Header, Data: m.Data})...)
+		ids = append(ids, m.Header.Get(jetstream.MsgIDHeader))
+	}
+	return vals, ids
 }
 
 func TestFramesHoldOneSubjectEachAndFitTheServersMaxPayload(t *testing.T) {

@@ -3,8 +3,10 @@ package fanoutnats
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"strconv"
 
+	"github.com/fanout-go/fanout/internal/guard"
 	"github.com/nats-io/nats.go"
 )
 
@@ -79,6 +81,9 @@ type outMsg struct {
 	data    []byte
 	values  int
 	id      string // JetStream message ID
+	// idAt is where the MsgID's of its values begin in the forwarder's
+	// ids (JetStream mode with MsgID only).
+	idAt int
 }
 
 // msg returns the NATS message, with FrameHeader if it is a frame.
@@ -101,34 +106,69 @@ const frameRoom = 512
 // message ID fails is counted as failed and reported.
 func (f *Forwarder[T]) pack(batch []T, out []outMsg) []outMsg {
 	limit := int(f.nc.MaxPayload()) - frameRoom
+	clear(f.ids)
+	f.ids = f.ids[:0]
 	for _, v := range batch {
 		subject, data, ok := f.prepare(v)
-		if !ok {
+		if !ok || !f.keepID(v, subject) {
 			continue
 		}
 		if k := len(out) - 1; k >= 0 && f.joins(&out[k], subject, data, limit) {
 			f.addToFrame(&out[k], data)
 			continue
 		}
-		m := outMsg{subject: subject, data: data, values: 1}
-		if f.js != nil {
-			id, err := f.msgID(v)
-			if err != nil {
-				f.fail("publish", subject, err)
-				continue
-			}
-			m.id = id
-		}
-		out = append(out, m)
+		out = append(out, outMsg{subject: subject, data: data, values: 1, idAt: len(f.ids) - 1})
 	}
-	if f.cfg.MsgID != nil {
-		for i := range out {
-			if out[i].values > 1 {
-				out[i].id += "+" + strconv.Itoa(out[i].values)
-			}
-		}
-	}
+	f.setIDs(out)
 	return out
+}
+
+// keepID appends v's MsgID to f.ids in JetStream mode with MsgID, and
+// reports whether it could: a panic of MsgID fails the value.
+func (f *Forwarder[T]) keepID(v T, subject string) bool {
+	if f.js == nil || f.cfg.MsgID == nil {
+		return true
+	}
+	var id string
+	if perr := guard.Call(func() { id = f.cfg.MsgID(v) }); perr != nil {
+		f.fail("publish", subject, fmt.Errorf("fanoutnats: MsgID panicked: %w", perr))
+		return false
+	}
+	f.ids = append(f.ids, id)
+	return true
+}
+
+// setIDs gives each message its JetStream message ID: without MsgID, one
+// of the forwarder's own; with it, the one frameID derives from the IDs of
+// its values.
+func (f *Forwarder[T]) setIDs(out []outMsg) {
+	if f.js == nil {
+		return
+	}
+	for i := range out {
+		m := &out[i]
+		if f.cfg.MsgID == nil {
+			m.id = f.ownID()
+			continue
+		}
+		m.id = frameID(f.ids[m.idAt : m.idAt+m.values])
+	}
+}
+
+// frameID returns the message ID of a message holding values whose MsgID's
+// are ids: a value's own ID, or for a frame its first value's followed by
+// "+" and its number of values. A frame holding a value without an ID
+// (MsgID returned "") has none, as that value alone has none: a derived ID
+// would make the stream take a frame of other values, without IDs, for a
+// duplicate of one with the same first value and size.
+func frameID(ids []string) string {
+	if len(ids) == 1 {
+		return ids[0]
+	}
+	if slices.Contains(ids, "") {
+		return ""
+	}
+	return ids[0] + "+" + strconv.Itoa(len(ids))
 }
 
 // joins reports whether a value encoded as data, for subject, goes into
