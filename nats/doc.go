@@ -135,13 +135,15 @@
 // value alone is sent as a plain message, so framing adds no latency. In
 // JetStream a frame is one stream message: one sequence, one message ID
 // (MsgID of its first value and its size, none if MsgID gives one of its
-// values none, or the forwarder's own), and one
-// acknowledgement, once its last value is taken. [Subscribe] and [Consume]
-// read frames and plain messages alike; a value of a frame that does not
-// decode is counted and the others are delivered; a frame that does not
-// parse counts as one value that did not decode. Every receiver must
-// understand frames: turn them on once every process runs a version that
-// does.
+// values none, or the forwarder's own), and one acknowledgement, once its
+// last value is taken. Frames are sized by the server's maximum payload: a
+// frame a stream refuses as too large (its MaxMsgSize) is split in halves
+// until the parts fit, and only a value too large alone fails. [Subscribe]
+// and [Consume] read frames and plain messages alike; a value of a frame
+// that does not decode is counted and the others are delivered; a frame
+// that does not parse counts as one value that did not decode. Every
+// receiver must understand frames: turn them on once every process runs a
+// version that does.
 //
 // # Configuration
 //

@@ -77,7 +77,14 @@ type ForwardConfig[T any] struct {
 	// followed by "+" and its number of values. A frame holding a value for
 	// which MsgID returns "" has no ID, as that value alone has none: a
 	// derived ID would make the stream drop, as a duplicate, a frame of
-	// other values without IDs behind the same first value. Every
+	// other values without IDs behind the same first value. A frame the
+	// stream refuses as too large (its MaxMsgSize may be below the
+	// server's maximum payload, by which frames are sized) is split in
+	// halves, recursively, each published with the ID a frame of its
+	// values has ([ForwarderStats].Splits counts them); like a retried
+	// publish, its values are then stored after the values sent with it.
+	// Only a value too large alone fails. A split costs a round trip: keep
+	// Frame small enough for frames to fit the stream. Every
 	// receiver must understand frames ([Subscribe] and [Consume] do); a
 	// frame is delivered into the local broadcaster as one batch
 	// ([fanout.Broadcaster.ActionBatch]). The default, 0, sends one value
@@ -151,7 +158,7 @@ type Forwarder[T any] struct {
 
 	received, published, failed, abandoned  atomic.Uint64
 	retries, duplicates, flushes, flushErrs atomic.Uint64
-	bytes, frames                           atomic.Uint64
+	bytes, frames, splits                   atomic.Uint64
 }
 
 // Forward starts forwarding the values b accepts from now on to NATS over
@@ -434,6 +441,7 @@ type jsPending struct {
 	msg    *nats.Msg
 	id     string
 	values int
+	ids    []string // the MsgID's of its values (with MsgID only)
 	fut    jetstream.PubAckFuture
 	err    error
 }
@@ -445,7 +453,7 @@ func (f *Forwarder[T]) sendJetStream(batch []T) {
 	f.out = f.pack(batch, f.out[:0])
 	pending := make([]jsPending, 0, len(f.out))
 	for _, m := range f.out {
-		p := jsPending{msg: m.msg(), id: m.id, values: m.values}
+		p := jsPending{msg: m.msg(), id: m.id, values: m.values, ids: f.idsOf(&m)}
 		p.fut, p.err = f.js.PublishMsgAsync(p.msg, jetstream.WithMsgID(p.id), jetstream.WithRetryAttempts(0))
 		pending = append(pending, p)
 	}
@@ -502,7 +510,8 @@ func (f *Forwarder[T]) confirm(p *jsPending) {
 
 // retry publishes p synchronously until the stream acknowledges it, the
 // error is not retryable, or Close gives up, pausing as f.policy (the
-// core's [fanout.RetryPolicy]) says.
+// core's [fanout.RetryPolicy]) says. A frame refused as too large is
+// split instead (see split).
 //
 // Why this loop is not the core's runner ([fanout.StartBatchSink]): a
 // [fanout.BatchSink] reports a prefix of its batch stored and the runner
@@ -520,6 +529,10 @@ func (f *Forwarder[T]) retry(p *jsPending, before error) {
 			p.err = err
 		}
 		if !f.policy.Retryable(p.err) {
+			if p.values > 1 && tooLarge(p.err) {
+				f.split(p, before)
+				return
+			}
 			f.failN(p.values, "publish", p.msg.Subject, p.err)
 			return
 		}
@@ -531,13 +544,7 @@ func (f *Forwarder[T]) retry(p *jsPending, before error) {
 			return
 		}
 		f.recovered = false
-		ctx, cancel := context.WithTimeout(f.ctx, f.cfg.AckTimeout)
-		ack, err := f.js.PublishMsg(ctx, p.msg, jetstream.WithMsgID(p.id), jetstream.WithRetryAttempts(0))
-		cancel()
-		if err == nil {
-			if ack.Duplicate {
-				f.duplicates.Add(uint64(p.values))
-			}
+		if p.err = f.publishSync(p); p.err == nil {
 			f.confirm(p)
 			f.recovered = true // the values sent with it failed for the same reason
 			return
@@ -546,8 +553,76 @@ func (f *Forwarder[T]) retry(p *jsPending, before error) {
 			f.abandoned.Add(uint64(p.values))
 			return
 		}
-		p.err = err
 	}
+}
+
+// publishSync publishes p and waits for its ack; a duplicate ack counts
+// as success.
+func (f *Forwarder[T]) publishSync(p *jsPending) error {
+	ctx, cancel := context.WithTimeout(f.ctx, f.cfg.AckTimeout)
+	defer cancel()
+	ack, err := f.js.PublishMsg(ctx, p.msg, jetstream.WithMsgID(p.id), jetstream.WithRetryAttempts(0))
+	if err == nil && ack.Duplicate {
+		f.duplicates.Add(uint64(p.values))
+	}
+	return err
+}
+
+// tooLarge reports whether err refused a message for its size: above the
+// stream's MaxMsgSize, or the server's maximum payload.
+func tooLarge(err error) bool {
+	return errors.Is(err, jetstream.ErrStreamMessageExceedsMaximum) || errors.Is(err, nats.ErrMaxPayload)
+}
+
+// split publishes the two halves of the frame p, refused as too large
+// (pack sizes frames by the server's maximum payload, not the stream's
+// MaxMsgSize), in order, each as a publish of its own: acknowledged,
+// retried, or split again if still too large. A half of one value is a
+// plain message, which fails if it is too large. The halves have the IDs
+// pack would give them: with MsgID, the same in every process.
+func (f *Forwarder[T]) split(p *jsPending, before error) {
+	parts, err := splitFrame(strconv.Itoa(p.values), p.msg.Data, nil)
+	if err != nil { // cannot happen: pack made the frame
+		f.failN(p.values, "publish", p.msg.Subject, err)
+		return
+	}
+	f.splits.Add(1)
+	k := len(parts) / 2
+	for _, h := range [2]jsPending{f.part(p, parts[:k], 0), f.part(p, parts[k:], k)} {
+		if f.ctx.Err() != nil {
+			f.abandoned.Add(uint64(h.values))
+			continue
+		}
+		if h.err = f.publishSync(&h); h.err == nil {
+			f.confirm(&h)
+			continue
+		}
+		if f.ctx.Err() != nil {
+			f.abandoned.Add(uint64(h.values))
+			continue
+		}
+		f.retry(&h, before)
+	}
+}
+
+// part returns the message of parts, the encoded values of the frame p
+// from its value at on: a frame, or a plain message for one value.
+func (f *Forwarder[T]) part(p *jsPending, parts [][]byte, at int) jsPending {
+	m := outMsg{subject: p.msg.Subject, data: parts[0], values: len(parts)}
+	if len(parts) > 1 {
+		m.data = nil
+		for _, d := range parts {
+			m.data = appendFramePart(m.data, d)
+		}
+	}
+	h := jsPending{msg: m.msg(), values: m.values}
+	if p.ids == nil {
+		h.id = f.ownID()
+	} else {
+		h.ids = p.ids[at : at+len(parts)]
+		h.id = frameID(h.ids)
+	}
+	return h
 }
 
 // ForwarderStats is a snapshot of a [Forwarder]'s counters. Every value the
@@ -577,6 +652,10 @@ type ForwarderStats struct {
 	// Frames counts the frames published (messages of several values,
 	// see ForwardConfig.Frame), included in Published as their values.
 	Frames uint64
+	// Splits counts the frames refused as too large by a JetStream stream
+	// (its MaxMsgSize) and published again in two halves (see
+	// ForwardConfig.Frame).
+	Splits uint64
 	// Flushes and FlushErrors count core NATS flushes, one per batch, and
 	// those that failed (time-out, closed connection).
 	Flushes, FlushErrors uint64
@@ -599,6 +678,7 @@ func (f *Forwarder[T]) Stats() ForwarderStats {
 		Retries:        f.retries.Load(),
 		Duplicates:     f.duplicates.Load(),
 		Frames:         f.frames.Load(),
+		Splits:         f.splits.Load(),
 		Flushes:        f.flushes.Load(),
 		FlushErrors:    f.flushErrs.Load(),
 		Bytes:          f.bytes.Load(),
@@ -616,7 +696,7 @@ func (f *Forwarder[T]) Metrics() []fanout.Metric { return f.Stats().Metrics() }
 // fanoutnats_forwarder_values_total{result=received|published|failed|abandoned},
 // fanoutnats_forwarder_dropped_total{reason=full|oldest|timeout|evicted|panic},
 // fanoutnats_forwarder_retries_total, _duplicates_total, _frames_total,
-// _flushes_total, _flush_errors_total, _bytes_total,
+// _frame_splits_total, _flushes_total, _flush_errors_total, _bytes_total,
 // _callback_panics_total and the gauge fanoutnats_forwarder_queued.
 func (s ForwarderStats) Metrics() []fanout.Metric {
 	const values, dropped = "fanoutnats_forwarder_values_total", "fanoutnats_forwarder_dropped_total"
@@ -635,6 +715,7 @@ func (s ForwarderStats) Metrics() []fanout.Metric {
 		counter("fanoutnats_forwarder_retries_total", "JetStream publishes tried again.", s.Retries),
 		counter("fanoutnats_forwarder_duplicates_total", "Values whose JetStream ack reported a duplicate.", s.Duplicates),
 		counter("fanoutnats_forwarder_frames_total", "Frames (messages of several values) published.", s.Frames),
+		counter("fanoutnats_forwarder_frame_splits_total", "Frames a JetStream stream refused as too large, published again in halves.", s.Splits),
 		counter("fanoutnats_forwarder_flushes_total", "Core NATS flushes.", s.Flushes),
 		counter("fanoutnats_forwarder_flush_errors_total", "Core NATS flushes that failed.", s.FlushErrors),
 		counter("fanoutnats_forwarder_bytes_total", "Payload bytes published.", s.Bytes),

@@ -580,6 +580,77 @@ func TestFramesHoldingAValueWithoutAnIDCarryNoMessageID(t *testing.T) {
 	}
 }
 
+// padded is an event with padding, to make its encoding as large as needed.
+type padded struct {
+	Seq int    `json:"seq"`
+	Pad string `json:"pad"`
+}
+
+// Frames are sized by the server's maximum payload (1 MiB); a stream whose
+// MaxMsgSize is 1 KiB refuses them as too large. The forwarder splits each
+// in halves until they fit, so every value the stream stores alone is
+// stored, in order; only a value too large alone fails. With MsgID, the
+// parts' IDs are those pack would give them: a second forwarder of the
+// same values stores nothing again.
+func TestFramesTooLargeForTheStreamAreSplitUntilTheyFit(t *testing.T) {
+	const n, tooLarge = 500, 250
+	vals := make([]padded, n)
+	var want []int
+	for i := range vals {
+		vals[i] = padded{Seq: i, Pad: strings.Repeat("x", 100)} // 121 bytes
+		if i == tooLarge {
+			vals[i].Pad = strings.Repeat("x", 2000)
+			continue
+		}
+		want = append(want, i)
+	}
+	for name, msgID := range map[string]func(padded) string{
+		"own IDs":   nil,
+		"value IDs": func(v padded) string { return fmt.Sprint("v", v.Seq) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := natstest.New(t)
+			js := natstest.JetStream(t, srv.Connect(t))
+			if _, err := js.CreateStream(guardCtx(t), jetstream.StreamConfig{Name: "EV", Subjects: []string{"ev"}, MaxMsgSize: 1024}); err != nil {
+				t.Fatal(err)
+			}
+			forwarders := 1
+			if msgID != nil {
+				forwarders = 2
+			}
+			for i := range forwarders {
+				st := forwardPadded(t, srv.Connect(t), vals, fanoutnats.ForwardConfig[padded]{Subject: "ev", JetStream: true, Frame: 64, MsgID: msgID})
+				if st.Published != n-1 || st.Failed != 1 || st.Splits == 0 {
+					t.Errorf("forwarder %d: %d published, %d failed, %d splits; want %d, 1 (the value too large alone) and some",
+						i, st.Published, st.Failed, st.Splits, n-1)
+				}
+				if i > 0 && st.Duplicates != n-1 {
+					t.Errorf("forwarder %d: %d duplicates, want %d: the parts' IDs differ", i, st.Duplicates, n-1)
+				}
+			}
+			if got, _ := storedMessages(t, js, "EV"); !slices.Equal(seqs(got), want) {
+				t.Errorf("the stream holds %d values %v..., want each of the %d that fit once, in order", len(got), seqs(got)[:min(len(got), 10)], n-1)
+			}
+		})
+	}
+}
+
+// forwardPadded forwards vals, accepted as one batch, with a forwarder
+// configured by cfg, closes it and returns its statistics.
+func forwardPadded(t *testing.T, nc *nats.Conn, vals []padded, cfg fanoutnats.ForwardConfig[padded]) fanoutnats.ForwarderStats {
+	t.Helper()
+	out := fanout.New[padded](fanout.WithQueueLength(len(vals)))
+	fwd, err := fanoutnats.Forward(out, nc, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := out.ActionBatch(vals); err != nil {
+		t.Fatal(err)
+	}
+	closeAndWait(t, fwd)
+	return fwd.Stats()
+}
+
 // storedMessages returns the values of every message of the stream name,
 // in its order, and the Nats-Msg-Id of each message.
 func storedMessages(t *testing.T, js jetstream.JetStream, name string) (vals []event, ids []string) {

@@ -151,8 +151,16 @@ func (f *Forwarder[T]) setIDs(out []outMsg) {
 			m.id = f.ownID()
 			continue
 		}
-		m.id = frameID(f.ids[m.idAt : m.idAt+m.values])
+		m.id = frameID(f.idsOf(m))
 	}
+}
+
+// idsOf returns the MsgID's of the values of m, or nil without MsgID.
+func (f *Forwarder[T]) idsOf(m *outMsg) []string {
+	if f.js == nil || f.cfg.MsgID == nil {
+		return nil
+	}
+	return f.ids[m.idAt : m.idAt+m.values : m.idAt+m.values]
 }
 
 // frameID returns the message ID of a message holding values whose MsgID's
