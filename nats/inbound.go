@@ -242,7 +242,11 @@ type InboundStats struct {
 	Reconnects uint64
 	// SlowConsumerDropped counts messages the NATS client dropped because
 	// the subscriber's buffer was full (core NATS only): messages, not
-	// values, since the client drops frames unread.
+	// values, since the client drops frames unread. The client keeps the
+	// count with the subscription: the subscriber reads it after each
+	// message, at Stats, and before it unsubscribes. When the connection is
+	// closed, the client forgets it first: the drops since the subscriber
+	// last read it are then not counted.
 	SlowConsumerDropped uint64
 	// Bytes counts the payload bytes received.
 	Bytes uint64

@@ -57,6 +57,8 @@ type Subscriber[T any] struct {
 	status  chan nats.Status
 	once    chanOnce
 	dropped atomic.Uint64 // the client's drop count, kept past Unsubscribe
+	// reported is the part of dropped reported (owned by the goroutine).
+	reported uint64
 }
 
 // Subscribe subscribes to cfg.Subject on nc and publishes every decoded
@@ -97,15 +99,24 @@ func Subscribe[T any](nc *nats.Conn, b *fanout.Broadcaster[T], cfg SubscribeConf
 	return s, nil
 }
 
-// Close stops the subscriber. It unsubscribes at once, then waits until
-// the messages the client had already received are published into the
-// broadcaster. If ctx ends first, it gives up the rest (counted as
-// abandoned) and returns ctx.Err() without waiting further (see
-// [Subscriber.Done]). It never waits for a dead server longer than ctx
-// allows. It is idempotent. A nil ctx is an error: nothing is closed.
+// Close stops the subscriber. It reads the NATS client's count of messages
+// dropped for the subscription (which the client forgets with it) and
+// unsubscribes at once, then waits until the messages the client had
+// already received are published into the broadcaster. If ctx ends
+// first, it gives up the rest (counted as abandoned) and returns ctx.Err()
+// without waiting further (see [Subscriber.Done]). It never waits for a
+// dead server longer than ctx allows. It is idempotent. A nil ctx is an
+// error: nothing is closed.
 func (s *Subscriber[T]) Close(ctx context.Context) error {
-	return s.in.close(ctx, func() {
-		s.once.do(s.closing, func() { _ = s.sub.Unsubscribe() })
+	return s.in.close(ctx, s.unsubscribe)
+}
+
+// unsubscribe reads the client's drop count, which it forgets once
+// unsubscribed, and unsubscribes, once.
+func (s *Subscriber[T]) unsubscribe() {
+	s.once.do(s.closing, func() {
+		s.droppedNow()
+		_ = s.sub.Unsubscribe()
 	})
 }
 
@@ -134,15 +145,15 @@ func (s *Subscriber[T]) Stats() InboundStats {
 
 func (s *Subscriber[T]) run() {
 	defer close(s.in.done)
+	defer s.reportDrops() // those since the last message, read before unsubscribing
 	defer s.nc.RemoveStatusListener(s.status)
-	var reported uint64
 	for {
 		select {
 		case m := <-s.ch:
 			if !s.handle(m) {
 				return
 			}
-			reported = s.reportDrops(reported)
+			s.reportDrops()
 		case <-s.closing:
 			s.drain()
 			return
@@ -187,8 +198,7 @@ func (s *Subscriber[T]) drain() {
 // stop unsubscribes and accounts for the messages left in the buffer:
 // abandoned when Close gave up, failed otherwise (the broadcaster refused).
 func (s *Subscriber[T]) stop() {
-	s.droppedNow()
-	s.once.do(s.closing, func() { _ = s.sub.Unsubscribe() })
+	s.unsubscribe()
 	var n uint64
 	for range len(s.ch) {
 		n += valuesIn((<-s.ch).Header)
@@ -208,21 +218,27 @@ func (s *Subscriber[T]) stop() {
 }
 
 // droppedNow returns the number of messages the client dropped for the
-// subscription, which it forgets once unsubscribed.
+// subscription, read from the client while it has one: it forgets the
+// count once unsubscribed, or once the connection is closed. It is called
+// from any goroutine (Stats, Close).
 func (s *Subscriber[T]) droppedNow() uint64 {
-	if n, err := s.sub.Dropped(); err == nil && uint64(n) > s.dropped.Load() {
-		s.dropped.Store(uint64(n))
+	n, err := s.sub.Dropped()
+	for err == nil {
+		old := s.dropped.Load()
+		if uint64(n) <= old || s.dropped.CompareAndSwap(old, uint64(n)) {
+			break
+		}
 	}
 	return s.dropped.Load()
 }
 
 // reportDrops reports messages the client dropped since the last report.
-func (s *Subscriber[T]) reportDrops(reported uint64) uint64 {
+func (s *Subscriber[T]) reportDrops() {
 	n := s.droppedNow()
-	if n <= reported {
-		return reported
+	if n <= s.reported {
+		return
 	}
 	s.in.rep.report(&Error{Op: "subscribe", Subject: s.subject,
-		Err: fmt.Errorf("%w: the client dropped %d messages (buffer full)", nats.ErrSlowConsumer, n-reported)})
-	return n
+		Err: fmt.Errorf("%w: the client dropped %d messages (buffer full)", nats.ErrSlowConsumer, n-s.reported)})
+	s.reported = n
 }

@@ -228,6 +228,84 @@ func TestSubscriberCloseGivesUpAtItsDeadlineAndCountsTheRest(t *testing.T) {
 	}
 }
 
+// blockedSubscriberWithDrops returns a subscriber with a buffer of 4,
+// blocked on the second of two values because its watcher w, which holds
+// one, is not read, and whose client then received 100 more messages:
+// buffered 4, dropped 96. Nothing has read the subscriber's statistics
+// since. It also returns the subscriber's connection.
+func blockedSubscriberWithDrops(t *testing.T, log *errorLog) (*fanoutnats.Subscriber[event], *fanout.Watcher[event], *nats.Conn) {
+	t.Helper()
+	srv := natstest.New(t)
+	b, w := blockedWatcher()
+	snc := srv.Connect(t)
+	s := subscribe(t, snc, b, fanoutnats.SubscribeConfig[event]{Subject: "ev", Buffer: 4, OnError: log.add})
+	pnc := srv.Connect(t)
+	publishJSON(t, pnc, "ev", events(0, 2)...)
+	natstest.Eventually(t, "the subscriber to block on the second value", func() bool { return s.Stats().Received == 2 })
+	publishJSON(t, pnc, "ev", events(2, 102)...)
+	// The server answers this flush after sending snc the 100 messages:
+	// once it returns, the client has buffered or dropped them all.
+	if err := snc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return s, w, snc
+}
+
+// checkDropsReported checks that the 96 messages the client dropped were
+// counted and reported.
+func checkDropsReported(t *testing.T, st fanoutnats.InboundStats, log *errorLog) {
+	t.Helper()
+	if st.SlowConsumerDropped != 96 {
+		t.Errorf("SlowConsumerDropped = %d, want the client's 96", st.SlowConsumerDropped)
+	}
+	var reports []string
+	for _, err := range log.list() {
+		if errors.Is(err, nats.ErrSlowConsumer) {
+			reports = append(reports, err.Error())
+		}
+	}
+	if len(reports) != 1 || !strings.Contains(reports[0], "dropped 96 messages") {
+		t.Errorf("slow-consumer reports %q, want one of 96 messages", reports)
+	}
+}
+
+// Close reads the client's drop count before unsubscribing: the client
+// forgets it with the subscription, and drops since the last message the
+// subscriber took would go uncounted and unreported.
+func TestSubscriberCloseCountsAndReportsTheMessagesTheClientDropped(t *testing.T) {
+	var log errorLog
+	s, w, snc := blockedSubscriberWithDrops(t, &log)
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close(guardCtx(t)) }()
+	natstest.Eventually(t, "Close to unsubscribe", func() bool { return snc.NumSubscriptions() == 0 })
+	recv(t, w, 6) // unblock the subscriber: the 2 values, then the 4 buffered
+	if err := <-closed; err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	st := s.Stats()
+	if st.Delivered != 6 {
+		t.Errorf("stats %+v, want 6 delivered", st)
+	}
+	checkDropsReported(t, st, &log)
+}
+
+// The same when Close gives up at once: its context is already done.
+func TestSubscriberCloseGivingUpCountsAndReportsTheMessagesTheClientDropped(t *testing.T) {
+	var log errorLog
+	s, _, _ := blockedSubscriberWithDrops(t, &log)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := s.Close(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Close = %v, want context.Canceled", err)
+	}
+	waitDone(t, s)
+	st := s.Stats()
+	if st.Received != 6 || st.Delivered != 1 || st.Abandoned != 5 {
+		t.Errorf("stats %+v, want 6 received, 1 delivered, 5 abandoned", st)
+	}
+	checkDropsReported(t, st, &log)
+}
+
 func TestSubscriberStopsWhenTheBroadcasterShutsDown(t *testing.T) {
 	srv := natstest.New(t)
 	b := fanout.New[event]()
