@@ -171,8 +171,10 @@
 // the values still queued, and the watcher is unregistered so that no
 // producer waits for it).
 //
-// A [Subscriber] owns one goroutine, and the NATS client delivers into its
-// buffer. [Subscriber.Close] unsubscribes at once and blocks until the
+// A [Subscriber] owns two goroutines, one that delivers and one that only
+// reads the connection's status events (reconnects and the close, which
+// the client drops when they are not read at once), and the NATS client
+// delivers into its buffer. [Subscriber.Close] unsubscribes at once and blocks until the
 // buffered messages are delivered, or until its context ends. A [Consumer]
 // owns one goroutine, plus the NATS client's pull-consumer goroutines, and
 // a durable one a second goroutine that acknowledges; [Consumer.Close]

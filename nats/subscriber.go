@@ -43,10 +43,11 @@ type SubscribeConfig[T any] struct {
 
 // Subscriber publishes the values of a core NATS subscription into a local
 // [fanout.Broadcaster], so that one network subscription serves any number
-// of local watchers, each with its own queue and strategy. It owns one
-// goroutine, which decodes each message and publishes the value with
+// of local watchers, each with its own queue and strategy. Its goroutine
+// decodes each message and publishes the value with
 // [fanout.Broadcaster.ActionContext], waiting as the watchers' behaviours
-// say. Create one with [Subscribe]; stop it with [Subscriber.Close].
+// say; a second one reads the connection's status events. Create one with
+// [Subscribe]; stop it with [Subscriber.Close].
 type Subscriber[T any] struct {
 	in      inbound[T]
 	nc      *nats.Conn
@@ -54,9 +55,13 @@ type Subscriber[T any] struct {
 	subject string
 	ch      chan *nats.Msg
 	closing chan struct{} // closed by Close after unsubscribing
-	status  chan nats.Status
 	once    chanOnce
-	dropped atomic.Uint64 // the client's drop count, kept past Unsubscribe
+	// status carries the connection's events to watchStatus, which closes
+	// connClosed when the connection closes, and statusDone as it ends.
+	status     chan nats.Status
+	connClosed chan struct{}
+	statusDone chan struct{}
+	dropped    atomic.Uint64 // the client's drop count, kept past Unsubscribe
 	// reported is the part of dropped reported (owned by the goroutine).
 	reported uint64
 }
@@ -94,7 +99,9 @@ func Subscribe[T any](nc *nats.Conn, b *fanout.Broadcaster[T], cfg SubscribeConf
 	}
 	s.sub = sub
 	s.status = nc.StatusChanged(nats.CLOSED, nats.CONNECTED)
+	s.connClosed, s.statusDone = make(chan struct{}), make(chan struct{})
 	s.in.init(b, cfg.Codec, cfg.OnError, cfg.Logger)
+	go s.watchStatus()
 	go s.run()
 	return s, nil
 }
@@ -146,7 +153,7 @@ func (s *Subscriber[T]) Stats() InboundStats {
 func (s *Subscriber[T]) run() {
 	defer close(s.in.done)
 	defer s.reportDrops() // those since the last message, read before unsubscribing
-	defer s.nc.RemoveStatusListener(s.status)
+	defer s.stopStatus()
 	for {
 		select {
 		case m := <-s.ch:
@@ -157,11 +164,7 @@ func (s *Subscriber[T]) run() {
 		case <-s.closing:
 			s.drain()
 			return
-		case st := <-s.status:
-			if st == nats.CONNECTED {
-				s.in.reconnects.Add(1)
-				continue
-			}
+		case <-s.connClosed:
 			s.in.setErr(nats.ErrConnectionClosed)
 			s.stop()
 			return
@@ -170,6 +173,39 @@ func (s *Subscriber[T]) run() {
 			return
 		}
 	}
+}
+
+// watchStatus counts the connection's reconnects and closes connClosed
+// when it closes, until stopStatus removes the listener. It runs apart
+// from run, which may wait for a slow watcher for long: the client sends
+// status events without blocking, and drops those beyond the channel's
+// 10, which would lose reconnects and the close itself.
+func (s *Subscriber[T]) watchStatus() {
+	defer close(s.statusDone)
+	closed := false
+	signal := func() {
+		if !closed {
+			closed = true
+			close(s.connClosed)
+		}
+	}
+	if s.nc.IsClosed() { // before the listener was registered: no event comes
+		signal()
+	}
+	for st := range s.status {
+		if st == nats.CONNECTED {
+			s.in.reconnects.Add(1)
+		} else {
+			signal()
+		}
+	}
+}
+
+// stopStatus removes the status listener, which closes its channel, and
+// waits for watchStatus to end.
+func (s *Subscriber[T]) stopStatus() {
+	s.nc.RemoveStatusListener(s.status)
+	<-s.statusDone
 }
 
 // handle delivers one message, and reports whether to go on.

@@ -332,6 +332,34 @@ func TestSubscriberStopsWhenTheConnectionCloses(t *testing.T) {
 	}
 }
 
+// The subscriber learns that its connection closed from the client's
+// status events, which the client drops beyond 10 unread. While the
+// subscriber waits for a slow watcher, 11 reconnects and the close come:
+// the subscriber still ends by itself, having counted each reconnect.
+func TestSubscriberEndsWhenTheConnectionClosesAfterManyReconnects(t *testing.T) {
+	const reconnects = 11
+	srv := natstest.New(t)
+	b, w := blockedWatcher()
+	snc := srv.Connect(t)
+	s := subscribe(t, snc, b, fanoutnats.SubscribeConfig[event]{Subject: "ev"})
+	publishJSON(t, srv.Connect(t), "ev", events(0, 2)...)
+	natstest.Eventually(t, "the subscriber to block on the second value", func() bool { return s.Stats().Received == 2 })
+	for range reconnects {
+		before := snc.Reconnects
+		srv.Restart(t)
+		natstest.Eventually(t, "a reconnect", func() bool { return snc.IsConnected() && snc.Reconnects > before })
+	}
+	snc.Close()
+	recv(t, w, 2) // unblock the subscriber
+	waitDone(t, s)
+	if !errors.Is(s.Err(), nats.ErrConnectionClosed) {
+		t.Errorf("Err = %v, want nats.ErrConnectionClosed", s.Err())
+	}
+	if st := s.Stats(); st.Reconnects != reconnects {
+		t.Errorf("%d reconnects counted, want %d", st.Reconnects, reconnects)
+	}
+}
+
 // publishFrame publishes a frame of the given payloads by hand.
 func publishFrame(t *testing.T, nc *nats.Conn, subject, count string, parts ...[]byte) {
 	t.Helper()
