@@ -55,8 +55,12 @@
 //
 //   - Core NATS is at most once. What the server could not deliver is
 //     invisible to both sides, including a value published where nobody
-//     listens (counted as published: NATS cannot tell); what the NATS
-//     client dropped because a Subscriber's buffer was full is counted
+//     listens (counted as published: NATS cannot tell). A Forwarder
+//     counts a value as published once the client accepted it: if the
+//     flush of its batch then fails (counted in
+//     [ForwarderStats].FlushErrors and reported), the client may still
+//     send it, or lose it with the connection. What the NATS client
+//     dropped because a Subscriber's buffer was full is counted
 //     ([InboundStats].SlowConsumerDropped).
 //   - JetStream with a durable Consumer is at least once: a message is
 //     acknowledged only once every lossless local watcher has taken its

@@ -632,10 +632,13 @@ func (f *Forwarder[T]) part(p *jsPending, parts [][]byte, at int) jsPending {
 type ForwarderStats struct {
 	// Received counts values taken from the watcher's queue.
 	Received uint64
-	// Published counts values handed to NATS: for core NATS, accepted by
-	// the client and, if the connection was up, flushed to the server
-	// without a permissions violation; in JetStream mode, acknowledged by
-	// the stream.
+	// Published counts values handed to NATS. For core NATS: accepted by
+	// the client (in its buffer for the server) and not denied by the
+	// server. The forwarder then flushes the batch if the connection is
+	// up; a flush that fails (FlushErrors, reported) does not take them
+	// back, since the client still holds them and sends them when it can,
+	// or loses them if the connection closes: NATS cannot tell which. In
+	// JetStream mode: acknowledged by the stream.
 	Published uint64
 	// Failed counts values that were not published: their subject or
 	// encoding failed, the client refused them (payload too large, closed
@@ -657,7 +660,8 @@ type ForwarderStats struct {
 	// ForwardConfig.Frame).
 	Splits uint64
 	// Flushes and FlushErrors count core NATS flushes, one per batch, and
-	// those that failed (time-out, closed connection).
+	// those that failed (time-out, closed connection); the values of a
+	// batch whose flush failed are counted in Published all the same.
 	Flushes, FlushErrors uint64
 	// Bytes counts the payload bytes of the published values.
 	Bytes uint64
