@@ -24,7 +24,8 @@
 //   - When the manager stops, after its runnables and the leader election
 //     (whose "stopped leading" event is recorded last), [Manager.Start]
 //     flushes both broadcasters and shuts them down within
-//     [WithShutdownTimeout] (5 s by default). controller-runtime never
+//     [WithShutdownTimeout] (5 s by default; the flush, with retries, has
+//     half of it, the last attempts the rest). controller-runtime never
 //     waits for its broadcasters. The events.k8s.io series still open get
 //     their final count written, so that a clean stop drops nothing.
 //   - [WithMetrics] registers the counters
@@ -39,7 +40,10 @@
 // core/v1 sink; the events.k8s.io sink and its series maintenance), and
 // two more, the loggers, when the manager's logger shows V(1), as
 // controller-runtime logs every event there. All of them have ended when
-// Start returns. A manager that records events but is never started keeps
+// Start returns: a core/v1 write still in flight at the shutdown bound is
+// cancelled (the sink the manager makes writes with a context, where
+// client-go's EventSinkImpl writes with context.Background()), and a
+// second Start returns controller-runtime's error without touching them. A manager that records events but is never started keeps
 // its sinks running, as controller-runtime's does.
 //
 // When it stops, controller-runtime's manager still makes and shuts down

@@ -5,13 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	typedeventsv1 "k8s.io/client-go/kubernetes/typed/events/v1"
@@ -60,7 +63,14 @@ type Manager struct {
 	logger logr.Logger
 
 	startOnce  sync.Once
+	started    atomic.Bool // Start was called
 	collectors []prometheus.Collector
+
+	// cancelWrites cancels the writes of the core/v1 sink the manager
+	// made (coreSink), whose runner's watch is coreWatch; both nil with
+	// WithCoreSink's sink.
+	cancelWrites context.CancelFunc
+	coreWatch    watch.Interface
 }
 
 var _ ctrlrecorder.Provider = (*Manager)(nil)
@@ -124,12 +134,14 @@ func NewManager(config *rest.Config, options manager.Options, opts ...Option) (*
 	}
 	if m.cfg.metrics {
 		if err := m.registerMetrics(); err != nil {
+			m.shutdownBroadcasters()
 			return nil, err
 		}
 	}
 	inner, err := m.newInner(config, options)
 	if err != nil {
 		m.unregisterMetrics()
+		m.shutdownBroadcasters()
 		return nil, err
 	}
 	m.Manager, m.scheme = inner, inner.GetScheme()
@@ -257,8 +269,12 @@ func (m *Manager) GetEventRecorder(name string) ctrlrecorder.EventRecorder {
 // bound of [WithShutdownTimeout]; then it unregisters the metrics. It
 // returns the wrapped manager's error. Events still unwritten at the bound
 // are counted as dropped at shutdown (the broadcasters' Stats) and logged,
-// but do not make Start fail.
+// but do not make Start fail. A second call returns controller-runtime's
+// error ("manager already started") and leaves the recorders as they are.
 func (m *Manager) Start(ctx context.Context) error {
+	if !m.started.CompareAndSwap(false, true) {
+		return m.Manager.Start(ctx)
+	}
 	m.startRecording()
 	err := m.Manager.Start(ctx)
 	m.shutdown()
@@ -269,11 +285,13 @@ func (m *Manager) Start(ctx context.Context) error {
 // starts, once.
 func (m *Manager) startRecording() {
 	m.startOnce.Do(func() {
-		coreSink := m.cfg.coreSink
-		if coreSink == nil {
-			coreSink = &typedcorev1.EventSinkImpl{Interface: m.core.Events("")}
+		if m.cfg.coreSink != nil {
+			m.record.StartRecordingToSink(m.cfg.coreSink)
+		} else {
+			var ctx context.Context
+			ctx, m.cancelWrites = context.WithCancel(context.Background())
+			m.coreWatch = m.record.StartRecordingToSink(&coreSink{ctx: ctx, events: m.core.Events("")})
 		}
-		m.record.StartRecordingToSink(coreSink)
 		if err := m.events.StartRecordingToSinkWithContext(logr.NewContext(context.Background(), m.logger)); err != nil {
 			m.logger.Error(err, "Unable to start recording events.k8s.io events")
 		}
@@ -291,11 +309,17 @@ func (m *Manager) startRecording() {
 }
 
 // shutdown flushes and shuts both broadcasters down, side by side, within
-// the configured bound, and unregisters the metrics.
+// the configured bound, and unregisters the metrics. The flush, in which
+// failed writes are retried as usual, has half the bound: a write waiting
+// to be retried (10 s and more) must not leave the shutdown no time for
+// the last attempt of every queued event and the series' final writes.
+// Then the core/v1 writes still in flight are cancelled and waited for.
 func (m *Manager) shutdown() {
 	timeout := m.cfg.shutdownTimeout
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
+	flushCtx, cancelFlush := context.WithTimeout(ctx, timeout/2)
+	defer cancelFlush()
 	errs := make([]error, 2)
 	var wg sync.WaitGroup
 	for i, b := range []interface {
@@ -303,24 +327,57 @@ func (m *Manager) shutdown() {
 		ShutdownContext(context.Context) error
 	}{m.record, m.events} {
 		wg.Go(func() {
-			errs[i] = errors.Join(b.Flush(ctx), b.ShutdownContext(ctx))
+			_ = b.Flush(flushCtx) // what is not written by then gets its last attempt
+			errs[i] = b.ShutdownContext(ctx)
 		})
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		m.logger.Error(err, "Event recorders did not finish in time: the events not written are counted as dropped at shutdown", "timeout", timeout)
 	}
+	m.endWrites()
 	if m.httpClient != nil {
 		m.httpClient.CloseIdleConnections()
 	}
 	m.unregisterMetrics()
 }
 
-func (m *Manager) registerer() prometheus.Registerer {
-	if m.cfg.registerer == nil {
-		return ctrlmetrics.Registry
+// endWrites cancels the writes of the core/v1 sink the manager made that
+// are still in flight (an API server that does not answer: client-go's
+// sinks take no context, and the HTTP client has no timeout unless the
+// config sets one), and waits for its runner to end, so that nothing of
+// the recorders outlives Start.
+func (m *Manager) endWrites() {
+	if m.cancelWrites == nil {
+		return
 	}
-	return m.cfg.registerer
+	m.cancelWrites()
+	<-m.coreWatch.ResultChan()
+}
+
+// shutdownBroadcasters shuts down the broadcasters of a manager that
+// NewManager does not return: a record.WithContext among the options
+// would keep its callback registered until its context ends.
+func (m *Manager) shutdownBroadcasters() {
+	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.shutdownTimeout)
+	defer cancel()
+	_ = m.record.ShutdownContext(ctx)
+	_ = m.events.ShutdownContext(ctx)
+}
+
+// registerer returns WithMetrics's registry; controller-runtime's for a
+// nil one, a typed nil pointer included.
+func (m *Manager) registerer() prometheus.Registerer {
+	if r := m.cfg.registerer; r != nil && !isNilPointer(r) {
+		return r
+	}
+	return ctrlmetrics.Registry
+}
+
+// isNilPointer reports whether v holds a nil pointer.
+func isNilPointer(v any) bool {
+	rv := reflect.ValueOf(v)
+	return rv.Kind() == reflect.Pointer && rv.IsNil()
 }
 
 // unregisterMetrics undoes registerMetrics.

@@ -2,8 +2,14 @@ package fanoutctrl
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -15,12 +21,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/fanout-go/fanout/k8s/events"
@@ -273,4 +282,194 @@ func TestNewManagerReturnsBadOptionValuesAsErrors(t *testing.T) {
 		})
 		assert.ErrorContains(t, err, tc.want)
 	}
+}
+
+// controller-runtime refuses a second Start ("manager already started")
+// and leaves the running manager alone; so does this one: the running
+// manager's broadcasters and metrics stay. It used to shut them down.
+func TestSecondStartLeavesTheRunningManagerRecording(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, f := newTestManager(t, manager.Options{}, WithMetrics(reg))
+	stop := run(t, m)
+	<-m.Elected()
+	require.ErrorContains(t, m.Start(context.Background()), "already started")
+
+	m.GetEventRecorder("pods").Eventf(pod("web"), nil, corev1.EventTypeNormal, "R", "A", "after the second Start")
+	m.GetEventRecorderFor("pods").Event(pod("web"), corev1.EventTypeNormal, "R", "after the second Start")
+	require.NoError(t, m.EventsBroadcaster().Flush(t.Context()))
+	require.NoError(t, m.RecordBroadcaster().Flush(t.Context()))
+	assert.Zero(t, m.EventsBroadcaster().Stats().Refused)
+	assert.Zero(t, m.RecordBroadcaster().Stats().Refused)
+	assert.Len(t, f.events.Calls(), 1)
+	assert.Len(t, f.core.Calls(), 1)
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	assert.NotEmpty(t, mfs, "the metrics stay registered")
+	require.NoError(t, stop())
+}
+
+// A write failing once (an API server blip) as the manager stops costs
+// that event only: the flush, which waits through the retry pause (10 s
+// and more for events.k8s.io), has half the shutdown bound, and the rest
+// leaves every queued event its last attempt and the open series their
+// final count, as the broadcaster's ShutdownContext alone does. A flush
+// with the whole bound lost all four events.
+func TestATransientFailureAtStopLosesOnlyTheEventBeingRetried(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m, f := newTestManager(t, manager.Options{})
+		f.events.Fail = func(c apitest.Call[*eventsv1.Event]) error {
+			if c.N == 0 {
+				return errors.New("connection reset by peer") // retried
+			}
+			return nil
+		}
+		stop := run(t, m)
+		r := m.GetEventRecorder("pods")
+		r.Eventf(pod("a"), nil, corev1.EventTypeNormal, "R", "A", "m")
+		for range 3 {
+			r.Eventf(pod("b"), nil, corev1.EventTypeNormal, "R", "A", "m")
+		}
+		synctest.Wait() // a failed and waits to be retried; b queued
+		require.NoError(t, stop())
+		st := m.EventsBroadcaster().Stats()
+		assert.EqualValues(t, 1, st.Dropped(), "a, in its retry pause: %+v; sink calls %q", st, f.events.Ops())
+		assert.EqualValues(t, 2, st.Written, "b created, then its series with the final count 3")
+		assert.EqualValues(t, 1, st.Merged)
+	})
+}
+
+// hangingServer is an API server that accepts event writes and never
+// answers them, until the test ends.
+func hangingServer(t *testing.T) *httptest.Server {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(func() { close(release); srv.Close() })
+	return srv
+}
+
+// A core/v1 write still in flight at the shutdown bound (an API server
+// that does not answer) is cancelled, and the sink has ended when Start
+// returns, as the package doc says. client-go's sink writes with
+// context.Background(), and the HTTP client has no timeout: the write
+// outlived Start.
+func TestCoreWritesInFlightEndWithStart(t *testing.T) {
+	srv := hangingServer(t)
+	before := goleak.IgnoreCurrent()
+	cfg := &rest.Config{Host: srv.URL}
+	m, err := NewManager(cfg, manager.Options{Logger: logr.Discard(), Metrics: metricsserver.Options{BindAddress: "0"}},
+		withSinks(nil, &apitest.EventsSink{}), WithShutdownTimeout(200*time.Millisecond))
+	require.NoError(t, err)
+	stop := run(t, m)
+	m.GetEventRecorderFor("pods").Event(pod("web"), corev1.EventTypeNormal, "R", "m")
+	require.NoError(t, stop())
+	assert.EqualValues(t, 1, m.RecordBroadcaster().Stats().DroppedShutdown)
+	// The server's side of the connection and controller-runtime's own
+	// broadcasters (which end shortly after Start) aside.
+	assert.NoError(t, goleak.Find(before, goleak.IgnoreAnyFunction("net/http.(*conn).serve"),
+		goleak.IgnoreAnyFunction("k8s.io/client-go/tools/record.(*eventBroadcasterImpl).StartRecordingToSink.func1")))
+}
+
+// A typed nil registry given to WithMetrics (var reg *prometheus.Registry)
+// means controller-runtime's, as a nil one does. It panicked.
+func TestWithMetricsTakesATypedNilRegistryAsTheDefault(t *testing.T) {
+	var reg *prometheus.Registry
+	m, err := NewManager(offline, manager.Options{Logger: logr.Discard()},
+		withSinks(apitest.NewCoreSink(), &apitest.EventsSink{}), WithMetrics(reg))
+	require.NoError(t, err)
+	assert.Equal(t, prometheus.Registerer(ctrlmetrics.Registry), m.registerer())
+	m.unregisterMetrics()
+}
+
+// wireRequest is an event write as the API server received it.
+type wireRequest struct {
+	Method, Path, UserAgent, ContentType, Accept string
+	Body                                         map[string]any
+}
+
+// wireServer is an API server that stores every event write it gets.
+type wireServer struct {
+	*httptest.Server
+	mu   sync.Mutex
+	reqs []wireRequest
+}
+
+func newWireServer(t *testing.T) *wireServer {
+	w := &wireServer{}
+	w.Server = httptest.NewServer(http.HandlerFunc(w.serve))
+	t.Cleanup(w.Close)
+	return w
+}
+
+func (w *wireServer) serve(rw http.ResponseWriter, r *http.Request) {
+	if !strings.Contains(r.URL.Path, "/events") {
+		http.NotFound(rw, r)
+		return
+	}
+	data, _ := io.ReadAll(r.Body)
+	var body map[string]any
+	if obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(data, nil, nil); err == nil {
+		js, _ := json.Marshal(obj)
+		_ = json.Unmarshal(js, &body)
+	} else {
+		_ = json.Unmarshal(data, &body)
+	}
+	w.mu.Lock()
+	w.reqs = append(w.reqs, wireRequest{r.Method, r.URL.Path, r.Header.Get("User-Agent"), r.Header.Get("Content-Type"), r.Header.Get("Accept"), body})
+	w.mu.Unlock()
+	rw.Header().Set("Content-Type", r.Header.Get("Content-Type"))
+	rw.WriteHeader(http.StatusCreated)
+	_, _ = rw.Write(data)
+}
+
+// requests returns the writes received, by path and reason, without the names and
+// times that differ from run to run.
+func (w *wireServer) requests() []wireRequest {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := slices.Clone(w.reqs)
+	for _, r := range out {
+		if md, ok := r.Body["metadata"].(map[string]any); ok {
+			delete(md, "name")
+			delete(md, "creationTimestamp")
+		}
+		for _, k := range []string{"eventTime", "firstTimestamp", "lastTimestamp", "deprecatedFirstTimestamp", "deprecatedLastTimestamp"} {
+			delete(r.Body, k)
+		}
+	}
+	key := func(r wireRequest) string { return r.Path + " " + fmt.Sprint(r.Body["reason"]) }
+	sort.Slice(out, func(i, j int) bool { return key(out[i]) < key(out[j]) })
+	return out
+}
+
+// Events recorded through this manager reach the API server as those of
+// controller-runtime's own manager do: the same requests, headers and
+// bodies (names and times aside), for both event APIs.
+func TestEventsReachTheAPIServerAsControllerRuntimesDo(t *testing.T) {
+	var got [2][]wireRequest
+	for i, newManager := range []func(*rest.Config, manager.Options) (manager.Manager, error){
+		manager.New,
+		func(c *rest.Config, o manager.Options) (manager.Manager, error) { return NewManager(c, o) },
+	} {
+		srv := newWireServer(t)
+		mgr, err := newManager(&rest.Config{Host: srv.URL},
+			manager.Options{Metrics: metricsserver.Options{BindAddress: "0"}, Logger: logr.Discard()})
+		require.NoError(t, err)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- mgr.Start(ctx) }()
+		//lint:ignore SA1019 compared with controller-runtime's
+		mgr.GetEventRecorderFor("pods").Eventf(pod("web"), corev1.EventTypeWarning, "Failed", "failed %d", 1)
+		mgr.GetEventRecorder("pods").Eventf(pod("web"), pod("db"), corev1.EventTypeNormal, "Synced", "Sync", "synced %s", "web")
+		mgr.GetEventRecorder("pods").AnnotatedEventf(pod("web"), nil, map[string]string{"k": "v"}, corev1.EventTypeNormal, "Annotated", "Sync", "ann")
+		require.Eventually(t, func() bool { return len(srv.requests()) == 3 }, 10*time.Second, 10*time.Millisecond)
+		cancel()
+		require.NoError(t, <-done)
+		got[i] = srv.requests()
+	}
+	assert.Equal(t, got[0], got[1])
 }

@@ -61,10 +61,12 @@ func (f optionFunc) apply(c *config) { f(c) }
 // WithShutdownTimeout bounds the flush and shutdown of both broadcasters
 // once controller-runtime's manager has stopped (default
 // [ShutdownTimeout], 5 s, also for zero; NewManager refuses a negative
-// d). It comes on
-// top of the manager's GracefulShutdownTimeout. Events still unwritten
-// when it ends are counted as dropped at shutdown, and
-// [Manager.Start] logs that it ran out of time.
+// d). It comes on top of the manager's GracefulShutdownTimeout. The flush,
+// in which failed writes are retried as usual, takes at most half of it;
+// the rest gives every event still queued its last attempt and the open
+// series their final count. Events still unwritten when it ends are
+// counted as dropped at shutdown, the core/v1 write in flight is
+// cancelled, and [Manager.Start] logs that it ran out of time.
 func WithShutdownTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.shutdownTimeout = d })
 }
@@ -73,7 +75,7 @@ func WithShutdownTimeout(d time.Duration) Option {
 // ([github.com/fanout-go/fanout/k8s/metrics.NewCollector]) with reg, or
 // with controller-runtime's metrics registry
 // (sigs.k8s.io/controller-runtime/pkg/metrics.Registry, the one its
-// metrics server serves) when reg is nil. The metrics carry the label
+// metrics server serves) when reg is nil (a typed nil pointer too). The metrics carry the label
 // api="core/v1" (GetEventRecorderFor) or api="events.k8s.io/v1"
 // (GetEventRecorder). They are unregistered when [Manager.Start] returns,
 // so that another manager of the same process can register its own. The

@@ -1,11 +1,13 @@
 package fanoutctrl
 
 import (
+	"context"
 	"sync"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	ctrlrecorder "sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/fanout-go/fanout/k8s/events"
@@ -104,4 +106,24 @@ func (r *eventsRecorder) AnnotatedEventf(regarding, related runtime.Object, anno
 // logger.
 func (r *eventsRecorder) WithLogger(logger logr.Logger) events.EventRecorderLogger {
 	return &eventsRecorder{m: r.m, name: r.name, logger: &logger}
+}
+
+// coreSink is client-go's typedcorev1.EventSinkImpl with a context, which
+// the manager cancels when its shutdown bound has passed (see endWrites):
+// client-go's writes with context.Background().
+type coreSink struct {
+	ctx    context.Context
+	events typedcorev1.EventInterface
+}
+
+func (s *coreSink) Create(e *corev1.Event) (*corev1.Event, error) {
+	return s.events.CreateWithEventNamespaceWithContext(s.ctx, e)
+}
+
+func (s *coreSink) Update(e *corev1.Event) (*corev1.Event, error) {
+	return s.events.UpdateWithEventNamespaceWithContext(s.ctx, e)
+}
+
+func (s *coreSink) Patch(e *corev1.Event, data []byte) (*corev1.Event, error) {
+	return s.events.PatchWithEventNamespaceWithContext(s.ctx, e, data)
 }
