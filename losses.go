@@ -58,7 +58,7 @@ func (l runnerLosses[T]) Lost(reason DropReason, n int, err error) {
 	if run.exited {
 		r.exited.lose(reason, uint64(n))
 	} else {
-		takeAtMost(&run.merged, uint64(n))
+		run.mergedLost.Add(takeAtMost(&run.merged, uint64(n)))
 		run.drops[reason].Add(uint64(n))
 	}
 	r.mu.Unlock()
@@ -83,7 +83,9 @@ func (l runnerLosses[T]) Failed(error) {
 
 // lose moves n merged values to reason's Dropped counter.
 func (s *RunnerStats) lose(reason DropReason, n uint64) {
-	s.Merged -= min(s.Merged, n)
+	took := min(s.Merged, n)
+	s.Merged -= took
+	s.MergedLost += took
 	s.Dropped += n
 	switch reason {
 	case DropFull:
@@ -97,12 +99,13 @@ func (s *RunnerStats) lose(reason DropReason, n uint64) {
 	}
 }
 
-// takeAtMost subtracts n from c, stopping at zero.
-func takeAtMost(c *atomic.Uint64, n uint64) {
+// takeAtMost subtracts n from c, stopping at zero, and returns what it
+// subtracted.
+func takeAtMost(c *atomic.Uint64, n uint64) uint64 {
 	for {
 		old := c.Load()
-		if c.CompareAndSwap(old, old-min(old, n)) {
-			return
+		if took := min(old, n); c.CompareAndSwap(old, old-took) {
+			return took
 		}
 	}
 }

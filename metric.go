@@ -142,7 +142,10 @@ func (b *Broadcaster[T]) watcherStats() []WatcherStats {
 //     fanout_recorder_runner_values_total{result=received|written|merged},
 //     fanout_recorder_write_failures_total, and
 //     fanout_recorder_dropped_total{reason} for every [DropReason] a
-//     recorder counts (full, spam, rejected, retries, shutdown, refused);
+//     recorder counts (full, spam, rejected, retries, shutdown, refused).
+//     A counter never goes down: result="merged" counts every value ever
+//     merged (RunnerStats.Merged + MergedLost), so a merged value whose
+//     record the correlator loses later is counted in dropped_total too;
 //   - per running runner, labelled watcher_id and watcher as its watcher
 //     is in the broadcaster's samples: fanout_runner_values_total{result},
 //     fanout_runner_write_failures_total and
@@ -192,7 +195,7 @@ func (s RunnerStats) metrics(n runnerNames, labels ...Label) []Metric {
 	m := []Metric{
 		counterMetric(n.values, n.vhelp, s.Received, with(Label{"result", "received"})...),
 		counterMetric(n.values, n.vhelp, s.Written, with(Label{"result", "written"})...),
-		counterMetric(n.values, n.vhelp, s.Merged, with(Label{"result", "merged"})...),
+		counterMetric(n.values, n.vhelp, s.Merged+s.MergedLost, with(Label{"result", "merged"})...),
 		counterMetric(n.failures, n.fhelp, s.Failures, labels...),
 	}
 	for _, d := range []struct {

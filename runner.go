@@ -52,6 +52,7 @@ type Runner[T any] struct {
 	done         chan struct{}
 
 	received, written, failures, retries, merged atomic.Uint64
+	mergedLost                                   atomic.Uint64
 	drops                                        [numDropReasons]atomic.Uint64
 
 	// handled counts the values written, skipped or dropped after
@@ -105,6 +106,7 @@ func (run *Runner[T]) Stats() RunnerStats {
 		Failures:        run.failures.Load(),
 		Retries:         run.retries.Load(),
 		Merged:          run.merged.Load(),
+		MergedLost:      run.mergedLost.Load(),
 		DroppedFull:     ws.DroppedFull + run.drops[DropFull].Load(),
 		DroppedOldest:   ws.DroppedOldest,
 		DroppedTimeout:  ws.DroppedTimeout,

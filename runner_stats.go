@@ -30,8 +30,14 @@ type RunnerStats struct {
 	DroppedPanic uint64
 	// Merged counts values the correlator folded into an earlier record
 	// (see [Correlation].Merged); they are not drops. Those it reports
-	// lost later (see [LossCounter]) move to a Dropped counter.
+	// lost later (see [LossCounter]) move to a Dropped counter, so Merged
+	// can go down; MergedLost counts them.
 	Merged uint64
+	// MergedLost counts merged values the correlator reported lost later,
+	// moved from Merged to a Dropped counter. Merged + MergedLost, the
+	// values ever merged, never goes down: it is what the metrics export
+	// as merged (see [Recorder.Metrics]).
+	MergedLost uint64
 	// DroppedSpam counts values the spam filter skipped.
 	DroppedSpam uint64
 	// DroppedRejected counts values whose error was not retryable, or whose
@@ -82,6 +88,7 @@ func (s *RunnerStats) add(o RunnerStats) {
 	s.DroppedEvicted += o.DroppedEvicted
 	s.DroppedPanic += o.DroppedPanic
 	s.Merged += o.Merged
+	s.MergedLost += o.MergedLost
 	s.DroppedSpam += o.DroppedSpam
 	s.DroppedRejected += o.DroppedRejected
 	s.DroppedRetries += o.DroppedRetries

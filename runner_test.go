@@ -424,7 +424,9 @@ func TestSinkRunnerCountsLateLosses(t *testing.T) {
 		require.NoError(t, r.Record(at("b", 0))) // evicts a and its 3 merged values
 		require.NoError(t, r.Flush(t.Context()))
 		s := run.Stats()
-		assert.Equal(t, fanout.RunnerStats{Received: 6, Written: 3, Failures: 1, Dropped: 3, DroppedFull: 3}, s)
+		assert.Equal(t, fanout.RunnerStats{Received: 6, Written: 3, Failures: 1, Dropped: 3, DroppedFull: 3, MergedLost: 3}, s)
+		merged := `fanout_recorder_runner_values_total{result=merged}`
+		assert.EqualValues(t, 3, sampleValues(t, r.Metrics())[merged], "the merged counter does not go down")
 
 		require.NoError(t, r.Record(at("b", 1)))
 		require.NoError(t, r.Record(at("b", 2)))
@@ -432,7 +434,8 @@ func TestSinkRunnerCountsLateLosses(t *testing.T) {
 		<-run.Done()
 		c.Purge() // after the runner exited: b's merged value is lost
 		rs := r.Stats()
-		assert.Equal(t, fanout.RunnerStats{Received: 8, Written: 4, Failures: 1, Dropped: 4, DroppedFull: 3, DroppedShutdown: 1}, rs.RunnerStats)
+		assert.Equal(t, fanout.RunnerStats{Received: 8, Written: 4, Failures: 1, Dropped: 4, DroppedFull: 3, DroppedShutdown: 1, MergedLost: 4}, rs.RunnerStats)
+		assert.EqualValues(t, 4, sampleValues(t, r.Metrics())[merged])
 		require.Len(t, drops, 4)
 		assert.Equal(t, fanout.DropShutdown, drops[3].Reason)
 	})

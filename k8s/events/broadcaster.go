@@ -395,7 +395,7 @@ func (b *Broadcaster) ShutdownContext(ctx context.Context) error {
 //   - Written counts events created and series written by the runners
 //     (not the refresh and finish writes, which write no new event).
 //   - Merged counts occurrences folded into a series (the third and later
-//     ones of a series), less those lost below.
+//     ones of a series), less those lost below (counted in MergedLost).
 //   - DroppedFull also counts occurrences merged into a series that the
 //     full series cache evicted before they were written; DroppedRejected
 //     also counts those of a series whose final write the API server

@@ -14,10 +14,12 @@
 package eventstats
 
 // Stats is a snapshot of an event broadcaster's counters. Counters only
-// grow; Queued and Sinks are current values. Every event given to a
-// recorder ends up, for each sink, in exactly one of Written, Merged or a
-// Dropped* counter once it has left the queue, or in Invalid or Refused
-// before it was queued.
+// grow, but Merged; Queued and Sinks are current values. Every event given
+// to a recorder ends up, for each sink, in exactly one of Written, Merged
+// or a Dropped* counter once it has left the queue, or in Invalid or
+// Refused before it was queued: an occurrence merged into a series that
+// is lost later moves from Merged to a Dropped* counter, so that Merged
+// can go down, and MergedLost counts those moves.
 type Stats struct {
 	// Recorded counts events the recorders accepted and queued.
 	Recorded uint64
@@ -33,8 +35,14 @@ type Stats struct {
 	// Written counts events a sink stored (or a watcher or logger took).
 	Written uint64
 	// Merged counts occurrences folded into an earlier event instead of
-	// being written on their own (an events.k8s.io series count).
+	// being written on their own (an events.k8s.io series count), less
+	// those lost later (MergedLost).
 	Merged uint64
+	// MergedLost counts merged occurrences whose series was lost later
+	// (evicted from a full cache, or its last write failed), moved from
+	// Merged to a Dropped* counter. Merged + MergedLost never goes down:
+	// it is what the Prometheus collector exports as merged.
+	MergedLost uint64
 	// Failures counts failed write attempts, retried or not.
 	Failures uint64
 	// DroppedFull counts events a sink or watcher missed because its queue

@@ -59,7 +59,7 @@ func NewCollector(src eventstats.Source, constLabels prometheus.Labels) promethe
 		src:      src,
 		recorded: d(NameRecorded, "Events accepted by the recorders and queued."),
 		written:  d(NameWritten, "Events written by a sink, watcher or logger."),
-		merged:   d(NameMerged, "Occurrences folded into an earlier event (series counts)."),
+		merged:   d(NameMerged, "Occurrences folded into an earlier event (series counts), those whose series was lost later (also in dropped) included."),
 		failures: d(NameFailures, "Failed event write attempts, retried or not."),
 		dropped:  d(NameDropped, "Events lost, by cause.", "reason"),
 		queue:    d(NameQueued, "Events waiting in sink and watcher queues."),
@@ -80,7 +80,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	counter(c.recorded, s.Recorded)
 	counter(c.written, s.Written)
-	counter(c.merged, s.Merged)
+	counter(c.merged, s.Merged+s.MergedLost) // a counter never goes down
 	counter(c.failures, s.Failures)
 	for _, r := range []struct {
 		reason string

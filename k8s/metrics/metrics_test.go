@@ -1,6 +1,7 @@
 package metrics_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -10,8 +11,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/scheme"
 
+	"github.com/fanout-go/fanout/k8s/events"
 	"github.com/fanout-go/fanout/k8s/eventstats"
+	"github.com/fanout-go/fanout/k8s/internal/apitest"
 	"github.com/fanout-go/fanout/k8s/metrics"
 	"github.com/fanout-go/fanout/k8s/record"
 )
@@ -26,7 +31,7 @@ func (s fixedSource) Stats() eventstats.Stats { return eventstats.Stats(s) }
 // Prometheus's lint.
 func TestCollectorExportsEveryCounter(t *testing.T) {
 	src := fixedSource{
-		Recorded: 100, Invalid: 1, Refused: 2, Sinks: 3, Queued: 4, Written: 50, Merged: 5, Failures: 6,
+		Recorded: 100, Invalid: 1, Refused: 2, Sinks: 3, Queued: 4, Written: 50, Merged: 5, MergedLost: 1, Failures: 6,
 		DroppedFull: 7, DroppedSpam: 8, DroppedRejected: 9, DroppedRetries: 10, DroppedShutdown: 11,
 	}
 	reg := prometheus.NewPedanticRegistry()
@@ -50,9 +55,9 @@ fanout_k8s_events_dropped_total{component="test",reason="retries_exhausted"} 10
 fanout_k8s_events_dropped_total{component="test",reason="shutdown"} 11
 fanout_k8s_events_dropped_total{component="test",reason="shutdown_refused"} 2
 fanout_k8s_events_dropped_total{component="test",reason="spam_filtered"} 8
-# HELP fanout_k8s_events_merged_total Occurrences folded into an earlier event (series counts).
+# HELP fanout_k8s_events_merged_total Occurrences folded into an earlier event (series counts), those whose series was lost later (also in dropped) included.
 # TYPE fanout_k8s_events_merged_total counter
-fanout_k8s_events_merged_total{component="test"} 5
+fanout_k8s_events_merged_total{component="test"} 6
 # HELP fanout_k8s_events_queued Events waiting in sink and watcher queues.
 # TYPE fanout_k8s_events_queued gauge
 fanout_k8s_events_queued{component="test"} 4
@@ -88,6 +93,42 @@ fanout_k8s_events_dropped_total{reason="shutdown"} 0
 fanout_k8s_events_dropped_total{reason="shutdown_refused"} 0
 fanout_k8s_events_dropped_total{reason="spam_filtered"} 0
 `), metrics.NameDropped))
+}
+
+// The merged counter never goes down, though Stats.Merged does when a
+// series is lost (here evicted from a full series cache, which moves its
+// merged occurrence to dropped): Prometheus reads a decrease as a reset.
+func TestMergedCounterNeverGoesDown(t *testing.T) {
+	b, err := events.New(&apitest.EventsSink{}, events.WithCacheSize(1))
+	require.NoError(t, err)
+	defer b.Shutdown()
+	require.NoError(t, b.StartRecordingToSinkWithContext(context.Background()))
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, reg.Register(metrics.NewCollector(b, nil)))
+	rec := b.NewRecorder(scheme.Scheme, "ctl")
+	pod := func(name string) *v1.Pod { return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}} }
+	merged := func() float64 {
+		require.NoError(t, b.Flush(t.Context()))
+		return testutil.ToFloat64(prometheus.CollectorFunc(func(ch chan<- prometheus.Metric) {
+			ms := make(chan prometheus.Metric, 16)
+			metrics.NewCollector(b, nil).Collect(ms)
+			close(ms)
+			for m := range ms {
+				if strings.Contains(m.Desc().String(), metrics.NameMerged) {
+					ch <- m
+				}
+			}
+		}))
+	}
+	for range 3 { // created, a series of 2, a third occurrence merged
+		rec.Eventf(pod("a"), nil, v1.EventTypeNormal, "R", "A", "m")
+	}
+	require.EqualValues(t, 1, merged())
+	rec.Eventf(pod("b"), nil, v1.EventTypeNormal, "R", "A", "m") // evicts a's series
+	assert.EqualValues(t, 1, merged(), "%+v", b.Stats())
+	st := b.Stats()
+	assert.EqualValues(t, 0, st.Merged)
+	assert.EqualValues(t, 1, st.MergedLost)
 }
 
 func ExampleNewCollector() {

@@ -47,6 +47,7 @@ func Stats(rs fanout.RecorderStats, c *Counters) eventstats.Stats {
 		Queued:          rs.Queued,
 		Written:         rs.Written,
 		Merged:          rs.Merged,
+		MergedLost:      rs.MergedLost,
 		Failures:        rs.Failures,
 		DroppedFull:     rs.DroppedFull,
 		DroppedSpam:     rs.DroppedSpam,
