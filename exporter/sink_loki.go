@@ -23,8 +23,12 @@ type LokiConfig struct {
 	// StreamLabels are the labels of the stream (default
 	// {job: fanout-eventer}: Loki requires one).
 	StreamLabels map[string]string `yaml:"streamLabels"`
-	// Headers are added to every request ("X-Scope-OrgID" for a tenant);
-	// values are templates, as a webhook's.
+	// Headers are added to the requests ("X-Scope-OrgID" for a tenant);
+	// values are templates, as a webhook's, executed against each
+	// occurrence: a batch is pushed in one request per run of
+	// consecutive occurrences with the same headers, so that
+	// X-Scope-OrgID: "{{ .Namespace }}" sends each entry to its
+	// namespace's tenant.
 	Headers map[string]string `yaml:"headers"`
 	// TLS configures the connection to an https URL.
 	TLS *TLSConfig `yaml:"tls"`
@@ -106,32 +110,54 @@ type lokiStream struct {
 	Values [][2]string       `json:"values"`
 }
 
-// Write pushes the batch in one request. An occurrence that cannot be
-// encoded ends the batch there.
+// Write pushes the batch: one request per run of consecutive occurrences
+// whose headers (templates executed against each occurrence) are the
+// same, in order, so that each entry goes with its own headers (a tenant
+// per namespace, say). An occurrence that cannot be encoded ends the
+// batch there. It returns how many occurrences, from the start, were
+// pushed: a request that fails ends the batch there.
 func (s *LokiSink) Write(ctx context.Context, batch []*Occurrence) (int, error) {
-	values, encErr := s.entries(batch)
-	batch = batch[:len(values)]
-	if len(batch) == 0 {
-		return 0, encErr
-	}
-	err := s.push(ctx, batch[0], values)
-	if err != nil && IsPermanent(err) && len(batch) > 1 {
-		for i := range batch {
-			if err := s.push(ctx, batch[i], values[i:i+1]); err != nil {
-				return i, err
-			}
+	values, headers, stopErr := s.entries(batch)
+	written := 0
+	for written < len(values) {
+		end := written + 1
+		for end < len(values) && slices.Equal(headers[end], headers[written]) {
+			end++
 		}
-		return len(batch), encErr
+		n, err := s.pushRun(ctx, headers[written], values[written:end])
+		written += n
+		if err != nil {
+			return written, err
+		}
 	}
-	if err != nil {
-		return 0, err
-	}
-	return len(batch), encErr
+	return written, stopErr
 }
 
-// entries returns the entries of the longest prefix of batch that encodes.
-func (s *LokiSink) entries(batch []*Occurrence) ([][2]string, error) {
+// pushRun pushes values, entries with the same headers, in one request;
+// when Loki refuses it for good (400: an entry too old or too long,
+// after storing the others), entry by entry. It returns how many, from
+// the start, were pushed.
+func (s *LokiSink) pushRun(ctx context.Context, headers []header, values [][2]string) (int, error) {
+	err := s.push(ctx, headers, values)
+	if err == nil {
+		return len(values), nil
+	}
+	if !IsPermanent(err) || len(values) == 1 {
+		return 0, err
+	}
+	for i := range values {
+		if err := s.push(ctx, headers, values[i:i+1]); err != nil {
+			return i, err
+		}
+	}
+	return len(values), nil
+}
+
+// entries returns the entries of the longest prefix of batch that encodes,
+// and each one's headers.
+func (s *LokiSink) entries(batch []*Occurrence) ([][2]string, [][]header, error) {
 	values := make([][2]string, 0, len(batch))
+	headers := make([][]header, 0, len(batch))
 	now := time.Now()
 	_, err := encodeEach(batch, s.cfg.Encode, func(_ int, o *Occurrence, line []byte) {
 		t := now
@@ -139,13 +165,13 @@ func (s *LokiSink) entries(batch []*Occurrence) ([][2]string, error) {
 			t = occurrenceTime(o)
 		}
 		values = append(values, [2]string{strconv.FormatInt(t.UnixNano(), 10), string(line)})
+		headers = append(headers, s.headers.render(o, s.cfg.cluster, &s.hbuf))
 	})
-	return values, err
+	return values, headers, err
 }
 
-// push sends values in one request; first is the occurrence of the
-// first, whose record the header templates see.
-func (s *LokiSink) push(ctx context.Context, first *Occurrence, values [][2]string) error {
+// push sends values in one request with headers.
+func (s *LokiSink) push(ctx context.Context, headers []header, values [][2]string) error {
 	s.buf.Reset()
 	if err := json.NewEncoder(&s.buf).Encode(lokiPush{Streams: []lokiStream{{Stream: s.cfg.StreamLabels, Values: values}}}); err != nil {
 		return Permanent(fmt.Errorf("loki: %w", err))
@@ -155,7 +181,7 @@ func (s *LokiSink) push(ctx context.Context, first *Occurrence, values [][2]stri
 		return Permanent(fmt.Errorf("loki: %w", err))
 	}
 	req.Header.Set("Content-Type", "application/json")
-	s.headers.set(req, first, s.cfg.cluster, &s.hbuf)
+	setHeaders(req, headers)
 	resp, err := s.client.Do(req)
 	if err != nil {
 		return fmt.Errorf("loki %s: %w", s.cfg.URL, err)

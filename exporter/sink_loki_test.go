@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -305,4 +306,94 @@ func TestLokiTheirExampleLoadsAndBadKeysAreNamed(t *testing.T) {
 		"loki: {url: 'http://l', timestamp: later}":            `loki.timestamp "later" is unknown`,
 		"loki: {url: 'http://l', tls: {certFile: c}}":          "loki.tls: certFile and keyFile go together",
 	})
+}
+
+// tenantLoki is a push API that records the namespaces of the entries
+// each tenant (X-Scope-OrgID) received, and answers 503 to the tenants of
+// down.
+type tenantLoki struct {
+	mu       sync.Mutex
+	byTenant map[string][]string
+	down     map[string]bool
+	srv      *httptest.Server
+}
+
+func newTenantLoki(t *testing.T, down ...string) *tenantLoki {
+	l := &tenantLoki{byTenant: map[string][]string{}, down: map[string]bool{}}
+	for _, d := range down {
+		l.down[d] = true
+	}
+	l.srv = httptest.NewServer(http.HandlerFunc(l.serve))
+	t.Cleanup(l.srv.Close)
+	return l
+}
+
+func (l *tenantLoki) serve(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	var push struct {
+		Streams []struct {
+			Values [][2]string `json:"values"`
+		} `json:"streams"`
+	}
+	if err := json.Unmarshal(body, &push); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	tenant := r.Header.Get("X-Scope-OrgID")
+	if l.down[tenant] {
+		http.Error(w, "unavailable", http.StatusServiceUnavailable)
+		return
+	}
+	for _, s := range push.Streams {
+		for _, v := range s.Values {
+			var rec struct {
+				Metadata struct{ Namespace string } `json:"metadata"`
+			}
+			_ = json.Unmarshal([]byte(v[1]), &rec)
+			l.byTenant[tenant] = append(l.byTenant[tenant], rec.Metadata.Namespace)
+		}
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (l *tenantLoki) received() map[string][]string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return maps.Clone(l.byTenant)
+}
+
+// kubernetes-event-exporter pushes each event with the headers' templates
+// executed against it, so X-Scope-OrgID: "{{ .Namespace }}" sends each
+// event to its namespace's tenant: a batch is pushed in runs of the same
+// headers.
+func TestLokiTenantHeaderTemplateIsExecutedPerOccurrence(t *testing.T) {
+	l := newTenantLoki(t)
+	s := newLokiSink(t, LokiConfig{URL: l.srv.URL + "/loki/api/v1/push",
+		Headers: map[string]string{"X-Scope-OrgID": "{{ .Namespace }}"}})
+	batch := []*Occurrence{occ("a", 1, "team-a"), occ("b", 1, "team-b"), occ("c", 1, "team-b"), occ("d", 1, "team-a")}
+	if n, err := s.Write(t.Context(), batch); n != 4 || err != nil {
+		t.Fatalf("write: %d, %v", n, err)
+	}
+	want := map[string][]string{"team-a": {"team-a", "team-a"}, "team-b": {"team-b", "team-b"}}
+	if got := l.received(); !reflect.DeepEqual(got, want) {
+		t.Errorf("entries by tenant %v, want %v", got, want)
+	}
+}
+
+// A run of the batch that fails after the runs before it were pushed
+// reports those as written, so that only the rest is retried.
+func TestLokiFailedTenantRunReportsTheRunsBeforeItAsWritten(t *testing.T) {
+	l := newTenantLoki(t, "team-b")
+	s := newLokiSink(t, LokiConfig{URL: l.srv.URL + "/loki/api/v1/push",
+		Headers: map[string]string{"X-Scope-OrgID": "{{ .Namespace }}"}})
+	batch := []*Occurrence{occ("a", 1, "team-a"), occ("b", 1, "team-a"), occ("c", 1, "team-b"), occ("d", 1, "team-a")}
+	n, err := s.Write(t.Context(), batch)
+	if n != 2 || err == nil || IsPermanent(err) {
+		t.Fatalf("write: %d, %v; want 2 written and a retryable error", n, err)
+	}
+	if got := l.received(); !reflect.DeepEqual(got, map[string][]string{"team-a": {"team-a", "team-a"}}) {
+		t.Errorf("entries by tenant %v, want the first two only", got)
+	}
 }

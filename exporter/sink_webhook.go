@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"slices"
@@ -232,36 +233,61 @@ func (s *WebhookSink) post(ctx context.Context, batch []*Occurrence) (int, error
 
 // setHeaders sets the configured headers, templates executed against o.
 func (s *WebhookSink) setHeaders(req *http.Request, o *Occurrence) {
-	s.headers.set(req, o, s.cfg.cluster, &s.hbuf)
+	setHeaders(req, s.headers.render(o, s.cfg.cluster, &s.hbuf))
 }
+
+// header is one header of a request: its name and value.
+type header struct{ name, value string }
 
 // headerSet is a sink's configured headers, with the values that are
 // templates parsed.
 type headerSet struct {
+	// static are the headers when no value is a template, sorted by
+	// name; names are the names, sorted.
+	static []header
+	names  []string
 	values map[string]string
 	tmpls  map[string]*template.Template
 }
 
 // newHeaderSet parses the header values that are templates.
 func newHeaderSet(h map[string]string) headerSet {
-	return headerSet{values: h, tmpls: headerTemplates(h)}
+	hs := headerSet{names: slices.Sorted(maps.Keys(h)), values: h, tmpls: headerTemplates(h)}
+	if len(hs.tmpls) == 0 {
+		for _, k := range hs.names {
+			hs.static = append(hs.static, header{k, h[k]})
+		}
+	}
+	return hs
 }
 
-// set sets the headers on req, templates executed against o's record with
-// clusterName cluster (a template that fails is sent as it is).
-func (h headerSet) set(req *http.Request, o *Occurrence, cluster string, buf *bytes.Buffer) {
-	var data *EnhancedEvent
-	for k, v := range h.values {
+// render returns the headers of o's request, sorted by name: templates
+// executed against o's record with clusterName cluster (a template that
+// fails is sent as it is). Without templates, it returns the same slice
+// for every occurrence.
+func (h headerSet) render(o *Occurrence, cluster string, buf *bytes.Buffer) []header {
+	if len(h.tmpls) == 0 {
+		return h.static
+	}
+	data := o.Enhanced(cluster)
+	out := make([]header, 0, len(h.names))
+	for _, k := range h.names {
+		v := h.values[k]
 		if t := h.tmpls[k]; t != nil {
-			if data == nil {
-				data = o.Enhanced(cluster)
-			}
 			buf.Reset()
 			if t.Execute(buf, data) == nil {
 				v = buf.String()
 			}
 		}
-		req.Header.Set(k, v)
+		out = append(out, header{k, v})
+	}
+	return out
+}
+
+// setHeaders sets hs on req.
+func setHeaders(req *http.Request, hs []header) {
+	for _, h := range hs {
+		req.Header.Set(h.name, h.value)
 	}
 }
 
