@@ -65,6 +65,7 @@ func (c *LokiConfig) validate() []string {
 	if c.Timestamp == "" {
 		c.Timestamp = "event"
 	}
+	p = append(p, headerProblems("loki", c.Headers)...)
 	if c.Timestamp != "event" && c.Timestamp != "now" {
 		p = append(p, fmt.Sprintf("loki.timestamp %q is unknown (want event or now)", c.Timestamp))
 	}
@@ -76,7 +77,9 @@ func (c *LokiConfig) validate() []string {
 // too old, a line too long) after storing the entries it accepted, so a
 // push of several entries refused that way is made again entry by entry
 // (the stored ones are stored once): the entry refused is [Permanent],
-// dropped and counted, and the others are written.
+// dropped and counted, and the others are written. An occurrence whose
+// headers cannot be sent (a template's value with a newline) is
+// [Permanent] too.
 type LokiSink struct {
 	cfg     LokiConfig
 	client  *http.Client
@@ -153,21 +156,33 @@ func (s *LokiSink) pushRun(ctx context.Context, headers []header, values [][2]st
 	return len(values), nil
 }
 
-// entries returns the entries of the longest prefix of batch that encodes,
-// and each one's headers.
+// entries returns the entries of the longest prefix of batch that encodes
+// and whose headers can be sent, and each one's headers; then the
+// [Permanent] error of the occurrence that ends the prefix.
 func (s *LokiSink) entries(batch []*Occurrence) ([][2]string, [][]header, error) {
-	values := make([][2]string, 0, len(batch))
 	headers := make([][]header, 0, len(batch))
+	var hdrErr error
+	for _, o := range batch {
+		h, err := s.headers.render(o, s.cfg.cluster, &s.hbuf)
+		if err != nil {
+			hdrErr = fmt.Errorf("loki: %w", err)
+			break
+		}
+		headers = append(headers, h)
+	}
+	values := make([][2]string, 0, len(headers))
 	now := time.Now()
-	_, err := encodeEach(batch, s.cfg.Encode, func(_ int, o *Occurrence, line []byte) {
+	_, encErr := encodeEach(batch[:len(headers)], s.cfg.Encode, func(_ int, o *Occurrence, line []byte) {
 		t := now
 		if s.cfg.Timestamp == "event" {
 			t = occurrenceTime(o)
 		}
 		values = append(values, [2]string{strconv.FormatInt(t.UnixNano(), 10), string(line)})
-		headers = append(headers, s.headers.render(o, s.cfg.cluster, &s.hbuf))
 	})
-	return values, headers, err
+	if encErr != nil {
+		return values, headers[:len(values)], encErr
+	}
+	return values, headers, hdrErr
 }
 
 // push sends values in one request with headers.

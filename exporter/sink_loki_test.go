@@ -397,3 +397,20 @@ func TestLokiFailedTenantRunReportsTheRunsBeforeItAsWritten(t *testing.T) {
 		t.Errorf("entries by tenant %v, want the first two only", got)
 	}
 }
+
+// An occurrence whose header template's value cannot be sent is rejected
+// alone: the occurrences before it are pushed, and it is not retried.
+func TestLokiHeaderTemplateWithNewlineRejectsTheOccurrence(t *testing.T) {
+	l := newFakeLoki(t)
+	s := newLokiSink(t, LokiConfig{URL: l.srv.URL + "/loki/api/v1/push",
+		Headers: map[string]string{"X-Reason": "{{ .Message }}"}})
+	bad := occ("b", 1, "ns")
+	bad.Message = "line one\nline two"
+	n, err := s.Write(t.Context(), []*Occurrence{occ("a", 1, "ns"), bad, occ("c", 1, "ns")})
+	if n != 1 || !IsPermanent(err) {
+		t.Fatalf("write: n %d, err %v; want 1 and a permanent error", n, err)
+	}
+	if got := l.stored(); len(got) != 1 {
+		t.Errorf("stored %q, want the first occurrence", got)
+	}
+}

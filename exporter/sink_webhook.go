@@ -13,6 +13,8 @@ import (
 	"strings"
 	"text/template"
 	"time"
+
+	"golang.org/x/net/http/httpguts"
 )
 
 // WebhookConfig configures a webhook receiver: each write is one HTTP POST
@@ -24,7 +26,11 @@ type WebhookConfig struct {
 	// Headers are added to every request. A value is a template, as in
 	// kubernetes-event-exporter, executed against the [EnhancedEvent] of
 	// the request's first occurrence; a value that is not a valid
-	// template, or fails, is sent as it is.
+	// template, or fails, is sent as it is. A header that can never be
+	// sent is a configuration error (a name that is not a token, a value
+	// that is not a template with CR, LF or NUL); a template whose value
+	// for an occurrence has such a character rejects that occurrence
+	// ([Permanent]: not retried).
 	Headers map[string]string `yaml:"headers"`
 	// Timeout bounds each request (default 10 s).
 	Timeout Duration `yaml:"timeout"`
@@ -63,7 +69,25 @@ func (c *WebhookConfig) validate() []string {
 	if p := httpURLProblem("webhook.endpoint", c.Endpoint); p != "" {
 		return []string{p}
 	}
-	return connectionProblems("webhook", &c.Timeout, c.TLS)
+	return append(headerProblems("webhook", c.Headers), connectionProblems("webhook", &c.Timeout, c.TLS)...)
+}
+
+// headerProblems returns the problems of the headers of sink kind that
+// can never be sent: a name that is not an HTTP token, or a value that is
+// not a template (or does not parse, so it is sent as it is) with a
+// character a header value cannot hold (CR, LF, NUL).
+func headerProblems(kind string, h map[string]string) []string {
+	var p []string
+	tmpls := headerTemplates(h)
+	for _, k := range slices.Sorted(maps.Keys(h)) {
+		if !httpguts.ValidHeaderFieldName(k) {
+			p = append(p, fmt.Sprintf("%s.headers: %q is not a valid header name", kind, k))
+		}
+		if tmpls[k] == nil && !httpguts.ValidHeaderFieldValue(h[k]) {
+			p = append(p, fmt.Sprintf("%s.headers: the value of %s, %q, is not a valid header value (no CR, LF or NUL)", kind, k, h[k]))
+		}
+	}
+	return p
 }
 
 // warnings returns the TLS configuration's warnings (nil is no TLS
@@ -214,7 +238,9 @@ func (s *WebhookSink) post(ctx context.Context, batch []*Occurrence) (int, error
 	if len(batch) == 1 {
 		req.Header.Set("Idempotency-Key", batch[0].Key())
 	}
-	s.setHeaders(req, batch[0])
+	if err := s.setHeaders(req, batch[0]); err != nil {
+		return 0, err
+	}
 	resp, err := s.client.Do(req)
 	if err != nil {
 		return 0, err
@@ -231,9 +257,15 @@ func (s *WebhookSink) post(ctx context.Context, batch []*Occurrence) (int, error
 	return len(batch), nil
 }
 
-// setHeaders sets the configured headers, templates executed against o.
-func (s *WebhookSink) setHeaders(req *http.Request, o *Occurrence) {
-	setHeaders(req, s.headers.render(o, s.cfg.cluster, &s.hbuf))
+// setHeaders sets the configured headers, templates executed against o;
+// the error of a value that cannot be sent is [Permanent].
+func (s *WebhookSink) setHeaders(req *http.Request, o *Occurrence) error {
+	hs, err := s.headers.render(o, s.cfg.cluster, &s.hbuf)
+	if err != nil {
+		return fmt.Errorf("webhook %s: %w", s.cfg.Endpoint, err)
+	}
+	setHeaders(req, hs)
+	return nil
 }
 
 // header is one header of a request: its name and value.
@@ -264,10 +296,12 @@ func newHeaderSet(h map[string]string) headerSet {
 // render returns the headers of o's request, sorted by name: templates
 // executed against o's record with clusterName cluster (a template that
 // fails is sent as it is). Without templates, it returns the same slice
-// for every occurrence.
-func (h headerSet) render(o *Occurrence, cluster string, buf *bytes.Buffer) []header {
+// for every occurrence. A value that is not a valid header value (a
+// newline in the event's message, say) can never be sent: the error is
+// [Permanent].
+func (h headerSet) render(o *Occurrence, cluster string, buf *bytes.Buffer) ([]header, error) {
 	if len(h.tmpls) == 0 {
-		return h.static
+		return h.static, nil
 	}
 	data := o.Enhanced(cluster)
 	out := make([]header, 0, len(h.names))
@@ -279,9 +313,13 @@ func (h headerSet) render(o *Occurrence, cluster string, buf *bytes.Buffer) []he
 				v = buf.String()
 			}
 		}
+		if !httpguts.ValidHeaderFieldValue(v) {
+			return nil, Permanent(fmt.Errorf("occurrence %s: header %s: %q is not a valid header value (CR, LF or NUL)",
+				o.Key(), k, v))
+		}
 		out = append(out, header{k, v})
 	}
-	return out
+	return out, nil
 }
 
 // setHeaders sets hs on req.

@@ -111,3 +111,31 @@ func TestWebhookUnreachableIsRetryable(t *testing.T) {
 		t.Errorf("n %d, err %v; want a retryable connection error", n, err)
 	}
 }
+
+// A header template whose value for an occurrence cannot be sent (a
+// message with a newline, common in probe failures) rejects that
+// occurrence: retrying would stall the sink on a request that can never
+// be sent.
+func TestWebhookHeaderTemplateWithNewlineRejectsTheOccurrence(t *testing.T) {
+	h := newHook(t)
+	s := built(NewWebhookSink(WebhookConfig{Endpoint: h.srv.URL,
+		Headers: map[string]string{"X-Message": "{{ .Message }}"}}))(t)
+	o := occ("a", 1, "ns")
+	o.Message = "Readiness probe failed: line one\nline two"
+	n, err := s.Write(t.Context(), []*Occurrence{o})
+	wantFailure(t, "newline in a header", n, err, true)
+	if n, err := s.Write(t.Context(), []*Occurrence{occ("b", 1, "ns")}); n != 1 || err != nil {
+		t.Errorf("next occurrence: %d, %v", n, err)
+	}
+}
+
+// A header that can never be sent, whatever the occurrence, is a
+// configuration error with the receiver's line.
+func TestWebhookHeaderThatCannotBeSentIsAConfigError(t *testing.T) {
+	wantConfigErrors(t, map[string]string{
+		"webhook: {endpoint: 'http://h', headers: {'X Team': sre}}":       `line 2: receiver "r": webhook.headers: "X Team" is not a valid header name`,
+		"webhook: {endpoint: 'http://h', headers: {X-Team: \"a\\nb\"}}":   `webhook.headers: the value of X-Team, "a\nb", is not a valid header value`,
+		"teams: {endpoint: 'http://h', headers: {'X:Team': sre}}":         `"X:Team" is not a valid header name`,
+		"loki: {url: 'http://l', headers: {X-Scope-OrgID: \"a\\u0000\"}}": `loki.headers: the value of X-Scope-OrgID`,
+	})
+}
