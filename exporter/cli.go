@@ -162,6 +162,9 @@ func (f *flags) applyLeaderElection(le LeaderElectionConfig) error {
 }
 
 func newLogger(cfg *Config, w io.Writer) *slog.Logger {
+	if cfg.LogLevel == LogDisabled {
+		return slog.New(slog.DiscardHandler)
+	}
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(cfg.LogLevel))
 	opts := &slog.HandlerOptions{Level: level}

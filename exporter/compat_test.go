@@ -1,6 +1,7 @@
 package exporter
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"slices"
@@ -235,5 +236,24 @@ func TestTheirLogLevelsAndFormatsMapToOurs(t *testing.T) {
 		if c.LogLevel != want || c.LogFormat != "text" {
 			t.Errorf("logLevel %s: got %s, format %s", in, c.LogLevel, c.LogFormat)
 		}
+	}
+}
+
+// kubernetes-event-exporter (zerolog v1.28's ParseLevel) accepts logLevel
+// disabled and zerolog's numbers, -128 to 127; they map to the nearest
+// level, and disabled logs nothing.
+func TestTheirLogLevelsDisabledAndNumericMapToTheNearest(t *testing.T) {
+	for in, want := range map[string]string{"disabled": "disabled", "-1": "debug", "-128": "debug", "0": "debug",
+		"1": "info", "2": "warn", "3": "error", "5": "error", "6": "disabled", "127": "disabled"} {
+		c := parseOK(t, "logLevel: \""+in+"\"\nreceivers: [{name: a, stdout: {}}]\n")
+		if c.LogLevel != want {
+			t.Errorf("logLevel %s: got %s, want %s", in, c.LogLevel, want)
+		}
+	}
+	wantConfigErrors(t, map[string]string{"stdout: {}\nlogLevel: \"128\"": `logLevel: unknown level "128"`})
+	var buf bytes.Buffer
+	newLogger(&Config{LogLevel: "disabled"}, &buf).Error("not logged")
+	if buf.Len() > 0 {
+		t.Errorf("logLevel disabled logged %q", buf.String())
 	}
 }

@@ -28,7 +28,12 @@ type Config struct {
 	Checkpoint CheckpointConfig `yaml:"checkpoint"`
 	// ShutdownTimeout bounds the flush at shutdown (default 20 s).
 	ShutdownTimeout Duration `yaml:"shutdownTimeout"`
-	// LogLevel is debug, info (the default), warn or error.
+	// LogLevel is debug, info (the default), warn, error or disabled
+	// ([LogDisabled]: no logs). kubernetes-event-exporter's (zerolog's)
+	// other levels are mapped with a warning: trace to debug, fatal and
+	// panic to error, and its numbers (-128 to 127) to the nearest
+	// level: -1 (trace) and below debug, 0 debug, 1 info, 2 warn, 3 to 5
+	// error, 6 and above disabled.
 	LogLevel string `yaml:"logLevel"`
 	// LogFormat is text (the default) or json.
 	LogFormat string `yaml:"logFormat"`

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -69,18 +70,48 @@ func (c *Config) validate() []string {
 // that slog lacks to the nearest.
 var theirLevels = map[string]string{"trace": "debug", "fatal": "error", "panic": "error"}
 
+// LogDisabled is the log level that logs nothing (zerolog's "disabled").
+const LogDisabled = "disabled"
+
+// zerologLevel returns the level a number of zerolog's (-128 to 127, as
+// its ParseLevel accepts) is logged at: -1 (trace) and below debug, 0
+// debug, 1 info, 2 warn, 3 to 5 (error, fatal, panic) error, 6 (no
+// level) and above disabled; ok is false for what is not such a number.
+func zerologLevel(s string) (level string, ok bool) {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < -128 || n > 127 {
+		return "", false
+	}
+	switch {
+	case n <= 0:
+		return "debug", true
+	case n == 1:
+		return "info", true
+	case n == 2:
+		return "warn", true
+	case n <= 5:
+		return "error", true
+	}
+	return LogDisabled, true
+}
+
 // validateLogging checks logLevel and logFormat, mapping
 // kubernetes-event-exporter's values.
 func (c *Config) validateLogging() []string {
 	var p []string
-	if l, ok := theirLevels[c.LogLevel]; ok {
+	l, ok := theirLevels[c.LogLevel]
+	if !ok {
+		l, ok = zerologLevel(c.LogLevel)
+	}
+	if ok {
 		c.Warnings = append(c.Warnings, fmt.Sprintf("logLevel: %s is logged as %s", c.LogLevel, l))
 		c.LogLevel = l
 	}
 	switch c.LogLevel {
-	case "", "debug", "info", "warn", "error":
+	case "", "debug", "info", "warn", "error", LogDisabled:
 	default:
-		p = append(p, fmt.Sprintf("logLevel: unknown level %q (want debug, info, warn or error)", c.LogLevel))
+		p = append(p, fmt.Sprintf("logLevel: unknown level %q (want debug, info, warn, error, disabled, "+
+			"or one of zerolog's numbers, -128 to 127)", c.LogLevel))
 	}
 	if c.LogFormat == "pretty" { // kubernetes-event-exporter's console format
 		c.LogFormat = "text"
