@@ -257,3 +257,28 @@ func TestTheirLogLevelsDisabledAndNumericMapToTheNearest(t *testing.T) {
 		t.Errorf("logLevel disabled logged %q", buf.String())
 	}
 }
+
+// kubernetes-event-exporter's rules have a receiver whatever their list,
+// and its engine ignores a drop rule's: such a configuration loads, the
+// receiver ignored with a warning, and the rule still drops.
+func TestDropRuleReceiverIsIgnoredWithAWarningAsTheirs(t *testing.T) {
+	c := parseOK(t, `
+receivers:
+  - name: dump
+    stdout: {}
+route:
+  routes:
+    - drop:
+        - namespace: "^kube-system$"
+          receiver: dump
+      match:
+        - receiver: dump
+`)
+	wantWarnings(t, c, `line 9: receiver "dump" of a drop rule: ignored`)
+	if set, dropped := c.Route.receivers(occ("a", 1, "kube-system")); set != 0 || !dropped {
+		t.Errorf("kube-system: receivers %b, dropped %v; want dropped", set, dropped)
+	}
+	if set, _ := c.Route.receivers(occ("b", 1, "default")); set != 1 {
+		t.Errorf("default: receivers %b, want dump", set)
+	}
+}

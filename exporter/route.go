@@ -43,7 +43,9 @@ type Rule struct {
 	Host      Pattern `yaml:"host"`
 	// MinCount matches occurrences whose count is at least MinCount.
 	MinCount int32 `yaml:"minCount"`
-	// Receiver, in a Match rule, is where matching occurrences go.
+	// Receiver, in a Match rule, is where matching occurrences go; in a
+	// Drop rule it is ignored, with a warning, as in
+	// kubernetes-event-exporter.
 	Receiver ReceiverRef `yaml:"receiver"`
 
 	// Labels and Annotations are kubernetes-event-exporter's conditions

@@ -194,7 +194,9 @@ func (c *Config) validateReceiver(r *Receiver, add func(int, string, ...any)) bo
 func (rt *Route) resolve(c *Config, add func(int, string, ...any)) {
 	for _, d := range rt.Drop {
 		if d != nil && d.Receiver.Name != "" {
-			add(d.Receiver.line, "a drop rule cannot have a receiver (%q)", d.Receiver.Name)
+			c.Warnings = append(c.Warnings, fmt.Sprintf("line %d: receiver %q of a drop rule: ignored "+
+				"(a drop rule sends nothing; kubernetes-event-exporter ignores it too)", d.Receiver.line, d.Receiver.Name))
+			d.Receiver = ReceiverRef{}
 		}
 	}
 	for i, m := range rt.Match {
