@@ -51,7 +51,9 @@ type Rule struct {
 	// Labels and Annotations are kubernetes-event-exporter's conditions
 	// on the involved object's metadata, maps of label (annotation) names
 	// to regular expressions: every name must be present on the object,
-	// its value matching the expression (unanchored, as theirs). The
+	// its value matching the expression (unanchored, as theirs; a null
+	// expression, "canary: ~", matches any value, as theirs decodes it
+	// as ""). The
 	// object is looked up (see [Lookup]) only for a rule that has them,
 	// once the rule's other fields matched; a rule with them never
 	// matches when lookups are off (omitLookup: true, with a warning) or
@@ -76,9 +78,11 @@ func (m *ObjectMatch) UnmarshalYAML(n *yaml.Node) error {
 	}
 	m.line = n.Line
 	for k, v := range mappingPairs(n) {
-		var p Pattern
-		if err := p.UnmarshalYAML(v); err != nil {
-			return err
+		var p Pattern // null: the name must be present, with any value
+		if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!null" {
+			if err := p.UnmarshalYAML(v); err != nil {
+				return err
+			}
 		}
 		m.names, m.pats = append(m.names, k.Value), append(m.pats, p)
 	}

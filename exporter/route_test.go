@@ -86,3 +86,28 @@ receivers: [{name: a, stdout: {}}]
 		t.Errorf("occurrence from another host routed to %b", set)
 	}
 }
+
+// kubernetes-event-exporter decodes a null label value (labels: {canary:
+// ~}) as "", which matches any value: the rule asks only that the label
+// be present.
+func TestNullLabelValueMeansPresentWithAnyValue(t *testing.T) {
+	c := parseOK(t, `
+receivers:
+  - name: s
+    stdout: {}
+route:
+  match:
+    - receiver: s
+      labels:
+        canary: ~
+        track: null
+      annotations: {owner: }
+`)
+	r := c.Route.Match[0]
+	if !r.Labels.match(map[string]string{"canary": "true", "track": "stable"}) || !r.Annotations.match(map[string]string{"owner": ""}) {
+		t.Errorf("labels {canary: ~, track: null} or annotations {owner: } do not match present labels (patterns %v)", r.Labels.pats)
+	}
+	if r.Labels.match(map[string]string{"canary": "true"}) {
+		t.Error("labels {canary: ~, track: null} match without track")
+	}
+}
