@@ -123,8 +123,8 @@ func (r *Receiver) chooseKind() (warnings []string, skip bool) {
 // kubernetes-event-exporter's schema that is accepted without effect.
 func (c *Config) topLevelWarnings(root *yaml.Node) []string {
 	var w []string
-	for key := range mappingPairs(documentMapping(root)) {
-		msg := ""
+	for _, p := range mappingPairs(documentMapping(root)) {
+		key, msg := p.key, ""
 		switch key.Value {
 		case "maxEventAgeSeconds", "throttlePeriod":
 			msg = "ignored: this exporter has no age cut-off; the checkpoint decides what was missed"
@@ -144,20 +144,6 @@ func documentMapping(root *yaml.Node) *yaml.Node {
 		return nil
 	}
 	return root.Content[0]
-}
-
-// mappingPairs yields the keys and values of a mapping node.
-func mappingPairs(m *yaml.Node) func(yield func(k, v *yaml.Node) bool) {
-	return func(yield func(k, v *yaml.Node) bool) {
-		if m == nil {
-			return
-		}
-		for i := 0; i+1 < len(m.Content); i += 2 {
-			if !yield(m.Content[i], m.Content[i+1]) {
-				return
-			}
-		}
-	}
 }
 
 // ruleWarnings returns the warnings of the rules of the tree: patterns that

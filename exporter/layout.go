@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"text/template"
 
 	"github.com/Masterminds/sprig/v3"
@@ -55,12 +56,15 @@ func parseTemplate(text string) (*template.Template, error) {
 	return template.New("layout").Funcs(funcs).Parse(text)
 }
 
-// UnmarshalYAML compiles the layout; an empty layout is no layout.
+// UnmarshalYAML compiles the layout; an empty layout is no layout. An
+// alias that refers to a node containing it (a cycle) is an error with
+// its line, and so is a layout nested deeper than 100 levels or of more
+// than 100,000 values, aliases expanded.
 func (l *Layout) UnmarshalYAML(n *yaml.Node) error {
-	if n.Kind != yaml.MappingNode {
+	if resolveAlias(n).Kind != yaml.MappingNode {
 		return lineError(n, "layout: expected a map")
 	}
-	root, err := l.compile(n)
+	root, err := l.compile(n, &nodeWalk{})
 	if err != nil {
 		return err
 	}
@@ -68,32 +72,54 @@ func (l *Layout) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
-func (l *Layout) compile(n *yaml.Node) (layoutNode, error) {
+// compile compiles the layout value n, walked by w.
+func (l *Layout) compile(n *yaml.Node, w *nodeWalk) (layoutNode, error) {
+	n, err := w.enter(n)
+	if err != nil {
+		return layoutNode{}, layoutError(err)
+	}
+	defer w.leave()
 	switch n.Kind {
 	case yaml.MappingNode:
-		fields := make(map[string]layoutNode, len(n.Content)/2)
-		for k, v := range mappingPairs(n) {
-			f, err := l.compile(v)
-			if err != nil {
-				return layoutNode{}, err
-			}
-			fields[k.Value] = f
-		}
-		return layoutNode{fields: fields}, nil
+		return l.compileMap(n, w)
 	case yaml.SequenceNode:
 		list := make([]layoutNode, len(n.Content))
 		for i, v := range n.Content {
-			f, err := l.compile(v)
+			f, err := l.compile(v, w)
 			if err != nil {
 				return layoutNode{}, err
 			}
 			list[i] = f
 		}
 		return layoutNode{list: list}, nil
-	case yaml.AliasNode:
-		return l.compile(n.Alias)
 	}
 	return l.compileScalar(n)
+}
+
+// compileMap compiles the layout's mapping n, walked by w.
+func (l *Layout) compileMap(n *yaml.Node, w *nodeWalk) (layoutNode, error) {
+	pairs, err := w.pairs(n)
+	if err != nil {
+		return layoutNode{}, layoutError(err)
+	}
+	fields := make(map[string]layoutNode, len(pairs))
+	for _, p := range pairs {
+		f, err := l.compile(p.value, w)
+		if err != nil {
+			return layoutNode{}, err
+		}
+		fields[p.key.Value] = f
+	}
+	return layoutNode{fields: fields}, nil
+}
+
+// layoutError prefixes the message of a walk's error with "layout: ".
+func layoutError(err error) error {
+	if te, ok := err.(*yaml.TypeError); ok && len(te.Errors) == 1 {
+		line, msg, _ := strings.Cut(te.Errors[0], ": ")
+		return &yaml.TypeError{Errors: []string{line + ": layout: " + msg}}
+	}
+	return err
 }
 
 func (l *Layout) compileScalar(n *yaml.Node) (layoutNode, error) {

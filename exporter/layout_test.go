@@ -3,6 +3,9 @@ package exporter
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
 	"reflect"
 	"strings"
 	"testing"
@@ -125,4 +128,34 @@ func TestLayoutTemplateGivesWhatTheirsGives(t *testing.T) {
 	if err != nil || json.Unmarshal([]byte(got), &rec) != nil || rec.T != theirs {
 		t.Errorf("rendered %q (%v), want %q", got, err, theirs)
 	}
+}
+
+// A layout that refers to itself through an alias (a YAML cycle) is a
+// configuration error with the alias's line. It made ParseConfig recurse
+// without end: a fatal stack overflow, not a recoverable panic, so the
+// parse runs in a child process.
+func TestLayoutAliasCycleIsAConfigErrorWithItsLine(t *testing.T) {
+	const cyclic = "receivers:\n  - name: a\n    stdout:\n      layout: &l\n        a: [x, {b: *l}]\n"
+	if os.Getenv("LAYOUT_CYCLE_CHILD") == "1" {
+		_, err := ParseConfig("c.yaml", []byte(cyclic))
+		fmt.Println("parse returned:", err)
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestLayoutAliasCycleIsAConfigErrorWithItsLine$")
+	cmd.Env = append(os.Environ(), "LAYOUT_CYCLE_CHILD=1")
+	out, err := cmd.CombinedOutput()
+	first, _, _ := strings.Cut(string(out), "\n\n")
+	if err != nil || !strings.Contains(string(out), "parse returned:") {
+		t.Fatalf("child process: %v\n%s", err, first)
+	}
+	if want := "line 5: layout: alias *l refers to a node that contains it"; !strings.Contains(string(out), want) {
+		t.Errorf("parse returned %s\nwant an error containing %q", first, want)
+	}
+}
+
+// A layout nested deeper than the walk's bound, aliases followed, is a
+// configuration error rather than a deep recursion.
+func TestLayoutNestedTooDeepIsAConfigError(t *testing.T) {
+	deep := strings.Repeat("[", 101) + strings.Repeat("]", 101)
+	wantConfigErrors(t, map[string]string{"stdout: {layout: {a: " + deep + "}}": "layout: nested more than 100 levels deep"})
 }

@@ -73,18 +73,28 @@ type ObjectMatch struct {
 // UnmarshalYAML compiles a map of names to regular expressions, keeping
 // its line.
 func (m *ObjectMatch) UnmarshalYAML(n *yaml.Node) error {
+	var w nodeWalk
+	n, err := w.enter(n)
+	if err != nil {
+		return err
+	}
 	if n.Kind != yaml.MappingNode {
 		return lineError(n, "expected a map of names to regular expressions")
 	}
 	m.line = n.Line
-	for k, v := range mappingPairs(n) {
+	pairs, err := w.pairs(n)
+	if err != nil {
+		return err
+	}
+	for _, kv := range pairs {
+		v := resolveAlias(kv.value)
 		var p Pattern // null: the name must be present, with any value
 		if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!null" {
 			if err := p.UnmarshalYAML(v); err != nil {
 				return err
 			}
 		}
-		m.names, m.pats = append(m.names, k.Value), append(m.pats, p)
+		m.names, m.pats = append(m.names, kv.key.Value), append(m.pats, p)
 	}
 	return nil
 }
