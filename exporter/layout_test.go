@@ -159,3 +159,47 @@ func TestLayoutNestedTooDeepIsAConfigError(t *testing.T) {
 	deep := strings.Repeat("[", 101) + strings.Repeat("]", 101)
 	wantConfigErrors(t, map[string]string{"stdout: {layout: {a: " + deep + "}}": "layout: nested more than 100 levels deep"})
 }
+
+// kubernetes-event-exporter's YAML libraries apply merge keys (<<, YAML
+// 1.1) when decoding the layout: a map or a list of maps is merged, the
+// layout's own keys win, and an earlier map of the list wins over a later
+// one. Ours wrote a field named "<<".
+func TestLayoutMergeKeyIsMergedAsYAML11(t *testing.T) {
+	out, n, err := writeWith(t, `
+common: &common
+  reason: "{{ .Reason }}"
+  msg: overridden
+extra: &extra
+  kind: "{{ .InvolvedObject.Kind }}"
+  reason: later
+receivers:
+  - name: w
+    stdout:
+      layout:
+        <<: [*common, *extra, {name: "{{ .InvolvedObject.Name }}"}]
+        msg: "{{ .Message }}"
+        nested: {<<: *extra}
+`, occ("a", 1, "ns"))
+	if n != 1 || err != nil {
+		t.Fatal(n, err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"reason": "Test", "msg": "message of a", "kind": "Pod", "name": "p-a",
+		"nested": map[string]any{"kind": "Pod", "reason": "later"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("layout rendered %s, want %v", out, want)
+	}
+}
+
+// A merge key whose value is not a map or a list of maps, or a merge of
+// the map that holds it, is a configuration error with its line.
+func TestLayoutInvalidMergeKeyIsAConfigError(t *testing.T) {
+	wantConfigErrors(t, map[string]string{
+		"stdout: {layout: {<<: x}}":           "line 3: layout: merge key <<: expected a map or a list of maps",
+		"stdout: {layout: {<<: [{a: x}, y]}}": "line 3: layout: merge key <<: expected a map or a list of maps",
+		"stdout: {layout: &l {a: x, <<: *l}}": "line 3: layout: alias *l refers to a node that contains it",
+	})
+}

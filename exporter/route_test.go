@@ -1,6 +1,7 @@
 package exporter
 
 import (
+	"slices"
 	"testing"
 )
 
@@ -109,5 +110,31 @@ route:
 	}
 	if r.Labels.match(map[string]string{"canary": "true"}) {
 		t.Error("labels {canary: ~, track: null} match without track")
+	}
+}
+
+// Merge keys apply to labels and annotations conditions too: a merged
+// condition was taken as a label literally named "<<".
+func TestLabelsMergeKeyIsMerged(t *testing.T) {
+	c := parseOK(t, `
+prod: &prod
+  env: "^prod$"
+  app: never
+receivers:
+  - name: s
+    stdout: {}
+route:
+  match:
+    - receiver: s
+      labels:
+        <<: *prod
+        app: web
+`)
+	m := c.Route.Match[0].Labels
+	if slices.Contains(m.names, "<<") || len(m.names) != 2 {
+		t.Fatalf("labels condition names %v, want env and app", m.names)
+	}
+	if !m.match(map[string]string{"env": "prod", "app": "web"}) || m.match(map[string]string{"env": "dev", "app": "web"}) {
+		t.Errorf("labels condition %v %v does not apply env: ^prod$ and app: web", m.names, m.pats)
 	}
 }

@@ -6,7 +6,9 @@ import (
 
 // This file holds what the hand-written walks of the configuration's YAML
 // nodes share (the layout, labels and annotations conditions, the
-// top-level keys): following aliases without looping on a cycle.
+// top-level keys): following aliases without looping on a cycle, and
+// YAML 1.1 merge keys (<<), which both YAML libraries of
+// kubernetes-event-exporter apply.
 
 // maxYAMLDepth bounds how deep a walk goes, aliases followed; maxYAMLNodes
 // how many nodes it visits, so that aliases of aliases cannot make it
@@ -53,11 +55,58 @@ func (w *nodeWalk) leave() { w.path = w.path[:len(w.path)-1] }
 // nodePair is a key of a mapping and its value.
 type nodePair struct{ key, value *yaml.Node }
 
-// pairs returns the keys and values of mapping m.
+// isMergeKey reports whether k is the merge key: a plain "<<".
+func isMergeKey(k *yaml.Node) bool {
+	return k.Kind == yaml.ScalarNode && k.Value == "<<" && k.ShortTag() == "!!merge"
+}
+
+// pairs returns the keys and values of mapping m (entered), with YAML
+// 1.1's merge keys applied: the value of << is a mapping or a sequence of
+// mappings (or aliases of them), whose pairs are added unless a key of m
+// is the same; a mapping earlier in the sequence wins over a later one.
+// m's own keys come first, in order, then the merged ones.
 func (w *nodeWalk) pairs(m *yaml.Node) ([]nodePair, error) {
-	out := make([]nodePair, 0, len(m.Content)/2)
+	var out, merges []nodePair
 	for i := 0; i+1 < len(m.Content); i += 2 {
-		out = append(out, nodePair{m.Content[i], m.Content[i+1]})
+		p := nodePair{m.Content[i], m.Content[i+1]}
+		if isMergeKey(p.key) {
+			merges = append(merges, p)
+			continue
+		}
+		out = append(out, p)
+	}
+	if len(merges) == 0 {
+		return out, nil
+	}
+	seen := make(map[string]bool, len(out))
+	for _, p := range out {
+		seen[p.key.Value] = true
+	}
+	for _, mp := range merges {
+		var err error
+		if out, err = w.merge(mp.value, out, seen); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// merge appends to out the pairs of the value v of a merge key whose keys
+// are not in seen, adding them to seen.
+func (w *nodeWalk) merge(v *yaml.Node, out []nodePair, seen map[string]bool) ([]nodePair, error) {
+	sources := []*yaml.Node{v}
+	if src := resolveAlias(v); src.Kind == yaml.SequenceNode {
+		if _, err := w.enter(v); err != nil {
+			return nil, err
+		}
+		defer w.leave()
+		sources = src.Content
+	}
+	for _, s := range sources {
+		var err error
+		if out, err = w.mergeOne(s, out, seen); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }
@@ -71,8 +120,34 @@ func resolveAlias(n *yaml.Node) *yaml.Node {
 	return n
 }
 
-// mappingPairs returns the keys and values of mapping m, or nil if m is
-// nil or not a mapping.
+// mergeOne appends to out the pairs of mapping s (or an alias of one)
+// whose keys are not in seen.
+func (w *nodeWalk) mergeOne(s *yaml.Node, out []nodePair, seen map[string]bool) ([]nodePair, error) {
+	m, err := w.enter(s)
+	if err != nil {
+		return nil, err
+	}
+	defer w.leave()
+	if m.Kind != yaml.MappingNode {
+		return nil, lineError(s, "merge key <<: expected a map or a list of maps")
+	}
+	ps, err := w.pairs(m)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range ps {
+		if !seen[p.key.Value] {
+			seen[p.key.Value] = true
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// mappingPairs returns the keys and values of mapping m with merge keys
+// applied (see [nodeWalk.pairs]), or nil if m is nil, not a mapping or
+// its merges are invalid (for the walks that only look: the decoder
+// reports those).
 func mappingPairs(m *yaml.Node) []nodePair {
 	if m == nil {
 		return nil
