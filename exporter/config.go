@@ -1,12 +1,11 @@
 package exporter
 
 import (
-	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
-	"io"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -241,26 +240,21 @@ func LoadConfig(path string) (*Config, error) {
 // ParseConfig parses and validates a YAML configuration; name is used in
 // errors. Unknown fields, wrong types, invalid regular expressions, unknown
 // receivers and invalid values are reported together, each with its line,
-// as a [*ConfigError].
+// as a [*ConfigError]. A key set twice in one mapping takes its last
+// value, with a warning, as in kubernetes-event-exporter.
 func ParseConfig(name string, data []byte) (*Config, error) {
 	var c Config
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	var problems []string
-	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
-		var te *yaml.TypeError
-		if !errors.As(err, &te) {
-			return nil, &ConfigError{File: name, Problems: []string{strings.TrimPrefix(err.Error(), "yaml: ")}}
-		}
-		// The decoder went on past these: validate the rest too, so
-		// that every problem is reported at once.
-		problems, c.Warnings = splitUnknownFields(tidyYAMLErrors(te.Errors))
-	}
 	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err == nil {
-		c.setLines(&root)
-		c.Warnings = append(c.Warnings, c.topLevelWarnings(&root)...)
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, &ConfigError{File: name, Problems: []string{strings.TrimPrefix(err.Error(), "yaml: ")}}
 	}
+	c.Warnings = dedupeKeys(&root)
+	problems, err := decodeConfig(&root, &c)
+	if err != nil {
+		return nil, &ConfigError{File: name, Problems: []string{strings.TrimPrefix(err.Error(), "yaml: ")}}
+	}
+	c.setLines(&root)
+	c.Warnings = append(c.Warnings, c.topLevelWarnings(&root)...)
 	problems = append(problems, c.validate()...)
 	c.Warnings = append(c.Warnings, c.Route.ruleWarnings(c.OmitLookup)...)
 	slices.SortStableFunc(c.Warnings, func(a, b string) int { return cmp.Compare(problemLine(a), problemLine(b)) })
@@ -271,19 +265,23 @@ func ParseConfig(name string, data []byte) (*Config, error) {
 	return &c, nil
 }
 
-// splitUnknownFields returns the decoding problems, and as warnings the
-// unknown fields: kubernetes-event-exporter ignores keys it does not know,
-// so a configuration written for it may have some; they are ignored here
-// too, but reported with their line.
-func splitUnknownFields(errs []string) (problems, warnings []string) {
-	for _, e := range errs {
-		if strings.Contains(e, ": unknown field ") {
-			warnings = append(warnings, e+": ignored (kubernetes-event-exporter ignores unknown keys too)")
-			continue
-		}
-		problems = append(problems, e)
+// decodeConfig decodes the document root into c, adding a warning for
+// each unknown key. It returns the decoding problems (wrong types, each
+// with its line: the decoder goes on past them, so that every problem is
+// reported at once), or an error that stops it.
+func decodeConfig(root *yaml.Node, c *Config) ([]string, error) {
+	if root.Kind != yaml.DocumentNode || len(root.Content) == 0 {
+		return nil, nil // an empty document
 	}
-	return problems, warnings
+	c.Warnings = append(c.Warnings, unknownFields(root.Content[0], reflect.TypeFor[Config](), &nodeWalk{})...)
+	if err := root.Decode(c); err != nil {
+		var te *yaml.TypeError
+		if !errors.As(err, &te) {
+			return nil, err
+		}
+		return te.Errors, nil
+	}
+	return nil, nil
 }
 
 // problemLine returns the line a problem names, or 0.
@@ -293,18 +291,4 @@ func problemLine(p string) int {
 		return 0
 	}
 	return n
-}
-
-// tidyYAMLErrors makes the YAML library's messages shorter: "field x not
-// found in type exporter.rawRule" becomes "unknown field x".
-func tidyYAMLErrors(errs []string) []string {
-	out := make([]string, len(errs))
-	for i, e := range errs {
-		if j := strings.Index(e, " not found in type "); j >= 0 && strings.Contains(e, ": field ") {
-			k := strings.Index(e, ": field ")
-			e = e[:k] + ": unknown field " + strings.TrimSpace(e[k+len(": field "):j])
-		}
-		out[i] = e
-	}
-	return out
 }

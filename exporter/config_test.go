@@ -117,3 +117,74 @@ func FuzzParseConfigNeverPanics(f *testing.F) {
 		}
 	})
 }
+
+// kubernetes-event-exporter's YAML decoding (gopkg.in/yaml.v2, or
+// goccy/go-yaml without DisallowDuplicateKey) takes the last value of a
+// key set twice in a mapping; yaml.v3 refuses it. Ours loads it as
+// theirs, with a warning naming the key and both lines, and still warns
+// about unknown keys, merged ones included.
+func TestDuplicateKeyTakesTheLastValueWithAWarning(t *testing.T) {
+	c := parseOK(t, `
+base: &base {colour: red}
+receivers:
+  - name: w
+    webhook:
+      endpoint: http://hook.example/
+      headers:
+        X-Team: sre
+        X-Team: ops
+    batch: 1
+    batch: 4
+    <<: *base
+logLevel: debug
+logLevel: warn
+`)
+	if r := c.Receivers[0]; r.Webhook.Headers["X-Team"] != "ops" || len(r.Webhook.Headers) != 1 || r.Batch != 4 || c.LogLevel != "warn" {
+		t.Errorf("headers %v, batch %d, logLevel %s; want the last values", r.Webhook.Headers, r.Batch, c.LogLevel)
+	}
+	wantWarnings(t, c, `line 8: key "X-Team" is set again at line 9: the last value is used`,
+		`line 10: key "batch" is set again at line 11`, `line 13: key "logLevel" is set again at line 14`,
+		"line 2: unknown field colour: ignored")
+}
+
+// Odd documents (nulls where maps are expected, aliases of receivers,
+// merges of lists, empty documents) are parsed, and their first
+// receiver's records encoded, without a panic.
+func TestParseConfigOfOddDocumentsDoesNotPanic(t *testing.T) {
+	for _, s := range []string{
+		"receivers: [~]\n",
+		"receivers:\n  - ~\n  - name: a\n    stdout: {}\n",
+		"receivers:\n  - name: a\n    stdout: {layout: {a: [~, 1, {b: ~}], c: *x}}\n",
+		"receivers:\n  - name: a\n    stdout: {}\nroute: {routes: [~, {match: [~]}, {drop: [~]}]}\n",
+		"receivers:\n  - name: a\n    stdout: {}\nroute: {match: [{labels: ~, annotations: {}}]}\n",
+		"receivers:\n  - name: a\n    stdout: {}\nroute: {match: [{labels: {a: ~}}]}\n",
+		"receivers:\n  - name: a\n    stdout: {layout: ~}\n",
+		"receivers:\n  - name: a\n    webhook: {endpoint: 'http://x', headers: ~, tls: ~}\n",
+		"receivers:\n  - name: a\n    loki: {url: 'http://x', streamLabels: ~}\n",
+		"receivers:\n  - name: a\n    elasticsearch: {hosts: [~], index: x}\n",
+		"receivers:\n  - name: a\n    kafka: {brokers: [~], topic: t, tls: ~, sasl: ~}\n",
+		"receivers:\n  - name: a\n    stdout: {}\n    retry: ~\n    queue: ~\n",
+		"receivers:\n  - name: a\n    slack: {token: x, channel: c, fields: ~}\n",
+		"receivers:\n  - &r {name: a, stdout: {}}\n  - *r\n",
+		"receivers: {}\n",
+		"route: []\nreceivers: []\n",
+		"---\n",
+		"[]\n",
+		"receivers:\n  - name: a\n    stdout:\n      layout:\n        <<: [{a: x}, {b: y}]\n",
+	} {
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Errorf("%q: panic %v", s, r)
+				}
+			}()
+			c, err := ParseConfig("c.yaml", []byte(s))
+			if err == nil && len(c.Receivers) > 0 {
+				if _, err := c.Receivers[0].encoder("")(occ("a", 1, "ns")); err != nil {
+					t.Logf("%q: encode %v", s, err)
+				}
+			}
+			t.Logf("%q: %v", s, err)
+		}()
+	}
+}

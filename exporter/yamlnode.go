@@ -1,6 +1,11 @@
 package exporter
 
 import (
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+
 	"go.yaml.in/yaml/v3"
 )
 
@@ -159,4 +164,123 @@ func mappingPairs(m *yaml.Node) []nodePair {
 	}
 	ps, _ := w.pairs(m)
 	return ps
+}
+
+// dedupeKeys removes from every mapping of the tree n the pairs whose key
+// comes again later in the same mapping, so that the last value wins, as
+// in kubernetes-event-exporter's YAML libraries (yaml.v3 refuses such a
+// mapping when decoding). It returns a warning for each pair removed,
+// naming the key and both lines. Aliases are not followed: the node they
+// refer to is in the tree.
+func dedupeKeys(n *yaml.Node) []string {
+	var warnings []string
+	if n.Kind == yaml.MappingNode {
+		n.Content, warnings = dedupePairs(n.Content)
+	}
+	for _, c := range n.Content {
+		warnings = append(warnings, dedupeKeys(c)...)
+	}
+	return warnings
+}
+
+// dedupePairs returns the pairs of a mapping's content without those
+// whose key comes again later (same kind and value, as yaml.v3 compares
+// them), and a warning for each of those.
+func dedupePairs(content []*yaml.Node) ([]*yaml.Node, []string) {
+	type key struct {
+		kind  yaml.Kind
+		value string
+	}
+	last := make(map[key]int, len(content)/2)
+	for i := 0; i+1 < len(content); i += 2 {
+		last[key{content[i].Kind, content[i].Value}] = i
+	}
+	if len(last) == len(content)/2 {
+		return content, nil
+	}
+	var warnings []string
+	out := make([]*yaml.Node, 0, 2*len(last))
+	for i := 0; i+1 < len(content); i += 2 {
+		k := content[i]
+		if j := last[key{k.Kind, k.Value}]; j != i {
+			warnings = append(warnings, fmt.Sprintf("line %d: key %q is set again at line %d: the last value is used "+
+				"(as kubernetes-event-exporter does)", k.Line, k.Value, content[j].Line))
+			continue
+		}
+		out = append(out, k, content[i+1])
+	}
+	return out, warnings
+}
+
+// unmarshalerType is yaml.Unmarshaler's type.
+var unmarshalerType = reflect.TypeFor[yaml.Unmarshaler]()
+
+// unknownFields returns a warning for each key of the tree n that no field
+// of t, the type n decodes into, takes, as yaml.v3's KnownFields would
+// report it (its decoder cannot check a node tree): values decoded by an
+// UnmarshalYAML method are not looked into. kubernetes-event-exporter
+// ignores keys it does not know, so they are ignored here too, with their
+// line.
+func unknownFields(n *yaml.Node, t reflect.Type, w *nodeWalk) []string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Implements(unmarshalerType) || reflect.PointerTo(t).Implements(unmarshalerType) {
+		return nil
+	}
+	n, err := w.enter(n)
+	if err != nil {
+		return nil // the decoder reports it
+	}
+	defer w.leave()
+	var warnings []string
+	switch {
+	case t.Kind() == reflect.Struct && n.Kind == yaml.MappingNode:
+		fields := yamlFields(t, map[string]reflect.Type{})
+		pairs, _ := w.pairs(n)
+		for _, p := range pairs {
+			ft, ok := fields[p.key.Value]
+			if !ok {
+				warnings = append(warnings, fmt.Sprintf("line %d: unknown field %s: ignored "+
+					"(kubernetes-event-exporter ignores unknown keys too)", p.key.Line, p.key.Value))
+				continue
+			}
+			warnings = append(warnings, unknownFields(p.value, ft, w)...)
+		}
+	case (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) && n.Kind == yaml.SequenceNode:
+		for _, item := range n.Content {
+			warnings = append(warnings, unknownFields(item, t.Elem(), w)...)
+		}
+	case t.Kind() == reflect.Map && n.Kind == yaml.MappingNode:
+		pairs, _ := w.pairs(n)
+		for _, p := range pairs {
+			warnings = append(warnings, unknownFields(p.value, t.Elem(), w)...)
+		}
+	}
+	return warnings
+}
+
+// yamlFields adds to fields the keys struct type t decodes, as yaml.v3
+// names them (the tag's name, else the field's name in lower case; inline
+// structs' keys), each with its field's type, and returns fields.
+func yamlFields(t reflect.Type, fields map[string]reflect.Type) map[string]reflect.Type {
+	for f := range t.Fields() {
+		if !f.IsExported() && !f.Anonymous {
+			continue
+		}
+		tag := f.Tag.Get("yaml")
+		if tag == "-" {
+			continue
+		}
+		name, opts, _ := strings.Cut(tag, ",")
+		if slices.Contains(strings.Split(opts, ","), "inline") && f.Type.Kind() == reflect.Struct {
+			yamlFields(f.Type, fields)
+			continue
+		}
+		if name == "" {
+			name = strings.ToLower(f.Name)
+		}
+		fields[name] = f.Type
+	}
+	return fields
 }
