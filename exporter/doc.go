@@ -62,7 +62,10 @@
 //     then counts the raises that collapsed
 //     (fanout_eventer_source_collapsed_raises_total).
 //   - A graceful stop (SIGTERM) flushes the queues within shutdownTimeout
-//     and writes the last checkpoint, so a restart repeats nothing. After a
+//     and writes the last checkpoint, so a restart repeats nothing (a sink
+//     whose write has not returned a second after the deadline, blocked
+//     on a stalled pipe, is abandoned: the checkpoint covers only what it
+//     wrote, and the process exits). After a
 //     crash, what was stored after the last checkpoint may be forwarded
 //     again: the file sink reads back what it wrote after the checkpoint
 //     ([Marker]) and skips it, the NATS sink's message ID (UID/count) makes

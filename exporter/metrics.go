@@ -42,6 +42,7 @@ var (
 	descCkFails  = desc("checkpoint_failures_total", "Checkpoint writes that failed.")
 	descCkLag    = desc("checkpoint_pending", "Changes (occurrences and deletions) not covered by the checkpoint yet.")
 	descCkLast   = desc("checkpoint_last_write_timestamp_seconds", "When the last checkpoint was written.")
+	descAbandon  = desc("sinks_abandoned_total", "Sinks abandoned at shutdown: their write did not return after the deadline.")
 	descLeader   = desc("leader", "1 while this replica runs the pipeline (always, without leader election).")
 	descLkReqs   = desc("lookup_requests_total", "Involved objects read from the API server (lookup cache misses).")
 	descLkHits   = desc("lookup_cache_hits_total", "Involved-object lookups answered by the cache (a remembered failure included).")
@@ -66,7 +67,7 @@ func NewMetrics() *Metrics {
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descSent, descDropped, descRetries, descDedup, descDepth, descCapacity,
 		descLists, descWatches, descRestarts, descRelists, descCollapse, descOccur, descIgnored, descDeletes, descSynced, descRouteDr,
-		descRouteNo, descCkWrites, descCkFails, descCkLag, descCkLast, descLeader, descLkReqs, descLkHits, descLkErrors, descLkGone, descBuild} {
+		descRouteNo, descCkWrites, descCkFails, descCkLag, descCkLast, descAbandon, descLeader, descLkReqs, descLkHits, descLkErrors, descLkGone, descBuild} {
 		ch <- d
 	}
 	m.Lag.Describe(ch)
@@ -120,6 +121,7 @@ func (m *Metrics) collectPipeline(ch chan<- prometheus.Metric, p *Pipeline) {
 	ch <- counter(descCkWrites, ps.CheckpointWrites)
 	ch <- counter(descCkFails, ps.CheckpointFailures)
 	ch <- gauge(descCkLag, float64(ps.CheckpointLag))
+	ch <- counter(descAbandon, ps.SinksAbandoned)
 	if !ps.LastCheckpoint.IsZero() {
 		ch <- gauge(descCkLast, float64(ps.LastCheckpoint.UnixNano())/1e9)
 	}

@@ -44,7 +44,8 @@ type Pipeline struct {
 
 	routedNowhere, droppedByRule atomic.Uint64
 	ckWrites, ckFailures         atomic.Uint64
-	ckLast                       atomic.Int64 // unix nanos of the last successful write
+	ckLast                       atomic.Int64  // unix nanos of the last successful write
+	abandoned                    atomic.Uint64 // sinks abandoned at shutdown
 }
 
 // PipelineOptions configures [NewPipeline].
@@ -272,10 +273,19 @@ func (p *Pipeline) saveCheckpoint(ctx context.Context) {
 	p.ckLast.Store(ck.Written.UnixNano())
 }
 
+// shutdownGrace is how long Shutdown waits, after its deadline has
+// cancelled the writes in progress, for a sink's write to return before
+// it abandons the sink.
+const shutdownGrace = time.Second
+
 // Shutdown stops intake, lets every sink write what it has queued until
 // ctx ends (then cancels the writes in progress and counts what is left as
-// dropped at shutdown), writes the last checkpoint and closes the sinks. It
-// returns an error if a lossless (Wait) sink could not finish, or a sink
+// dropped at shutdown), writes the last checkpoint and closes the sinks. A
+// sink whose write still does not return [shutdownGrace] after ctx ended
+// (blocked in a write no context cancels, on a stalled pipe) is
+// abandoned: its goroutine is left blocked, the checkpoint covers only
+// what it had finished with, and it is not closed. It returns an error if
+// a lossless (Wait) sink could not finish or was abandoned, or a sink
 // failed to close; occurrences a lossy sink had not written are counted
 // and logged, not an error. It is idempotent; later calls return the first
 // call's result.
@@ -286,16 +296,7 @@ func (p *Pipeline) Shutdown(ctx context.Context) error {
 
 func (p *Pipeline) doShutdown(ctx context.Context) error {
 	p.b.Shutdown()
-	late := false
-	for _, r := range p.runners {
-		select {
-		case <-r.done():
-		case <-ctx.Done():
-			late = true
-			p.sinkCancel()
-			<-r.done()
-		}
-	}
+	late := p.waitRunners(ctx)
 	p.sinkCancel()
 	var err error
 	if late {
@@ -305,6 +306,9 @@ func (p *Pipeline) doShutdown(ctx context.Context) error {
 	<-p.ckDone
 	p.saveCheckpoint(context.WithoutCancel(ctx))
 	for _, r := range p.runners {
+		if r.abandoned.Load() {
+			continue // its write may hold what Close needs
+		}
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		if cerr := r.sink.Close(cctx); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("receiver %q: close: %w", r.name, cerr))
@@ -314,21 +318,63 @@ func (p *Pipeline) doShutdown(ctx context.Context) error {
 	return err
 }
 
+// waitRunners waits for every runner to exit. Once ctx ends, it cancels
+// the writes in progress and waits shutdownGrace more, then abandons the
+// runners still writing. It reports whether ctx ended first.
+func (p *Pipeline) waitRunners(ctx context.Context) (late bool) {
+	var grace <-chan struct{}
+	for _, r := range p.runners {
+		select {
+		case <-r.done():
+			continue
+		case <-ctx.Done():
+		}
+		if grace == nil {
+			late = true
+			p.sinkCancel()
+			gctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+			defer cancel()
+			grace = gctx.Done()
+		}
+		select {
+		case <-r.done():
+		case <-grace:
+			p.abandon(r)
+		}
+	}
+	return late
+}
+
+// abandon gives up on r, whose write did not return after the shutdown
+// deadline and grace: the checkpoint no longer counts anything it had not
+// finished with as done.
+func (p *Pipeline) abandon(r *runner) {
+	r.abandoned.Store(true)
+	p.abandoned.Add(1)
+	p.log.Error("sink abandoned at shutdown: its write did not return after the deadline", "sink", r.name,
+		"grace", shutdownGrace, "occurrences", r.pending())
+}
+
 // unwritten reports the occurrences the sinks had not written when the
 // shutdown deadline passed (cause): an error if a lossless (Wait) sink had
-// any, which the checkpoint does not cover, so a restart writes them; a
-// warning for a lossy sink, whose drops are counted by design.
+// any, or was abandoned, which the checkpoint does not cover, so a restart
+// writes them; a warning for a lossy sink, whose drops are counted by
+// design.
 func (p *Pipeline) unwritten(cause error) error {
 	var err error
 	for _, r := range p.runners {
 		n := r.run.Stats().DroppedBy(DropShutdown)
+		if r.abandoned.Load() {
+			n += r.pending()
+		}
 		switch {
 		case n == 0:
 		case r.lossless:
-			err = errors.Join(err, fmt.Errorf("receiver %q: %d occurrences unwritten at the shutdown deadline: %w", r.name, n, cause))
+			err = errors.Join(err, fmt.Errorf("receiver %q: %d occurrences unwritten at the shutdown deadline%s: %w",
+				r.name, n, r.abandonedNote(), cause))
 		default:
 			p.log.Warn("lossy sink dropped occurrences at the shutdown deadline", "sink", r.name, "occurrences", n,
-				"reason", DropLabel(DropShutdown))
+				"reason", DropLabel(DropShutdown), "abandoned", r.abandoned.Load())
 		}
 	}
 	return err
@@ -356,13 +402,16 @@ type PipelineStats struct {
 	// LastCheckpoint is when the last checkpoint was written (zero if
 	// never).
 	LastCheckpoint time.Time
+	// SinksAbandoned counts the sinks Shutdown abandoned: their write
+	// did not return after the deadline (see [Pipeline.Shutdown]).
+	SinksAbandoned uint64
 }
 
 // PipelineStats returns the pipeline's own counters.
 func (p *Pipeline) PipelineStats() PipelineStats {
 	s := PipelineStats{Changes: p.head.Load(), DroppedByRule: p.droppedByRule.Load(),
 		RoutedNowhere: p.routedNowhere.Load(), CheckpointWrites: p.ckWrites.Load(),
-		CheckpointFailures: p.ckFailures.Load(), CheckpointLag: p.tr.lag()}
+		CheckpointFailures: p.ckFailures.Load(), CheckpointLag: p.tr.lag(), SinksAbandoned: p.abandoned.Load()}
 	if n := p.ckLast.Load(); n != 0 {
 		s.LastCheckpoint = time.Unix(0, n)
 	}

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -275,4 +278,75 @@ func dropped(st SinkStats) uint64 {
 		n += d
 	}
 	return n
+}
+
+// enteredWriter signals each Write it is given on entered, before passing
+// it on to w.
+type enteredWriter struct {
+	w       io.Writer
+	entered chan struct{}
+}
+
+func (e *enteredWriter) Write(b []byte) (int, error) {
+	e.entered <- struct{}{}
+	return e.w.Write(b)
+}
+
+// A stdout (or pipe, or /dev/stdout file) receiver whose stream is
+// stalled blocks in write(2), which no context cancels. Shutdown waited
+// for that write forever: no last checkpoint, no exit. It now abandons the
+// sink shortly after the deadline, writes the checkpoint with only what
+// was written (not the stuck write's occurrence), counts the sink, and
+// returns the error of an unfinished Wait sink.
+func TestShutdownAbandonsASinkStuckInAWriteAfterTheDeadline(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	out := &enteredWriter{w: w, entered: make(chan struct{}, 2)}
+	c := &Config{Receivers: []*Receiver{{Name: "out", Sink: &WriterSink{W: out}, Queue: Queue{Length: 16}, Batch: 1}}}
+	c.Route.Match = []*Rule{{Receiver: ReceiverRef{Name: "out"}}}
+	if p := c.validate(); len(p) > 0 {
+		t.Fatal(p)
+	}
+	store := FileStore{Path: filepath.Join(t.TempDir(), "ck.json")}
+	p, err := NewPipeline(c, PipelineOptions{Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := occ("big", 1, "ns")
+	big.Message = string(make([]byte, 1<<20)) // more than the pipe holds: the write blocks
+	for _, o := range []*Occurrence{occ("small", 1, "ns"), big} {
+		if err := p.Occurred(t.Context(), o); err != nil {
+			t.Fatal(err)
+		}
+		<-out.entered
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- p.Shutdown(ctx) }()
+	select {
+	case err = <-done:
+	case <-time.After(shutdownGrace + 5*time.Second):
+		r.Close() // unblock the write so that the test can end
+		<-done
+		t.Fatal("Shutdown still waiting for a write stuck on a stalled pipe, long after its deadline")
+	}
+	r.Close() // the abandoned write fails now, and its goroutine exits
+	<-p.runners[0].done()
+	if err == nil || !strings.Contains(err.Error(), "abandoned") {
+		t.Errorf("shutdown: %v; want the error of an abandoned Wait sink", err)
+	}
+	if n := p.PipelineStats().SinksAbandoned; n != 1 {
+		t.Errorf("%d sinks abandoned, want 1", n)
+	}
+	ck, err := store.Load(t.Context())
+	if err != nil || ck == nil {
+		t.Fatalf("checkpoint %v, %v", ck, err)
+	}
+	if _, ok := ck.Counts["big"]; ok || ck.Counts["small"] != 1 {
+		t.Errorf("checkpoint counts %v: want small, written, and not big, whose write was stuck", ck.Counts)
+	}
 }

@@ -2,6 +2,7 @@ package exporter
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync/atomic"
 
@@ -113,6 +114,9 @@ type runner struct {
 	// finished with.
 	lastDone, taken atomic.Uint64
 	dedup           atomic.Uint64
+	// abandoned is set when Shutdown gave up waiting for the runner's
+	// write: only what it finished with counts as done.
+	abandoned atomic.Bool
 }
 
 // start starts the runner's goroutine: it writes batches from the watcher
@@ -170,6 +174,9 @@ func (r *runner) selectMine(batch, sel []*Occurrence) []*Occurrence {
 // doneThrough returns a Seq through which the runner has finished with
 // every occurrence published, given head, the last Seq published.
 func (r *runner) doneThrough(head uint64) uint64 {
+	if r.abandoned.Load() {
+		return r.lastDone.Load() // what its stuck write holds is not done
+	}
 	st := r.w.Stats()
 	if st.Queued == 0 && r.taken.Load() == st.Delivered {
 		// Everything up to head was published before Stats: it was
@@ -185,6 +192,21 @@ func (r *runner) doneThrough(head uint64) uint64 {
 		}
 	}
 	return d
+}
+
+// pending returns how many occurrences the runner has taken and not
+// finished with, or has queued.
+func (r *runner) pending() uint64 {
+	st := r.w.Stats()
+	return st.Delivered - min(r.taken.Load(), st.Delivered) + uint64(st.Queued)
+}
+
+// abandonedNote returns ", abandoned" if Shutdown abandoned the runner.
+func (r *runner) abandonedNote() string {
+	if r.abandoned.Load() {
+		return fmt.Sprintf(" (abandoned: its write did not return within %v of the deadline)", shutdownGrace)
+	}
+	return ""
 }
 
 // stats returns the runner's counters.
