@@ -88,7 +88,11 @@ func (p *pub[T]) tryHandOff(w *Watcher[T], v T) bool {
 }
 
 // markHanded records, before the lock is released, which channel watchers
-// Action's pass already gave the value to: all but the pending ones.
+// Action's pass already gave the value to: all but the pending ones. It
+// uses up the pass: called again with no pass since (a later round that
+// asks filters or waits before its own pass), it would mark as handed a
+// watcher registered meanwhile, which never had the value, and unmark one
+// a blocked send has given it to since, which would get it twice.
 func (p *pub[T]) markHanded() {
 	if p.mode != pubAction || !p.offered {
 		return
@@ -100,7 +104,7 @@ func (p *pub[T]) markHanded() {
 	for _, w := range b.pending {
 		w.ps.handed = 0
 	}
-	p.marked = true
+	p.marked, p.offered = true, false
 }
 
 // sendBlocked hands v to the full channel watchers that wait, before v is

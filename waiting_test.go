@@ -2,6 +2,7 @@ package fanout_test
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -338,5 +339,63 @@ func TestChurnWhilePublisherWaits(t *testing.T) {
 			assert.Equal(t, uint64(2), s.Accepted)
 			assert.Equal(t, uint64(3), s.Dropped)
 		})
+	}
+}
+
+// A watcher registered while Action waits for a full channel watcher gets
+// the value, once, whatever it is (a channel, a filter, a behaviour of the
+// user's, a hand-off), and the full one gets it once. A filtered channel
+// watcher's registration made the publisher ask filters again, and it then
+// marked the new watcher as already having the value and the full one as
+// not: the full one got it twice and the new one never.
+func TestWatcherRegisteredWhileActionWaitsGetsTheValueOnce(t *testing.T) {
+	keepAll := fanout.WithFilter(func(int) bool { return true })
+	for name, opts := range map[string][]fanout.Option{
+		"chan":          nil,
+		"filter":        {keepAll},
+		"filter, q0":    {keepAll, fanout.WithQueueLength(0)},
+		"custom":        {fanout.WithFullChannelBehavior(verdictBehavior(fanout.VerdictDropFull))},
+		"custom filter": {keepAll, fanout.WithFullChannelBehavior(verdictBehavior(fanout.VerdictDropFull))},
+	} {
+		for _, pull := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s, pull %v", name, pull), func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					b := fanout.New[int]()
+					full, err := b.Watch(fanout.WithQueueLength(1))
+					require.NoError(t, err)
+					ch := full.ResultChan()
+					require.NoError(t, b.Action(0)) // full is full
+					done := make(chan error)
+					go func() { done <- b.Action(1) }()
+					synctest.Wait() // Action(1) waits for full
+					late, err := b.Watch(opts...)
+					require.NoError(t, err)
+					var lateCh <-chan int
+					if !pull {
+						lateCh = late.ResultChan()
+					}
+					var got []int
+					go func() {
+						for v := range ch {
+							got = append(got, v)
+						}
+					}()
+					var lateGot []int
+					if pull {
+						v, err := late.Next(t.Context())
+						require.NoError(t, err)
+						lateGot = append(lateGot, v)
+					} else {
+						lateGot = append(lateGot, <-lateCh)
+					}
+					require.NoError(t, <-done)
+					b.Shutdown()
+					synctest.Wait()
+					assert.Equal(t, []int{0, 1}, got)
+					assert.Equal(t, []int{1}, lateGot)
+					assert.EqualValues(t, 2, full.Stats().Delivered)
+				})
+			})
+		}
 	}
 }
