@@ -14,7 +14,8 @@ type BatchSink[T any] interface {
 	// batch[n:] as its [RetryPolicy] says; an error the policy does not
 	// retry drops batch[n] alone ([DropRejected]) and the rest is
 	// written. A short write without an error counts as
-	// [io.ErrShortWrite]. ctx ends when the runner's context does; a
+	// [io.ErrShortWrite]; a write that stores every value and returns an
+	// error counts as a failure, and nothing is retried or dropped. ctx ends when the runner's context does; a
 	// write should return promptly then.
 	Write(ctx context.Context, batch []T) (n int, err error)
 }
@@ -32,12 +33,17 @@ type BatchConfig[T any] struct {
 	// returns, appended to out (which it may use as scratch space), the
 	// values to write; the others count as handled without a write (for
 	// routing, or to skip what the sink stored before a restart). Values
-	// it leaves out are not counted as dropped at shutdown either.
+	// it leaves out are not counted as dropped at shutdown either. A panic
+	// in Select drops the whole batch ([DropPanic]).
 	Select func(received, out []T) []T
 	// Finished, if set, is called with each batch taken from the queue
 	// once every value of it was written, dropped or left out by Select:
-	// a point to advance a checkpoint to. It is not called for values the
-	// runner drops unwritten once its context has ended.
+	// a point to advance a checkpoint to. It is not called for a batch
+	// that lost values to the runner's stop ([DropShutdown]: its context
+	// ended, or Stop, during the batch's retries, or before it was
+	// written), so that a checkpoint never passes values a restart would
+	// write. A panic in Finished is recovered and counted in the
+	// broadcaster's [Stats].Panics.
 	Finished func(received []T)
 	// OnDrop, if set, is told of the values the runner drops after taking
 	// them (rejected, retries exhausted, panic, shutdown), one call per
@@ -80,7 +86,11 @@ func StartBatchSink[T any](ctx context.Context, w *Watcher[T], sink BatchSink[T]
 		hooks: runnerHooks[T]{sel: cfg.Select, finished: cfg.Finished, onDrop: cfg.OnDrop, onRetry: cfg.OnRetry}}
 	run.ctx, run.cancel = context.WithCancel(ctx)
 	run.stopOnEnd = context.AfterFunc(ctx, w.Stop)
-	run.handle = func(run *Runner[T], batch []T) { run.writeBatch(sink, run.pick(batch)) }
+	run.handle = func(run *Runner[T], batch []T) {
+		if vs, ok := run.pick(batch); ok {
+			run.writeBatch(sink, vs)
+		}
+	}
 	go run.loop()
 	return run, nil
 }

@@ -3,6 +3,7 @@ package fanout_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -183,7 +184,7 @@ func TestBatchSinkDropsWhatIsLeftAsShutdownWhenItsContextEnds(t *testing.T) {
 		<-run.Done()
 		st := run.Stats()
 		assert.Equal(t, uint64(5), st.DroppedShutdown)
-		assert.Equal(t, 2, finished, "only the batch whose write ended by the shutdown is finished")
+		assert.Zero(t, finished, "no batch is finished: a checkpoint must not pass what a restart writes")
 		b.Shutdown()
 	})
 }
@@ -201,4 +202,71 @@ func TestStartBatchSinkRejectsBadConfiguration(t *testing.T) {
 	assert.Error(t, err)
 	_, err = fanout.StartBatchSink[int](t.Context(), nil, &batchSink{}, fanout.BatchConfig[int]{})
 	assert.Error(t, err)
+}
+
+// A Write that stores every value and still returns an error counts as a
+// failure, and nothing more: no retry, no drop, no pause. It crashed the
+// runner (a rejected error) or paused it for a retry of nothing.
+func TestBatchSinkWriteStoringAllWithAnErrorIsAFailureOnly(t *testing.T) {
+	for _, retryable := range []bool{false, true} {
+		t.Run(fmt.Sprint("retryable ", retryable), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				sink := &batchSink{write: func(batch []int, _ int) (int, error) { return len(batch), errors.New("late ack") }}
+				var finished []int
+				b, run := startBatch(t, t.Context(), sink, fanout.BatchConfig[int]{Batch: 8,
+					Retry:    &fanout.RetryPolicy{MaxTries: 3, Sleep: time.Hour, Retryable: func(error) bool { return retryable }},
+					Finished: func(received []int) { finished = append(finished, received...) }})
+				_, err := b.ActionBatch([]int{1, 2, 3})
+				require.NoError(t, err)
+				start := time.Now()
+				synctest.Wait()
+				b.Shutdown()
+				<-run.Done()
+				assert.Equal(t, start, time.Now(), "no retry pause")
+				st := run.Stats()
+				assert.EqualValues(t, 3, st.Written)
+				assert.EqualValues(t, 1, st.Failures)
+				assert.Zero(t, st.Retries)
+				assert.Zero(t, st.Dropped)
+				assert.Equal(t, []int{1, 2, 3}, finished)
+			})
+		})
+	}
+}
+
+// A panic in Select drops the batch (DropPanic, reported) and one in
+// Finished loses nothing; both are counted in the broadcaster's Panics,
+// and the runner goes on. Either killed the process.
+func TestBatchSinkContainsPanicsInSelectAndFinished(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sink := &batchSink{}
+		var drops []fanout.Drop
+		b, run := startBatch(t, t.Context(), sink, fanout.BatchConfig[int]{
+			Select: func(received, out []int) []int {
+				if received[0] == 1 {
+					panic("select bug")
+				}
+				return append(out, received...)
+			},
+			Finished: func(received []int) {
+				if received[0] == 2 {
+					panic("finished bug")
+				}
+			},
+			OnDrop: func(d fanout.Drop, _ []int) { drops = append(drops, d) }})
+		for v := range 3 {
+			require.NoError(t, b.Action(v+1))
+			synctest.Wait()
+		}
+		b.Shutdown()
+		<-run.Done()
+		batches, _ := sink.calls()
+		assert.Equal(t, [][]int{{2}, {3}}, batches)
+		st := run.Stats()
+		assert.EqualValues(t, 1, st.DroppedPanic)
+		assert.EqualValues(t, 2, st.Written)
+		require.Len(t, drops, 1)
+		assert.ErrorContains(t, drops[0].Err, "select bug")
+		assert.EqualValues(t, 2, b.Stats().Panics)
+	})
 }

@@ -263,7 +263,8 @@ type Stats struct {
 	// together, including watchers that have since been stopped.
 	Dropped uint64
 	// Panics counts panics recovered in the user's callbacks: OnFull (each
-	// also a drop, [DropPanic]), filters, drop handlers and wait reports.
+	// also a drop, [DropPanic]), filters, drop handlers, wait reports, and
+	// a batch runner's Select and Finished ([BatchConfig]).
 	Panics uint64
 	// WaitReports counts the reports of publishers waiting for a full
 	// watcher longer than the threshold of [WithWaitReport].

@@ -38,6 +38,9 @@ type Runner[T any] struct {
 	handle func(*Runner[T], []T)
 	hooks  runnerHooks[T]
 	picked []T // scratch space of the Select hook, owned by the goroutine
+	// cut is set, by the goroutine, when the batch in hand lost values
+	// to the runner's stop (DropShutdown): Finished is not called for it.
+	cut bool
 	// panicAs is the reason a sink or handler panic is counted under:
 	// DropRejected for a recorder's runners (as documented in
 	// RunnerStats), DropPanic for batch runners.
@@ -132,12 +135,13 @@ func (run *Runner[T]) loop() {
 		}
 		run.received.Add(uint64(n))
 		if run.sinkCtx.Err() != nil {
-			run.drop(DropShutdown, run.pick(buf[:n]), nil)
-		} else {
-			run.handle(run, buf[:n])
-			if run.hooks.finished != nil {
-				run.hooks.finished(buf[:n])
+			if vs, ok := run.pick(buf[:n]); ok {
+				run.drop(DropShutdown, vs, nil)
 			}
+		} else {
+			run.cut = false
+			run.handle(run, buf[:n])
+			run.finish(buf[:n])
 		}
 		run.markHandled(uint64(n))
 		clear(buf[:n])
@@ -146,13 +150,31 @@ func (run *Runner[T]) loop() {
 }
 
 // pick returns the values of received that the runner writes: those its
-// Select hook keeps, or all.
-func (run *Runner[T]) pick(received []T) []T {
+// Select hook keeps, or all. A panic in Select drops them all
+// ([DropPanic]): which were to be written is not known. ok is false then.
+func (run *Runner[T]) pick(received []T) (vs []T, ok bool) {
 	if run.hooks.sel == nil {
-		return received
+		return received, true
 	}
-	run.picked = run.hooks.sel(received, run.picked[:0])
-	return run.picked
+	if err := guard.Call(func() { run.picked = run.hooks.sel(received, run.picked[:0]) }); err != nil {
+		run.w.b.countPanic()
+		run.drop(DropPanic, received, err)
+		return nil, false
+	}
+	return run.picked, true
+}
+
+// finish calls the Finished hook with a batch the runner is done with,
+// unless it lost values to the runner's stop (cut): a checkpoint must not
+// pass values a restart would write. A panic in Finished is counted in the
+// broadcaster's Panics and loses nothing.
+func (run *Runner[T]) finish(received []T) {
+	if run.hooks.finished == nil || run.cut {
+		return
+	}
+	if err := guard.Call(func() { run.hooks.finished(received) }); err != nil {
+		run.w.b.countPanic()
+	}
 }
 
 func (run *Runner[T]) exit() {
@@ -217,6 +239,12 @@ func (run *Runner[T]) writeBatch(sink BatchSink[T], batch []T) (stored int) {
 			stored += n
 			batch, tries = batch[n:], 0
 		}
+		if len(batch) == 0 { // all stored, whatever the error says
+			if err != nil {
+				run.failures.Add(1)
+			}
+			return stored
+		}
 		switch {
 		case perr != nil:
 			run.failures.Add(1)
@@ -235,6 +263,7 @@ func (run *Runner[T]) writeBatch(sink BatchSink[T], batch []T) (stored int) {
 				continue
 			}
 			run.drop(reason, batch, why)
+			run.cut = reason == DropShutdown
 			return stored
 		}
 		run.retries.Add(1)
@@ -243,6 +272,7 @@ func (run *Runner[T]) writeBatch(sink BatchSink[T], batch []T) (stored int) {
 		}
 		if !guard.Sleep(run.ctx, run.retry.pause(tries)) {
 			run.drop(DropShutdown, batch, err)
+			run.cut = true
 			return stored
 		}
 	}

@@ -3,6 +3,7 @@ package exporter
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,6 +12,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -348,5 +350,46 @@ func TestShutdownAbandonsASinkStuckInAWriteAfterTheDeadline(t *testing.T) {
 	}
 	if _, ok := ck.Counts["big"]; ok || ck.Counts["small"] != 1 {
 		t.Errorf("checkpoint counts %v: want small, written, and not big, whose write was stuck", ck.Counts)
+	}
+}
+
+// An occurrence a Wait sink was still retrying at the shutdown deadline is
+// not covered by the last checkpoint, so that a restart writes it: its
+// batch was marked finished once dropped at shutdown, which moved the
+// checkpoint past it.
+func TestCheckpointAtTheDeadlineLeavesOutWhatASinkWasRetrying(t *testing.T) {
+	retrying := make(chan struct{})
+	var once sync.Once
+	s := &memSink{fail: func(b []*Occurrence) (int, error) {
+		if b[0].UID == "b" {
+			once.Do(func() { close(retrying) })
+			return 0, errors.New("connection refused") // retried
+		}
+		return len(b), nil
+	}}
+	c := testConfig(t, s)
+	c.Receivers[0].Batch = 1
+	store := FileStore{Path: filepath.Join(t.TempDir(), "ck.json")}
+	p, err := NewPipeline(c, PipelineOptions{Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, uid := range []string{"a", "b"} {
+		if err := p.Occurred(t.Context(), occ(uid, 1, "ns")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-retrying
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := p.Shutdown(ctx); err == nil {
+		t.Error("Shutdown returned nil with an occurrence of a Wait sink unwritten")
+	}
+	ck, err := store.Load(t.Context())
+	if err != nil || ck == nil {
+		t.Fatalf("checkpoint %v, %v", ck, err)
+	}
+	if _, ok := ck.Counts["b"]; ok || ck.Counts["a"] != 1 {
+		t.Errorf("checkpoint counts %v: want a, written, and not b, unwritten", ck.Counts)
 	}
 }
