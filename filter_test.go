@@ -2,6 +2,7 @@ package fanout_test
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -438,4 +439,51 @@ func isSubsequence(sub, of []int) bool {
 		}
 	}
 	return i == len(sub)
+}
+
+// A filter's panic on a value of a watcher's prefix, or of its replay, is
+// a drop like any other: counted and reported to the drop handler, once
+// per value, whatever the watcher's read path (a ring reader, a channel, a
+// hand-off). The prefix's were counted and reported to nobody.
+func TestFilterPanicOnThePrefixOrReplayIsReportedToTheDropHandler(t *testing.T) {
+	for _, how := range []string{"prefix", "replay"} {
+		for _, q := range []int{0, 4} {
+			t.Run(fmt.Sprintf("%s, queue %d", how, q), func(t *testing.T) {
+				b := fanout.New[int](fanout.WithHistory(4))
+				defer b.Shutdown()
+				for v := 1; v <= 4; v++ {
+					require.NoError(t, b.Action(v))
+				}
+				var mu sync.Mutex
+				var drops []fanout.Drop
+				opts := []fanout.Option{
+					fanout.WithQueueLength(q),
+					fanout.WithFilter(func(v int) bool {
+						if v == 3 {
+							panic("three")
+						}
+						return true
+					}),
+					fanout.WithDropHandler(func(d fanout.Drop) { mu.Lock(); drops = append(drops, d); mu.Unlock() }),
+				}
+				var w *fanout.Watcher[int]
+				var err error
+				if how == "prefix" {
+					w, err = b.WatchWithPrefix([]int{1, 2, 3}, opts...)
+				} else {
+					w, err = b.Watch(append(opts, fanout.WithReplay(4))...)
+				}
+				require.NoError(t, err)
+				w.Stop()
+				for range w.All(t.Context()) {
+				}
+				assert.EqualValues(t, 1, w.Stats().DroppedPanic)
+				mu.Lock()
+				defer mu.Unlock()
+				require.Len(t, drops, 1)
+				assert.Equal(t, fanout.DropPanic, drops[0].Reason)
+				assert.ErrorContains(t, drops[0].Err, "three")
+			})
+		}
+	}
 }

@@ -41,10 +41,12 @@ func (b *Broadcaster[T]) watch(prefix []T, opts []Option) (*Watcher[T], error) {
 	if err != nil {
 		return nil, err
 	}
-	npre, prefixPanics := len(prefix), uint64(0)
+	npre, prefixPanics := len(prefix), []error(nil)
 	if keep != nil {
 		prefix, prefixPanics = filterPrefix(keep, prefix)
 	}
+	var log dropLog // a filter's panics on the prefix or a replay
+	defer log.report(b)
 	b.mu.Lock()
 	defer b.unlock()
 	if b.stopped {
@@ -54,9 +56,9 @@ func (b *Broadcaster[T]) watch(prefix []T, opts []Option) (*Watcher[T], error) {
 	k := min(uint64(cfg.replay), h)
 	w := b.newWatcher(cfg, keep, h, npre, len(prefix), k)
 	if w.keeper() != nil {
-		b.countPrefix(w, uint64(npre-len(prefix))-prefixPanics, prefixPanics)
+		b.countPrefix(w, uint64(npre-len(prefix)-len(prefixPanics)), prefixPanics, &log)
 		if w.q == 0 {
-			b.addFiltered(w, prefix, h-k, h)
+			b.addFiltered(w, prefix, h-k, h, &log)
 			return w, nil
 		}
 		w.lead = uint64(npre) + k // the values given: those left out are counted
@@ -103,11 +105,14 @@ func (b *Broadcaster[T]) newWatcher(cfg config, keep func(T) bool, h uint64, npr
 }
 
 // countPrefix counts the values of its prefix that the filter of w left
-// out (filtered) or panicked on (panics). Caller holds b.mu.
-func (b *Broadcaster[T]) countPrefix(w *Watcher[T], filtered, panics uint64) {
+// out (filtered) or panicked on (panics, each a drop logged in log, which
+// the caller reports once it has unlocked). Caller holds b.mu.
+func (b *Broadcaster[T]) countPrefix(w *Watcher[T], filtered uint64, panics []error, log *dropLog) {
 	w.x.filtered.Add(filtered)
-	w.drops[DropPanic].Add(panics)
-	b.panics.Add(panics)
+	for _, err := range panics {
+		w.count(DropPanic, 1, log, err)
+	}
+	b.panics.Add(uint64(len(panics)))
 }
 
 // addFiltered registers the filtered hand-off watcher w: it has a channel
@@ -115,8 +120,8 @@ func (b *Broadcaster[T]) countPrefix(w *Watcher[T], filtered, panics uint64) {
 // the channel pass. It starts with the kept values of prefix and of the
 // accepted values from..h. (A filtered watcher with a queue is a ring
 // reader, see sift.go.) Caller holds b.mu.
-func (b *Broadcaster[T]) addFiltered(w *Watcher[T], prefix []T, from, h uint64) {
-	vals, seqs := b.filterStart(w, prefix, from, h)
+func (b *Broadcaster[T]) addFiltered(w *Watcher[T], prefix []T, from, h uint64, log *dropLog) {
+	vals, seqs := b.filterStart(w, prefix, from, h, log)
 	b.addChan(w, w.q, vals, seqs)
 }
 
@@ -166,13 +171,13 @@ func (b *Broadcaster[T]) addChan(w *Watcher[T], capacity int, vals []T, seqs []u
 }
 
 // filterPrefix returns the values of prefix that keep keeps, before the
-// watcher exists: with no lock held. A value it panics on is left out and
-// counted in drops and panics once the watcher exists.
-func filterPrefix[T any](keep func(T) bool, prefix []T) (vals []T, panics uint64) {
+// watcher exists: with no lock held. A value it panics on is left out, and
+// its panic returned, to be counted and reported once the watcher exists.
+func filterPrefix[T any](keep func(T) bool, prefix []T) (vals []T, panics []error) {
 	for _, v := range prefix {
 		ok := false
 		if err := guard.Call(func() { ok = keep(v) }); err != nil {
-			panics++
+			panics = append(panics, err)
 			continue
 		}
 		if ok {
@@ -186,8 +191,9 @@ func filterPrefix[T any](keep func(T) bool, prefix []T) (vals []T, panics uint64
 // and their sequence numbers (0 for the prefix's): prefix (filtered
 // already), then the values of the ring from sequence from to h (a replay)
 // that its filter keeps. Caller holds b.mu: the replay is the one place a
-// filter runs with a lock held (see WithFilter).
-func (b *Broadcaster[T]) filterStart(w *Watcher[T], prefix []T, from, h uint64) ([]T, []uint64) {
+// filter runs with a lock held (see WithFilter). A panic of the filter is
+// a drop logged in log, which the caller reports once it has unlocked.
+func (b *Broadcaster[T]) filterStart(w *Watcher[T], prefix []T, from, h uint64, log *dropLog) ([]T, []uint64) {
 	vals := slices.Clone(prefix)
 	seqs := make([]uint64, len(prefix), len(prefix)+int(h-from))
 	if from == h {
@@ -196,13 +202,13 @@ func (b *Broadcaster[T]) filterStart(w *Watcher[T], prefix []T, from, h uint64) 
 	replay := make([]T, h-from)
 	b.ring.Load().Copy(replay, from, h)
 	for i, v := range replay {
-		switch out, _ := w.filter(v); out {
+		switch out, err := w.filter(v); out {
 		case kept:
 			vals, seqs = append(vals, v), append(seqs, from+uint64(i))
 		case filteredOut:
 			w.x.filtered.Add(1)
 		default:
-			w.drops[DropPanic].Add(1) // reported to no handler: Watch has not returned
+			w.count(DropPanic, 1, log, err)
 			b.panics.Add(1)
 		}
 	}
