@@ -302,3 +302,43 @@ func TestEvictedWatchAllNoLongerCreatesTopics(t *testing.T) {
 	assert.Equal(t, 0, s.Topics)
 	assert.Equal(t, uint64(1), s.Unheard, "nobody watches b: no topic is created for it")
 }
+
+// A WatchAll whose watcher of a topic was evicted takes no topic created
+// after that, even before its reader has seen the eviction: the topic
+// retired with the evicted watcher, and its next value, accepted after the
+// eviction, re-created it and reached the evicted group, after a gap.
+func TestEvictedWatchAllGetsNoValueAcceptedAfterItsEviction(t *testing.T) {
+	tp := fanout.NewTopics[string, int](fanout.WithQueueLength(1), fanout.WithFullChannelBehavior(fanout.EvictIfChannelFull))
+	defer tp.Shutdown()
+	g, err := tp.WatchAll()
+	require.NoError(t, err)
+	require.NoError(t, tp.Publish("a", 1))
+	require.NoError(t, tp.Publish("a", 2)) // evicts g's watcher of a, which retires a
+	require.NoError(t, tp.Publish("a", 3)) // re-creates a
+	require.NoError(t, tp.Publish("b", 4))
+	var got []int
+	for m := range g.All(context.Background()) {
+		got = append(got, m.Value)
+	}
+	assert.Equal(t, []int{1}, got)
+	assert.ErrorIs(t, g.Err(), fanout.ErrEvicted)
+}
+
+// Err says why a TopicsWatcher closed only once it is drained, as its doc
+// says: after Stop, nil while values stay to be read.
+func TestTopicsWatcherErrOnlyOnceDrained(t *testing.T) {
+	tp := fanout.NewTopics[string, int]()
+	defer tp.Shutdown()
+	g, err := tp.WatchTopics([]string{"a", "b"})
+	require.NoError(t, err)
+	require.NoError(t, tp.Publish("a", 1))
+	require.NoError(t, tp.Publish("b", 2))
+	g.Stop()
+	assert.NoError(t, g.Err(), "2 values queued")
+	n := 0
+	for range g.All(context.Background()) {
+		n++
+	}
+	assert.Equal(t, 2, n)
+	assert.ErrorIs(t, g.Err(), fanout.ErrWatcherStopped)
+}

@@ -37,8 +37,14 @@ type topicSub[K comparable, T any] struct {
 	w     *Watcher[T]
 }
 
-// add registers a watcher of topic on b for g. Caller holds g.t.mu.
+// add registers a watcher of topic on b for g. Caller holds g.t.mu. A
+// group one of whose watchers was evicted is closing (its reader stops it
+// when it finds out, see closedBy): it takes no new topic, which would
+// hand it values accepted after its eviction.
 func (g *TopicsWatcher[K, T]) add(topic K, b *Broadcaster[T]) error {
+	if g.evicted() {
+		return nil
+	}
 	w, err := b.Watch(g.opts...)
 	if err != nil {
 		return err
@@ -62,6 +68,16 @@ func (g *TopicsWatcher[K, T]) add(topic K, b *Broadcaster[T]) error {
 	default:
 	}
 	return nil
+}
+
+// evicted reports whether one of its watchers was evicted.
+func (g *TopicsWatcher[K, T]) evicted() bool {
+	for _, s := range g.snapshot() {
+		if errors.Is(s.w.Err(), ErrEvicted) {
+			return true
+		}
+	}
+	return false
 }
 
 func (g *TopicsWatcher[K, T]) snapshot() []topicSub[K, T] {
@@ -273,8 +289,8 @@ func (g *TopicsWatcher[K, T]) closeErr() error {
 // topics' watchers was evicted: the others were stopped); nil while open.
 func (g *TopicsWatcher[K, T]) Err() error {
 	for _, s := range g.snapshot() {
-		if s.w.Err() == nil {
-			return nil
+		if s.w.Err() == nil || s.w.Stats().Queued > 0 {
+			return nil // open, or not drained
 		}
 	}
 	if !g.closed() {
