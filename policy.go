@@ -57,7 +57,9 @@ type FullState struct {
 // Verdict is the outcome kind of a [Decision].
 type Verdict uint8
 
-// The verdicts a [FullChannelBehavior] can return.
+// The verdicts a [FullChannelBehavior] can return. Any other value is
+// taken as VerdictDropFull: the watcher misses the value, counted as
+// [DropFull].
 const (
 	// VerdictWait makes the producer wait until the watcher has room, the
 	// watcher is stopped or evicted, the broadcaster shuts down, or the

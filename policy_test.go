@@ -368,3 +368,24 @@ func TestNegativeDecisionTimeoutDoesNotWait(t *testing.T) {
 func TestDropPanicReasonHasAName(t *testing.T) {
 	assert.Equal(t, "panic", fanout.DropPanic.String())
 }
+
+// A behaviour returning a verdict that is none of the defined ones makes
+// the watcher miss the value, counted as full, as documented under
+// Verdict, for both read paths.
+func TestUndefinedVerdictIsTakenAsDropFull(t *testing.T) {
+	for _, ch := range []bool{false, true} {
+		b := fanout.New[int](fanout.WithQueueLength(1))
+		w, err := b.Watch(fanout.WithFullChannelBehavior(verdictBehavior(42)))
+		require.NoError(t, err)
+		if ch {
+			w.ResultChan()
+		}
+		for v := range 3 {
+			require.NoError(t, b.Action(v))
+		}
+		st := w.Stats()
+		assert.EqualValues(t, 2, st.DroppedFull, "chan %v", ch)
+		assert.Equal(t, 1, st.Queued, "chan %v: the first value stays queued", ch)
+		b.Shutdown()
+	}
+}
