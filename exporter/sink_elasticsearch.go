@@ -86,6 +86,7 @@ func (c *ElasticsearchConfig) validate() []string {
 	if c.IndexFormat != "" && strings.ContainsAny(indexTimeLayout.ReplaceAllString(c.IndexFormat, ""), "{}") {
 		p = append(p, fmt.Sprintf("%s.indexFormat %q: unbalanced braces", c.kind, c.IndexFormat))
 	}
+	p = append(p, staticHeaderProblems(c.kind, c.Headers)...)
 	return append(p, connectionProblems(c.kind, &c.Timeout, c.TLS)...)
 }
 

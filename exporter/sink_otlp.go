@@ -92,6 +92,7 @@ func (c *OTLPConfig) validate() []string {
 	if c.Insecure && c.TLS != nil {
 		p = append(p, "otlp: insecure and tls exclude each other")
 	}
+	p = append(p, staticHeaderProblems("otlp", c.Headers)...)
 	return append(p, connectionProblems("otlp", &c.Timeout, c.TLS)...)
 }
 

@@ -90,6 +90,23 @@ func headerProblems(kind string, h map[string]string) []string {
 	return p
 }
 
+// staticHeaderProblems is headerProblems for the sinks whose headers are
+// sent as written, not templates (elasticsearch, opensearch, otlp): a
+// request with such a header would fail before it is sent, and be retried
+// as if the server were down.
+func staticHeaderProblems(kind string, h map[string]string) []string {
+	var p []string
+	for _, k := range slices.Sorted(maps.Keys(h)) {
+		if !httpguts.ValidHeaderFieldName(k) {
+			p = append(p, fmt.Sprintf("%s.headers: %q is not a valid header name", kind, k))
+		}
+		if !httpguts.ValidHeaderFieldValue(h[k]) {
+			p = append(p, fmt.Sprintf("%s.headers: the value of %s, %q, is not a valid header value (no CR, LF or NUL)", kind, k, h[k]))
+		}
+	}
+	return p
+}
+
 // warnings returns the TLS configuration's warnings (nil is no TLS
 // configuration).
 func (t *TLSConfig) warnings() []string {

@@ -139,3 +139,15 @@ func TestWebhookHeaderThatCannotBeSentIsAConfigError(t *testing.T) {
 		"loki: {url: 'http://l', headers: {X-Scope-OrgID: \"a\\u0000\"}}": `loki.headers: the value of X-Scope-OrgID`,
 	})
 }
+
+// The headers of the sinks that send them as written (Elasticsearch,
+// OpenSearch, OTLP) are checked too: such a request failed before it was
+// sent, and was retried as if the server were down.
+func TestStaticHeaderThatCannotBeSentIsAConfigError(t *testing.T) {
+	wantConfigErrors(t, map[string]string{
+		"elasticsearch: {hosts: ['http://e'], index: ev, headers: {'X Team': sre}}": `elasticsearch.headers: "X Team" is not a valid header name`,
+		"opensearch: {hosts: ['http://e'], index: ev, headers: {A: \"a\\nb\"}}":     `opensearch.headers: the value of A, "a\nb", is not a valid header value`,
+		"otlp: {endpoint: 'otel:4317', headers: {authorization: \"x\\ry\"}}":        `otlp.headers: the value of authorization`,
+		"otlp: {endpoint: 'otel:4317', headers: {'{{bad}}': x}}":                    `otlp.headers: "{{bad}}" is not a valid header name`,
+	})
+}
