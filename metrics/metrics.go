@@ -16,7 +16,11 @@
 //	reg.MustRegister(metrics.NewCollector(b, prometheus.Labels{"broadcaster": "orders"}))
 //
 // It is an unchecked collector (its Describe sends nothing): the samples a
-// source reports, watchers included, change from scrape to scrape.
+// source reports, watchers included, change from scrape to scrape. A label
+// value that is not valid UTF-8 (a watcher's name, say) is exported with
+// each invalid byte replaced by U+FFFD; a sample Prometheus cannot take
+// (constant labels that clash with a sample's labels) fails the scrape
+// with an error naming it, rather than panicking.
 package metrics
 
 import (
@@ -52,13 +56,18 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		names := make([]string, len(m.Labels))
 		values := make([]string, len(m.Labels))
 		for i, l := range m.Labels {
-			names[i], values[i] = l.Name, l.Value
+			names[i], values[i] = l.Name, strings.ToValidUTF8(l.Value, "\uFFFD")
 		}
 		t := prometheus.CounterValue
 		if m.Type == fanout.Gauge {
 			t = prometheus.GaugeValue
 		}
-		ch <- prometheus.MustNewConstMetric(c.desc(m.Name, m.Help, names), t, m.Value, values...)
+		d := c.desc(m.Name, m.Help, names)
+		pm, err := prometheus.NewConstMetric(d, t, m.Value, values...)
+		if err != nil {
+			pm = prometheus.NewInvalidMetric(d, err)
+		}
+		ch <- pm
 	}
 }
 

@@ -64,3 +64,42 @@ fanout_values_accepted_total{broadcaster="test"} 4
 	assert.Equal(t, 1.0, values["fanout_watcher_values_total,result=delivered,watcher=odd"])
 	assert.Equal(t, 2.0, values["fanout_watchers"])
 }
+
+// A watcher's name may be any string: one that is not valid UTF-8 is
+// exported with U+FFFD for each invalid byte. Collect panicked (on the
+// registry's goroutine: the process died).
+func TestCollectorExportsANameThatIsNotUTF8(t *testing.T) {
+	b := fanout.New[int]()
+	defer b.Shutdown()
+	_, err := b.Watch(fanout.WithName("caf\xe9"))
+	require.NoError(t, err)
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, reg.Register(metrics.NewCollector(b, nil)))
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	var names []string
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "watcher" {
+					names = append(names, l.GetValue())
+				}
+			}
+		}
+	}
+	require.NotEmpty(t, names)
+	assert.Contains(t, names, "caf\uFFFD")
+}
+
+// Constant labels that clash with a sample's labels fail the scrape with
+// an error, rather than panicking in Collect.
+func TestCollectorConstantLabelThatClashesFailsTheScrape(t *testing.T) {
+	b := fanout.New[int]()
+	defer b.Shutdown()
+	_, err := b.Watch()
+	require.NoError(t, err)
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, reg.Register(metrics.NewCollector(b, prometheus.Labels{"watcher": "x"})))
+	_, err = reg.Gather()
+	assert.ErrorContains(t, err, "watcher")
+}
