@@ -65,9 +65,12 @@ type BatchConfig[T any] struct {
 // runner stops w, pauses and writes in progress are cut short (ctx is
 // passed to Write), and what is still queued is dropped as [DropShutdown].
 //
-// It returns an error, and starts nothing, if w or sink is nil or cfg is
-// invalid (a negative Batch, an invalid Retry).
+// It returns an error, and starts nothing, if ctx, w or sink is nil or cfg
+// is invalid (a negative Batch, an invalid Retry).
 func StartBatchSink[T any](ctx context.Context, w *Watcher[T], sink BatchSink[T], cfg BatchConfig[T]) (*Runner[T], error) {
+	if ctx == nil {
+		return nil, errNilContext
+	}
 	if w == nil || sink == nil {
 		return nil, errors.New("fanout: StartBatchSink: nil watcher or sink")
 	}

@@ -270,3 +270,15 @@ func TestBatchSinkContainsPanicsInSelectAndFinished(t *testing.T) {
 		assert.EqualValues(t, 2, b.Stats().Panics)
 	})
 }
+
+// A nil context is an error, and nothing starts; it panicked.
+func TestStartBatchSinkRejectsANilContext(t *testing.T) {
+	b := fanout.New[int]()
+	defer b.Shutdown()
+	w, err := b.Watch()
+	require.NoError(t, err)
+	var ctx context.Context // a caller's nil
+	run, err := fanout.StartBatchSink(ctx, w, &batchSink{}, fanout.BatchConfig[int]{})
+	assert.ErrorContains(t, err, "nil context")
+	assert.Nil(t, run)
+}

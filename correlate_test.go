@@ -962,3 +962,16 @@ func TestWriteOpenStopsWhenContextEnds(t *testing.T) {
 	assert.ErrorIs(t, c.WriteOpen(ctx, fanout.Sweep[ev]{Write: cancelling}), context.Canceled)
 	assert.Equal(t, 1, writes)
 }
+
+// A finishing sweep without IdleFor selects every open record and leaves
+// the others alone, as Sweep's doc says (only with IdleFor are records
+// that are not open forgotten): a record seen once stays, and its next
+// occurrence is a repeat. It was forgotten, and written again as new.
+func TestWriteOpenFinishWithoutIdleForKeepsRecordsThatAreNotOpen(t *testing.T) {
+	c, _ := newMerging(t, 0, newManualClock())
+	c.Correlate(at("a", 0))
+	var w recordWrites
+	require.NoError(t, c.WriteOpen(t.Context(), fanout.Sweep[ev]{Write: w.write, Finish: true}))
+	assert.Empty(t, w.get())
+	assert.Equal(t, 2, c.Correlate(at("a", 1)).Count)
+}

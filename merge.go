@@ -178,7 +178,7 @@ func (c *Correlator[T]) selectOpen(s Sweep[T]) []string {
 		case !c.selects(e, s, now):
 		case c.open(e):
 			keys = append(keys, key)
-		case s.Finish:
+		case s.Finish && s.IdleFor > 0:
 			c.dedupCache.Remove(key)
 			c.forget(e, noLoss)
 		}
