@@ -975,3 +975,24 @@ func TestWriteOpenFinishWithoutIdleForKeepsRecordsThatAreNotOpen(t *testing.T) {
 	assert.Empty(t, w.get())
 	assert.Equal(t, 2, c.Correlate(at("a", 1)).Count)
 }
+
+// A record open by its count alone (no merged value to write) that is
+// evicted while WriteOpen writes it is reused for the key that evicted
+// it; the write's outcome is not applied to that successor. The stored
+// copy of the evicted key became the successor's record: its next
+// occurrence was written as the evicted key's.
+func TestWriteOpenLeavesTheSuccessorOfARecordEvictedDuringTheWriteAlone(t *testing.T) {
+	c, _ := newMerging(t, 1, newManualClock()) // CacheSize 1, WriteFirst 2
+	c.Correlate(at("a", 0))
+	require.False(t, c.Correlate(at("a", 1)).Merged) // written: a is open
+	write := func(_ context.Context, e ev) (ev, error) {
+		require.Equal(t, "b", c.Correlate(at("b", 2)).Value.Obj) // evicts a
+		e.ID = "stored-a"
+		return e, nil
+	}
+	require.NoError(t, c.WriteOpen(t.Context(), fanout.Sweep[ev]{Write: write}))
+	r := c.Correlate(at("b", 3))
+	assert.Equal(t, 2, r.Count)
+	assert.Equal(t, "b", r.Value.Obj)
+	assert.Empty(t, r.Value.ID, "b's record holds nothing of a's write")
+}

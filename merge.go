@@ -200,6 +200,7 @@ type openWrite[T any] struct {
 	key string
 	e   *seen[T]
 	v   T      // a private copy to write
+	id  uint64 // e.id when claimed
 	ver uint64 // e.ver when claimed
 	n   int    // the merged values the write covers
 }
@@ -213,7 +214,7 @@ func (c *Correlator[T]) claim(key string, s Sweep[T]) (openWrite[T], bool) {
 	if !ok || !c.open(e) || !c.selects(e, s, c.clock.Now()) {
 		return openWrite[T]{}, false
 	}
-	w := openWrite[T]{key: key, e: e, v: c.own(e.v, c.clone == nil), ver: e.ver, n: e.pending}
+	w := openWrite[T]{key: key, e: e, v: c.own(e.v, c.clone == nil), id: e.id, ver: e.ver, n: e.pending}
 	e.inflight += e.pending
 	e.pending = 0
 	return w, true
@@ -240,6 +241,12 @@ func (c *Correlator[T]) applyWrite(w openWrite[T], stored T, err error, s Sweep[
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e := w.e
+	if e.id != w.id {
+		// Evicted, and reused for another key, meanwhile: only a record
+		// without values in flight is reused, so the write covered none
+		// (w.n is 0), and nothing of it is the successor's.
+		return loss{failed: err}
+	}
 	e.inflight -= w.n
 	l := loss{failed: err}
 	switch {
