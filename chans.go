@@ -152,6 +152,7 @@ func (p *pub[T]) sendBlocked(v T) error {
 		case sendDone:
 			bs.w.ps.handed = p.gen
 			bs.w.cs.in++
+			bs.w.cs.inBlocked.Add(^uint64(0))
 			bs.w.cs.sent(p.seq - 1)
 		case sendExpired:
 			bs.w.ps.skipGen = p.gen
@@ -202,6 +203,7 @@ func (p *pub[T]) sendOne(v T, bs *blockedSend[T], t *time.Timer, rep *waitReport
 	select {
 	case cs.ch <- v:
 		bs.outcome = sendDone
+		cs.inBlocked.Add(1) // counted at once: Stats runs meanwhile
 	case <-cs.stopCh:
 		if b.isDone() { // Shutdown closes every watcher too
 			return ErrStopped

@@ -362,7 +362,7 @@ func (w *Watcher[T]) closeChan() {
 // chanSent returns the values put in a channel watcher's channel. Caller
 // holds b.mu.
 func (b *Broadcaster[T]) chanSent(w *Watcher[T]) uint64 {
-	n := w.cs.in
+	n := w.cs.in + w.cs.inBlocked.Load()
 	for i := range b.chans {
 		if b.chans[i].w == w {
 			n += b.chans[i].sent

@@ -158,8 +158,15 @@ type chanState[T any] struct {
 	sendMu   sendMu
 	chClosed bool
 	// in counts the values put in ch, but those its slot in b.chans
-	// counts (guarded by the broadcaster's mu).
+	// counts (guarded by the broadcaster's mu) and inBlocked.
 	in uint64
+	// inBlocked counts the values a blocked send (sendBlocked), which
+	// runs without the broadcaster's lock, put in ch and has not yet
+	// moved to in.
+	inBlocked atomic.Uint64
+	// delivered is the largest Delivered reported: Stats never reports
+	// less (see queueStats). Guarded by the watcher's mu.
+	delivered uint64
 	// seqs records what went into ch, for a lossless watcher with a
 	// filter (see Taken); nil for the others. Guarded by b.mu.
 	seqs *seqRing
@@ -319,7 +326,12 @@ func (w *Watcher[T]) queueStats(log *dropLog) (queued int, delivered uint64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	queued = len(w.cs.ch)
-	return queued, w.taken + b.chanSent(w) - uint64(queued)
+	d := w.taken + b.chanSent(w)
+	d -= min(d, uint64(queued))
+	// A blocked send counts a value an instant after putting it in ch:
+	// meanwhile d is one low. Delivered is a counter; it never goes down.
+	w.cs.delivered = max(w.cs.delivered, d)
+	return queued, w.cs.delivered
 }
 
 // backlog returns the number of values the pull methods will have handed out

@@ -378,3 +378,32 @@ func TestWatcherStaysInThe256ByteSizeClass(t *testing.T) {
 		t.Fatalf("Watcher is %d bytes, more than the 256-byte size class", size)
 	}
 }
+
+// A channel watcher's Delivered, exported as a counter, never goes down,
+// and counts a value its consumer took from a send that still waits for
+// another watcher. The send was counted only once the publisher had sent
+// to every full watcher: meanwhile Delivered was one low, 1 then 0.
+func TestChannelWatcherDeliveredCountsSendsOfAWaitingPublisher(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := fanout.New[int](fanout.WithQueueLength(1))
+		defer b.Shutdown()
+		var ws []*fanout.Watcher[int]
+		var chs []<-chan int
+		for range 3 {
+			w, err := b.Watch()
+			require.NoError(t, err)
+			ws, chs = append(ws, w), append(chs, w.ResultChan())
+		}
+		require.NoError(t, b.Action(0)) // every channel full
+		go func() { _ = b.Action(1) }()
+		synctest.Wait()
+		assert.Equal(t, 0, <-chs[1])
+		assert.EqualValues(t, 1, ws[1].Stats().Delivered)
+		assert.Equal(t, 0, <-chs[0]) // the publisher sends to 0 and 1, then waits for 2
+		synctest.Wait()
+		assert.EqualValues(t, 1, ws[1].Stats().Delivered, "1 queued, 1 taken")
+		assert.Equal(t, 1, <-chs[1])
+		assert.EqualValues(t, 2, ws[1].Stats().Delivered, "both taken, the publisher still waiting for 2")
+		<-chs[2]
+	})
+}
