@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -76,6 +77,9 @@ func (c *OTLPConfig) validate() []string {
 	case OTLPGRPC:
 		if c.Endpoint == "" || strings.Contains(c.Endpoint, "://") {
 			p = append(p, fmt.Sprintf("otlp.endpoint %q: want host:port for grpc", c.Endpoint))
+		} else if _, _, err := net.SplitHostPort(c.Endpoint); err != nil {
+			// No port: gRPC's resolver would dial 443.
+			c.Endpoint = net.JoinHostPort(strings.Trim(c.Endpoint, "[]"), "4317")
 		}
 	case OTLPHTTP:
 		if problem := httpURLProblem("otlp.endpoint", c.Endpoint); problem != "" {
@@ -172,8 +176,14 @@ func otlpResource(attrs map[string]string) *resourcepb.Resource {
 }
 
 func strAttr(k, v string) *commonpb.KeyValue {
-	return &commonpb.KeyValue{Key: k, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: v}}}
+	return &commonpb.KeyValue{Key: validUTF8(k), Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: validUTF8(v)}}}
 }
+
+// validUTF8 returns s with each byte that is not UTF-8 replaced by U+FFFD:
+// protobuf strings must be UTF-8, and one that is not fails the marshalling
+// of the whole request, every occurrence of the batch with it. An Event
+// read as protobuf is not checked for UTF-8 by the API machinery.
+func validUTF8(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
 
 // Write exports the batch in one request: all of it is stored, or none.
 // An occurrence that cannot be encoded ends the batch there.
@@ -219,7 +229,7 @@ func logRecord(o *Occurrence, body string, now uint64) *logspb.LogRecord {
 		sev = logspb.SeverityNumber_SEVERITY_NUMBER_WARN
 	}
 	r := &logspb.LogRecord{ObservedTimeUnixNano: now, SeverityNumber: sev, SeverityText: sevText,
-		Body: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: body}}}
+		Body: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: validUTF8(body)}}}
 	if !o.LastTime.IsZero() {
 		r.TimeUnixNano = uint64(o.LastTime.UnixNano())
 	}

@@ -5,8 +5,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync/atomic"
 	"testing"
+
+	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
+	"google.golang.org/protobuf/proto"
 )
 
 // The OTLP sink's tests against the OpenTelemetry Collector's receiver are
@@ -72,4 +76,52 @@ func TestOTLPHTTPStatusesAreRetryableOrPermanentAsTheSpecificationSays(t *testin
 	s := built(NewOTLPSink(OTLPConfig{Endpoint: srv.URL, Protocol: OTLPHTTP}))(t)
 	wantStatusClasses(t, s, func(code int) { status.Store(int64(code)) },
 		map[int]bool{429: false, 502: false, 503: false, 504: false, 400: true, 401: true, 500: true})
+}
+
+// A gRPC endpoint without a port gets the documented 4317; gRPC's resolver
+// dialled 443, and the writes failed, retryable, for ever.
+func TestOTLPGRPCEndpointWithoutAPortGetsPort4317(t *testing.T) {
+	for endpoint, want := range map[string]string{"collector": "collector:4317", "collector:4319": "collector:4319",
+		"10.0.0.1": "10.0.0.1:4317", "[::1]": "[::1]:4317", "[::1]:99": "[::1]:99"} {
+		c := parseOK(t, fmt.Sprintf("receivers:\n  - name: o\n    otlp: {endpoint: '%s'}\n", endpoint))
+		if got := c.Receivers[0].OTLP.Endpoint; got != want {
+			t.Errorf("endpoint %s: %s, want %s", endpoint, got, want)
+		}
+	}
+}
+
+// A string of an occurrence that is not UTF-8 (an Event read as protobuf
+// is not checked) is exported with U+FFFD for each invalid byte. It made
+// the marshalling of the whole request fail, a permanent error with none
+// stored: the runner then dropped the valid occurrences before it, one
+// by one.
+func TestOTLPStringsThatAreNotUTF8AreExportedValid(t *testing.T) {
+	var got atomic.Pointer[collogspb.ExportLogsServiceRequest]
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var req collogspb.ExportLogsServiceRequest
+		if err := proto.Unmarshal(body, &req); err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		got.Store(&req)
+	}))
+	defer srv.Close()
+	bad := occ("bad", 1, "ns")
+	bad.Reason = "Back\xffOff"
+	s := built(NewOTLPSink(OTLPConfig{Endpoint: srv.URL, Protocol: OTLPHTTP}))(t)
+	if n, err := s.Write(t.Context(), []*Occurrence{occ("good", 1, "ns"), bad}); n != 2 || err != nil {
+		t.Fatalf("n %d, err %v; want both stored", n, err)
+	}
+	var reasons []string
+	for _, r := range got.Load().ResourceLogs[0].ScopeLogs[0].LogRecords {
+		for _, a := range r.Attributes {
+			if a.Key == "k8s.event.reason" {
+				reasons = append(reasons, a.Value.GetStringValue())
+			}
+		}
+	}
+	if want := []string{"Test", "Back\uFFFDOff"}; !slices.Equal(reasons, want) {
+		t.Errorf("reasons %q, want %q", reasons, want)
+	}
 }
