@@ -5,7 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -166,9 +169,9 @@ func (s KafkaSASL) mechanism() sasl.Mechanism {
 // that the topic's ACL forbids, is [Permanent]; any other failure (no
 // broker reachable within the timeout, leader changes) is retried.
 type KafkaSink struct {
-	cfg    KafkaConfig
-	client *kgo.Client
-	index  map[*kgo.Record]int
+	cfg      KafkaConfig
+	client   *kgo.Client
+	produced []error // the last write's results (produce), owned by Write's caller
 }
 
 // NewKafkaSink returns a Kafka sink; it connects to the brokers at the
@@ -185,7 +188,7 @@ func NewKafkaSink(cfg KafkaConfig) (*KafkaSink, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kafka: %w", err)
 	}
-	return &KafkaSink{cfg: cfg, client: client, index: map[*kgo.Record]int{}}, nil
+	return &KafkaSink{cfg: cfg, client: client}, nil
 }
 
 // recordKey returns the record key of o.
@@ -207,15 +210,9 @@ func (s *KafkaSink) Write(ctx context.Context, batch []*Occurrence) (int, error)
 		recs = append(recs, &kgo.Record{Key: s.recordKey(o), Value: v,
 			Headers: []kgo.RecordHeader{{Key: "idempotency-key", Value: []byte(o.Key())}}})
 	})
-	clear(s.index)
-	for i, r := range recs {
-		s.index[r] = i
-	}
 	n, err := len(recs), error(nil)
-	for _, res := range s.client.ProduceSync(ctx, recs...) {
-		if i := s.index[res.Record]; res.Err != nil && i < n {
-			n, err = i, res.Err
-		}
+	if i := slices.IndexFunc(s.produce(ctx, recs), func(err error) bool { return err != nil }); i >= 0 {
+		n, err = i, s.produced[i]
 	}
 	if err != nil {
 		err = fmt.Errorf("kafka: occurrence %s: %w", batch[n].Key(), err)
@@ -225,6 +222,70 @@ func (s *KafkaSink) Write(ctx context.Context, batch []*Occurrence) (int, error)
 		return n, err
 	}
 	return n, encErr
+}
+
+// produce hands recs to the client and returns their results, index by
+// index, once every one is known, the delivery timeout has passed, or ctx
+// has ended: a record not confirmed by then has errUnconfirmed (or ctx's
+// error), retryable. franz-go's idempotent producer does not fail a record
+// whose request is in flight without an answer, however long it waits
+// (RecordDeliveryTimeout and ProduceSync's context only apply when that is
+// safe), so a broker that stops answering would hold the write for ever.
+// A record given up on may still be stored later, and again by the retry:
+// its idempotency-key header tells the copies apart. The returned slice is
+// s.produced; callbacks that come later write to another one.
+func (s *KafkaSink) produce(ctx context.Context, recs []*kgo.Record) []error {
+	res := &produceResults{errs: make([]error, len(recs)), done: make(chan struct{})}
+	res.left.Store(int64(len(recs)))
+	for i := range res.errs {
+		res.errs[i] = errUnconfirmed
+	}
+	if len(recs) == 0 {
+		close(res.done)
+	}
+	for i, r := range recs {
+		s.client.Produce(ctx, r, func(_ *kgo.Record, err error) { res.set(i, err) })
+	}
+	t := time.NewTimer(time.Duration(s.cfg.Timeout))
+	defer t.Stop()
+	select {
+	case <-res.done:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	res.mu.Lock()
+	s.produced = append(s.produced[:0], res.errs...)
+	res.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		for i, e := range s.produced {
+			if e == errUnconfirmed {
+				s.produced[i] = err
+			}
+		}
+	}
+	return s.produced
+}
+
+// errUnconfirmed is the error of a record whose delivery the broker did not
+// confirm within the timeout.
+var errUnconfirmed = errors.New("delivery not confirmed within kafka.timeout")
+
+// produceResults are the results of one write's records, set by the
+// client's callbacks.
+type produceResults struct {
+	mu   sync.Mutex
+	errs []error
+	left atomic.Int64
+	done chan struct{}
+}
+
+func (r *produceResults) set(i int, err error) {
+	r.mu.Lock()
+	r.errs[i] = err
+	r.mu.Unlock()
+	if r.left.Add(-1) == 0 {
+		close(r.done)
+	}
 }
 
 // kafkaPermanent reports whether retrying cannot make a record's produce

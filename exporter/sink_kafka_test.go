@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // newKafka starts franz-go's in-process Kafka cluster with topic
@@ -183,4 +184,31 @@ func TestKafkaTheirExampleLoadsAndBadKeysAreNamed(t *testing.T) {
 		"kafka: {brokers: [b:9092], topic: t, avro: {schemaID: 1}}":       "kafka.avro (line 3): Avro encoding is not supported",
 		"kafka: {brokers: [b:9092], topic: t, sasl: {mechanism: GSSAPI}}": `kafka.sasl.mechanism "GSSAPI"`,
 	})
+}
+
+// A broker that takes a produce request and never answers fails the write
+// once kafka.timeout has passed, retryable, as documented. franz-go's
+// idempotent producer waits for that answer for ever, whatever its
+// delivery timeout and the write's context say: the write never returned.
+func TestKafkaTimeoutEndsAWriteToABrokerThatDoesNotAnswer(t *testing.T) {
+	c := newKafka(t)
+	c.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		return nil, nil, true // taken, never answered
+	})
+	s := newKafkaSink(t, KafkaConfig{Brokers: c.ListenAddrs(), Topic: "events", Timeout: Duration(time.Second)})
+	done := make(chan error, 1)
+	go func() {
+		n, err := s.Write(context.Background(), []*Occurrence{onObject("e1", 1, "web")})
+		if n != 0 {
+			err = fmt.Errorf("n %d: %w", n, err)
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		wantFailure(t, "unanswered", 0, err, false)
+	case <-time.After(time.Minute): // a guard, not the claim: the timeout is 1 s
+		t.Fatal("the write has not returned")
+	}
 }
