@@ -134,9 +134,9 @@
 // queued values into it). A channel watcher costs one non-blocking channel
 // send per value, under the lock: as a loop of channel sends.
 //
-// Idle, a pull watcher costs about 250 bytes (no goroutine, no channel); a
-// channel watcher adds its channel's buffer (queue length times the size of
-// T).
+// Idle, a pull watcher costs about 290 bytes (no goroutine, no channel;
+// 285 B each measured with 100,000 watchers); a channel watcher adds its
+// channel's buffer (queue length times the size of T).
 //
 // # Goroutines
 //

@@ -1,8 +1,10 @@
 // Package exporter is a Kubernetes event exporter built on fanout: it
 // watches Events, turns them into occurrences, routes them through a
 // kubernetes-event-exporter-style route tree and fans them out to sinks
-// (stdout, JSON Lines files, webhooks, NATS JetStream, slog), each with its
-// own queue, full-queue strategy, retry policy and goroutine. The command
+// (stdout, JSON Lines files, webhooks with Slack and Teams presets,
+// Elasticsearch and OpenSearch, Kafka, Loki, OTLP, NATS JetStream, slog),
+// each with its own queue, full-queue strategy, retry policy and
+// goroutine. The command
 // cmd/fanout-eventer is a thin main over [Main].
 //
 //	cfg, _ := exporter.LoadConfig("example.yaml")
