@@ -131,3 +131,39 @@ func TestReadmeInstallLinesNameReleasedModules(t *testing.T) {
 		}
 	}
 }
+
+var goInstallLine = regexp.MustCompile(`(?m)go install (\S+)@\S+`)
+
+// A README that tells users to `go install pkg@version` names a package of
+// a released module without replace directives: go install refuses a
+// versioned module whose go.mod has them, and the nested modules keep
+// theirs (RELEASING.md). The README told users to go install the exporter.
+func TestReadmeInstallsNoCommandOfAModuleWithReplaceDirectives(t *testing.T) {
+	mods, err := Modules(repoRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range mods {
+		md, err := os.ReadFile(filepath.Join(repoRoot, filepath.FromSlash(m.Dir), "README.md"))
+		if err != nil {
+			continue // a module without a README
+		}
+		for _, l := range goInstallLine.FindAllStringSubmatch(string(md), -1) {
+			for _, o := range mods {
+				if (l[1] == o.Path || strings.HasPrefix(l[1], o.Path+"/")) && len(o.GoMod.Replace) > 0 && !deeper(mods, o, l[1]) {
+					t.Errorf("%s/README.md: go install %s: module %s has replace directives", m.Dir, l[1], o.Path)
+				}
+			}
+		}
+	}
+}
+
+// deeper reports whether a module nested in o, rather than o, holds pkg.
+func deeper(mods []Module, o Module, pkg string) bool {
+	for _, n := range mods {
+		if len(n.Path) > len(o.Path) && (pkg == n.Path || strings.HasPrefix(pkg, n.Path+"/")) {
+			return true
+		}
+	}
+	return false
+}
