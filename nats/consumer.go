@@ -34,8 +34,10 @@ const (
 )
 
 // StartNew begins with the first message stored after the consumer is
-// created, as a watcher receives the values accepted after Watch returns.
-// It is the zero [Start].
+// created, as a watcher receives the values accepted after Watch returns
+// (an ordered consumer: after the stream's last message when Consume
+// looks it up, so that a reset of the consumer before its first delivery
+// skips nothing). It is the zero [Start].
 func StartNew() Start { return Start{} }
 
 // StartAll begins with the first message the stream holds.
@@ -50,7 +52,7 @@ func StartAtTime(t time.Time) Start { return Start{kind: startTime, time: t} }
 
 // StartLast begins with the n-th last message of the stream, so that the
 // last n values are replayed before the new ones, with no gap between
-// them. With FilterSubjects, it counts the stream's messages, of any
+// them. Messages deleted from the stream are not counted. With FilterSubjects, it counts the stream's messages, of any
 // subject, and delivers those of them that match. StartLast(0) is
 // [StartNew].
 func StartLast(n uint64) Start { return Start{kind: startLast, seq: n} }
@@ -214,6 +216,12 @@ func setUpOnce[T any](ctx context.Context, js jetstream.JetStream, cfg ConsumeCo
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Start.kind == startLast && stream.CachedInfo().State.NumDeleted > 0 {
+		// StartLast counts messages: it needs the deleted sequences.
+		if _, err := stream.Info(ctx, jetstream.WithDeletedDetails(true)); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.Durable == "" {
 		return orderedConsumer(ctx, stream, cfg)
 	}
@@ -235,17 +243,51 @@ func deliverPolicy(s Start, info *jetstream.StreamInfo) (jetstream.DeliverPolicy
 		if s.seq == 0 || last == 0 {
 			return jetstream.DeliverNewPolicy, 0, nil
 		}
-		first := max(info.State.FirstSeq, 1)
-		if s.seq > last-first {
-			return jetstream.DeliverByStartSequencePolicy, first, nil
-		}
-		return jetstream.DeliverByStartSequencePolicy, last - s.seq + 1, nil
+		return jetstream.DeliverByStartSequencePolicy, lastN(info, s.seq), nil
 	}
 	return jetstream.DeliverNewPolicy, 0, nil
 }
 
+// lastN returns the stream sequence of the n-th last message the stream
+// holds (its first, if it holds fewer), skipping the sequences deleted in
+// between (info.State.Deleted, fetched when there are any).
+func lastN(info *jetstream.StreamInfo, n uint64) uint64 {
+	first, last := max(info.State.FirstSeq, 1), info.State.LastSeq
+	deleted := info.State.Deleted // ascending
+	if len(deleted) == 0 {
+		if n > last-first {
+			return first
+		}
+		return last - n + 1
+	}
+	for held, seq, i := uint64(0), last, len(deleted)-1; seq >= first; seq-- {
+		for i >= 0 && deleted[i] > seq {
+			i--
+		}
+		if i >= 0 && deleted[i] == seq {
+			continue
+		}
+		if held++; held == n {
+			return seq
+		}
+		if seq == first {
+			break
+		}
+	}
+	return first
+}
+
 func orderedConsumer[T any](ctx context.Context, stream jetstream.Stream, cfg ConsumeConfig[T]) (jetstream.Consumer, error) {
-	policy, seq, t := deliverPolicy(cfg.Start, stream.CachedInfo())
+	info := stream.CachedInfo()
+	policy, seq, t := deliverPolicy(cfg.Start, info)
+	if policy == jetstream.DeliverNewPolicy {
+		// nats.go recreates an ordered consumer that has delivered nothing
+		// yet (a server restart, missed heartbeats) with its first policy:
+		// "new" again would skip what was stored meanwhile. The sequence
+		// after the last one stored when the stream was looked up, just
+		// now, is "new" once and for all.
+		policy, seq = jetstream.DeliverByStartSequencePolicy, info.State.LastSeq+1
+	}
 	return stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
 		FilterSubjects: cfg.FilterSubjects,
 		DeliverPolicy:  policy,

@@ -321,3 +321,72 @@ func TestConsumerStopsWhenTheConnectionCloses(t *testing.T) {
 		}
 	}
 }
+
+// publishUntilStored publishes e to the stream of subject ev, again and
+// again while the server is away (restarting).
+func publishUntilStored(t *testing.T, js jetstream.JetStream, e event) {
+	t.Helper()
+	data, _ := json.Marshal(e)
+	natstest.Eventually(t, fmt.Sprintf("event %d stored", e.Seq), func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_, err := js.Publish(ctx, "ev", data)
+		return err == nil
+	})
+}
+
+// An ordered consumer with StartNew delivers every value stored after
+// Consume returned, also when the server restarts before its first
+// delivery: the NATS client recreates an ordered consumer that has
+// delivered nothing with its first deliver policy, and "new" then skipped
+// what was stored meanwhile, counted nowhere.
+func TestOrderedConsumerStartNewKeepsWhatIsStoredBeforeItsFirstReset(t *testing.T) {
+	srv := natstest.New(t)
+	admin := natstest.JetStream(t, srv.Connect(t))
+	natstest.Stream(t, admin, "EV", "ev")
+	jsPublish(t, admin, "ev", event{Seq: 0}) // before Consume: not delivered
+	js := natstest.JetStream(t, srv.Connect(t, nats.ReconnectWait(500*time.Millisecond)))
+	b := fanout.New[event](fanout.WithQueueLength(64))
+	w, _ := b.Watch()
+	consume(t, js, b, fanoutnats.ConsumeConfig[event]{Stream: "EV", Start: fanoutnats.StartNew()})
+	srv.Restart(t) // the ordered consumer, in memory, is gone
+	publishUntilStored(t, admin, event{Seq: 1})
+	natstest.Eventually(t, "the client to recreate its ordered consumer", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		st, err := admin.Stream(ctx, "EV")
+		return err == nil && st.CachedInfo().State.Consumers > 0
+	})
+	publishUntilStored(t, admin, event{Seq: 2})
+	if got := seqs(recv(t, w, 2)); !slices.Equal(got, []int{1, 2}) {
+		t.Errorf("got %v, want [1 2]", got)
+	}
+}
+
+// StartLast(n) replays the last n messages the stream holds, not the last
+// n sequence numbers: with 8 and 9 deleted, StartLast(3) of 1..10 replays
+// 6, 7 and 10 (it replayed 10 alone).
+func TestStartLastCountsMessagesNotSequences(t *testing.T) {
+	srv := natstest.New(t)
+	admin := natstest.JetStream(t, srv.Connect(t))
+	st := natstest.Stream(t, admin, "EV", "ev")
+	jsPublish(t, admin, "ev", events(1, 11)...)
+	for _, seq := range []uint64{8, 9} {
+		if err := st.DeleteMsg(guardCtx(t), seq); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var ws []*fanout.Watcher[event]
+	for _, durable := range []string{"", "d"} {
+		b := fanout.New[event](fanout.WithQueueLength(64))
+		w, _ := b.Watch()
+		consume(t, admin, b, fanoutnats.ConsumeConfig[event]{Stream: "EV", Durable: durable, Start: fanoutnats.StartLast(3)})
+		ws = append(ws, w)
+	}
+	jsPublish(t, admin, "ev", event{Seq: 11})
+	for i, w := range ws {
+		if got := seqs(recv(t, w, 4)); !slices.Equal(got, []int{6, 7, 10, 11}) {
+			t.Errorf("durable %v: got %v, want [6 7 10 11]", i == 1, got)
+		}
+	}
+}

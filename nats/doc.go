@@ -79,6 +79,12 @@
 //     OnError callback and the logger, except what a local watcher's
 //     strategy drops, which the core counts ([fanout.WatcherStats], also in
 //     ForwarderStats.Watcher) and reports to [fanout.WithDropHandler].
+//     One exception: an ordered Consumer cannot tell a stream deleted and
+//     created again under its name from the old one (the NATS client
+//     resumes it after the last sequence it delivered, and the new
+//     stream's messages up to that sequence are not delivered, counted
+//     nowhere). A durable Consumer stops with an error then. Start a new
+//     ordered Consumer after recreating its stream.
 //
 // # Acknowledgement
 //
