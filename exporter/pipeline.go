@@ -34,6 +34,9 @@ type Pipeline struct {
 	lookup     *Lookup
 	withObject uint64
 	head       atomic.Uint64 // last Seq given out and published (or routed nowhere)
+	// published are the Seqs of the last occurrences published, for the
+	// bound a lossy sink puts on the checkpoint (runner.doneThrough).
+	published recentSeqs
 
 	sinkCtx    context.Context // ends at the shutdown deadline
 	sinkCancel context.CancelFunc
@@ -97,6 +100,9 @@ func NewPipeline(cfg *Config, opts PipelineOptions) (*Pipeline, error) {
 			return nil, err
 		}
 		p.runners = append(p.runners, r)
+		if !r.lossless {
+			p.published.grow(r.queueLen + r.batch + 1)
+		}
 	}
 	for i, r := range p.runners {
 		if err := r.start(p.sinkCtx); err != nil {
@@ -175,6 +181,7 @@ func (p *Pipeline) Occurred(ctx context.Context, o *Occurrence) error {
 	if err := p.b.ActionContext(ctx, o); err != nil {
 		return err
 	}
+	p.published.add(o.Seq)
 	p.head.Store(o.Seq)
 	return nil
 }
@@ -219,7 +226,7 @@ func (p *Pipeline) watermark() uint64 {
 	h := p.head.Load()
 	w := h
 	for _, r := range p.runners {
-		w = min(w, r.doneThrough(h))
+		w = min(w, r.doneThrough(h, &p.published))
 	}
 	return w
 }

@@ -393,3 +393,94 @@ func TestCheckpointAtTheDeadlineLeavesOutWhatASinkWasRetrying(t *testing.T) {
 		t.Errorf("checkpoint counts %v: want a, written, and not b, unwritten", ck.Counts)
 	}
 }
+
+// enteringSink signals each write's first key on entered and holds the
+// write until release is closed (or its context ends).
+type enteringSink struct {
+	entered chan string
+	release chan struct{}
+}
+
+func (s *enteringSink) Write(ctx context.Context, b []*Occurrence) (int, error) {
+	select {
+	case s.entered <- b[0].Key():
+	default:
+	}
+	select {
+	case <-s.release:
+		return len(b), nil
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}
+
+func (s *enteringSink) Close(context.Context) error { return nil }
+
+// A lossy sink holds the checkpoint back by at most its queue and one
+// batch of the occurrences published: changes that enter no queue
+// (deletions here; progress marks, occurrences routed nowhere) do not
+// count. They did: with a = 1 occurrence being written, nothing queued
+// behind it and ten deletions, the checkpoint covered a, which a crash then
+// lost for that sink.
+func TestLossyCheckpointDoesNotPassWhatItsSinkIsWriting(t *testing.T) {
+	s := &enteringSink{entered: make(chan string, 1), release: make(chan struct{})}
+	c := testConfig(t, s)
+	c.Receivers[0].Queue = Queue{Length: 4, Strategy: StrategyDropOldest}
+	c.Receivers[0].Batch = 1
+	c.Checkpoint.Interval = Duration(time.Hour)
+	store := FileStore{Path: filepath.Join(t.TempDir(), "ck.json")}
+	p, err := NewPipeline(c, PipelineOptions{Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Occurred(t.Context(), occ("a", 1, "ns")); err != nil {
+		t.Fatal(err)
+	}
+	<-s.entered
+	for i := range 10 {
+		p.Deleted(fmt.Sprint("old-", i), "")
+	}
+	p.saveCheckpoint(t.Context())
+	ck, err := store.Load(t.Context())
+	close(s.release)
+	_ = p.Shutdown(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ck != nil && ck.Counts["a"] != 0 {
+		t.Errorf("checkpoint counts %v: a is being written", ck.Counts)
+	}
+}
+
+// Past its queue and one batch of occurrences published, a lossy sink
+// holds the checkpoint back no more: a stuck one does not stop it.
+func TestLossyCheckpointPassesWhatIsOlderThanItsQueueAndBatch(t *testing.T) {
+	s := &enteringSink{entered: make(chan string, 1), release: make(chan struct{})}
+	c := testConfig(t, s)
+	c.Receivers[0].Queue = Queue{Length: 2, Strategy: StrategyDropOldest}
+	c.Receivers[0].Batch = 1
+	c.Checkpoint.Interval = Duration(time.Hour)
+	store := FileStore{Path: filepath.Join(t.TempDir(), "ck.json")}
+	p, err := NewPipeline(c, PipelineOptions{Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, uid := range []string{"a", "b", "c", "d", "e"} {
+		if err := p.Occurred(t.Context(), occ(uid, 1, "ns")); err != nil {
+			t.Fatal(err)
+		}
+		if uid == "a" {
+			<-s.entered // a is stuck; the queue of 2 then drops its oldest
+		}
+	}
+	p.saveCheckpoint(t.Context())
+	ck, err := store.Load(t.Context())
+	close(s.release)
+	_ = p.Shutdown(t.Context())
+	if err != nil || ck == nil {
+		t.Fatalf("checkpoint %v, %v", ck, err)
+	}
+	if ck.Counts["b"] != 1 || ck.Counts["c"] == 1 {
+		t.Errorf("checkpoint counts %v: want through b, older than the last 3 published (queue 2 and batch 1), and not c", ck.Counts)
+	}
+}

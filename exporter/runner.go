@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 
 	"github.com/fanout-go/fanout"
@@ -172,8 +173,9 @@ func (r *runner) selectMine(batch, sel []*Occurrence) []*Occurrence {
 }
 
 // doneThrough returns a Seq through which the runner has finished with
-// every occurrence published, given head, the last Seq published.
-func (r *runner) doneThrough(head uint64) uint64 {
+// every occurrence published, given head, the last Seq given out, and the
+// Seqs of the last occurrences published.
+func (r *runner) doneThrough(head uint64, published *recentSeqs) uint64 {
 	if r.abandoned.Load() {
 		return r.lastDone.Load() // what its stuck write holds is not done
 	}
@@ -186,12 +188,51 @@ func (r *runner) doneThrough(head uint64) uint64 {
 	d := r.lastDone.Load()
 	if !r.lossless {
 		// A lossy sink holds the checkpoint back by at most its queue
-		// and one batch: what is older was stored or dropped.
-		if lag := uint64(r.queueLen + r.batch); head > lag && head-lag > d {
-			d = head - lag
+		// and one batch of the occurrences published: what is older was
+		// stored or dropped. Counted in occurrences published, not in
+		// Seqs: deletions, progress marks and occurrences routed nowhere
+		// take Seqs that enter no queue.
+		if s, ok := published.before(uint64(r.queueLen + r.batch)); ok && s > d {
+			d = s
 		}
 	}
 	return d
+}
+
+// recentSeqs remembers the Seqs of the last occurrences published, in a
+// ring as long as the longest lossy sink's queue and batch, plus one.
+type recentSeqs struct {
+	mu   sync.Mutex
+	seqs []uint64
+	n    uint64 // occurrences published
+}
+
+// grow makes the ring at least n long. Before the first add.
+func (r *recentSeqs) grow(n int) {
+	if n > len(r.seqs) {
+		r.seqs = make([]uint64, n)
+	}
+}
+
+// add records the Seq of an occurrence just published.
+func (r *recentSeqs) add(seq uint64) {
+	r.mu.Lock()
+	if len(r.seqs) > 0 {
+		r.seqs[r.n%uint64(len(r.seqs))] = seq
+	}
+	r.n++
+	r.mu.Unlock()
+}
+
+// before returns the Seq of the occurrence published lag places before the
+// last one, and false if there is none (or the ring is too short).
+func (r *recentSeqs) before(lag uint64) (uint64, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.n <= lag || lag >= uint64(len(r.seqs)) {
+		return 0, false
+	}
+	return r.seqs[(r.n-1-lag)%uint64(len(r.seqs))], true
 }
 
 // pending returns how many occurrences the runner has taken and not
