@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -397,11 +398,13 @@ func TestCheckpointAtTheDeadlineLeavesOutWhatASinkWasRetrying(t *testing.T) {
 // enteringSink signals each write's first key on entered and holds the
 // write until release is closed (or its context ends).
 type enteringSink struct {
-	entered chan string
-	release chan struct{}
+	entered  chan string
+	release  chan struct{}
+	returned atomic.Int32 // writes that returned
 }
 
 func (s *enteringSink) Write(ctx context.Context, b []*Occurrence) (int, error) {
+	defer s.returned.Add(1)
 	select {
 	case s.entered <- b[0].Key():
 	default:

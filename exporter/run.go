@@ -57,9 +57,10 @@ type LeaderElection struct {
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 }
 
-// ErrLeadershipLost is returned by [Run] when this replica stopped holding
-// the Lease while ctx was still live; the process should exit and restart
-// as a follower.
+// ErrLeadershipLost is returned by [Run] (alone, or joined with what the
+// flush left unwritten: test it with errors.Is) when this replica stopped
+// holding the Lease while ctx was still live, once its sinks have flushed;
+// the process should exit and restart as a follower.
 var ErrLeadershipLost = errors.New("leader election lost")
 
 // Run exports events until ctx ends: it loads the checkpoint, starts the
@@ -172,11 +173,11 @@ func (e *exporter) store() CheckpointStore {
 // after the last checkpoint is written.
 func (e *exporter) runElected(ctx context.Context) error {
 	le := e.opts.LeaderElection
-	lock := &resourcelock.LeaseLock{
+	lock := &acquiredLock{Interface: &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Namespace: le.Namespace, Name: le.Name},
 		Client:     e.opts.Client.CoordinationV1(),
 		LockConfig: resourcelock.ResourceLockConfig{Identity: le.Identity},
-	}
+	}}
 	leCtx, leCancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer leCancel()
 	stopped := context.AfterFunc(ctx, func() {
@@ -210,14 +211,45 @@ func (e *exporter) runElected(ctx context.Context) error {
 	}
 	e.ready.Store(true) // a follower is ready to take over
 	elector.Run(leCtx)
-	select {
-	case err := <-led:
-		if ctx.Err() == nil && err == nil {
-			return ErrLeadershipLost
-		}
-		return err
-	default:
+	if !lock.acquired.Load() {
 		return nil // never led
+	}
+	// client-go runs OnStartedLeading on a goroutine of its own once it
+	// has acquired the Lease, and Run returns as soon as a renewal
+	// fails: wait for lead and its flush (Run owns what it started).
+	err = <-led
+	if ctx.Err() == nil && err == nil {
+		return ErrLeadershipLost
+	}
+	if ctx.Err() == nil {
+		return errors.Join(ErrLeadershipLost, err) // and what the flush left
+	}
+	return err
+}
+
+// acquiredLock is a resource lock that records whether this replica
+// acquired it: a Create or Update that succeeded with its identity as the
+// holder, which client-go makes before it starts OnStartedLeading.
+type acquiredLock struct {
+	resourcelock.Interface
+	acquired atomic.Bool
+}
+
+func (l *acquiredLock) Create(ctx context.Context, r resourcelock.LeaderElectionRecord) error {
+	err := l.Interface.Create(ctx, r)
+	l.note(r, err)
+	return err
+}
+
+func (l *acquiredLock) Update(ctx context.Context, r resourcelock.LeaderElectionRecord) error {
+	err := l.Interface.Update(ctx, r)
+	l.note(r, err)
+	return err
+}
+
+func (l *acquiredLock) note(r resourcelock.LeaderElectionRecord, err error) {
+	if err == nil && r.HolderIdentity == l.Identity() {
+		l.acquired.Store(true)
 	}
 }
 

@@ -2,6 +2,7 @@ package exporter
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -9,11 +10,14 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 // runExporter runs Run in a goroutine; the returned stop cancels it and
@@ -173,4 +177,37 @@ func sameSet(got, want []string) bool {
 	slices.Sort(a)
 	slices.Sort(b)
 	return slices.Equal(a, b)
+}
+
+// A replica that loses the Lease flushes its sinks, within the shutdown
+// timeout, before Run returns ErrLeadershipLost (exit 1). client-go runs
+// OnStartedLeading on its own goroutine and returns from its Run at the
+// failed renewal: Run returned nil ("never led", exit 0) while the flush
+// still ran, and its pipeline went on exporting.
+func TestLosingTheLeaseFlushesBeforeRunReturnsLeadershipLost(t *testing.T) {
+	cs := fake.NewClientset(coreEvent("a", 1))
+	var failLease atomic.Bool
+	cs.PrependReactor("update", "leases", func(k8stesting.Action) (bool, k8sruntime.Object, error) {
+		if failLease.Load() {
+			return true, nil, errors.New("apiserver unreachable")
+		}
+		return false, nil, nil
+	})
+	s := &enteringSink{entered: make(chan string, 1), release: make(chan struct{})}
+	c := testConfig(t, s)
+	c.ShutdownTimeout = Duration(time.Second)
+	le := &LeaderElection{Namespace: "ns", Name: "lease", Identity: "one",
+		LeaseDuration: time.Second, RenewDeadline: 500 * time.Millisecond, RetryPeriod: 100 * time.Millisecond}
+	errc := make(chan error, 1)
+	go func() { errc <- Run(t.Context(), Options{Config: c, Client: cs, LeaderElection: le}) }()
+	<-s.entered // leading; a/1 is being written
+	failLease.Store(true)
+	err := <-errc
+	if s.returned.Load() == 0 {
+		t.Error("Run returned while its sink's write was still running")
+	}
+	if !errors.Is(err, ErrLeadershipLost) {
+		t.Errorf("Run after losing the Lease: %v, want ErrLeadershipLost", err)
+	}
+	close(s.release)
 }
