@@ -58,7 +58,12 @@ func (l runnerLosses[T]) Lost(reason DropReason, n int, err error) {
 	if run.exited {
 		r.exited.lose(reason, uint64(n))
 	} else {
-		run.mergedLost.Add(takeAtMost(&run.merged, uint64(n)))
+		// A value the correlator merged may be reported lost before
+		// the runner has counted it (addMerged): it is counted lost now
+		// and owed, and the runner's count pays the debt instead.
+		took := takeAtMost(&run.merged, uint64(n))
+		run.mergedOwed.Add(uint64(n) - took)
+		run.mergedLost.Add(uint64(n))
 		run.drops[reason].Add(uint64(n))
 	}
 	r.mu.Unlock()

@@ -56,7 +56,10 @@ type Runner[T any] struct {
 
 	received, written, failures, retries, merged atomic.Uint64
 	mergedLost                                   atomic.Uint64
-	drops                                        [numDropReasons]atomic.Uint64
+	// mergedOwed counts merged values reported lost before the runner
+	// counted them (see runnerLosses.Lost and addMerged).
+	mergedOwed atomic.Uint64
+	drops      [numDropReasons]atomic.Uint64
 
 	// handled counts the values written, skipped or dropped after
 	// receipt; waiters are the Flush calls waiting for more, under mu, and
@@ -146,6 +149,14 @@ func (run *Runner[T]) loop() {
 		run.markHandled(uint64(n))
 		clear(buf[:n])
 		clear(run.picked)
+	}
+}
+
+// addMerged counts a value the correlator merged, or pays one owed: a
+// value reported lost, and counted so, before it was counted merged.
+func (run *Runner[T]) addMerged() {
+	if takeAtMost(&run.mergedOwed, 1) == 0 {
+		run.merged.Add(1)
 	}
 }
 

@@ -453,3 +453,38 @@ func TestStartSinkRefusesSharedMergingCorrelator(t *testing.T) {
 		assert.Equal(t, 1, r.Stats().Runners)
 	})
 }
+
+// purgeAfterMerge purges its correlator right after a Correlate that
+// merged, before the runner has counted the value: an interleaving of a
+// Purge on another goroutine, made deterministic.
+type purgeAfterMerge struct{ *fanout.Correlator[ev] }
+
+func (p purgeAfterMerge) Correlate(v ev) fanout.Correlation[ev] {
+	r := p.Correlator.Correlate(v)
+	if r.Merged {
+		p.Correlator.Purge()
+	}
+	return r
+}
+
+// A merged value reported lost before its runner counted it as merged is
+// counted once: lost, not also merged. It was in both Merged and
+// DroppedShutdown, and the counts no longer added up.
+func TestSinkRunnerCountsAMergedValueLostBeforeItsCountOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRecorder[ev](t)
+		c := newCorrelator(t, fanout.CorrelatorConfig[ev]{Dedup: mergeStage(2)})
+		startSink[ev](t, r, &fanouttest.Sink[ev]{}, purgeAfterMerge{c})
+		for i := range 3 {
+			require.NoError(t, r.Record(at("a", i)))
+		}
+		require.NoError(t, r.Flush(t.Context()))
+		s := r.Stats()
+		assert.EqualValues(t, 3, s.Received)
+		assert.EqualValues(t, 2, s.Written)
+		assert.EqualValues(t, 1, s.DroppedShutdown)
+		assert.EqualValues(t, 1, s.MergedLost)
+		assert.Zero(t, s.Merged)
+		assert.Equal(t, s.Received, s.Written+s.Merged+s.Dropped)
+	})
+}

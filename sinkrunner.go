@@ -70,7 +70,7 @@ func (run *Runner[T]) correlate(c SinkCorrelator[T], one []T) (Correlation[T], b
 		run.drop(DropSpam, one, nil)
 		return res, false
 	case res.Merged:
-		run.merged.Add(1)
+		run.addMerged()
 		return res, false
 	}
 	return res, true
