@@ -300,12 +300,15 @@ func (r *Recorder[T]) Shutdown(ctx context.Context) error {
 	if ctx == nil {
 		return errNilContext
 	}
+	// The broadcaster first: from here Record and Watch fail, so that no
+	// Record succeeds after a Start method has seen stopped and returned
+	// ErrStopped.
+	r.b.Shutdown()
 	r.mu.Lock()
 	r.stopped = true
 	runners := slices.Clone(r.runners)
 	r.mu.Unlock()
 	r.cancel()
-	r.b.Shutdown()
 	var err error
 	for _, run := range runners {
 		select {

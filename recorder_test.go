@@ -380,3 +380,31 @@ func TestShutdownFromInsideARunnerReturnsWhenItsContextEnds(t *testing.T) {
 		})
 	}
 }
+
+// From the start of Shutdown, Record fails as the Start methods do: once a
+// Start method has returned ErrStopped, no Record succeeds. Shutdown marked
+// the recorder stopped before it shut its broadcaster down, and a Record
+// in between was accepted (40 rounds in 300).
+func TestNoRecordSucceedsAfterAStartMethodSawShutdown(t *testing.T) {
+	accepted := 0
+	for range 100 {
+		r, err := fanout.NewRecorder[int]()
+		require.NoError(t, err)
+		for range 200 {
+			_, err := r.StartHandler(func(int) {})
+			require.NoError(t, err)
+		}
+		done := make(chan struct{})
+		go func() { defer close(done); _ = r.Shutdown(context.Background()) }()
+		for {
+			if _, err := r.StartHandler(func(int) {}); err != nil {
+				break
+			}
+		}
+		if r.Record(1) == nil {
+			accepted++
+		}
+		<-done
+	}
+	assert.Zero(t, accepted, "Records accepted after a Start method returned ErrStopped")
+}
