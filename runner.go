@@ -155,7 +155,7 @@ func (run *Runner[T]) loop() {
 // addMerged counts a value the correlator merged, or pays one owed: a
 // value reported lost, and counted so, before it was counted merged.
 func (run *Runner[T]) addMerged() {
-	if takeAtMost(&run.mergedOwed, 1) == 0 {
+	if run.mergedOwed.Load() == 0 || takeAtMost(&run.mergedOwed, 1) == 0 { // a load, usually: no debt
 		run.merged.Add(1)
 	}
 }

@@ -419,16 +419,14 @@ func (s *enteringSink) Write(ctx context.Context, b []*Occurrence) (int, error) 
 
 func (s *enteringSink) Close(context.Context) error { return nil }
 
-// A lossy sink holds the checkpoint back by at most its queue and one
-// batch of the occurrences published: changes that enter no queue
-// (deletions here; progress marks, occurrences routed nowhere) do not
-// count. They did: with a = 1 occurrence being written, nothing queued
-// behind it and ten deletions, the checkpoint covered a, which a crash then
-// lost for that sink.
-func TestLossyCheckpointDoesNotPassWhatItsSinkIsWriting(t *testing.T) {
+// lossyPipeline returns a pipeline with one DropOldest sink of queue
+// queueLen and batch 1 that holds its writes, checkpointing to a file
+// only when told.
+func lossyPipeline(t *testing.T, queueLen int) (*Pipeline, *enteringSink, FileStore) {
+	t.Helper()
 	s := &enteringSink{entered: make(chan string, 1), release: make(chan struct{})}
 	c := testConfig(t, s)
-	c.Receivers[0].Queue = Queue{Length: 4, Strategy: StrategyDropOldest}
+	c.Receivers[0].Queue = Queue{Length: queueLen, Strategy: StrategyDropOldest}
 	c.Receivers[0].Batch = 1
 	c.Checkpoint.Interval = Duration(time.Hour)
 	store := FileStore{Path: filepath.Join(t.TempDir(), "ck.json")}
@@ -436,6 +434,17 @@ func TestLossyCheckpointDoesNotPassWhatItsSinkIsWriting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return p, s, store
+}
+
+// A lossy sink holds the checkpoint back by at most its queue and one
+// batch of the occurrences published: changes that enter no queue
+// (deletions here; progress marks, occurrences routed nowhere) do not
+// count. They did: with a = 1 occurrence being written, nothing queued
+// behind it and ten deletions, the checkpoint covered a, which a crash then
+// lost for that sink.
+func TestLossyCheckpointDoesNotPassWhatItsSinkIsWriting(t *testing.T) {
+	p, s, store := lossyPipeline(t, 4)
 	if err := p.Occurred(t.Context(), occ("a", 1, "ns")); err != nil {
 		t.Fatal(err)
 	}
@@ -458,16 +467,7 @@ func TestLossyCheckpointDoesNotPassWhatItsSinkIsWriting(t *testing.T) {
 // Past its queue and one batch of occurrences published, a lossy sink
 // holds the checkpoint back no more: a stuck one does not stop it.
 func TestLossyCheckpointPassesWhatIsOlderThanItsQueueAndBatch(t *testing.T) {
-	s := &enteringSink{entered: make(chan string, 1), release: make(chan struct{})}
-	c := testConfig(t, s)
-	c.Receivers[0].Queue = Queue{Length: 2, Strategy: StrategyDropOldest}
-	c.Receivers[0].Batch = 1
-	c.Checkpoint.Interval = Duration(time.Hour)
-	store := FileStore{Path: filepath.Join(t.TempDir(), "ck.json")}
-	p, err := NewPipeline(c, PipelineOptions{Store: store})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, s, store := lossyPipeline(t, 2)
 	for _, uid := range []string{"a", "b", "c", "d", "e"} {
 		if err := p.Occurred(t.Context(), occ(uid, 1, "ns")); err != nil {
 			t.Fatal(err)
