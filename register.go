@@ -300,6 +300,9 @@ func (b *Broadcaster[T]) closeQueue(w *Watcher[T], reason error, log *dropLog) b
 		return false
 	}
 	w.err = reason
+	if reason == ErrEvicted && w.x != nil && w.x.evicted != nil {
+		w.x.evicted.Store(true)
+	}
 	if w.mode == modeChan {
 		w.closeChan()
 		w.signal()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"iter"
 	"sync"
+	"sync/atomic"
 )
 
 // TopicsWatcher receives the values of several topics of a [Topics]
@@ -18,6 +19,9 @@ type TopicsWatcher[K comparable, T any] struct {
 	opts []Option
 	all  bool
 	wake chan struct{} // every one of its watchers' wake-up channel
+	// evictedAny is set when one of its watchers is evicted, by the
+	// publisher that evicts it (see add).
+	evictedAny atomic.Bool
 
 	mu      sync.Mutex // guards subs, stopped and why
 	subs    []topicSub[K, T]
@@ -51,6 +55,10 @@ func (g *TopicsWatcher[K, T]) add(topic K, b *Broadcaster[T]) error {
 	}
 	w.mu.Lock()
 	w.wake = g.wake // before any read: its parks wake g's reader
+	w.extra().evicted = &g.evictedAny
+	if errors.Is(w.err, ErrEvicted) { // evicted before the flag was set
+		g.evictedAny.Store(true)
+	}
 	w.mu.Unlock()
 	g.mu.Lock()
 	stopped := g.stopped
@@ -71,14 +79,7 @@ func (g *TopicsWatcher[K, T]) add(topic K, b *Broadcaster[T]) error {
 }
 
 // evicted reports whether one of its watchers was evicted.
-func (g *TopicsWatcher[K, T]) evicted() bool {
-	for _, s := range g.snapshot() {
-		if errors.Is(s.w.Err(), ErrEvicted) {
-			return true
-		}
-	}
-	return false
-}
+func (g *TopicsWatcher[K, T]) evicted() bool { return g.evictedAny.Load() }
 
 func (g *TopicsWatcher[K, T]) snapshot() []topicSub[K, T] {
 	g.mu.Lock()

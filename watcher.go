@@ -72,6 +72,9 @@ type watcherExtra[T any] struct {
 	// retires a topic whose last watcher left. Set before the watcher is
 	// returned.
 	onStop func()
+	// evicted, if set, is set when the watcher is evicted (closeQueue):
+	// a TopicsWatcher's flag, shared by its watchers. Set under mu.
+	evicted *atomic.Bool
 	// committed is the first sequence the consumer had not taken at its
 	// last Commit (see taken.go); stored under b.mu.
 	committed atomic.Uint64

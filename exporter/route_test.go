@@ -92,13 +92,7 @@ receivers: [{name: a, stdout: {}}]
 // ~}) as "", which matches any value: the rule asks only that the label
 // be present.
 func TestNullLabelValueMeansPresentWithAnyValue(t *testing.T) {
-	c := parseOK(t, `
-receivers:
-  - name: s
-    stdout: {}
-route:
-  match:
-    - receiver: s
+	c := parseStdoutRule(t, "", `
       labels:
         canary: ~
         track: null
@@ -116,16 +110,11 @@ route:
 // Merge keys apply to labels and annotations conditions too: a merged
 // condition was taken as a label literally named "<<".
 func TestLabelsMergeKeyIsMerged(t *testing.T) {
-	c := parseOK(t, `
+	c := parseStdoutRule(t, `
 prod: &prod
   env: "^prod$"
   app: never
-receivers:
-  - name: s
-    stdout: {}
-route:
-  match:
-    - receiver: s
+`, `
       labels:
         <<: *prod
         app: web
@@ -137,4 +126,12 @@ route:
 	if !m.match(map[string]string{"env": "prod", "app": "web"}) || m.match(map[string]string{"env": "dev", "app": "web"}) {
 		t.Errorf("labels condition %v %v does not apply env: ^prod$ and app: web", m.names, m.pats)
 	}
+}
+
+// parseStdoutRule parses a configuration of one receiver, s, printing to
+// stdout, matched by the root route's rule "- receiver: s" followed by
+// rule's lines (indented as they go there), after the top-level lines pre.
+func parseStdoutRule(t *testing.T, pre, rule string) *Config {
+	t.Helper()
+	return parseOK(t, pre+"receivers:\n  - name: s\n    stdout: {}\nroute:\n  match:\n    - receiver: s"+rule)
 }

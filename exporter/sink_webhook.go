@@ -77,17 +77,7 @@ func (c *WebhookConfig) validate() []string {
 // not a template (or does not parse, so it is sent as it is) with a
 // character a header value cannot hold (CR, LF, NUL).
 func headerProblems(kind string, h map[string]string) []string {
-	var p []string
-	tmpls := headerTemplates(h)
-	for _, k := range slices.Sorted(maps.Keys(h)) {
-		if !httpguts.ValidHeaderFieldName(k) {
-			p = append(p, fmt.Sprintf("%s.headers: %q is not a valid header name", kind, k))
-		}
-		if tmpls[k] == nil && !httpguts.ValidHeaderFieldValue(h[k]) {
-			p = append(p, fmt.Sprintf("%s.headers: the value of %s, %q, is not a valid header value (no CR, LF or NUL)", kind, k, h[k]))
-		}
-	}
-	return p
+	return checkHeaders(kind, h, headerTemplates(h))
 }
 
 // staticHeaderProblems is headerProblems for the sinks whose headers are
@@ -95,12 +85,18 @@ func headerProblems(kind string, h map[string]string) []string {
 // request with such a header would fail before it is sent, and be retried
 // as if the server were down.
 func staticHeaderProblems(kind string, h map[string]string) []string {
+	return checkHeaders(kind, h, nil)
+}
+
+// checkHeaders checks the names of h, and its values but those tmpls
+// holds a template for.
+func checkHeaders(kind string, h map[string]string, tmpls map[string]*template.Template) []string {
 	var p []string
 	for _, k := range slices.Sorted(maps.Keys(h)) {
 		if !httpguts.ValidHeaderFieldName(k) {
 			p = append(p, fmt.Sprintf("%s.headers: %q is not a valid header name", kind, k))
 		}
-		if !httpguts.ValidHeaderFieldValue(h[k]) {
+		if tmpls[k] == nil && !httpguts.ValidHeaderFieldValue(h[k]) {
 			p = append(p, fmt.Sprintf("%s.headers: the value of %s, %q, is not a valid header value (no CR, LF or NUL)", kind, k, h[k]))
 		}
 	}
