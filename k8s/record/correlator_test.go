@@ -32,3 +32,21 @@ func TestHugeMaxIntervalSaturatesInsteadOfPanicking(t *testing.T) {
 		assert.Len(t, sink.Calls(), 1)
 	})
 }
+
+// EventAggregate holds the aggregator's embedded mutex, as client-go's
+// does: code that locks the aggregator (its Lock compiles since it embeds
+// a sync.RWMutex, as client-go's) keeps EventAggregate out meanwhile.
+func TestEventAggregateHoldsTheAggregatorsMutex(t *testing.T) {
+	var agg *record.EventAggregator
+	held := false
+	agg = record.NewEventAggregator(16, func(e *v1.Event) (string, string) {
+		if agg.TryLock() {
+			agg.Unlock()
+		} else {
+			held = true
+		}
+		return record.EventAggregatorByReasonFunc(e)
+	}, nil, 0, 0, nil)
+	agg.EventAggregate(&v1.Event{Reason: "R", Message: "m"})
+	assert.True(t, held, "the key function ran without the aggregator's mutex held")
+}
