@@ -169,7 +169,7 @@ func (s *Source) Run(ctx context.Context) {
 		}
 		switch {
 		case isTooOld(err):
-			s.log.Warn("the API server cannot watch from the last resource version (too old, or too large): listing events; "+
+			s.log.Warn("the API server no longer has the changes after the last resource version: listing events; "+
 				"count raises made meanwhile may collapse into one occurrence", "resourceVersion", rv, "err", err)
 			rv = ""
 		case errors.Is(err, errWatchClosed) && ran:
@@ -182,14 +182,10 @@ func (s *Source) Run(ctx context.Context) {
 	}
 }
 
-// isTooOld reports whether err says that a resource version cannot be
-// watched from: too old (410), or too large for this API server (an etcd
-// restored from a backup, or a server whose cache lags), which client-go's
-// reflector lists again for too; retrying the watch would fail for ever in
-// the first case.
+// isTooOld reports whether err says that a resource version is too old
+// to watch from.
 func isTooOld(err error) bool {
-	return apierrors.IsResourceExpired(err) || apierrors.IsGone(err) ||
-		apierrors.IsTimeout(err) && apierrors.HasStatusCause(err, metav1.CauseTypeResourceVersionTooLarge)
+	return apierrors.IsResourceExpired(err) || apierrors.IsGone(err)
 }
 
 // retryAfter logs a failure, waits delay (or until ctx ends) and returns

@@ -313,32 +313,3 @@ func TestSourceLogsEveryRetryOfAFailingWatchWithADoublingDelay(t *testing.T) {
 		}
 	})
 }
-
-// A checkpoint's resource version the API server has not reached (an etcd
-// restored from a backup) is answered "Too large resource version" (a
-// timeout with that cause): the source lists, as for one too old, as
-// client-go's reflector does. It retried the watch for ever.
-func TestSourceListsWhenTheCheckpointResourceVersionIsTooLarge(t *testing.T) {
-	cs := fake.NewClientset(coreEvent("seen", 3), coreEvent("new", 1))
-	rvs := make(chan string, 10)
-	cs.PrependWatchReactor("events", func(a k8stesting.Action) (bool, watch.Interface, error) {
-		rv := a.(k8stesting.WatchActionImpl).WatchRestrictions.ResourceVersion
-		rvs <- rv
-		if rv == "999999" {
-			err := apierrors.NewTimeoutError("Too large resource version: 999999, current: 12", 1)
-			err.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: metav1.CauseTypeResourceVersionTooLarge, Message: "Too large resource version"}}
-			return true, nil, err
-		}
-		return false, nil, nil
-	})
-	ck := &Checkpoint{ResourceVersion: "999999", Counts: map[string]int32{"seen": 3}}
-	target, src := startSourceStats(t, cs, CoreV1, ck)
-	target.expectSet(t, "new/1")
-	if first, second := <-rvs, <-rvs; first != "999999" || second == "999999" || second == "" {
-		t.Errorf("watched from %q then %q: want the checkpoint's, then the list's", first, second)
-	}
-	waitSynced(t, src)
-	if st := src.Stats(); st.Lists != 1 {
-		t.Errorf("stats %+v: want 1 list", st)
-	}
-}
