@@ -70,12 +70,15 @@ type Source struct {
 
 // SourceStats is a snapshot of a [Source]'s counters.
 type SourceStats struct {
-	// Lists and Watches count the list and watch requests made; every
-	// watch after the first is a restart.
+	// Lists and Watches count the lists of events and the watches made;
+	// every watch after the first is a restart. The list of at most one
+	// event that asks, before a watch resumes, whether the API server has
+	// reached its resource version is not counted.
 	Lists, Watches uint64
 	// Relists counts the lists made where a watch could not resume
 	// (a checkpoint without a resource version, or one the API server
-	// no longer had); Collapsed the count raises those lists showed
+	// no longer had, or had not reached: an etcd restored from a
+	// backup); Collapsed the count raises those lists showed
 	// folded into one occurrence (an event whose count rose by more than
 	// one since the last count forwarded).
 	Relists, Collapsed uint64
@@ -142,7 +145,8 @@ var errWatchClosed = errors.New("watch closed")
 
 // Run lists or resumes, then watches until ctx ends, watching again from
 // the last resource version seen when a watch ends, and listing again when
-// that resource version is too old.
+// that resource version is too old, or has been too large for the API
+// server for a minute in a row (tooLargeFor).
 func (s *Source) Run(ctx context.Context) {
 	s.ctx = ctx
 	rv := s.resumeRV
@@ -150,8 +154,10 @@ func (s *Source) Run(ctx context.Context) {
 		s.log.Info("resuming the watch of events from the checkpoint", "resourceVersion", rv)
 	}
 	delay := minRetry
+	var tooLarge time.Time // when rv was first answered "too large", in a row
 	for ctx.Err() == nil {
-		if rv == "" {
+		listed := rv == ""
+		if listed {
 			var err error
 			if rv, err = s.relist(ctx); err != nil {
 				delay = s.retryAfter(ctx, delay, "listing events failed", err)
@@ -159,7 +165,7 @@ func (s *Source) Run(ctx context.Context) {
 			}
 		}
 		start := time.Now()
-		next, err := s.watchFrom(ctx, rv)
+		next, err := s.resume(ctx, rv, listed)
 		if ctx.Err() != nil {
 			return
 		}
@@ -167,11 +173,21 @@ func (s *Source) Run(ctx context.Context) {
 		if ran {
 			delay = minRetry
 		}
+		if !isTooLarge(err) {
+			tooLarge = time.Time{}
+		} else if tooLarge.IsZero() {
+			tooLarge = start
+		}
 		switch {
 		case isTooOld(err):
 			s.log.Warn("the API server no longer has the changes after the last resource version: listing events; "+
 				"count raises made meanwhile may collapse into one occurrence", "resourceVersion", rv, "err", err)
 			rv = ""
+		case isTooLarge(err) && time.Since(tooLarge) >= tooLargeFor:
+			s.log.Warn("the API server has not reached the last resource version for "+tooLargeFor.String()+
+				" (its etcd restored from a backup?): listing events; count raises made meanwhile may collapse "+
+				"into one occurrence", "resourceVersion", rv, "err", err)
+			rv, tooLarge = "", time.Time{}
 		case errors.Is(err, errWatchClosed) && ran:
 			s.log.Info("watch of events ended: watching again", "resourceVersion", next)
 			rv = next
@@ -180,6 +196,39 @@ func (s *Source) Run(ctx context.Context) {
 			delay = s.retryAfter(ctx, delay, "watching events failed", err)
 		}
 	}
+}
+
+// resume watches from rv, and unless rv comes from a list just made
+// (listed), first asks the API server whether it has reached rv: a list
+// of at most one event not older than rv. A kube-apiserver answers such a
+// list "Too large resource version" at once where its etcd has not reached
+// rv, but starts a watch from rv and sends nothing, changes after it
+// included, until it does: an etcd restored from a backup would have
+// silenced the source for as long as the restored revisions took to pass
+// the checkpoint's (days, perhaps), with no error to show for it.
+func (s *Source) resume(ctx context.Context, rv string, listed bool) (string, error) {
+	if !listed {
+		o := metav1.ListOptions{ResourceVersion: rv, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, Limit: 1}
+		if _, err := s.list(ctx, o); err != nil {
+			return rv, err
+		}
+	}
+	return s.watchFrom(ctx, rv)
+}
+
+// tooLargeFor is how long the API server must answer "Too large resource
+// version" in a row before the source lists. An API server whose watch
+// cache lags behind etcd (a restart) may give that answer for a moment,
+// and retrying then loses nothing, where a list folds the count raises
+// made meanwhile into one occurrence. One whose etcd was restored from a
+// backup gives it until the restored revisions pass the source's, which
+// may take days: only a list gets the source going again.
+const tooLargeFor = 30 * time.Second
+
+// isTooLarge reports whether err says that the API server has not reached
+// the resource version a watch asked for.
+func isTooLarge(err error) bool {
+	return apierrors.IsTimeout(err) && apierrors.HasStatusCause(err, metav1.CauseTypeResourceVersionTooLarge)
 }
 
 // isTooOld reports whether err says that a resource version is too old

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -209,9 +210,11 @@ func TestSourceResumesTheWatchFromTheCheckpointWithoutListing(t *testing.T) {
 	cs := fake.NewClientset(coreEvent("seen", 3))
 	rv := listRV(t, cs)
 	rvs := watchedFrom(cs, "")
-	lists := 0
-	cs.PrependReactor("list", "events", func(k8stesting.Action) (bool, runtime.Object, error) {
-		lists++
+	lists := 0 // of events: not the one-event list that asks for rv
+	cs.PrependReactor("list", "events", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.(k8stesting.ListActionImpl).ListOptions.Limit != 1 {
+			lists++
+		}
 		return false, nil, nil
 	})
 	raised := coreEvent("seen", 4)
@@ -310,6 +313,91 @@ func TestSourceLogsEveryRetryOfAFailingWatchWithADoublingDelay(t *testing.T) {
 		}
 		if want := []string{"250ms", "500ms", "1s", "2s"}; !slices.Equal(delays, want) {
 			t.Errorf("retries logged with delays %v, want %v:\n%s", delays, want, log.String())
+		}
+	})
+}
+
+// tooLargeReactor makes cs behave as a kube-apiserver that has not
+// reached resource version rv while tooLarge returns true: it answers a
+// list not older than rv "Too large resource version", and starts a watch
+// from rv that sends nothing (new events included). Each list's or
+// watch's resource version goes to rvs.
+func tooLargeReactor(cs *fake.Clientset, rv string, tooLarge func() bool, rvs chan<- string) {
+	cs.PrependReactor("list", "events", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		o := a.(k8stesting.ListActionImpl).ListOptions
+		rvs <- "list " + o.ResourceVersion
+		if o.ResourceVersion == rv && tooLarge() {
+			err := apierrors.NewTimeoutError("Too large resource version: "+rv+", current: 12", 1)
+			err.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: metav1.CauseTypeResourceVersionTooLarge, Message: "Too large resource version"}}
+			return true, nil, err
+		}
+		return false, nil, nil
+	})
+	cs.PrependWatchReactor("events", func(a k8stesting.Action) (bool, watch.Interface, error) {
+		from := a.(k8stesting.WatchActionImpl).WatchRestrictions.ResourceVersion
+		rvs <- "watch " + from
+		if from == rv && tooLarge() {
+			return true, watch.NewFake(), nil // silent, as a real server's
+		}
+		return false, nil, nil
+	})
+}
+
+// A checkpoint's resource version that the API server has not reached (an
+// etcd restored from a backup): a kube-apiserver starts a watch from it
+// that sends nothing, new events included, and answers a list not older
+// than it "Too large resource version". The source asks before it
+// resumes, and after 30 s of such answers it lists, and forwards what the
+// list shows. It resumed a silent watch and forwarded nothing.
+func TestSourceListsWhenTheAPIServerStaysBehindTheCheckpoint(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cs := fake.NewClientset(coreEvent("seen", 3), coreEvent("new", 1))
+		rvs := make(chan string, 100)
+		tooLargeReactor(cs, "999999", func() bool { return true }, rvs)
+		ck := &Checkpoint{ResourceVersion: "999999", Counts: map[string]int32{"seen": 3}}
+		target, src := startSourceStats(t, cs, CoreV1, ck)
+		time.Sleep(tooLargeFor - time.Second)
+		synctest.Wait()
+		if st := src.Stats(); st.Lists != 0 || len(target.ch) != 0 {
+			t.Fatalf("%v after a too large answer: stats %+v, %d forwarded; want it asked again", tooLargeFor-time.Second, st, len(target.ch))
+		}
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if len(target.ch) == 0 {
+			t.Fatalf("nothing forwarded %v after the first too large answer (stats %+v): want a list", tooLargeFor, src.Stats())
+		}
+		if got := <-target.ch; got != "new/1" || len(target.ch) != 0 {
+			t.Errorf("forwarded %q and %d more, want new/1 only", got, len(target.ch))
+		}
+		if st := src.Stats(); st.Lists != 1 || st.Relists != 1 || st.Watches != 1 {
+			t.Errorf("stats %+v: want 1 list (a relist), then 1 watch", st)
+		}
+	})
+}
+
+// An API server whose watch cache lags (a kube-apiserver restarting) may
+// answer "Too large resource version" for a moment: the source asks again
+// and resumes its watch from the checkpoint, with no list, so that no
+// count raise made meanwhile collapses into one occurrence.
+func TestSourceResumesFromACheckpointTheAPIServerReachesAMomentLater(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cs := fake.NewClientset(coreEvent("seen", 3))
+		rvs := make(chan string, 100)
+		var answers atomic.Int32
+		tooLargeReactor(cs, "5", func() bool { return answers.Add(1) <= 3 }, rvs)
+		ck := &Checkpoint{ResourceVersion: "5", Counts: map[string]int32{"seen": 3}}
+		_, src := startSourceStats(t, cs, CoreV1, ck)
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		if st := src.Stats(); st.Lists != 0 || st.Watches != 1 {
+			t.Errorf("stats %+v: want no list, and the watch resumed", st)
+		}
+		var got []string
+		for len(rvs) > 0 {
+			got = append(got, <-rvs)
+		}
+		if want := []string{"list 5", "list 5", "list 5", "list 5", "watch 5"}; !slices.Equal(got, want) {
+			t.Errorf("requests %q, want %q", got, want)
 		}
 	})
 }

@@ -233,8 +233,9 @@ func childMetric(t *testing.T, addr, sample string) float64 {
 	return 0
 }
 
-// waitChildReady waits until the child at addr answers /readyz.
-func waitChildReady(t *testing.T, addr string) {
+// waitReady waits until the exporter at addr (a child, or Run in-process
+// with a Listener) answers /readyz: its source has handled its first list.
+func waitReady(t *testing.T, addr string) {
 	t.Helper()
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
 		if c, err := net.Dial("tcp", addr); err == nil {
@@ -256,7 +257,7 @@ func TestCountRaisesMadeWhileKilledAllReachEverySinkAfterTheRestart(t *testing.T
 	client, ns, dir, hook, addr, args := resumeSetup(t, "resume")
 	const n = 40
 	first := startChild(t, args...)
-	waitChildReady(t, addr)
+	waitReady(t, addr)
 	want, err := createEvents(t.Context(), client, ns, 0, n, 4, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -337,7 +338,7 @@ func TestCheckpointTooOldForTheWatchMakesAListAndCountsCollapsedRaises(t *testin
 	hook.set.setWant(want)
 	child := startChild(t, args...)
 	hook.set.wait(t, "webhook", time.Minute)
-	waitChildReady(t, addr)
+	waitReady(t, addr)
 	if v := childMetric(t, addr, "fanout_eventer_source_relists_total"); v != 1 {
 		t.Errorf("%v relists, want 1", v)
 	}
@@ -351,6 +352,56 @@ func TestCheckpointTooOldForTheWatchMakesAListAndCountsCollapsedRaises(t *testin
 	log, _ := os.ReadFile(child.log)
 	if !strings.Contains(string(log), "collapsedRaises=40") {
 		t.Errorf("the log does not say how many raises collapsed:\n%s", log)
+	}
+}
+
+// A checkpoint from a resource version the API server has not reached, as
+// after its etcd is restored from a backup: kube-apiserver starts a watch
+// from it and sends nothing, new changes included, until its revisions pass
+// it. The exporter asks first, and once the answer has been "Too large
+// resource version" for 30 s, lists, and exports what changed.
+func TestCheckpointAheadOfTheAPIServerMakesAListAfterThirtySeconds(t *testing.T) {
+	client, ns, dir, hook, addr, args := resumeSetup(t, "ahead")
+	const n = 20
+	if _, err := createEvents(t.Context(), client, ns, 0, n, 4, 0); err != nil {
+		t.Fatal(err)
+	}
+	l, err := client.CoreV1().Events(ns).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rv, err := strconv.ParseUint(l.ResourceVersion, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ck := exporter.Checkpoint{Version: 1, ResourceVersion: strconv.FormatUint(rv+1_000_000, 10), Counts: map[string]int32{}}
+	for _, e := range l.Items {
+		ck.Counts[string(e.UID)] = 1
+	}
+	want := map[string]bool{}
+	raiseTo(t, client, ns, n, 2, want)
+	b, _ := json.Marshal(ck)
+	if err := os.WriteFile(filepath.Join(dir, "ck.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	hook.set.setWant(want)
+	start := time.Now()
+	child := startChild(t, args...)
+	hook.set.wait(t, "webhook", 2*time.Minute)
+	if d := time.Since(start); d < 30*time.Second {
+		t.Errorf("exported after %v: want a list only after 30 s of too large answers", d)
+	}
+	waitReady(t, addr)
+	if v := childMetric(t, addr, "fanout_eventer_source_relists_total"); v != 1 {
+		t.Errorf("%v relists, want 1", v)
+	}
+	if err := child.stop(t, syscall.SIGTERM); err != nil {
+		t.Fatalf("graceful stop: %v", err)
+	}
+	hook.set.check(t, "webhook", false)
+	log, _ := os.ReadFile(child.log)
+	if !strings.Contains(string(log), "has not reached the last resource version") {
+		t.Errorf("the log does not say why it listed:\n%s", log)
 	}
 }
 
