@@ -47,7 +47,12 @@ receivers:
     nats: {url: %q, subject: events.k8s}
     queue: {length: 1000, strategy: Wait}
 `, ns, filepath.Join(dir, "ck.json"), filepath.Join(dir, "events.jsonl"), hook.URL, natsURL))
-	stop := runExporter(t, exporter.Options{Config: cfg, Client: client})
+	l := listen(t)
+	stop := runExporter(t, exporter.Options{Config: cfg, Client: client, Listener: l})
+	// The first list forwards each event's count at the time: an event
+	// created and raised before it would be forwarded at its last count
+	// only. Occurrences are made once the exporter is ready.
+	waitReady(t, l.Addr().String())
 
 	start := time.Now()
 	want, err := createEvents(t.Context(), client, ns, 0, burstEvents, burstWorkers, repeatEvery)

@@ -114,7 +114,7 @@ receivers:
 		t.Fatal(err)
 	}
 	c := startChild(t, "--config", config, "--kubeconfig", kubeconfig(t, cfg), "--listen", addr)
-	waitChildReady(t, addr)
+	waitReady(t, addr)
 	names := slices.Sorted(maps.Keys(refs))
 	for i, name := range names {
 		e := event(ns, i, "about "+name)
