@@ -61,7 +61,8 @@ func (p RetryPolicy) Pause(failures int) time.Duration { return p.pause(failures
 func (p RetryPolicy) pause(tries int) time.Duration {
 	base := float64(p.Sleep)
 	if p.MaxSleep > p.Sleep {
-		for i := 1; i < tries && base < float64(p.MaxSleep); i++ {
+		// A zero Sleep doubles to zero: the loop would run tries times.
+		for i := 1; i < tries && base > 0 && base < float64(p.MaxSleep); i++ {
 			base *= 2
 		}
 		base = min(base, float64(p.MaxSleep))

@@ -273,3 +273,20 @@ func TestRetryPauseDoublesUpToMaxSleepWithJitterOfTheCurrentPause(t *testing.T) 
 	p.MaxSleep = time.Millisecond
 	assert.Error(t, p.Validate(), "a MaxSleep below Sleep")
 }
+
+// A zero Sleep with a MaxSleep stays zero when doubled: Pause returns it
+// at once for any count of failures. It doubled zero once per failure, so
+// Pause(math.MaxInt) never returned, and a runner retrying for ever
+// (MaxTries math.MaxInt) spent time growing with each failure.
+func TestRetryPauseWithAZeroSleepReturnsForAnyFailureCount(t *testing.T) {
+	p := fanout.RetryPolicy{MaxTries: math.MaxInt, Sleep: 0, MaxSleep: time.Second}
+	require.NoError(t, p.Validate())
+	done := make(chan time.Duration, 1)
+	go func() { done <- p.Pause(math.MaxInt) }()
+	select {
+	case d := <-done:
+		assert.Zero(t, d)
+	case <-time.After(time.Minute):
+		t.Fatal("Pause(math.MaxInt) with a zero Sleep and a MaxSleep did not return")
+	}
+}
