@@ -3,6 +3,7 @@ package fanout
 import (
 	"context"
 	"errors"
+	"fmt"
 )
 
 // BatchSink stores values a batch at a time for a runner started with
@@ -25,7 +26,7 @@ type BatchConfig[T any] struct {
 	// Name names the runner in its drop reports ([Drop].WatcherName).
 	Name string
 	// Batch is the most values taken from the queue and passed to one
-	// Write; 0 means 1.
+	// Write, at most [MaxQueueLength]; 0 means 1.
 	Batch int
 	// Retry is the retry policy; nil means [DefaultRetryPolicy].
 	Retry *RetryPolicy
@@ -66,7 +67,8 @@ type BatchConfig[T any] struct {
 // passed to Write), and what is still queued is dropped as [DropShutdown].
 //
 // It returns an error, and starts nothing, if ctx, w or sink is nil or cfg
-// is invalid (a negative Batch, an invalid Retry).
+// is invalid (a negative Batch or one above [MaxQueueLength], an invalid
+// Retry).
 func StartBatchSink[T any](ctx context.Context, w *Watcher[T], sink BatchSink[T], cfg BatchConfig[T]) (*Runner[T], error) {
 	if ctx == nil {
 		return nil, errNilContext
@@ -74,8 +76,8 @@ func StartBatchSink[T any](ctx context.Context, w *Watcher[T], sink BatchSink[T]
 	if w == nil || sink == nil {
 		return nil, errors.New("fanout: StartBatchSink: nil watcher or sink")
 	}
-	if cfg.Batch < 0 {
-		return nil, errors.New("fanout: StartBatchSink: negative Batch")
+	if cfg.Batch < 0 || cfg.Batch > MaxQueueLength {
+		return nil, fmt.Errorf("fanout: StartBatchSink: invalid Batch %d: must be 0 (one) to MaxQueueLength (%d)", cfg.Batch, MaxQueueLength)
 	}
 	p := DefaultRetryPolicy()
 	if cfg.Retry != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -281,4 +282,25 @@ func TestStartBatchSinkRejectsANilContext(t *testing.T) {
 	run, err := fanout.StartBatchSink(ctx, w, &batchSink{}, fanout.BatchConfig[int]{})
 	assert.ErrorContains(t, err, "nil context")
 	assert.Nil(t, run)
+}
+
+// A Batch above MaxQueueLength is an error at start, as a queue length
+// would be: the runner allocated its buffer of Batch values on its own
+// goroutine, and math.MaxInt crashed the process (makeslice: len out of
+// range) while a large one tried to allocate it all.
+func TestStartBatchSinkRejectsABatchAboveMaxQueueLength(t *testing.T) {
+	b := fanout.New[int]()
+	defer b.Shutdown()
+	w, err := b.Watch()
+	require.NoError(t, err)
+	defer w.Stop()
+	for _, n := range []int{fanout.MaxQueueLength + 1, math.MaxInt} {
+		run, err := fanout.StartBatchSink(t.Context(), w, &batchSink{}, fanout.BatchConfig[int]{Batch: n})
+		assert.Error(t, err, "Batch %d", n)
+		assert.Nil(t, run)
+	}
+	run, err := fanout.StartBatchSink(t.Context(), w, &batchSink{}, fanout.BatchConfig[int]{Batch: fanout.MaxQueueLength})
+	require.NoError(t, err, "MaxQueueLength itself is a valid Batch")
+	run.Stop()
+	<-run.Done()
 }
