@@ -138,7 +138,10 @@ type Sweep[T any] struct {
 // never during a write. A record that saw occurrences while being written
 // keeps them (they are written by the next sweep), and a record evicted
 // meanwhile loses only the values the write did not cover: on success
-// nothing, on failure what it carried (as [DropFull]). It returns an
+// nothing, on failure what it carried (as [DropFull]). A panic in Clone
+// or Merge while WriteOpen copies or settles a record is reported as a
+// failed write ([LossCounter].Failed) and the sweep goes on; the record
+// keeps its merged values for a later sweep. It returns an
 // error, and writes nothing, for a nil ctx, without a merging dedup stage
 // or without s.Write, or for a negative s.IdleFor.
 func (c *Correlator[T]) WriteOpen(ctx context.Context, s Sweep[T]) error {
@@ -156,9 +159,22 @@ func (c *Correlator[T]) WriteOpen(ctx context.Context, s Sweep[T]) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if w, ok := c.claim(key, s); ok {
+		var w openWrite[T]
+		var ok bool
+		if perr := guard.Call(func() { w, ok = c.claim(key, s) }); perr != nil {
+			c.lose(loss{failed: perr}) // Clone panicked: the record is as it was
+			continue
+		}
+		if ok {
 			stored, err := w.write(ctx, s.Write)
-			c.lose(c.applyWrite(w, stored, err, s))
+			var l loss
+			if perr := guard.Call(func() { l = c.applyWrite(w, stored, err, s) }); perr != nil {
+				// Clone or Merge panicked settling a write that
+				// succeeded (the only case that calls them): nothing is
+				// lost, the occurrences merged meanwhile stay pending.
+				l = loss{failed: perr}
+			}
+			c.lose(l)
 		}
 	}
 	return nil
