@@ -44,6 +44,8 @@ func (r Retry) Policy() fanout.RetryPolicy {
 	if tries == 0 {
 		tries = math.MaxInt
 	}
-	return fanout.RetryPolicy{MaxTries: tries, Sleep: r.Initial / 2, MaxSleep: r.Max / 2, Jitter: 1,
+	// Half of a 1 ns Initial is 0, which doubles to 0: at least 1 ns, so
+	// that the pauses still grow to Max.
+	return fanout.RetryPolicy{MaxTries: tries, Sleep: max(r.Initial/2, 1), MaxSleep: max(r.Max/2, 1), Jitter: 1,
 		Retryable: func(err error) bool { return !IsPermanent(err) }}
 }

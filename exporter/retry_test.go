@@ -48,3 +48,22 @@ func TestDropLabelsKeepTheExportersValues(t *testing.T) {
 		}
 	}
 }
+
+// The pauses grow to Max from the smallest valid Initial too: half of
+// 1 ns was a zero Sleep, which doubles to zero, so every pause was 0 and
+// a sink that kept failing was retried in a busy loop for ever.
+func TestRetryPolicyFromANanosecondInitialStillBacksOffToMax(t *testing.T) {
+	r := Retry{MaxTries: 0, Initial: time.Nanosecond, Max: time.Second}
+	if err := r.validate(); err != nil {
+		t.Fatal(err)
+	}
+	p := r.Policy()
+	if err := p.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for range 50 {
+		if got := p.Pause(40); got < time.Second/2 || got > time.Second {
+			t.Fatalf("pause after 40 failures: %v, want within [%v, %v]", got, time.Second/2, time.Second)
+		}
+	}
+}
