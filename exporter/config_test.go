@@ -188,3 +188,23 @@ func TestParseConfigOfOddDocumentsDoesNotPanic(t *testing.T) {
 		}()
 	}
 }
+
+// A batch above fanout.MaxQueueLength is a configuration error naming its
+// receiver. It was accepted: NewPipeline then sized a lossy sink's ring
+// of recent Seqs by it (batch 2^40: out of memory, a fatal error), and
+// the runner allocated a buffer of batch occurrences.
+func TestParseConfigRefusesABatchAboveMaxQueueLength(t *testing.T) {
+	for _, batch := range []string{"16777217", "1099511627776"} {
+		_, err := ParseConfig("c.yaml", []byte("receivers:\n  - name: a\n    stdout: {}\n    batch: "+batch+"\n    queue: {strategy: DropOldest}\n"))
+		var ce *ConfigError
+		if !errors.As(err, &ce) {
+			t.Fatalf("batch %s: error %v, want a *ConfigError", batch, err)
+		}
+		if want := `receiver "a": batch ` + batch + ` must be 1 to 16777216`; !strings.Contains(err.Error(), want) {
+			t.Errorf("error\n%v\ndoes not contain %q", err, want)
+		}
+	}
+	if _, err := ParseConfig("c.yaml", []byte("receivers:\n  - name: a\n    stdout: {}\n    batch: 16777216\n")); err != nil {
+		t.Errorf("batch 16777216 (MaxQueueLength): %v", err)
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/fanout-go/fanout"
 )
 
 // maxReceivers is the most receivers a configuration may have: an
@@ -313,8 +315,8 @@ func (r *Receiver) setQueueDefaults() []string {
 	if r.Queue.Length < 1 {
 		p = append(p, fmt.Sprintf("queue.length %d must be at least 1", r.Queue.Length))
 	}
-	if r.Batch < 1 {
-		p = append(p, fmt.Sprintf("batch %d must be at least 1", r.Batch))
+	if r.Batch < 1 || r.Batch > fanout.MaxQueueLength {
+		p = append(p, fmt.Sprintf("batch %d must be 1 to %d", r.Batch, fanout.MaxQueueLength))
 	}
 	switch r.Queue.Strategy {
 	case StrategyWait, StrategyDropOldest, StrategyDropNewest:
