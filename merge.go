@@ -141,7 +141,8 @@ type Sweep[T any] struct {
 // nothing, on failure what it carried (as [DropFull]). A panic in Clone
 // or Merge while WriteOpen copies or settles a record is reported as a
 // failed write ([LossCounter].Failed) and the sweep goes on; the record
-// keeps its merged values for a later sweep. It returns an
+// keeps its merged values for a later sweep; a panic in the correlator's
+// Clock is returned as an error, before anything is written. It returns an
 // error, and writes nothing, for a nil ctx, without a merging dedup stage
 // or without s.Write, or for a negative s.IdleFor.
 func (c *Correlator[T]) WriteOpen(ctx context.Context, s Sweep[T]) error {
@@ -155,7 +156,11 @@ func (c *Correlator[T]) WriteOpen(ctx context.Context, s Sweep[T]) error {
 	case s.IdleFor < 0:
 		return fmt.Errorf("fanout: Correlator.WriteOpen: negative Sweep.IdleFor %v", s.IdleFor)
 	}
-	for _, key := range c.selectOpen(s) {
+	var keys []string
+	if perr := guard.Call(func() { keys = c.selectOpen(s) }); perr != nil {
+		return perr // the correlator's Clock panicked: nothing was written
+	}
+	for _, key := range keys {
 		if err := ctx.Err(); err != nil {
 			return err
 		}

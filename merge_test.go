@@ -70,3 +70,34 @@ func TestWriteOpenReportsAPanicInCloneOrMergeAsAFailedWrite(t *testing.T) {
 		})
 	}
 }
+
+// panicClock is a Clock that panics once armed.
+type panicClock struct{ armed atomic.Bool }
+
+func (c *panicClock) Now() time.Time {
+	if c.armed.Load() {
+		panic("clock")
+	}
+	return time.Now()
+}
+
+// A panic in the correlator's Clock while WriteOpen looks for open records
+// is returned as WriteOpen's error, with nothing written: it reached the
+// caller's goroutine.
+func TestWriteOpenReturnsAPanicInTheClockAsAnError(t *testing.T) {
+	clock := &panicClock{}
+	c, err := fanout.NewCorrelator(fanout.CorrelatorConfig[int]{
+		Clock: clock,
+		Dedup: &fanout.DedupStage[int]{Key: func(int) string { return "k" }, Merge: func(_ int, n int, _ time.Time) int { return n }, WriteFirst: 1},
+	})
+	require.NoError(t, err)
+	c.Correlate(1)
+	require.True(t, c.Correlate(2).Merged)
+	clock.armed.Store(true)
+	writes := 0
+	assert.NotPanics(t, func() {
+		err = c.WriteOpen(context.Background(), fanout.Sweep[int]{Write: func(_ context.Context, v int) (int, error) { writes++; return v, nil }})
+	})
+	assert.ErrorContains(t, err, "clock")
+	assert.Zero(t, writes)
+}
