@@ -342,3 +342,33 @@ func TestTopicsWatcherErrOnlyOnceDrained(t *testing.T) {
 	assert.Equal(t, 2, n)
 	assert.ErrorIs(t, g.Err(), fanout.ErrWatcherStopped)
 }
+
+// As Watcher.Recv: a read loop with an empty buffer must learn that the
+// watcher closed, or it spins for ever.
+func TestTopicsWatcherRecvWithAnEmptyBufferReturnsTheCloseReason(t *testing.T) {
+	tp := fanout.NewTopics[string, int]()
+	defer tp.Shutdown()
+	g, err := tp.WatchTopics([]string{"a", "b"})
+	require.NoError(t, err)
+	require.NoError(t, tp.Publish("a", 1))
+	g.Stop()
+	n, err := g.Recv(context.Background(), nil)
+	assert.Equal(t, 0, n)
+	assert.NoError(t, err, "not drained yet")
+	m, err := g.Next(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, fanout.Message[string, int]{Topic: "a", Value: 1}, m)
+	n, err = g.Recv(context.Background(), nil)
+	assert.Equal(t, 0, n)
+	assert.ErrorIs(t, err, fanout.ErrWatcherStopped)
+
+	all, err := tp.WatchAll() // no topic yet
+	require.NoError(t, err)
+	n, err = all.Recv(context.Background(), nil)
+	assert.Equal(t, 0, n)
+	assert.NoError(t, err)
+	tp.Shutdown()
+	n, err = all.Recv(context.Background(), nil)
+	assert.Equal(t, 0, n)
+	assert.ErrorIs(t, err, fanout.ErrStopped)
+}

@@ -103,8 +103,13 @@ func (g *TopicsWatcher[K, T]) Recv(ctx context.Context, buf []Message[K, T]) (in
 		subs := g.snapshot()
 		n, open := g.poll(subs, buf)
 		switch {
-		case n > 0 || len(buf) == 0:
+		case n > 0:
 			return n, nil
+		case len(buf) == 0:
+			if g.drained() {
+				return 0, g.closeErr()
+			}
+			return 0, nil
 		case open == 0 && (len(subs) > 0 || g.closed()):
 			return 0, g.closeErr()
 		}
@@ -289,17 +294,23 @@ func (g *TopicsWatcher[K, T]) closeErr() error {
 // drained: [ErrWatcherStopped], [ErrStopped] or [ErrEvicted] (one of its
 // topics' watchers was evicted: the others were stopped); nil while open.
 func (g *TopicsWatcher[K, T]) Err() error {
-	for _, s := range g.snapshot() {
-		if s.w.Err() == nil || s.w.Stats().Queued > 0 {
-			return nil // open, or not drained
-		}
-	}
-	if !g.closed() {
+	if !g.drained() {
 		return nil
 	}
 	g.readMu.Lock()
 	defer g.readMu.Unlock()
 	return g.closeErr()
+}
+
+// drained reports whether it is closed and every one of its watchers is
+// closed and drained.
+func (g *TopicsWatcher[K, T]) drained() bool {
+	for _, s := range g.snapshot() {
+		if s.w.Err() == nil || s.w.Stats().Queued > 0 {
+			return false // open, or not drained
+		}
+	}
+	return g.closed()
 }
 
 // Stats returns the counters of its watcher of each topic.
