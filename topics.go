@@ -287,6 +287,9 @@ func (t *Topics[K, T]) WatchTopics(topics []K, opts ...Option) (*TopicsWatcher[K
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.stopped {
+		return nil, ErrStopped
+	}
 	for _, topic := range topics {
 		b, err := t.topicLocked(topic)
 		if err == nil {

@@ -372,3 +372,13 @@ func TestTopicsWatcherRecvWithAnEmptyBufferReturnsTheCloseReason(t *testing.T) {
 	assert.Equal(t, 0, n)
 	assert.ErrorIs(t, err, fanout.ErrStopped)
 }
+
+// Like every watch method, WatchTopics returns ErrStopped after Shutdown,
+// even for no topic at all.
+func TestWatchTopicsOfNoTopicAfterShutdownIsErrStopped(t *testing.T) {
+	tp := fanout.NewTopics[string, int]()
+	tp.Shutdown()
+	g, err := tp.WatchTopics(nil)
+	assert.Nil(t, g)
+	assert.ErrorIs(t, err, fanout.ErrStopped)
+}
