@@ -279,7 +279,8 @@ func (b *Broadcaster[T]) watching() int { return int(b.nwatch.Load()) }
 // topic's order; values of different topics come in no particular order
 // (their publishers are not ordered with each other). The options apply to
 // each topic's watcher; its queue length must be positive and it takes no
-// filter (the topics are the filter).
+// filter (the topics are the filter). A topic listed more than once is
+// watched once: each of its values is received once.
 func (t *Topics[K, T]) WatchTopics(topics []K, opts ...Option) (*TopicsWatcher[K, T], error) {
 	g, err := t.newGroup(opts)
 	if err != nil {
@@ -290,7 +291,12 @@ func (t *Topics[K, T]) WatchTopics(topics []K, opts ...Option) (*TopicsWatcher[K
 	if t.stopped {
 		return nil, ErrStopped
 	}
+	seen := make(map[K]struct{}, len(topics))
 	for _, topic := range topics {
+		if _, dup := seen[topic]; dup {
+			continue
+		}
+		seen[topic] = struct{}{}
 		b, err := t.topicLocked(topic)
 		if err == nil {
 			err = g.add(topic, b)

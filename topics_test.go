@@ -382,3 +382,25 @@ func TestWatchTopicsOfNoTopicAfterShutdownIsErrStopped(t *testing.T) {
 	assert.Nil(t, g)
 	assert.ErrorIs(t, err, fanout.ErrStopped)
 }
+
+// A topic listed twice must not deliver each of its values twice (and
+// Stats, keyed by topic, could not tell the two watchers apart).
+func TestWatchTopicsListingATopicTwiceReceivesEachValueOnce(t *testing.T) {
+	tp := fanout.NewTopics[string, int]()
+	defer tp.Shutdown()
+	g, err := tp.WatchTopics([]string{"a", "b", "a"})
+	require.NoError(t, err)
+	require.NoError(t, tp.Publish("a", 1))
+	require.NoError(t, tp.Publish("b", 2))
+	require.NoError(t, tp.Publish("a", 3))
+	g.Stop()
+	var got []fanout.Message[string, int]
+	for m := range g.All(context.Background()) {
+		got = append(got, m)
+	}
+	assert.ElementsMatch(t, []fanout.Message[string, int]{{"a", 1}, {"b", 2}, {"a", 3}}, got)
+	st := g.Stats()
+	assert.Equal(t, uint64(2), st["a"].Delivered)
+	assert.Equal(t, uint64(1), st["b"].Delivered)
+	assert.Equal(t, 0, tp.Stats().Topics, "both topics retired with their only watcher")
+}
