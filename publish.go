@@ -172,6 +172,9 @@ func (b *Broadcaster[T]) publishAt(ctx context.Context, vs []T, mode pubMode) (f
 		return 0, 0, b.err
 	}
 	if len(vs) == 0 {
+		if b.isDone() {
+			return 0, 0, ErrStopped // as every publish after Shutdown
+		}
 		return 0, 0, nil
 	}
 	// The fast path, inline: nobody holds the turn or waits for room, and

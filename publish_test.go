@@ -427,6 +427,22 @@ func TestActionBatchEmpty(t *testing.T) {
 	assert.Zero(t, b.Stats().Accepted)
 }
 
+// After Shutdown every publish method returns ErrStopped, an empty batch
+// too, so that a producer that publishes what it has learns it must stop.
+func TestActionBatchEmptyAfterShutdownIsErrStopped(t *testing.T) {
+	b := fanout.New[int]()
+	b.Shutdown()
+	n, err := b.ActionBatch(nil)
+	assert.Zero(t, n)
+	assert.ErrorIs(t, err, fanout.ErrStopped)
+	n, err = b.ActionBatchContext(context.Background(), []int{})
+	assert.Zero(t, n)
+	assert.ErrorIs(t, err, fanout.ErrStopped)
+	_, n, err = b.ActionBatchSeq(context.Background(), nil)
+	assert.Zero(t, n)
+	assert.ErrorIs(t, err, fanout.ErrStopped)
+}
+
 // Concurrent producers keep every guarantee: each watcher gets every value
 // (lossless), in one total order, and each producer's values in its order.
 func TestConcurrentProducersKeepOneTotalOrder(t *testing.T) {
