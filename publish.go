@@ -217,11 +217,11 @@ type pub[T any] struct {
 	next  chan struct{} // the publisher to hand the turn to, once unlocked
 	start time.Time     // when the call first had to wait, for timeouts
 
-	accepted  int    // values of this call accepted so far
-	first     uint64 // the sequence number of the first of them
-	announced int    // of those, how many the parked readers were woken for
-	rewake    bool   // publishers waiting for room must look again (see tookBlocked)
-	reported  bool   // its wait was reported (WithWaitReport): once per call
+	accepted  int      // values of this call accepted so far
+	first     uint64   // the sequence number of the first of them
+	announced int      // of those, how many the parked readers were woken for
+	rewake    bool     // publishers waiting for room must look again (see tookBlocked)
+	reported  []uint64 // the watchers its waits were reported for (WithWaitReport): once per call and watcher
 
 	// The value in hand: its sequence number plus one, and the generation
 	// that tags the decisions taken for it.

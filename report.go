@@ -3,6 +3,7 @@ package fanout
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/fanout-go/fanout/internal/guard"
@@ -77,10 +78,17 @@ type waitReporter[T any] struct {
 }
 
 // reporter returns the reporter for a wait of the call for ws, which it
-// keeps: the callers make a new list per wait. Caller holds b.mu.
+// keeps, less the watchers the call already reported: the callers make a
+// new list per wait. Caller holds b.mu.
 func (p *pub[T]) reporter(ws []*Watcher[T]) waitReporter[T] {
 	b := p.b
-	if b.cfg.waitReport == nil || p.reported || len(ws) == 0 {
+	if b.cfg.waitReport == nil {
+		return waitReporter[T]{}
+	}
+	if len(p.reported) > 0 {
+		ws = slices.DeleteFunc(ws, func(w *Watcher[T]) bool { return slices.Contains(p.reported, w.id) })
+	}
+	if len(ws) == 0 {
 		return waitReporter[T]{}
 	}
 	p.waitStart()
@@ -103,12 +111,12 @@ func (r *waitReporter[T]) stop() {
 }
 
 // report calls the broadcaster's WithWaitReport function for each watcher
-// the call waits for, once per call. Caller holds no lock.
+// the call waits for, once per call and watcher. Caller holds no lock.
 func (p *pub[T]) report(r *waitReporter[T]) {
 	b := p.b
-	p.reported = true
 	waited := time.Since(p.start)
 	for _, w := range r.ws {
+		p.reported = append(p.reported, w.id)
 		st := w.Stats()
 		rep := WaitReport{WatcherID: w.id, WatcherName: w.nameOf(), QueueLength: st.QueueLength, Queued: st.Queued,
 			Waited: waited, Readers: int(w.waiters.Load())}

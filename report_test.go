@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fanout-go/fanout"
+	"github.com/fanout-go/fanout/fanouttest"
 )
 
 // reports collects wait reports.
@@ -129,4 +130,44 @@ func TestWaitReportThatPanicsIsCounted(t *testing.T) {
 		_, _ = w.Next(context.Background())
 		require.NoError(t, <-done, "the publish goes on")
 	})
+}
+
+// The report is once per publish call and watcher: a batch that was
+// reported waiting for one watcher, and then waits for another, names that
+// other one too, on both read paths.
+func TestWaitReportNamesEachWatcherThatBlocksOnePublishCall(t *testing.T) {
+	for _, rd := range readers {
+		t.Run(rd.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var got reports
+				b := fanout.New[int](fanout.WithWaitReport(time.Second, got.add))
+				defer b.Shutdown()
+				first, err := b.Watch(fanout.WithName("first"), fanout.WithQueueLength(1))
+				require.NoError(t, err)
+				second, err := b.Watch(fanout.WithName("second"), fanout.WithQueueLength(2))
+				require.NoError(t, err)
+				rd.prepare(first)
+				rd.prepare(second)
+				publish(t, b, 0) // first is full, second has room for one
+				done := make(chan error, 1)
+				go func() { _, err := b.ActionBatch([]int{1, 2}); done <- err }()
+				time.Sleep(time.Hour)
+				synctest.Wait()
+				require.Len(t, got.get(), 1)
+				assert.Equal(t, "first", got.get()[0].WatcherName)
+				assert.Equal(t, []int{0}, fanouttest.Collect(t, first, 1)) // 1 is accepted; 2 waits for both
+				time.Sleep(time.Hour)
+				synctest.Wait()
+				names := map[string]int{}
+				for _, r := range got.get() {
+					names[r.WatcherName]++
+				}
+				assert.Equal(t, map[string]int{"first": 1, "second": 1}, names)
+				assert.Equal(t, uint64(2), b.Stats().WaitReports)
+				first.Stop()
+				second.Stop()
+				require.NoError(t, <-done)
+			})
+		})
+	}
 }
