@@ -543,3 +543,49 @@ func TestProtocolFilteredReadThatLeavesWithoutRoomWakesThePublisher(t *testing.T
 		assert.Equal(t, uint64(1), r.Stats().Filtered)
 	})
 }
+
+// A topic retired while a batch published to it waits for room (its last
+// watcher stopped) ends that broadcaster's publish with ErrStopped after
+// the values it accepted: those count as published once, and only the rest
+// as unheard. It looked the topic up again and published the whole batch
+// once more, to nobody: the value the watcher had received counted as
+// unheard too.
+func TestTopicRetiredDuringABatchCountsOnlyTheRestUnheard(t *testing.T) {
+	tp := NewTopics[string, int](WithQueueLength(1))
+	w, err := tp.Watch("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sleeping := make(chan struct{}, 1)
+	defer setHook(hookRoomSleep, func() {
+		select {
+		case sleeping <- struct{}{}:
+		default:
+		}
+	})()
+	release := make(chan struct{})
+	defer setHook(hookRoomWoken, func() { <-release })()
+	type result struct {
+		n   int
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		n, err := tp.PublishBatch("a", []int{1, 2, 3})
+		done <- result{n, err}
+	}()
+	<-sleeping // 1 queued, waiting for room for 2
+	w.Stop()   // the last watcher: the topic retires, its broadcaster shut down
+	close(release)
+	r := <-done
+	if r.n != 3 || r.err != nil {
+		t.Errorf("PublishBatch = %d, %v; want 3, nil (1 accepted, 2 to nobody)", r.n, r.err)
+	}
+	if st := tp.Stats(); st.Published != 3 || st.Unheard != 2 {
+		t.Errorf("stats %+v: want 3 published, 2 of them unheard", st)
+	}
+	got, _ := w.Next(context.Background())
+	if got != 1 {
+		t.Errorf("the watcher received %d, want 1", got)
+	}
+}

@@ -122,7 +122,9 @@ func (t *Topics[K, T]) PublishBatch(topic K, vs []T) (int, error) {
 // returns and counts how many values publish accepted; with no
 // broadcaster, the n values are unheard. A topic retired between the
 // look-up and the publish (its broadcaster shut down) is looked up again:
-// the values were accepted by nobody.
+// the values were accepted by nobody. One retired after its publish
+// accepted k values (a batch that waited for its last watcher, stopped)
+// counts the rest unheard.
 func (t *Topics[K, T]) each(topic K, n int, publish func(*Broadcaster[T]) (int, error)) (int, error) {
 	if t.err != nil {
 		return 0, t.err
@@ -139,7 +141,14 @@ func (t *Topics[K, T]) each(topic K, n int, publish func(*Broadcaster[T]) (int, 
 		}
 		k, err := publish(b)
 		if errors.Is(err, ErrStopped) && t.live() {
-			continue // retired meanwhile
+			if k == 0 {
+				continue // retired meanwhile
+			}
+			// Retired while a batch waited (its last watcher stopped):
+			// the rest of it has nobody to go to.
+			t.published.Add(uint64(n))
+			t.unheard.Add(uint64(n - k))
+			return n, nil
 		}
 		t.published.Add(uint64(k))
 		if t.cfg.history == 0 && b.watching() == 0 {
