@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	neturl "net/url"
+	"strings"
 	"time"
 
 	fanoutnats "github.com/fanout-go/fanout/nats"
@@ -38,16 +40,70 @@ type NATSConfig struct {
 
 func (c *NATSConfig) validate() []string {
 	var p []string
-	if c.URL == "" && c.connect == nil {
+	switch {
+	case c.URL == "" && c.connect == nil:
 		p = append(p, "nats.url is required")
+	case c.connect == nil:
+		p = appendProblem(p, natsURLProblem(c.URL))
 	}
-	if c.Subject == "" {
+	switch {
+	case c.Subject == "":
 		p = append(p, "nats.subject is required")
+	case !natsSubject(c.Subject):
+		p = append(p, fmt.Sprintf("nats.subject %q is not a subject to publish to "+
+			"(tokens separated by dots, without spaces or the wildcards * and >)", c.Subject))
 	}
 	if c.Timeout == 0 {
 		c.Timeout = Duration(fanoutnats.DefaultTimeout)
 	}
 	return p
+}
+
+// natsURLProblem returns why url, a comma-separated list of servers, is
+// one nats.Connect refuses, or "": as nats.go reads it, each server is a
+// URL (nats:// when it has no scheme), and websocket servers (ws, wss)
+// cannot be mixed with the others.
+func natsURLProblem(url string) string {
+	var servers, ws int
+	for s := range strings.SplitSeq(url, ",") {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		if !strings.Contains(s, "://") {
+			s = "nats://" + s
+		}
+		u, err := neturl.Parse(s)
+		if err != nil || u.Host == "" {
+			return fmt.Sprintf("nats.url %q: %q is not a server URL", url, s)
+		}
+		servers++
+		if u.Scheme == "ws" || u.Scheme == "wss" {
+			ws++
+		}
+	}
+	switch {
+	case servers == 0:
+		return fmt.Sprintf("nats.url %q names no server", url)
+	case ws != 0 && ws != servers:
+		return fmt.Sprintf("nats.url %q mixes websocket and other servers", url)
+	}
+	return ""
+}
+
+// natsSubject reports whether s is a subject the sink can publish to, as
+// the NATS module's sink checks it when it is made: non-empty tokens
+// separated by dots, without white space or wildcards.
+func natsSubject(s string) bool {
+	if strings.ContainsAny(s, " \t\r\n\f\v") {
+		return false
+	}
+	for tok := range strings.SplitSeq(s, ".") {
+		if tok == "" || tok == "*" || tok == ">" {
+			return false
+		}
+	}
+	return true
 }
 
 // NATSSink publishes occurrences to JetStream. It connects at once but does

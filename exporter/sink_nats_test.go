@@ -42,3 +42,17 @@ func TestNATSSinkRejectsAnOversizedOccurrencePermanently(t *testing.T) {
 		t.Errorf("n %d, err %v; want 1 written and a permanent error for the oversized one", n, err)
 	}
 }
+
+// A NATS url or subject the sink can never use passed LoadConfig (and
+// --check-config) and only failed when the exporter started, without its
+// line.
+func TestNATSURLOrSubjectThatCanNeverWorkIsAConfigErrorWithItsLine(t *testing.T) {
+	wantConfigErrors(t, map[string]string{
+		`nats: {url: "::bad", subject: k8s}`:                      `line 2: receiver "r": nats.url "::bad"`,
+		`nats: {url: "nats://a:4222, http://[::1", subject: k8s}`: `line 2: receiver "r": nats.url "nats://a:4222, http://[::1"`,
+		`nats: {url: "nats://a:4222", subject: "k8s events"}`:     `line 2: receiver "r": nats.subject "k8s events"`,
+		`nats: {url: "nats://a:4222", subject: "k8s.>"}`:          `line 2: receiver "r": nats.subject "k8s.>"`,
+		`nats: {url: "nats://a:4222", subject: "k8s..events"}`:    `line 2: receiver "r": nats.subject "k8s..events"`,
+	})
+	parseOK(t, "receivers:\n  - name: r\n    nats: {url: \"a:4222, nats://b, tls://c:4443\", subject: k8s.events}\n")
+}
