@@ -135,3 +135,59 @@ func parseStdoutRule(t *testing.T, pre, rule string) *Config {
 	t.Helper()
 	return parseOK(t, pre+"receivers:\n  - name: s\n    stdout: {}\nroute:\n  match:\n    - receiver: s"+rule)
 }
+
+// kubernetes-event-exporter v1.6.1 sends an event to a receiver once per
+// rule that selects it (Route.ProcessEvent calls SendEvent for each); here
+// a receiver gets each occurrence once, whatever the depth or the number
+// of rules naming it, and a drop rule deeper down takes back nothing
+// selected above it.
+func TestReceiverSelectedAtSeveralLevelsGetsTheOccurrenceOnce(t *testing.T) {
+	c := parseOK(t, `
+route:
+  drop: [{namespace: "^kube-system$"}]
+  match: [{receiver: a}]
+  routes:
+    - match: [{receiver: a}, {type: "^Warning$"}]
+      routes:
+        - drop: [{reason: "^Pulled$"}]
+          match: [{receiver: b}]
+          routes:
+            - drop: [{message: ignore}]
+              match: [{receiver: a}, {receiver: b}]
+receivers: [{name: a, stdout: {}}, {name: b, stdout: {}}]
+`)
+	a, b := &memSink{}, &memSink{}
+	c.Receivers[0].Stdout, c.Receivers[0].Sink = nil, a
+	c.Receivers[1].Stdout, c.Receivers[1].Sink = nil, b
+	p, err := NewPipeline(c, PipelineOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := func(uid, ns, typ, reason, msg string) *Occurrence {
+		o := occ(uid, 1, ns)
+		o.Type, o.Reason, o.Message = typ, reason, msg
+		return o
+	}
+	for _, o := range []*Occurrence{
+		mk("deep", "app", "Warning", "BackOff", "m"),         // a at three levels, b at two
+		mk("pulled", "app", "Warning", "Pulled", "m"),        // dropped at level 3: a from above only
+		mk("ignored", "app", "Warning", "BackOff", "ignore"), // dropped at level 4: a, b from above
+		mk("system", "kube-system", "Warning", "BackOff", "m"),
+	} {
+		if err := p.Occurred(t.Context(), o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := a.stored(), []string{"deep/1", "pulled/1", "ignored/1"}; !slices.Equal(got, want) {
+		t.Errorf("a stored %v, want %v", got, want)
+	}
+	if got, want := b.stored(), []string{"deep/1", "ignored/1"}; !slices.Equal(got, want) {
+		t.Errorf("b stored %v, want %v", got, want)
+	}
+	if st := p.PipelineStats(); st.DroppedByRule != 1 {
+		t.Errorf("dropped by rule %d, want 1 (kube-system)", st.DroppedByRule)
+	}
+}
