@@ -38,8 +38,13 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if err := fl.apply(cfg); err != nil {
-		fmt.Fprintln(stderr, err)
-		return 2
+		if !fl.checkOnly || !errors.Is(err, errNoLeaseNamespace) {
+			fmt.Fprintln(stderr, err)
+			return 2
+		}
+		// Where the configuration is checked (CI, a workstation) is
+		// not where it runs: the pod's namespace is known there.
+		cfg.Warnings = append(cfg.Warnings, err.Error()+" when it runs; none is known here")
 	}
 	if fl.checkOnly {
 		checkOnly(fl.config, cfg, stdout, stderr)
@@ -156,10 +161,16 @@ func (f *flags) applyLeaderElection(le LeaderElectionConfig) error {
 		f.leaseName = le.LeaderElectionID
 	}
 	if f.leaseNamespace == "" || f.identity == "" {
-		return errors.New("leaderElection.enabled needs the pod's namespace (its service account, $POD_NAMESPACE or --leader-elect-namespace) and an identity")
+		return errNoLeaseNamespace
 	}
 	return nil
 }
+
+// errNoLeaseNamespace is the error of a configuration that enables leader
+// election where the Lease's namespace (or this replica's identity) is not
+// known; --check-config makes it a warning.
+var errNoLeaseNamespace = errors.New("leaderElection.enabled needs the pod's namespace " +
+	"(its service account, $POD_NAMESPACE or --leader-elect-namespace) and an identity")
 
 func newLogger(cfg *Config, w io.Writer) *slog.Logger {
 	if cfg.LogLevel == LogDisabled {

@@ -95,3 +95,34 @@ func TestKlogLinesComeOutAsJSONThroughTheExporterLogger(t *testing.T) {
 		t.Errorf("klog error line lost its message or error: %s", lines[0])
 	}
 }
+
+// --check-config validates the configuration, not where it runs: their
+// configuration with leaderElection.enabled, checked outside a pod (no
+// service account namespace, no $POD_NAMESPACE), is valid, with a warning
+// that the Lease's namespace must be known when it runs. Before, it was
+// reported as invalid (exit 2).
+func TestCheckConfigOfLeaderElectionOutsideAPodIsValidWithAWarning(t *testing.T) {
+	old := serviceAccountNamespace
+	serviceAccountNamespace = filepath.Join(t.TempDir(), "none")
+	t.Cleanup(func() { serviceAccountNamespace = old })
+	t.Setenv("POD_NAMESPACE", "")
+	path := filepath.Join(t.TempDir(), "their.yaml")
+	their := "leaderElection:\n  enabled: true\n  leaderElectionID: kubernetes-event-exporter\n" +
+		"route:\n  routes:\n    - match:\n        - receiver: dump\nreceivers:\n  - name: dump\n    stdout: {}\n"
+	if err := os.WriteFile(path, []byte(their), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := Main(context.Background(), []string{"--config", path, "--check-config"}, &stdout, &stderr)
+	if code != 0 || !strings.Contains(stdout.String(), path+": valid") ||
+		!strings.Contains(stderr.String(), "warning: leaderElection.enabled needs the pod's namespace") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want 0, valid, and a warning about the Lease's namespace",
+			code, stdout.String(), stderr.String())
+	}
+	// Running still needs it: nothing starts without the Lease's namespace.
+	stderr.Reset()
+	code = Main(context.Background(), []string{"--config", path, "--kubeconfig", "/nonexistent", "--listen", ""}, &stdout, &stderr)
+	if code != 2 || !strings.Contains(stderr.String(), "leaderElection.enabled needs the pod's namespace") {
+		t.Errorf("run: exit %d, stderr %q; want 2 and the missing namespace", code, stderr.String())
+	}
+}
