@@ -49,7 +49,7 @@ func (c *NATSConfig) validate() []string {
 	switch {
 	case c.Subject == "":
 		p = append(p, "nats.subject is required")
-	case !natsSubject(c.Subject):
+	case !fanoutnats.ValidSubject(c.Subject):
 		p = append(p, fmt.Sprintf("nats.subject %q is not a subject to publish to "+
 			"(tokens separated by dots, without spaces or the wildcards * and >)", c.Subject))
 	}
@@ -89,21 +89,6 @@ func natsURLProblem(url string) string {
 		return fmt.Sprintf("nats.url %q mixes websocket and other servers", url)
 	}
 	return ""
-}
-
-// natsSubject reports whether s is a subject the sink can publish to, as
-// the NATS module's sink checks it when it is made: non-empty tokens
-// separated by dots, without white space or wildcards.
-func natsSubject(s string) bool {
-	if strings.ContainsAny(s, " \t\r\n\f\v") {
-		return false
-	}
-	for tok := range strings.SplitSeq(s, ".") {
-		if tok == "" || tok == "*" || tok == ">" {
-			return false
-		}
-	}
-	return true
 }
 
 // NATSSink publishes occurrences to JetStream. It connects at once but does

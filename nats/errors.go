@@ -141,9 +141,11 @@ var transientErrors = []error{
 	jetstream.ErrTooManyStalledMsgs,
 }
 
-// validSubject reports whether s can be published to: not empty, no white
-// space, no empty token and no wildcard token.
-func validSubject(s string) bool {
+// ValidSubject reports whether s is a subject values can be published to:
+// not empty, no white space, no empty token and no wildcard token (* or >).
+// A [Forwarder] or [Sink] refuses any other; an application can check its
+// configuration with it before it connects.
+func ValidSubject(s string) bool {
 	if s == "" || strings.ContainsAny(s, " \t\r\n\f\v") {
 		return false
 	}

@@ -53,8 +53,8 @@ func TestValidSubjectRejectsWhatCannotBePublishedTo(t *testing.T) {
 		"": false, "a b": false, "a.": false, ".a": false, "a..b": false,
 		"a.*": false, "a.>": false, ">": false, "a\tb": false, "a\nb": false,
 	} {
-		if got := validSubject(s); got != want {
-			t.Errorf("validSubject(%q) = %v, want %v", s, got, want)
+		if got := ValidSubject(s); got != want {
+			t.Errorf("ValidSubject(%q) = %v, want %v", s, got, want)
 		}
 	}
 }

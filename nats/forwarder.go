@@ -170,7 +170,7 @@ func Forward[T any](b *fanout.Broadcaster[T], nc *nats.Conn, cfg ForwardConfig[T
 	if b == nil || nc == nil {
 		return nil, errors.New("fanoutnats: Forward: nil broadcaster or connection")
 	}
-	if cfg.SubjectOf == nil && !validSubject(cfg.Subject) {
+	if cfg.SubjectOf == nil && !ValidSubject(cfg.Subject) {
 		return nil, fmt.Errorf("%w: %q (ForwardConfig.Subject)", ErrInvalidSubject, cfg.Subject)
 	}
 	if err := checkSettings("Forward", bounded("ForwardConfig.Batch", cfg.Batch, "MaxBatch", MaxBatch),
@@ -365,7 +365,7 @@ func (f *Forwarder[T]) callSubject(v T, subject *string) error {
 	if perr := guard.Call(func() { *subject = f.cfg.SubjectOf(v) }); perr != nil {
 		return fmt.Errorf("%w: SubjectOf panicked: %w", ErrInvalidSubject, perr)
 	}
-	if !validSubject(*subject) {
+	if !ValidSubject(*subject) {
 		return fmt.Errorf("%w: %q", ErrInvalidSubject, *subject)
 	}
 	return nil

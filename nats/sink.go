@@ -57,7 +57,7 @@ func NewSink[T any](js jetstream.JetStream, cfg SinkConfig[T]) (*Sink[T], error)
 	if js == nil {
 		return nil, errors.New("fanoutnats: NewSink: nil JetStream")
 	}
-	if cfg.SubjectOf == nil && !validSubject(cfg.Subject) {
+	if cfg.SubjectOf == nil && !ValidSubject(cfg.Subject) {
 		return nil, fmt.Errorf("%w: %q (SinkConfig.Subject)", ErrInvalidSubject, cfg.Subject)
 	}
 	if err := checkSettings("NewSink", setting{name: "SinkConfig.Timeout", value: int64(cfg.Timeout)}); err != nil {
@@ -127,7 +127,7 @@ func (s *Sink[T]) prepare(v T) (subject string, data []byte, id string, err erro
 			return "", nil, "", &Error{Op: "subject", Err: fmt.Errorf("%w: SubjectOf panicked: %w", ErrInvalidSubject, perr)}
 		}
 	}
-	if !validSubject(subject) {
+	if !ValidSubject(subject) {
 		return "", nil, "", &Error{Op: "subject", Err: fmt.Errorf("%w: %q", ErrInvalidSubject, subject)}
 	}
 	data, err = s.cfg.Codec.encode(v)
