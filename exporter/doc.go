@@ -83,8 +83,9 @@
 // core's package doc): the YAML configuration and [Config] fields left out
 // take the documented defaults (a receiver's retry, [DefaultRetry]; its
 // queue, Wait with 1000 places, a webhook's DropOldest with 10,000; a
-// YAML key set to 0 counts as left out), and a value no setting can mean
-// is an error from [LoadConfig] and validation, naming the key, never
+// YAML key set to 0 counts as left out, but retry.maxTries, where 0
+// means retrying until shutdown), and a value no setting can mean is an
+// error from [LoadConfig] and validation, naming the key, never
 // silently changed. Each receiver's [Retry] becomes the core's
 // [fanout.RetryPolicy] ([Retry.Policy]).
 //

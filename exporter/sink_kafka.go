@@ -72,7 +72,8 @@ type KafkaSASL struct {
 	Username string `yaml:"username"`
 	Password string `yaml:"password"`
 	// Mechanism is PLAIN (the default, kubernetes-event-exporter's),
-	// SCRAM-SHA-256 or SCRAM-SHA-512.
+	// SCRAM-SHA-256 or SCRAM-SHA-512, in any case; sha256 and sha512,
+	// kubernetes-event-exporter's later names, name the SCRAM ones.
 	Mechanism string `yaml:"mechanism"`
 }
 
@@ -105,10 +106,11 @@ func (c *KafkaConfig) validate() []string {
 	if c.Key != "" && c.Key != KafkaKeyObject && c.Key != KafkaKeyEvent {
 		p = append(p, fmt.Sprintf("kafka.key %q is unknown (want object or event)", c.Key))
 	}
-	switch strings.ToUpper(c.SASL.Mechanism) {
-	case "", "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
+	switch c.SASL.canonical() {
+	case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
 	default:
-		p = append(p, fmt.Sprintf("kafka.sasl.mechanism %q is unknown (want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)", c.SASL.Mechanism))
+		p = append(p, fmt.Sprintf("kafka.sasl.mechanism %q is unknown (want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512; "+
+			"sha256 and sha512 name the SCRAM ones)", c.SASL.Mechanism))
 	}
 	if c.Avro != nil {
 		p = append(p, fmt.Sprintf("kafka.avro (line %d): Avro encoding is not supported; without it the records are JSON", c.Avro.line))
@@ -146,10 +148,26 @@ func (c *KafkaConfig) options() ([]kgo.Opt, error) {
 	return opts, nil
 }
 
+// canonical returns the name of the SASL mechanism, upper case, with
+// kubernetes-event-exporter's names of the SCRAM ones (sha256, sha512)
+// mapped to theirs; PLAIN if none is given.
+func (s KafkaSASL) canonical() string {
+	switch m := strings.ToUpper(s.Mechanism); m {
+	case "":
+		return "PLAIN"
+	case "SHA256":
+		return "SCRAM-SHA-256"
+	case "SHA512":
+		return "SCRAM-SHA-512"
+	default:
+		return m
+	}
+}
+
 // mechanism returns the SASL mechanism.
 func (s KafkaSASL) mechanism() sasl.Mechanism {
 	scr := scram.Auth{User: s.Username, Pass: s.Password}
-	switch strings.ToUpper(s.Mechanism) {
+	switch s.canonical() {
 	case "SCRAM-SHA-256":
 		return scr.AsSha256Mechanism()
 	case "SCRAM-SHA-512":

@@ -164,6 +164,25 @@ func TestKafkaSASLPlainAuthenticates(t *testing.T) {
 	}
 }
 
+// kubernetes-event-exporter's later releases name the SCRAM mechanisms
+// sha256 and sha512: those configurations authenticate with SCRAM.
+func TestKafkaSASLScramAuthenticatesUnderTheirMechanismNames(t *testing.T) {
+	for mech, method := range map[string]string{"sha256": "SCRAM-SHA-256", "sha512": "SCRAM-SHA-512", "scram-sha-512": "SCRAM-SHA-512"} {
+		t.Run(mech, func(t *testing.T) {
+			c := newKafka(t, kfake.EnableSASL(), kfake.Superuser(method, "producer", "s3cret"))
+			cfg := KafkaConfig{Brokers: c.ListenAddrs(), Topic: "events", Timeout: Duration(5 * time.Second)}
+			cfg.SASL = KafkaSASL{Enable: true, Username: "producer", Password: "s3cret", Mechanism: mech}
+			if p := cfg.validate(); len(p) != 0 {
+				t.Fatalf("problems %q", p)
+			}
+			s := newKafkaSink(t, cfg)
+			if n, err := s.Write(t.Context(), []*Occurrence{onObject("e1", 1, "web")}); n != 1 || err != nil {
+				t.Fatal(n, err)
+			}
+		})
+	}
+}
+
 func TestKafkaTheirExampleLoadsAndBadKeysAreNamed(t *testing.T) {
 	c, err := LoadConfig(theirs + "14-kafka.yaml")
 	if err != nil {
