@@ -88,13 +88,31 @@ func ns(v *int64) string {
 	return time.Duration(*v).Round(time.Microsecond).String()
 }
 
-// WriteJSON writes one JSON object per case (JSON Lines), kind "nats".
+// WriteJSON writes one JSON object per case (JSON Lines), kinds "nats",
+// "nats_latency" and "nats_jetstream". The lines go into the same file as
+// the harness's cases, every line of which has every field: each line
+// carries the harness's fields too ([harness.Case]), null or zero where the
+// nats group does not measure them, and its own after them.
 func WriteJSON(w io.Writer, res *Results) error {
 	enc := json.NewEncoder(w)
 	for _, c := range res.Cases {
-		if err := enc.Encode(c); err != nil {
+		if err := enc.Encode(jsonLine{Case: c}); err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+// jsonLine is one JSON line of a nats case: its own fields, and under them
+// those of a harness case. encoding/json takes a field name from the
+// shallowest embedded struct that has it, so a name both have (kind,
+// system, watchers, delivered_per_sec, p99_latency_ns, ...) comes from the
+// nats case, and the rest of the harness's fields are there, null.
+type jsonLine struct {
+	Case
+	harnessFields
+}
+
+// harnessFields puts the fields of a harness case one level deeper than
+// those of [Case] in a [jsonLine].
+type harnessFields struct{ harness.Case }
