@@ -161,7 +161,9 @@ func (c Config) Validate() error {
 	if c.Reps < 1 {
 		errs = append(errs, fmt.Errorf("reps %d", c.Reps))
 	}
-	if c.Events <= 0 && (c.Target <= 0 || c.MinEvents < 1 || c.MaxEvents < c.MinEvents) {
+	if c.Events < 0 {
+		errs = append(errs, fmt.Errorf("events %d (0 to calibrate to Target)", c.Events))
+	} else if c.Events == 0 && (c.Target <= 0 || c.MinEvents < 1 || c.MaxEvents < c.MinEvents) {
 		errs = append(errs, errors.New("need Events, or Target with 1 <= MinEvents <= MaxEvents"))
 	}
 	if c.StallWatchers < 2 {

@@ -169,6 +169,20 @@ func TestRunRejectsBadConfig(t *testing.T) {
 	}
 }
 
+// A negative Events is an error, not a silent fallback to the calibrated
+// counts: `-events -5` asks for something that cannot be done.
+func TestValidateRejectsNegativeEvents(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Events = -5
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "events -5") {
+		t.Errorf("Validate with Events -5: %v, want an error naming events -5", err)
+	}
+	cfg.Events = 0
+	if err := cfg.Validate(); err != nil {
+		t.Errorf("Validate with Events 0 (calibrate): %v", err)
+	}
+}
+
 // The JSON Lines output has one object per case with every required field,
 // numbers where the kind measures them.
 func TestWriteJSON(t *testing.T) {
