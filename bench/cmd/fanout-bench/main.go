@@ -44,7 +44,8 @@
 //
 // The exit status is 0 when the run completed, even if a target fails (the
 // figures are noisy); -strict makes a failed target exit with status 3, for
-// CI.
+// CI. -h prints the flags and exits 0; a bad flag exits 2 after the usage,
+// and any other error 1.
 package main
 
 import (
@@ -63,20 +64,39 @@ import (
 )
 
 func main() {
-	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		var ex exitError
-		if errors.As(err, &ex) {
-			os.Exit(int(ex))
-		}
-		fmt.Fprintln(os.Stderr, "fanout-bench:", err)
-		os.Exit(1)
+	os.Exit(exitCode(run(os.Args[1:], os.Stdout, os.Stderr), os.Stderr))
+}
+
+// exitCode returns the exit status for run's error, and writes the error
+// to stderr unless it was written already: 0 for none and for -h (the
+// usage was printed), the flag package's 2 for a bad flag (printed with
+// the usage), an [exitError]'s own status, and 1 for any other error.
+func exitCode(err error, stderr io.Writer) int {
+	var ex exitError
+	var usage usageError
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &ex):
+		return int(ex)
+	case errors.As(err, &usage):
+		return 2
 	}
+	fmt.Fprintln(stderr, "fanout-bench:", err)
+	return 1
 }
 
 // exitError ends the command with its value as exit status, with no message.
 type exitError int
 
 func (e exitError) Error() string { return "exit status " + strconv.Itoa(int(e)) }
+
+// usageError is a bad command line that the flag package has already
+// reported, with the usage.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
 
 // intList is a flag holding a comma-separated list of positive integers.
 type intList []int
@@ -218,7 +238,10 @@ func parseArgs(args []string, stderr io.Writer) (options, error) {
 	var f flags
 	f.register(fs, harness.DefaultConfig())
 	if err := fs.Parse(args); err != nil {
-		return options{}, err
+		if errors.Is(err, flag.ErrHelp) {
+			return options{}, err
+		}
+		return options{}, usageError{err}
 	}
 	if fs.NArg() > 0 {
 		return options{}, fmt.Errorf("unexpected arguments %q", fs.Args())

@@ -182,3 +182,27 @@ func TestIntList(t *testing.T) {
 		t.Error(exitError(3).Error())
 	}
 }
+
+// -h lists the flags and exits 0, as a Go command's -h does: it is no
+// error, and says nothing more than the usage.
+func TestHelpListsTheFlagsAndExitsZero(t *testing.T) {
+	var out bytes.Buffer
+	if code := exitCode(run([]string{"-h"}, &out, &out), &out); code != 0 {
+		t.Errorf("-h: exit status %d, want 0", code)
+	}
+	if s := out.String(); !strings.Contains(s, "-watchers LIST") || strings.Contains(s, "help requested") {
+		t.Errorf("-h printed:\n%s", s)
+	}
+}
+
+// A bad flag value is reported once (the flag package prints it with the
+// usage), with exit status 2, the Go convention for a usage error.
+func TestBadFlagIsReportedOnceWithExitStatusTwo(t *testing.T) {
+	var out bytes.Buffer
+	if code := exitCode(run([]string{"-watchers", "0"}, &out, &out), &out); code != 2 {
+		t.Errorf("-watchers 0: exit status %d, want 2", code)
+	}
+	if n := strings.Count(out.String(), `"0" is not a positive integer`); n != 1 {
+		t.Errorf("-watchers 0: the error printed %d times, want once:\n%s", n, out.String())
+	}
+}
