@@ -39,8 +39,9 @@
 // ratio against client-go in ratio_vs_k8s_wait_q100; an events case the
 // same (its ratio in ratio_vs_client_go) and the most goroutines seen while
 // recording in peak_goroutines. -svg draws
-// delivered/s against watchers. Both create the file's directory if needed
-// and print where the file went.
+// delivered/s against watchers; a run without a one-producer throughput
+// case (-only record, say) writes no chart and says so. Both create the
+// file's directory if needed and print where the file went.
 //
 // The exit status is 0 when the run completed, even if a target fails (the
 // figures are noisy); -strict makes a failed target exit with status 3, for
@@ -49,6 +50,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
@@ -280,7 +282,20 @@ func writeOutputs(stdout io.Writer, o options, res *harness.Results, natsRes *na
 		}
 	}
 	if o.svgFile != "" {
-		return writeFile(stdout, "chart", o.svgFile, func(w io.Writer) error { return harness.WriteChart(w, res) })
+		// Drawn first, so that a run with nothing to draw (-only without
+		// throughput, or no one-producer group) completes without an empty
+		// file: it says so instead.
+		var chart bytes.Buffer
+		if err := harness.WriteChart(&chart, res); errors.Is(err, harness.ErrNothingToChart) {
+			_, err = fmt.Fprintf(stdout, "chart not written to %s: no one-producer throughput case in this run\n", o.svgFile)
+			return err
+		} else if err != nil {
+			return err
+		}
+		return writeFile(stdout, "chart", o.svgFile, func(w io.Writer) error {
+			_, err := w.Write(chart.Bytes())
+			return err
+		})
 	}
 	return nil
 }

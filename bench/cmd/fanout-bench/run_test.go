@@ -206,3 +206,25 @@ func TestBadFlagIsReportedOnceWithExitStatusTwo(t *testing.T) {
 		t.Errorf("-watchers 0: the error printed %d times, want once:\n%s", n, out.String())
 	}
 }
+
+// A run that measured no one-producer throughput case (here -only
+// idle_memory, as `make bench BENCHFLAGS=-only=idle_memory` asks, since
+// make bench always passes -svg) still completed: exit status 0, the report
+// and JSON written, and a note instead of the chart, no empty file.
+func TestRunWithNothingToChartCompletesAndSaysSo(t *testing.T) {
+	dir := t.TempDir()
+	jsonPath, svgPath := filepath.Join(dir, "bench.json"), filepath.Join(dir, "bench.svg")
+	var stdout bytes.Buffer
+	if err := run(append(tiny, "-only", "idle_memory", "-json", jsonPath, "-svg", svgPath), &stdout, &stdout); err != nil {
+		t.Fatalf("run: %v\n%s", err, stdout.String())
+	}
+	if _, err := os.Stat(svgPath); !os.IsNotExist(err) {
+		t.Errorf("chart file %s: %v, want none", svgPath, err)
+	}
+	if fi, err := os.Stat(jsonPath); err != nil || fi.Size() == 0 {
+		t.Errorf("JSON file %s: %v", jsonPath, err)
+	}
+	if !strings.Contains(stdout.String(), "chart not written") {
+		t.Errorf("report does not say the chart was not written:\n%s", stdout.String())
+	}
+}

@@ -58,6 +58,10 @@ func axisRate(v float64) string {
 	return strconv.FormatFloat(v, 'g', 3, 64)
 }
 
+// ErrNothingToChart is [WriteChart]'s error for results without a
+// one-producer throughput case of [ChartSystems].
+var ErrNothingToChart = errors.New("harness: no one-producer throughput case to chart")
+
 // WriteChart draws delivered values per second (log scale) against the
 // number of watchers (log scale) for the one-producer throughput cases of
 // res, one line per system of [ChartSystems], and writes it to w as SVG.
@@ -102,7 +106,7 @@ func WriteChart(w io.Writer, res *Results) error {
 		drawn++
 	}
 	if drawn == 0 {
-		return errors.New("harness: no one-producer throughput case to chart")
+		return ErrNothingToChart
 	}
 	slices.Sort(ns)
 	var ticks []plot.Tick
