@@ -180,7 +180,7 @@ func (f *flags) register(fs *flag.FlagSet, def harness.Config) {
 	f.watchers, f.producers = intList(def.Watchers), intList(def.Producers)
 	f.latProd, f.recProd = intList(def.LatencyProducers), intList(def.RecordProducers)
 	f.topics = intList(def.TopicCounts)
-	f.quick = fs.Bool("quick", false, "a smoke run of a few seconds: N=10,100, 1 producer, 3 short reps (other flags given override it)")
+	f.quick = fs.Bool("quick", false, "a smoke run of about 30 s on 2 cores: N=10,100, 1 producer, 3 short reps (other flags given override it)")
 	f.idlePull = fs.Int("idle-pull-watchers", def.IdlePullWatchers, "idle watchers of the memory measurement of fanout wait pull")
 	f.reps = fs.Int("reps", def.Reps, "measured repetitions per case (medians are reported)")
 	f.duration = fs.Duration("duration", def.Target, "target time of one throughput measurement (sets the events per measurement)")

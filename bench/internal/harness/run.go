@@ -10,7 +10,7 @@ import (
 )
 
 // Config says what to measure and for how long. [DefaultConfig] is what
-// `make bench` runs; [QuickConfig] is a smoke run of a few seconds.
+// `make bench` runs; [QuickConfig] is a smoke run of about 30 s.
 type Config struct {
 	// Watchers lists the watcher counts N of the throughput cases. From
 	// [LargeWatchers] on, a group measures [LargeSystems] only.
@@ -97,7 +97,8 @@ func (c Config) runs(kind string) bool { return len(c.Only) == 0 || slices.Conta
 // system with 1 and 4 producers, 100,000 idle fanout pull watchers and
 // 10,000 of the other systems, 1 s of idle CPU per system, replay of 1000
 // values and 20,000 recorded Kubernetes events per record measurement from
-// 1 and 8 goroutines. It takes about three minutes on a 2-core machine.
+// 1 and 8 goroutines. It takes about 6 minutes on a shared 2-core machine
+// (bench/README.md).
 func DefaultConfig() Config {
 	return Config{
 		Watchers:         []int{1, 10, 100, 1000},
@@ -125,9 +126,10 @@ func DefaultConfig() Config {
 	}
 }
 
-// QuickConfig returns a smoke-test configuration that runs in a few seconds:
-// N = 10 and 100, one producer (latency too), 3 short repetitions, 1 and
-// 10 topics, 2,000 recorded events. Its figures are noisy.
+// QuickConfig returns a smoke-test configuration that runs in about 30 s on
+// a 2-core machine (32 s at load average 2.5): N = 10 and 100, one
+// producer (latency too), 3 short repetitions, 1 and 10 topics, 2,000
+// recorded events. Its figures are noisy.
 func QuickConfig() Config {
 	c := DefaultConfig()
 	c.Watchers = []int{10, 100}
