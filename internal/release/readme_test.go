@@ -167,3 +167,42 @@ func deeper(mods []Module, o Module, pkg string) bool {
 	}
 	return false
 }
+
+var goGetWithComment = regexp.MustCompile(`(?m)^go get (\S+)(.*)$`)
+
+// Every `go get` line of the README says which Go the module needs, as
+// its go.mod's go directive does: a user on the core's Go 1.25 must learn
+// from the install line, not from the go command, that a module needs
+// Go 1.26.
+func TestReadmeInstallLinesStateTheGoVersionEachModuleNeeds(t *testing.T) {
+	md, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mods, err := Modules(repoRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byPath := map[string]Module{}
+	for _, m := range mods {
+		byPath[m.Path] = m
+	}
+	lines := goGetWithComment.FindAllStringSubmatch(string(md), -1)
+	if len(lines) == 0 {
+		t.Fatal("README.md has no go get line")
+	}
+	for _, l := range lines {
+		path, _, _ := strings.Cut(l[1], "@")
+		m, ok := byPath[path]
+		if !ok || m.GoMod.Go == nil {
+			continue // TestReadmeInstallLinesNameReleasedModules reports it
+		}
+		v := m.GoMod.Go.Version
+		if parts := strings.SplitN(v, ".", 3); len(parts) == 3 {
+			v = parts[0] + "." + parts[1] // 1.26.0 → 1.26
+		}
+		if want := "Go " + v + " or later"; !strings.Contains(l[2], want) {
+			t.Errorf("README.md: go get %s: the line does not say %q (its go.mod: go %s):\n%s", l[1], want, m.GoMod.Go.Version, l[0])
+		}
+	}
+}
