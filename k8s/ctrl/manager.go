@@ -31,6 +31,9 @@ import (
 	"github.com/fanout-go/fanout/k8s/record"
 )
 
+// errAlreadyStarted is controller-runtime's error for a second Start.
+var errAlreadyStarted = errors.New("manager already started")
+
 // defaultRenewDeadline is controller-runtime's default
 // manager.Options.RenewDeadline (unexported there), which sets the
 // timeout of the leader election client.
@@ -269,11 +272,15 @@ func (m *Manager) GetEventRecorder(name string) ctrlrecorder.EventRecorder {
 // bound of [WithShutdownTimeout]; then it unregisters the metrics. It
 // returns the wrapped manager's error. Events still unwritten at the bound
 // are counted as dropped at shutdown (the broadcasters' Stats) and logged,
-// but do not make Start fail. A second call returns controller-runtime's
-// error ("manager already started") and leaves the recorders as they are.
+// but do not make Start fail. A second call, concurrent with the first or
+// not, returns controller-runtime's error ("manager already started") and
+// leaves the recorders as they are.
 func (m *Manager) Start(ctx context.Context) error {
 	if !m.started.CompareAndSwap(false, true) {
-		return m.Manager.Start(ctx)
+		// Not m.Manager.Start: a call racing the first one could start
+		// the wrapped manager before it, and the first one would then
+		// shut the recorders down under it.
+		return errAlreadyStarted
 	}
 	m.startRecording()
 	err := m.Manager.Start(ctx)

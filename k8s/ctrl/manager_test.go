@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -472,4 +473,60 @@ func TestEventsReachTheAPIServerAsControllerRuntimesDo(t *testing.T) {
 		got[i] = srv.requests()
 	}
 	assert.Equal(t, got[0], got[1])
+}
+
+// gateSink is a logger that shows nothing and, once armed, holds the
+// first caller asking whether V(1) is shown until the gate closes: the
+// first Start asks that before it starts controller-runtime's manager.
+type gateSink struct {
+	armed   *atomic.Bool
+	once    *sync.Once
+	entered chan struct{}
+	gate    chan struct{}
+}
+
+func (s gateSink) Enabled(level int) bool {
+	if level == 1 && s.armed.Load() {
+		s.once.Do(func() { close(s.entered); <-s.gate })
+	}
+	return false
+}
+func (s gateSink) Init(logr.RuntimeInfo)          {}
+func (s gateSink) Info(int, string, ...any)       {}
+func (s gateSink) Error(error, string, ...any)    {}
+func (s gateSink) WithName(string) logr.LogSink   { return s }
+func (s gateSink) WithValues(...any) logr.LogSink { return s }
+
+// Of two concurrent Starts, the one that loses returns controller-runtime's
+// error and the other runs the manager with its recorders. The loser used
+// to start controller-runtime's manager itself when it got there first:
+// the winner then got "manager already started" and shut the recorders
+// down under the running manager, which refused every event.
+func TestConcurrentStartsRunTheManagerOnceWithItsRecorders(t *testing.T) {
+	gs := gateSink{armed: &atomic.Bool{}, once: &sync.Once{}, entered: make(chan struct{}), gate: make(chan struct{})}
+	m, f := newTestManager(t, manager.Options{Logger: logr.New(gs)})
+	gs.armed.Store(true)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	first := make(chan error, 1)
+	go func() { first <- m.Start(ctx) }()
+	<-gs.entered // the first Start is between its check and the manager's Start
+	second := make(chan error, 1)
+	go func() { second <- m.Start(ctx) }()
+	select {
+	case err := <-second:
+		assert.ErrorContains(t, err, "manager already started")
+	case <-time.After(200 * time.Millisecond):
+		t.Error("the second Start runs the manager")
+		defer func() { <-second }()
+	}
+	close(gs.gate)
+	<-m.Elected()
+
+	m.GetEventRecorder("pods").Eventf(pod("web"), nil, corev1.EventTypeNormal, "R", "A", "while running")
+	require.NoError(t, m.EventsBroadcaster().Flush(t.Context()))
+	assert.Zero(t, m.EventsBroadcaster().Stats().Refused)
+	assert.Len(t, f.events.Calls(), 1)
+	cancel()
+	require.NoError(t, <-first)
 }
