@@ -530,3 +530,36 @@ func TestConcurrentStartsRunTheManagerOnceWithItsRecorders(t *testing.T) {
 	cancel()
 	require.NoError(t, <-first)
 }
+
+// doneCtx is a context of a type the context package does not know, so
+// that whatever follows it (context.WithCancel, context.AfterFunc) does so
+// on a goroutine of its own until one of the two ends.
+type doneCtx struct {
+	context.Context
+	done chan struct{}
+}
+
+func (c doneCtx) Done() <-chan struct{} { return c.done }
+
+func (c doneCtx) Err() error {
+	select {
+	case <-c.done:
+		return context.Canceled
+	default:
+		return nil
+	}
+}
+
+// A manager that NewManager fails to make (after its broadcasters) has
+// its broadcasters shut down: a record.WithContext among the options
+// would otherwise stay followed, here by goroutines, until its context
+// ends.
+func TestNewManagerErrorShutsTheBroadcastersDown(t *testing.T) {
+	ctx := doneCtx{Context: context.Background(), done: make(chan struct{})}
+	defer close(ctx.done)
+	before := goleak.IgnoreCurrent()
+	_, err := NewManager(offline, manager.Options{LeaderElection: true, LeaderElectionNamespace: "ns", Logger: logr.Discard()},
+		withSinks(apitest.NewCoreSink(), &apitest.EventsSink{}), WithRecordOptions(record.WithContext(ctx)))
+	require.ErrorContains(t, err, "LeaderElectionID must be configured")
+	assert.NoError(t, goleak.Find(before))
+}
