@@ -31,6 +31,10 @@ import (
 	"github.com/fanout-go/fanout/k8s/record"
 )
 
+// errNilContext is Start's error for a nil context, as everywhere in the
+// repository (controller-runtime's manager panics).
+var errNilContext = errors.New("fanoutctrl: nil context; pass context.Background()")
+
 // errAlreadyStarted is controller-runtime's error for a second Start.
 var errAlreadyStarted = errors.New("manager already started")
 
@@ -272,10 +276,14 @@ func (m *Manager) GetEventRecorder(name string) ctrlrecorder.EventRecorder {
 // bound of [WithShutdownTimeout]; then it unregisters the metrics. It
 // returns the wrapped manager's error. Events still unwritten at the bound
 // are counted as dropped at shutdown (the broadcasters' Stats) and logged,
-// but do not make Start fail. A second call, concurrent with the first or
-// not, returns controller-runtime's error ("manager already started") and
-// leaves the recorders as they are.
+// but do not make Start fail. A nil ctx is an error, and starts nothing
+// (controller-runtime's Start panics). A second call, concurrent with the
+// first or not, returns controller-runtime's error ("manager already
+// started") and leaves the recorders as they are.
 func (m *Manager) Start(ctx context.Context) error {
+	if ctx == nil {
+		return errNilContext
+	}
 	if !m.started.CompareAndSwap(false, true) {
 		// Not m.Manager.Start: a call racing the first one could start
 		// the wrapped manager before it, and the first one would then

@@ -563,3 +563,23 @@ func TestNewManagerErrorShutsTheBroadcastersDown(t *testing.T) {
 	require.ErrorContains(t, err, "LeaderElectionID must be configured")
 	assert.NoError(t, goleak.Find(before))
 }
+
+// Start with a nil context returns an error, as every call of the
+// repository does, and starts nothing: a later Start runs the manager.
+// It panicked, in controller-runtime's Start, after the sinks had started,
+// and left the manager marked started, its sinks never shut down.
+func TestStartWithANilContextIsAnErrorAndStartsNothing(t *testing.T) {
+	m, f := newTestManager(t, manager.Options{})
+	var err error
+	assert.NotPanics(t, func() {
+		//lint:ignore SA1012 the nil context is tested
+		err = m.Start(nil) //nolint:staticcheck
+	})
+	assert.ErrorContains(t, err, "nil context")
+	assert.Zero(t, m.RecordBroadcaster().Stats().Sinks, "nothing started")
+
+	stop := run(t, m)
+	m.GetEventRecorder("pods").Eventf(pod("web"), nil, corev1.EventTypeNormal, "R", "A", "m")
+	require.NoError(t, stop())
+	assert.Len(t, f.events.Calls(), 1)
+}
