@@ -146,56 +146,75 @@ var errWatchClosed = errors.New("watch closed")
 // Run lists or resumes, then watches until ctx ends, watching again from
 // the last resource version seen when a watch ends, and listing again when
 // that resource version is too old, or has been too large for the API
-// server for a minute in a row (tooLargeFor).
+// server for tooLargeFor in a row.
 func (s *Source) Run(ctx context.Context) {
 	s.ctx = ctx
-	rv := s.resumeRV
-	if rv != "" {
-		s.log.Info("resuming the watch of events from the checkpoint", "resourceVersion", rv)
+	st := runState{rv: s.resumeRV, delay: minRetry}
+	if st.rv != "" {
+		s.log.Info("resuming the watch of events from the checkpoint", "resourceVersion", st.rv)
 	}
-	delay := minRetry
-	var tooLarge time.Time // when rv was first answered "too large", in a row
 	for ctx.Err() == nil {
-		listed := rv == ""
+		listed := st.rv == ""
 		if listed {
-			var err error
-			if rv, err = s.relist(ctx); err != nil {
-				delay = s.retryAfter(ctx, delay, "listing events failed", err)
+			rv, err := s.relist(ctx)
+			if err != nil {
+				st.delay = s.retryAfter(ctx, st.delay, "listing events failed", err)
 				continue
 			}
+			st.rv = rv
 		}
 		start := time.Now()
-		next, err := s.resume(ctx, rv, listed)
+		next, err := s.resume(ctx, st.rv, listed)
 		if ctx.Err() != nil {
 			return
 		}
-		ran := time.Since(start) >= minRetry
-		if ran {
-			delay = minRetry
-		}
-		if !isTooLarge(err) {
-			tooLarge = time.Time{}
-		} else if tooLarge.IsZero() {
-			tooLarge = start
-		}
-		switch {
-		case isTooOld(err):
-			s.log.Warn("the API server no longer has the changes after the last resource version: listing events; "+
-				"count raises made meanwhile may collapse into one occurrence", "resourceVersion", rv, "err", err)
-			rv = ""
-		case isTooLarge(err) && time.Since(tooLarge) >= tooLargeFor:
-			s.log.Warn("the API server has not reached the last resource version for "+tooLargeFor.String()+
-				" (its etcd restored from a backup?): listing events; count raises made meanwhile may collapse "+
-				"into one occurrence", "resourceVersion", rv, "err", err)
-			rv, tooLarge = "", time.Time{}
-		case errors.Is(err, errWatchClosed) && ran:
-			s.log.Info("watch of events ended: watching again", "resourceVersion", next)
-			rv = next
-		default:
-			rv = next
-			delay = s.retryAfter(ctx, delay, "watching events failed", err)
-		}
+		s.afterWatch(ctx, &st, start, next, err)
 	}
+}
+
+// runState is what Run carries from one watch to the next.
+type runState struct {
+	rv       string        // where the next watch starts; "" for a list first
+	delay    time.Duration // the next retry delay
+	tooLarge time.Time     // when rv was first answered "too large", in a row
+}
+
+// afterWatch sets where the next watch starts, from how the one from st.rv
+// started at start ended: err, with next the last resource version seen.
+// It waits before a retry.
+func (s *Source) afterWatch(ctx context.Context, st *runState, start time.Time, next string, err error) {
+	ran := time.Since(start) >= minRetry
+	if ran {
+		st.delay = minRetry
+	}
+	if !isTooLarge(err) {
+		st.tooLarge = time.Time{}
+	} else if st.tooLarge.IsZero() {
+		st.tooLarge = start
+	}
+	switch {
+	case isTooOld(err):
+		s.log.Warn("the API server no longer has the changes after the last resource version: listing events; "+
+			"count raises made meanwhile may collapse into one occurrence", "resourceVersion", st.rv, "err", err)
+		st.rv = ""
+	case isTooLarge(err) && time.Since(st.tooLarge) >= tooLargeFor:
+		s.log.Warn("the API server has not reached the last resource version for "+tooLargeFor.String()+
+			" (its etcd restored from a backup?): listing events; count raises made meanwhile may collapse "+
+			"into one occurrence", "resourceVersion", st.rv, "err", err)
+		st.rv, st.tooLarge = "", time.Time{}
+	case errors.Is(err, errWatchClosed) && ran:
+		s.log.Info("watch of events ended: watching again", "resourceVersion", next)
+		st.rv = next
+	default:
+		st.rv = next
+		st.delay = s.retryAfter(ctx, st.delay, "watching events failed", err)
+	}
+}
+
+// isTooOld reports whether err says that a resource version is too old
+// to watch from.
+func isTooOld(err error) bool {
+	return apierrors.IsResourceExpired(err) || apierrors.IsGone(err)
 }
 
 // resume watches from rv, and unless rv comes from a list just made
@@ -229,12 +248,6 @@ const tooLargeFor = 30 * time.Second
 // the resource version a watch asked for.
 func isTooLarge(err error) bool {
 	return apierrors.IsTimeout(err) && apierrors.HasStatusCause(err, metav1.CauseTypeResourceVersionTooLarge)
-}
-
-// isTooOld reports whether err says that a resource version is too old
-// to watch from.
-func isTooOld(err error) bool {
-	return apierrors.IsResourceExpired(err) || apierrors.IsGone(err)
 }
 
 // retryAfter logs a failure, waits delay (or until ctx ends) and returns
