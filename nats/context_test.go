@@ -56,3 +56,30 @@ func TestANilContextIsAnErrorThatChangesNothing(t *testing.T) {
 	_, err = sink.Create(nilCtx, event{Seq: 2})
 	isNilCtxErr("Sink.Create", err)
 }
+
+// Close is idempotent: once a bridge has closed, Close again returns nil,
+// even with a context that has already ended (it has nothing left to give
+// up). It chose at random between the closed Done channel and the ended
+// context, and returned ctx.Err() about half the time.
+func TestCloseAgainAfterACleanCloseReturnsNilEvenWithAnEndedContext(t *testing.T) {
+	srv := natstest.New(t)
+	nc := srv.Connect(t)
+	js := natstest.JetStream(t, nc)
+	natstest.Stream(t, js, "EV", "ev")
+	f, err := fanoutnats.Forward(fanout.New[event](), nc, fanoutnats.ForwardConfig[event]{Subject: "fwd"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := subscribe(t, nc, fanout.New[event](), fanoutnats.SubscribeConfig[event]{Subject: "core"})
+	c := consume(t, js, fanout.New[event](), fanoutnats.ConsumeConfig[event]{Stream: "EV", Durable: "d"})
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	for name, b := range map[string]closer{"Forwarder": f, "Subscriber": s, "Consumer": c} {
+		closeAndWait(t, b)
+		for i := range 100 {
+			if err := b.Close(ended); err != nil {
+				t.Fatalf("%s: Close #%d after a clean Close, with an ended context: %v, want nil", name, i+2, err)
+			}
+		}
+	}
+}

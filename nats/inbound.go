@@ -161,6 +161,11 @@ func closeWait(ctx context.Context, stop func(), done <-chan struct{}, giveUp fu
 	}
 	stop()
 	select {
+	case <-done: // finished, even if ctx has ended too: nothing was given up
+		return nil
+	default:
+	}
+	select {
 	case <-done:
 		return nil
 	case <-ctx.Done():
