@@ -132,6 +132,9 @@ type Consumer[T any] struct {
 	// refused is the message the broadcaster refused (it shut down), if
 	// any: negatively acknowledged when the consumer finishes.
 	refused jetstream.Msg
+	// ended is the terminal error the iterator returned before it closed
+	// (the consumer was deleted, say): why the consumer stopped.
+	ended error
 }
 
 // Consume starts publishing the messages of cfg.Stream into b, as cfg
@@ -515,6 +518,9 @@ func (c *Consumer[T]) onNextError(err error) bool {
 		c.mu.Unlock()
 		if !closing { // the iterator ended on its own: report why
 			cause := err
+			if c.ended != nil {
+				cause = c.ended
+			}
 			if c.js.Conn().IsClosed() {
 				cause = nats.ErrConnectionClosed
 			}
@@ -524,7 +530,11 @@ func (c *Consumer[T]) onNextError(err error) bool {
 		return false
 	}
 	// Missing heartbeats, a reconnect, a consumer status: the iterator
-	// goes on (a terminal status closes it, and the next call says so).
+	// goes on (a terminal status closes it, and the next call says so:
+	// the status is then why the consumer stopped).
+	if errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrBadRequest) {
+		c.ended = err
+	}
 	c.in.rep.report(&Error{Op: "consume", Subject: c.stream, Err: err})
 	return true
 }

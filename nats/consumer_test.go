@@ -390,3 +390,24 @@ func TestStartLastCountsMessagesNotSequences(t *testing.T) {
 		}
 	}
 }
+
+// A durable that an operator deletes while Consume runs ends the consumer,
+// and Err says why: the consumer was deleted (it said only that the
+// messages iterator had closed).
+func TestDurableConsumerDeletedByAnOperatorStopsWithErrConsumerDeleted(t *testing.T) {
+	srv := natstest.New(t)
+	admin := natstest.JetStream(t, srv.Connect(t))
+	natstest.Stream(t, admin, "EV", "ev")
+	b := fanout.New[event](fanout.WithQueueLength(64))
+	w, _ := b.Watch()
+	c := consume(t, natstest.JetStream(t, srv.Connect(t)), b, fanoutnats.ConsumeConfig[event]{Stream: "EV", Durable: "d"})
+	jsPublish(t, admin, "ev", events(1, 4)...)
+	recv(t, w, 3)
+	if err := admin.DeleteConsumer(guardCtx(t), "EV", "d"); err != nil {
+		t.Fatal(err)
+	}
+	waitDone(t, c)
+	if !errors.Is(c.Err(), jetstream.ErrConsumerDeleted) {
+		t.Fatalf("Err = %v, want jetstream.ErrConsumerDeleted", c.Err())
+	}
+}
