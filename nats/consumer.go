@@ -627,6 +627,11 @@ func (c *Consumer[T]) repairGap() bool {
 				c.in.setErr(err)
 				return false
 			}
+			if gone := c.gone(); gone != nil {
+				c.in.setErr(gone)
+				c.in.rep.report(&Error{Op: "consume", Subject: c.stream, Err: gone})
+				return false
+			}
 			continue
 		}
 		c.mu.Lock()
@@ -638,6 +643,20 @@ func (c *Consumer[T]) repairGap() bool {
 		c.lastCseq = 0
 		return true
 	}
+}
+
+// gone returns the error saying that the durable or its stream no longer
+// exists (deleted by an operator, or a memory stream lost with a server
+// restart), and nil if it exists or the server does not answer. A reset of
+// a consumer that does not exist gets no answer at all, so repairGap asks.
+func (c *Consumer[T]) gone() error {
+	ctx, cancel := context.WithTimeout(c.in.ctx, DefaultTimeout)
+	defer cancel()
+	_, err := c.js.Consumer(ctx, c.stream, c.durable)
+	if errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
+		return err
+	}
+	return nil
 }
 
 // closedNotifier is implemented by nats.go's pull iterators: Closed

@@ -411,3 +411,26 @@ func TestDurableConsumerDeletedByAnOperatorStopsWithErrConsumerDeleted(t *testin
 		t.Fatalf("Err = %v, want jetstream.ErrConsumerDeleted", c.Err())
 	}
 }
+
+// A durable whose stream is gone when the consumer resets it after a
+// reconnect (a memory stream does not survive a server restart) ends the
+// consumer with the reason in Err. The reset of a consumer that does not
+// exist gets no answer, and the consumer tried it again for ever, every
+// DefaultTimeout, with Err nil.
+func TestDurableConsumerWhoseStreamIsGoneAfterARestartStopsWithTheReason(t *testing.T) {
+	srv := natstest.New(t)
+	admin := natstest.JetStream(t, srv.Connect(t))
+	if _, err := admin.CreateStream(guardCtx(t), jetstream.StreamConfig{Name: "EV", Subjects: []string{"ev"}, Storage: jetstream.MemoryStorage}); err != nil {
+		t.Fatal(err)
+	}
+	b := fanout.New[event](fanout.WithQueueLength(64))
+	w, _ := b.Watch()
+	c := consume(t, natstest.JetStream(t, srv.Connect(t)), b, fanoutnats.ConsumeConfig[event]{Stream: "EV", Durable: "d"})
+	jsPublish(t, admin, "ev", events(1, 4)...)
+	recv(t, w, 3)
+	srv.Restart(t) // the memory stream, and its durable, are gone
+	waitDone(t, c)
+	if !errors.Is(c.Err(), jetstream.ErrStreamNotFound) {
+		t.Fatalf("Err = %v, want jetstream.ErrStreamNotFound", c.Err())
+	}
+}
