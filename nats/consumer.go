@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -143,7 +144,7 @@ type Consumer[T any] struct {
 // responder (a server restarting), 3 attempts at most. It returns an error if js
 // or b is nil, if the stream does not exist, if the consumer cannot be
 // created, or if an existing durable is not a pull consumer acknowledging
-// with AckAll.
+// with AckAll or filters other subjects than FilterSubjects.
 //
 // An existing durable is reset to its ack floor when Consume starts it
 // (the consumer reset API, nats-server 2.14 or later): the values after the
@@ -322,6 +323,9 @@ func durableConsumer[T any](ctx context.Context, js jetstream.JetStream, stream 
 	if err := checkDurable(cons.CachedInfo()); err != nil {
 		return nil, err
 	}
+	if err := checkFilters(cons.CachedInfo(), cfg.FilterSubjects); err != nil {
+		return nil, err
+	}
 	if created { // nothing delivered yet: nothing to reset (and, in a cluster, maybe no consumer leader yet to answer)
 		return cons, nil
 	}
@@ -345,6 +349,23 @@ func checkDurable(info *jetstream.ConsumerInfo) error {
 		return fmt.Errorf("durable %q does not acknowledge with AckAll (%v)", info.Name, info.Config.AckPolicy)
 	}
 	return nil
+}
+
+// checkFilters returns an error unless an existing durable filters the
+// subjects asked for (in any order): it would deliver others, silently.
+func checkFilters(info *jetstream.ConsumerInfo, want []string) error {
+	have := slices.Clone(info.Config.FilterSubjects)
+	if info.Config.FilterSubject != "" {
+		have = append(have, info.Config.FilterSubject)
+	}
+	want = slices.Clone(want)
+	slices.Sort(have)
+	slices.Sort(want)
+	if slices.Equal(slices.Compact(have), slices.Compact(want)) {
+		return nil
+	}
+	return fmt.Errorf("durable %q filters subjects %q, not %q (ConsumeConfig.FilterSubjects): "+
+		"consume it with its filters, or give the new filters a durable of their own", info.Name, have, want)
 }
 
 // Close stops the consumer. It stops pulling at once, then waits until

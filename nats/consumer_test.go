@@ -434,3 +434,31 @@ func TestDurableConsumerWhoseStreamIsGoneAfterARestartStopsWithTheReason(t *test
 		t.Fatalf("Err = %v, want jetstream.ErrStreamNotFound", c.Err())
 	}
 }
+
+// An existing durable that filters other subjects than
+// ConsumeConfig.FilterSubjects is refused, as one that does not acknowledge
+// with AckAll is: it was resumed with its old filters, and delivered values
+// of subjects the configuration did not ask for. The same filters, in any
+// order, resume it.
+func TestConsumeRejectsADurableFilteringOtherSubjects(t *testing.T) {
+	srv := natstest.New(t)
+	js := natstest.JetStream(t, srv.Connect(t))
+	natstest.Stream(t, js, "EV", "ev.*")
+	for _, filters := range [][]string{{"ev.a"}, {"ev.a", "ev.b"}} {
+		durable := fmt.Sprint("d", len(filters))
+		closeAndWait(t, consume(t, js, fanout.New[event](), fanoutnats.ConsumeConfig[event]{Stream: "EV", Durable: durable, FilterSubjects: filters}))
+		again := slices.Clone(filters)
+		slices.Reverse(again)
+		closeAndWait(t, consume(t, js, fanout.New[event](), fanoutnats.ConsumeConfig[event]{Stream: "EV", Durable: durable, FilterSubjects: again}))
+		for _, other := range [][]string{{"ev.c"}, nil, append(slices.Clone(filters), "ev.c")} {
+			c, err := fanoutnats.Consume(guardCtx(t), js, fanout.New[event](), fanoutnats.ConsumeConfig[event]{Stream: "EV", Durable: durable, FilterSubjects: other})
+			if err == nil {
+				closeAndWait(t, c)
+				t.Fatalf("Consume of durable filtering %q with FilterSubjects %q: no error", filters, other)
+			}
+			if !strings.Contains(err.Error(), "FilterSubjects") {
+				t.Fatalf("error %q does not name FilterSubjects", err)
+			}
+		}
+	}
+}
