@@ -67,8 +67,10 @@ type ConsumeConfig[T any] struct {
 	// acknowledges a message only once every lossless watcher of the
 	// local broadcaster has taken its values (see "Acknowledgement" in the
 	// package documentation), and resumes where the last one left off.
-	// Give each process its own durable: processes sharing a durable share
-	// its values instead of each receiving all of them. Empty means an
+	// Give each process, and each Consume, its own durable: two
+	// Consumes of one durable do not share its values, each takes the
+	// other's deliveries for gaps and resets the durable, so values are
+	// delivered again (counted as duplicates; none is lost). Empty means an
 	// ordered consumer: ephemeral, never acknowledging, recreated by the
 	// client as needed.
 	Durable string

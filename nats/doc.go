@@ -84,7 +84,11 @@
 //     resumes it after the last sequence it delivered, and the new
 //     stream's messages up to that sequence are not delivered, counted
 //     nowhere). A durable Consumer stops with an error then. Start a new
-//     ordered Consumer after recreating its stream.
+//     ordered Consumer after recreating its stream. And the stream's own
+//     limits: a stream that discards old messages (DiscardOld with
+//     MaxMsgs, MaxBytes or MaxAge) can discard messages a consumer has not
+//     read yet; the server decides that, and no counter here shows it. Use
+//     DiscardNew, which the Forwarder retries, where nothing may be lost.
 //
 // # Acknowledgement
 //
