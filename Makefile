@@ -77,7 +77,7 @@ invariants:
 	@echo "== test -tags $(CHECK_TAG) . (no race detector)"; $(GO) test -tags $(CHECK_TAG) -count=1 -timeout 30m .
 	@echo "== test . (no tag, no race detector: the build that ships)"; $(GO) test -count=1 -timeout 30m .
 
-## bench: the main command: the comparison harness bench/cmd/fanout-bench with its defaults (about 5 minutes
+## bench: the main command: the comparison harness bench/cmd/fanout-bench with its defaults (about 11 minutes
 ## on 2 cores): fanout vs k8s watch.Broadcaster vs raw channels, and k8s/record vs client-go's tools/record.
 ## The report goes to stdout; bench.json (JSON Lines) and the chart bench.svg go to bench/out/, which git
 ## ignores. Exit status 0 when the run completed; BENCHFLAGS=-strict makes a missed target fail.
