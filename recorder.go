@@ -289,8 +289,10 @@ func (r *Recorder[T]) start(name string, attach func(*Runner[T]) error, handle f
 // and the one in flight, gets at most one more attempt. Shutdown waits until
 // every runner has finished its queue and exited, and returns nil; or, if ctx
 // ends first, it cancels the context passed to sinks, has the runners drop
-// what is still queued as [DropShutdown], and returns ctx.Err() at once. The
-// runners then exit as soon as their calls in flight return ([Runner.Done]);
+// what is still queued as [DropShutdown], and returns ctx.Err() at once. A
+// runner drops its queue once its call in flight returns: until then its
+// values show as queued in Stats (and stay so if the call never returns,
+// a sink that ignores its context). The runners then exit ([Runner.Done]);
 // a second Shutdown waits for that. Call [Recorder.Flush] first to wait for
 // retries to play out.
 //

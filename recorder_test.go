@@ -340,6 +340,39 @@ func TestShutdownContextCancelsAHangingSink(t *testing.T) {
 	})
 }
 
+// A handler that ignores the end of Shutdown's context keeps its runner in
+// its call: what is queued behind it shows as queued until the call
+// returns, and is then counted as dropped at shutdown, as Shutdown's doc
+// says.
+func TestShutdownCountsAStuckHandlersQueueOnceItsCallReturns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r, err := fanout.NewRecorder[ev]()
+		require.NoError(t, err)
+		release, entered := make(chan struct{}), make(chan struct{}, 1)
+		run, err := r.StartHandler(func(ev) {
+			entered <- struct{}{}
+			<-release
+		})
+		require.NoError(t, err)
+		for i := range 10 {
+			require.NoError(t, r.Record(ev{Msg: fmt.Sprint(i)}))
+		}
+		<-entered
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		assert.ErrorIs(t, r.Shutdown(ctx), context.DeadlineExceeded)
+		st := run.Stats()
+		assert.Equal(t, 9, st.Queued, "behind the call in flight")
+		assert.Zero(t, st.DroppedShutdown)
+		close(release)
+		<-run.Done()
+		st = run.Stats()
+		assert.Equal(t, uint64(9), st.DroppedShutdown)
+		assert.Equal(t, uint64(1), st.Written)
+		assert.Zero(t, st.Queued)
+	})
+}
+
 // Shutdown called from inside a handler or a sink waits for that very
 // runner, which cannot finish until the call returns: it returns
 // context.DeadlineExceeded when its context ends, and the runner then exits.

@@ -55,8 +55,9 @@
 //   - [Broadcaster.ShutdownContext] is bounded by its context, and
 //     [Broadcaster.Shutdown] by [ShutdownTimeout] (5 s): no write is
 //     retried after it, each queued event gets at most one more attempt,
-//     and when the context ends the rest is dropped (counted) and the
-//     writes in flight are cancelled. After Shutdown the Start methods
+//     and when the context ends the rest is dropped (counted as each sink's
+//     or watcher's call in flight returns; queued in Stats until then) and
+//     the writes in flight are cancelled. After Shutdown the Start methods
 //     return an error and recorders count events as refused; nothing
 //     panics. client-go leaves its maintenance goroutines running until
 //     the recording context ends.
@@ -96,8 +97,9 @@
 //     after its eviction starts a new event (a create) where client-go
 //     would have patched its series.
 //   - Shutdown waits, up to [ShutdownTimeout], for the sinks and watchers
-//     to handle what is queued, and drops (counted) what they have not
-//     reached by then: a watcher that takes 1 s per event, with 10 queued,
+//     to handle what is queued, and drops what they have not reached by
+//     then (counted once the call in flight returns; a handler that never
+//     returns leaves its events queued in Stats): a watcher that takes 1 s per event, with 10 queued,
 //     gets about 5 of them. client-go's Shutdown returns at once and its
 //     handler goroutine goes on receiving all 10 afterwards.
 //   - Shutdown called from inside a watcher's handler waits for that very

@@ -58,8 +58,9 @@
 // The bounds cost what client-go, unbounded, does not: a burst larger than
 // a sink's queue (1000 events, [WithQueueLength]) drops the excess,
 // counted, even into a healthy API server slower than the burst; Shutdown
-// waits up to [ShutdownTimeout] for slow sinks and watchers and drops
-// (counted) what they have not reached by then, where client-go's returns
+// waits up to [ShutdownTimeout] for slow sinks and watchers and drops what
+// they have not reached by then (counted once the call in flight returns;
+// queued in Stats until then), where client-go's returns
 // at once and its goroutines go on; and Shutdown called from inside a
 // watcher's handler waits for that very handler (see [Broadcaster.Shutdown]).
 //
