@@ -197,6 +197,12 @@ func TestDifferentialWithClientGo(t *testing.T) {
 			},
 		},
 	}
+	compareWithClientGo(t, scenarios)
+}
+
+// compareWithClientGo runs each scenario through client-go's broadcaster and
+// ours and fails t unless both make the same sink calls at the same times.
+func compareWithClientGo(t *testing.T, scenarios []scenario) {
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {
 			theirs := runClientGo(t, sc)

@@ -1,14 +1,9 @@
 package events
 
 import (
-	"cmp"
-	"slices"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
@@ -110,32 +105,5 @@ func TestMoreSeriesScenariosMatchClientGo(t *testing.T) {
 			},
 		},
 	}
-	for _, sc := range scenarios {
-		t.Run(sc.name, func(t *testing.T) {
-			theirs := runClientGo(t, sc)
-			ours := runOurs(t, sc)
-			if sc.noTimes {
-				for _, ops := range [][]op{theirs, ours} {
-					for i := range ops {
-						ops[i].At = 0
-					}
-				}
-			}
-			for _, ops := range [][]op{theirs, ours} {
-				slices.SortStableFunc(ops, func(a, b op) int {
-					return cmp.Or(cmp.Compare(a.At, b.At), cmp.Compare(a.Name, b.Name))
-				})
-			}
-			require.NotEmpty(t, theirs)
-			if !assert.Equal(t, theirs, ours) {
-				for i, o := range theirs {
-					t.Logf("client-go %d: %v", i, o)
-				}
-				for i, o := range ours {
-					t.Logf("ours      %d: %v", i, o)
-				}
-			}
-		})
-	}
-	_ = strings.HasPrefix
+	compareWithClientGo(t, scenarios)
 }
