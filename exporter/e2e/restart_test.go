@@ -21,6 +21,7 @@ import (
 
 	"github.com/fanout-go/fanout/exporter"
 	"github.com/fanout-go/fanout/k8s/apiservertest"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 )
@@ -311,20 +312,10 @@ func waitFileKeys(t *testing.T, path string, n int) {
 func TestCheckpointTooOldForTheWatchMakesAListAndCountsCollapsedRaises(t *testing.T) {
 	client, ns, dir, hook, addr, args := resumeSetup(t, "tooold")
 	const n = 20
-	if _, err := createEvents(t.Context(), client, ns, 0, n, 4, 0); err != nil {
-		t.Fatal(err)
-	}
 	// The checkpoint of an exporter that forwarded count 1 of every event,
 	// then stopped; while it is down, the counts rise to 4 and etcd
 	// compacts its history past the checkpoint's resource version.
-	l, err := client.CoreV1().Events(ns).List(t.Context(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ck := exporter.Checkpoint{Version: 1, ResourceVersion: l.ResourceVersion, Counts: map[string]int32{}}
-	for _, e := range l.Items {
-		ck.Counts[string(e.UID)] = 1
-	}
+	ck, l := forwardedOnce(t, client, ns, n)
 	raiseTo(t, client, ns, n, 4, map[string]bool{})
 	compact(t, client, ns)
 	want := map[string]bool{}
@@ -363,21 +354,12 @@ func TestCheckpointTooOldForTheWatchMakesAListAndCountsCollapsedRaises(t *testin
 func TestCheckpointAheadOfTheAPIServerMakesAListAfterThirtySeconds(t *testing.T) {
 	client, ns, dir, hook, addr, args := resumeSetup(t, "ahead")
 	const n = 20
-	if _, err := createEvents(t.Context(), client, ns, 0, n, 4, 0); err != nil {
-		t.Fatal(err)
-	}
-	l, err := client.CoreV1().Events(ns).List(t.Context(), metav1.ListOptions{})
+	ck, _ := forwardedOnce(t, client, ns, n)
+	rv, err := strconv.ParseUint(ck.ResourceVersion, 10, 64)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rv, err := strconv.ParseUint(l.ResourceVersion, 10, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ck := exporter.Checkpoint{Version: 1, ResourceVersion: strconv.FormatUint(rv+1_000_000, 10), Counts: map[string]int32{}}
-	for _, e := range l.Items {
-		ck.Counts[string(e.UID)] = 1
-	}
+	ck.ResourceVersion = strconv.FormatUint(rv+1_000_000, 10)
 	want := map[string]bool{}
 	raiseTo(t, client, ns, n, 2, want)
 	b, _ := json.Marshal(ck)
@@ -403,6 +385,25 @@ func TestCheckpointAheadOfTheAPIServerMakesAListAfterThirtySeconds(t *testing.T)
 	if !strings.Contains(string(log), "has not reached the last resource version") {
 		t.Errorf("the log does not say why it listed:\n%s", log)
 	}
+}
+
+// forwardedOnce creates events [0, n) in ns and returns them as listed, and
+// the checkpoint of an exporter that forwarded count 1 of each, at the
+// list's resource version.
+func forwardedOnce(t *testing.T, client kubernetes.Interface, ns string, n int) (exporter.Checkpoint, *corev1.EventList) {
+	t.Helper()
+	if _, err := createEvents(t.Context(), client, ns, 0, n, 4, 0); err != nil {
+		t.Fatal(err)
+	}
+	l, err := client.CoreV1().Events(ns).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ck := exporter.Checkpoint{Version: 1, ResourceVersion: l.ResourceVersion, Counts: map[string]int32{}}
+	for _, e := range l.Items {
+		ck.Counts[string(e.UID)] = 1
+	}
+	return ck, l
 }
 
 var httpClient = &http.Client{Timeout: 5 * time.Second}
