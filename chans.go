@@ -15,8 +15,10 @@ import (
 // consumers keep working while the publisher waits for the full ones, as
 // with a loop of channel sends (holding v back from them made Action 1.2x
 // slower at 100 watchers and 1.4x at 1000, lossless, queue 100). A strict or
-// try publish hands v to nobody before it is accepted: it only lists the
-// full watchers that may wait. Either way b.pending lists the full ones.
+// try publish hands v to no watcher with room before it is accepted: it
+// only lists the full watchers that may wait (a strict one hands v to a
+// ready hand-off consumer, and later to the full ones that wait, by
+// sendBlocked). Either way b.pending lists the full ones.
 func (p *pub[T]) chanPass(v T) {
 	if p.mode == pubAction {
 		p.offerAll(v)

@@ -112,8 +112,9 @@ type Broadcaster[T any] struct {
 	nbounded int
 
 	// The publish turn (turn.go): held by a publisher that waits with
-	// values of its call accepted, calls a user's OnFull, or blocks on a
-	// channel watcher; the others queue in turnQ, in order.
+	// values of its call accepted, calls a user's OnFull or asks filters,
+	// sifts, or blocks on a channel watcher; the others queue in turnQ, in
+	// order.
 	turn  bool
 	turnQ []chan struct{}
 

@@ -14,11 +14,12 @@ import (
 )
 
 // The tests of this file force, one by one, the interleavings of DESIGN.md:
-// the wake-up obligations of its section 6 and the three bugs of its
-// section 10. They pause a goroutine at a hook point (hooks.go) and drive
-// another through, inside a testing/synctest bubble, so that a missing
-// wake-up shows at once as a goroutine that synctest.Wait finds still
-// blocked, never as a time-out. They need the fanoutcheck build tag:
+// the wake-up obligations of its section 6 and four of the bugs of its
+// section 10 (the fifth's test is in waiting_test.go). They run inside a
+// testing/synctest bubble and, where an interleaving needs it, pause a
+// goroutine at a hook point (hooks.go) and drive another through, so that
+// a missing wake-up shows at once as a goroutine that synctest.Wait finds
+// still blocked, never as a time-out. They need the fanoutcheck build tag:
 //
 //	go test -race -tags fanoutcheck -run TestProtocol .
 
