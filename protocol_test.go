@@ -4,6 +4,7 @@ package fanout
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -328,6 +329,49 @@ func TestProtocolStopOfTheAwaitedReaderReleasesThePublisher(t *testing.T) {
 		r.Stop()
 		require.NoError(t, done(t, pub, "the publisher"))
 		assert.Equal(t, []int{0, 1}, []int{must(next(other)), must(next(other))})
+	})
+}
+
+// onFull is a FullChannelBehavior made of a function.
+type onFull func(FullState) Decision
+
+func (f onFull) OnFull(s FullState) Decision { return f(s) }
+
+// W7, eviction: a publisher that evicts the reader other publishers wait
+// for wakes them, and they then have nobody to wait for. Three publishers
+// wait for a full reader; it makes room for one; the next finds it full
+// again and its behaviour evicts it; the third must not sleep on.
+func TestProtocolEvictionOfTheAwaitedReaderReleasesThePublishers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := New[int](WithQueueLength(1))
+		defer b.Shutdown()
+		calls := 0 // OnFull calls of one broadcaster never run concurrently
+		r, _ := b.Watch(WithFullChannelBehavior(onFull(func(FullState) Decision {
+			calls++
+			if calls == 1 {
+				return Decision{Verdict: VerdictWait}
+			}
+			return Decision{Verdict: VerdictEvict}
+		})))
+		other, _ := b.Watch(WithQueueLength(10))
+		require.NoError(t, b.Action(0))
+		pubs := []<-chan error{}
+		for v := 1; v <= 3; v++ {
+			pubs = append(pubs, async(func() error { return b.Action(v) }))
+			require.True(t, pending(pubs[len(pubs)-1]), "publisher %d waits for r", v)
+		}
+		assert.Equal(t, 0, must(next(r))) // room for one of them
+		for i, p := range pubs {
+			require.NoError(t, done(t, p, fmt.Sprint("publisher ", i+1)))
+		}
+		got := []int{must(next(other)), must(next(other)), must(next(other)), must(next(other))}
+		assert.ElementsMatch(t, []int{0, 1, 2, 3}, got)
+		v, err := next(r)
+		require.NoError(t, err, "the value that took its room stays readable")
+		assert.Contains(t, []int{1, 2, 3}, v)
+		_, err = next(r)
+		assert.ErrorIs(t, err, ErrEvicted)
+		assert.Equal(t, 2, calls)
 	})
 }
 
