@@ -103,11 +103,16 @@ func TestReadmeGoBlocksAreGofmtClean(t *testing.T) {
 	}
 }
 
-var goGetLine = regexp.MustCompile(`(?m)^go get (\S+)`)
+// goGet is a `go get` line of the README: the line, the module path (any
+// @version cut) and what follows the argument (its comment).
+type goGet struct{ line, path, rest string }
 
-// Every module the README tells users to `go get` is a released module of
-// this repository.
-func TestReadmeInstallLinesNameReleasedModules(t *testing.T) {
+var goGetLine = regexp.MustCompile(`(?m)^go get (\S+)(.*)$`)
+
+// readmeGoGets returns the README's go get lines and the repository's
+// modules by path; it fails t if there is no such line.
+func readmeGoGets(t *testing.T) ([]goGet, map[string]Module) {
+	t.Helper()
 	md, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
 	if err != nil {
 		t.Fatal(err)
@@ -116,18 +121,28 @@ func TestReadmeInstallLinesNameReleasedModules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	released := map[string]bool{}
+	byPath := map[string]Module{}
 	for _, m := range mods {
-		released[m.Path] = m.Released()
+		byPath[m.Path] = m
 	}
-	lines := goGetLine.FindAllStringSubmatch(string(md), -1)
-	if len(lines) == 0 {
+	var gets []goGet
+	for _, l := range goGetLine.FindAllStringSubmatch(string(md), -1) {
+		path, _, _ := strings.Cut(l[1], "@")
+		gets = append(gets, goGet{line: l[0], path: path, rest: l[2]})
+	}
+	if len(gets) == 0 {
 		t.Fatal("README.md has no go get line")
 	}
-	for _, l := range lines {
-		path, _, _ := strings.Cut(l[1], "@")
-		if !released[path] {
-			t.Errorf("README.md: go get %s: not a released module of this repository", l[1])
+	return gets, byPath
+}
+
+// Every module the README tells users to `go get` is a released module of
+// this repository.
+func TestReadmeInstallLinesNameReleasedModules(t *testing.T) {
+	gets, mods := readmeGoGets(t)
+	for _, g := range gets {
+		if m, ok := mods[g.path]; !ok || !m.Released() {
+			t.Errorf("README.md: %s: not a released module of this repository", g.line)
 		}
 	}
 }
@@ -168,32 +183,14 @@ func deeper(mods []Module, o Module, pkg string) bool {
 	return false
 }
 
-var goGetWithComment = regexp.MustCompile(`(?m)^go get (\S+)(.*)$`)
-
 // Every `go get` line of the README says which Go the module needs, as
 // its go.mod's go directive does: a user on the core's Go 1.25 must learn
 // from the install line, not from the go command, that a module needs
 // Go 1.26.
 func TestReadmeInstallLinesStateTheGoVersionEachModuleNeeds(t *testing.T) {
-	md, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mods, err := Modules(repoRoot)
-	if err != nil {
-		t.Fatal(err)
-	}
-	byPath := map[string]Module{}
-	for _, m := range mods {
-		byPath[m.Path] = m
-	}
-	lines := goGetWithComment.FindAllStringSubmatch(string(md), -1)
-	if len(lines) == 0 {
-		t.Fatal("README.md has no go get line")
-	}
-	for _, l := range lines {
-		path, _, _ := strings.Cut(l[1], "@")
-		m, ok := byPath[path]
+	gets, mods := readmeGoGets(t)
+	for _, g := range gets {
+		m, ok := mods[g.path]
 		if !ok || m.GoMod.Go == nil {
 			continue // TestReadmeInstallLinesNameReleasedModules reports it
 		}
@@ -201,8 +198,8 @@ func TestReadmeInstallLinesStateTheGoVersionEachModuleNeeds(t *testing.T) {
 		if parts := strings.SplitN(v, ".", 3); len(parts) == 3 {
 			v = parts[0] + "." + parts[1] // 1.26.0 → 1.26
 		}
-		if want := "Go " + v + " or later"; !strings.Contains(l[2], want) {
-			t.Errorf("README.md: go get %s: the line does not say %q (its go.mod: go %s):\n%s", l[1], want, m.GoMod.Go.Version, l[0])
+		if want := "Go " + v + " or later"; !strings.Contains(g.rest, want) {
+			t.Errorf("README.md: the line does not say %q (its go.mod: go %s):\n%s", want, m.GoMod.Go.Version, g.line)
 		}
 	}
 }
