@@ -116,6 +116,31 @@ func TestFilterThatPanicsDropsThatValueOnly(t *testing.T) {
 	}
 }
 
+// Panics among kept and rejected values: each value is counted once, as
+// delivered, filtered or dropped, whatever the order of the three.
+func TestFilterThatPanicsOftenCountsEveryValueOnce(t *testing.T) {
+	for _, r := range readers {
+		t.Run(r.name, func(t *testing.T) {
+			b := fanout.New[int]()
+			w, err := b.Watch(fanout.WithFilter(func(v int) bool {
+				if v%5 == 0 {
+					panic(v)
+				}
+				return v%2 == 0
+			}))
+			require.NoError(t, err)
+			r.prepare(w)
+			publish(t, b, seq(1, 20)...)
+			b.Shutdown()
+			assert.Equal(t, []int{2, 4, 6, 8, 12, 14, 16, 18}, r.drain(w))
+			st := w.Stats()
+			assert.Equal(t, uint64(4), st.DroppedPanic, "5, 10, 15 and 20")
+			assert.Equal(t, uint64(8), st.Filtered, "the odd values but 5 and 15")
+			assert.Equal(t, uint64(8), st.Delivered)
+		})
+	}
+}
+
 func TestFilterOfAnotherTypeIsAnError(t *testing.T) {
 	b := fanouttest.New[int](t)
 	_, err := b.Watch(fanout.WithFilter(func(string) bool { return true }))

@@ -52,34 +52,52 @@ func (w *Watcher[T]) sifting() int {
 // rejected and panicking ones; the kept values' meta, unmarked, moves with
 // them. Called with no lock held. A panic costs that value only.
 func (w *Watcher[T]) keepRaw(vals []T, meta []uint64) (n int, rejected uint64, panics []error) {
-	keep := w.x.keep
-	i := 0
-	for i < len(vals) {
-		err := guard.Call(func() {
-			for ; i < len(meta); i++ {
-				if meta[i]&rawBit == 0 || keep(vals[i]) {
-					vals[n], meta[n] = vals[i], meta[i]&^rawBit
-					n++
-				} else {
-					rejected++
-				}
-			}
-			for ; i < len(vals); i++ {
-				if keep(vals[i]) {
-					vals[n] = vals[i]
-					n++
-				} else {
-					rejected++
-				}
-			}
-		})
+	var k keepRun[T]
+	k.keep = w.x.keep
+	for k.i < len(vals) {
+		err := guard.Call(func() { k.run(vals, meta) })
 		if err != nil {
 			panics = append(panics, err)
-			i++
+			k.i++
+			k.skipped++
 		}
 	}
-	clear(vals[n:])
-	return n, rejected, panics
+	clear(vals[k.n:])
+	return k.n, uint64(k.i - k.n - k.skipped), panics
+}
+
+// keepRun is the state of keepRaw's loop: its position i, the values kept
+// n, and the panicking ones skipped; every value before i is one of
+// the three or rejected.
+type keepRun[T any] struct {
+	keep          func(T) bool
+	i, n, skipped int
+}
+
+// run asks k.keep about vals from k.i on, moving the kept ones (and their
+// meta, for the first len(meta)) to the front. It works on locals and
+// stores its position before each call of the filter, so that a panic
+// (recovered by keepRaw) leaves k exact: a store per value rather than
+// the loop's state read and written through the closure.
+func (k *keepRun[T]) run(vals []T, meta []uint64) {
+	keep, i, n := k.keep, k.i, k.n
+	for ; i < len(meta); i++ {
+		k.i = i
+		if meta[i]&rawBit == 0 || keep(vals[i]) {
+			vals[n], meta[n] = vals[i], meta[i]&^rawBit
+			n++
+			k.n = n
+		}
+	}
+	for ; i < len(vals); i++ {
+		k.i = i
+		if keep(vals[i]) {
+			vals[n] = vals[i]
+			n++
+			k.n = n
+		}
+	}
+	k.i = i
 }
 
 // rawRead is what a filtered reader's own read (tryRecvKept) learns from
