@@ -141,6 +141,27 @@ func TestFilterThatPanicsOftenCountsEveryValueOnce(t *testing.T) {
 	}
 }
 
+// A publisher that sifts a full filtered queue nobody reads asks the filter
+// itself: a panic there costs that value only, and the values after it are
+// asked once each.
+func TestFilterThatPanicsWhileAPublisherSiftsCostsThatValueOnly(t *testing.T) {
+	b := fanout.New[int](fanout.WithQueueLength(4))
+	w, err := b.Watch(fanout.WithFilter(func(v int) bool {
+		if v == 3 {
+			panic(v)
+		}
+		return v%2 == 0
+	}))
+	require.NoError(t, err)
+	publish(t, b, seq(1, 7)...) // 5 and 7 find the queue full: it is sifted
+	b.Shutdown()
+	assert.Equal(t, []int{2, 4, 6}, fanouttest.Drain(w))
+	st := w.Stats()
+	assert.Equal(t, uint64(1), st.DroppedPanic)
+	assert.Equal(t, uint64(3), st.Filtered, "1, 5 and 7")
+	assert.Equal(t, uint64(3), st.Delivered)
+}
+
 func TestFilterOfAnotherTypeIsAnError(t *testing.T) {
 	b := fanouttest.New[int](t)
 	_, err := b.Watch(fanout.WithFilter(func(string) bool { return true }))
