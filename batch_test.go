@@ -190,19 +190,29 @@ func TestBatchSinkDropsWhatIsLeftAsShutdownWhenItsContextEnds(t *testing.T) {
 	})
 }
 
-// Bad configuration is an error at start, and nothing runs.
+// Bad configuration is an error at start, and nothing runs. A Batch above
+// MaxQueueLength is refused as a queue length would be: the runner
+// allocated its buffer of Batch values on its own goroutine, and
+// math.MaxInt crashed the process (makeslice: len out of range).
 func TestStartBatchSinkRejectsBadConfiguration(t *testing.T) {
 	b := fanout.New[int]()
 	defer b.Shutdown()
 	w, err := b.Watch()
 	require.NoError(t, err)
 	defer w.Stop()
-	_, err = fanout.StartBatchSink(t.Context(), w, &batchSink{}, fanout.BatchConfig[int]{Batch: -1})
-	assert.Error(t, err)
+	for _, n := range []int{-1, fanout.MaxQueueLength + 1, math.MaxInt} {
+		run, err := fanout.StartBatchSink(t.Context(), w, &batchSink{}, fanout.BatchConfig[int]{Batch: n})
+		assert.Error(t, err, "Batch %d", n)
+		assert.Nil(t, run)
+	}
 	_, err = fanout.StartBatchSink(t.Context(), w, &batchSink{}, fanout.BatchConfig[int]{Retry: &fanout.RetryPolicy{}})
 	assert.Error(t, err)
 	_, err = fanout.StartBatchSink[int](t.Context(), nil, &batchSink{}, fanout.BatchConfig[int]{})
 	assert.Error(t, err)
+	run, err := fanout.StartBatchSink(t.Context(), w, &batchSink{}, fanout.BatchConfig[int]{Batch: fanout.MaxQueueLength})
+	require.NoError(t, err, "MaxQueueLength itself is a valid Batch")
+	run.Stop()
+	<-run.Done()
 }
 
 // A Write that stores every value and still returns an error counts as a
@@ -282,25 +292,4 @@ func TestStartBatchSinkRejectsANilContext(t *testing.T) {
 	run, err := fanout.StartBatchSink(ctx, w, &batchSink{}, fanout.BatchConfig[int]{})
 	assert.ErrorContains(t, err, "nil context")
 	assert.Nil(t, run)
-}
-
-// A Batch above MaxQueueLength is an error at start, as a queue length
-// would be: the runner allocated its buffer of Batch values on its own
-// goroutine, and math.MaxInt crashed the process (makeslice: len out of
-// range) while a large one tried to allocate it all.
-func TestStartBatchSinkRejectsABatchAboveMaxQueueLength(t *testing.T) {
-	b := fanout.New[int]()
-	defer b.Shutdown()
-	w, err := b.Watch()
-	require.NoError(t, err)
-	defer w.Stop()
-	for _, n := range []int{fanout.MaxQueueLength + 1, math.MaxInt} {
-		run, err := fanout.StartBatchSink(t.Context(), w, &batchSink{}, fanout.BatchConfig[int]{Batch: n})
-		assert.Error(t, err, "Batch %d", n)
-		assert.Nil(t, run)
-	}
-	run, err := fanout.StartBatchSink(t.Context(), w, &batchSink{}, fanout.BatchConfig[int]{Batch: fanout.MaxQueueLength})
-	require.NoError(t, err, "MaxQueueLength itself is a valid Batch")
-	run.Stop()
-	<-run.Done()
 }

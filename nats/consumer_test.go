@@ -398,11 +398,7 @@ func TestDurableConsumerDeletedByAnOperatorStopsWithErrConsumerDeleted(t *testin
 	srv := natstest.New(t)
 	admin := natstest.JetStream(t, srv.Connect(t))
 	natstest.Stream(t, admin, "EV", "ev")
-	b := fanout.New[event](fanout.WithQueueLength(64))
-	w, _ := b.Watch()
-	c := consume(t, natstest.JetStream(t, srv.Connect(t)), b, fanoutnats.ConsumeConfig[event]{Stream: "EV", Durable: "d"})
-	jsPublish(t, admin, "ev", events(1, 4)...)
-	recv(t, w, 3)
+	c := durableAtWork(t, srv, admin)
 	if err := admin.DeleteConsumer(guardCtx(t), "EV", "d"); err != nil {
 		t.Fatal(err)
 	}
@@ -423,16 +419,25 @@ func TestDurableConsumerWhoseStreamIsGoneAfterARestartStopsWithTheReason(t *test
 	if _, err := admin.CreateStream(guardCtx(t), jetstream.StreamConfig{Name: "EV", Subjects: []string{"ev"}, Storage: jetstream.MemoryStorage}); err != nil {
 		t.Fatal(err)
 	}
-	b := fanout.New[event](fanout.WithQueueLength(64))
-	w, _ := b.Watch()
-	c := consume(t, natstest.JetStream(t, srv.Connect(t)), b, fanoutnats.ConsumeConfig[event]{Stream: "EV", Durable: "d"})
-	jsPublish(t, admin, "ev", events(1, 4)...)
-	recv(t, w, 3)
+	c := durableAtWork(t, srv, admin)
 	srv.Restart(t) // the memory stream, and its durable, are gone
 	waitDone(t, c)
 	if !errors.Is(c.Err(), jetstream.ErrStreamNotFound) {
 		t.Fatalf("Err = %v, want jetstream.ErrStreamNotFound", c.Err())
 	}
+}
+
+// durableAtWork starts a consumer of durable d of stream EV (subject ev),
+// into a broadcaster of its own, publishes 4 values and returns once a
+// watcher has received 3 of them: a durable in use.
+func durableAtWork(t *testing.T, srv *natstest.Server, admin jetstream.JetStream) *fanoutnats.Consumer[event] {
+	t.Helper()
+	b := fanout.New[event](fanout.WithQueueLength(64))
+	w, _ := b.Watch()
+	c := consume(t, natstest.JetStream(t, srv.Connect(t)), b, fanoutnats.ConsumeConfig[event]{Stream: "EV", Durable: "d"})
+	jsPublish(t, admin, "ev", events(1, 4)...)
+	recv(t, w, 3)
+	return c
 }
 
 // An existing durable that filters other subjects than

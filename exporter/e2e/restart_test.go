@@ -187,6 +187,18 @@ func resumeSetup(t *testing.T, name string) (client kubernetes.Interface, ns, di
 	return client, ns, dir, hook, addr, args
 }
 
+// writeCheckpoint writes ck as the checkpoint file of resumeSetup's dir.
+func writeCheckpoint(t *testing.T, dir string, ck exporter.Checkpoint) {
+	t.Helper()
+	b, err := json.Marshal(ck)
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, "ck.json"), b, 0o644)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // freeAddr returns a loopback address with a free port.
 func freeAddr(t *testing.T) string {
 	t.Helper()
@@ -322,10 +334,7 @@ func TestCheckpointTooOldForTheWatchMakesAListAndCountsCollapsedRaises(t *testin
 	for _, e := range l.Items {
 		want[exporter.Key(string(e.UID), 4)] = true
 	}
-	b, _ := json.Marshal(ck)
-	if err := os.WriteFile(filepath.Join(dir, "ck.json"), b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeCheckpoint(t, dir, ck)
 	hook.set.setWant(want)
 	child := startChild(t, args...)
 	hook.set.wait(t, "webhook", time.Minute)
@@ -362,10 +371,7 @@ func TestCheckpointAheadOfTheAPIServerMakesAListAfterThirtySeconds(t *testing.T)
 	ck.ResourceVersion = strconv.FormatUint(rv+1_000_000, 10)
 	want := map[string]bool{}
 	raiseTo(t, client, ns, n, 2, want)
-	b, _ := json.Marshal(ck)
-	if err := os.WriteFile(filepath.Join(dir, "ck.json"), b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeCheckpoint(t, dir, ck)
 	hook.set.setWant(want)
 	start := time.Now()
 	child := startChild(t, args...)

@@ -41,6 +41,27 @@ type scenario struct {
 	noTimes bool
 }
 
+// repeats returns one step of the same event (pod a, reason R) at each of
+// the times.
+func repeats(at ...time.Duration) []step {
+	steps := make([]step, len(at))
+	for i, t := range at {
+		steps[i] = step{at: t, obj: "a", reason: "R"}
+	}
+	return steps
+}
+
+// failCalls returns a scenario's fail function that fails the sink calls
+// numbered calls (from 0, in the order made) with err, and no other.
+func failCalls(err error, calls ...int) func(int, op) error {
+	return func(n int, _ op) error {
+		if slices.Contains(calls, n) {
+			return err
+		}
+		return nil
+	}
+}
+
 func play(r EventRecorder, sc scenario) {
 	for _, s := range sc.steps {
 		sleepUntil(s.at)
@@ -133,13 +154,9 @@ func TestDifferentialWithClientGo(t *testing.T) {
 			end: 25 * min,
 		},
 		{
-			name: "patch 404 creates",
-			steps: []step{
-				{at: 0, obj: "a", reason: "R"},
-				{at: sec, obj: "a", reason: "R"},
-				{at: 2 * sec, obj: "a", reason: "R"},
-			},
-			end: 20 * min,
+			name:  "patch 404 creates",
+			steps: repeats(0, sec, 2*sec),
+			end:   20 * min,
 			fail: func(n int, o op) error {
 				if o.Verb == "patch" {
 					return notFound(o.Name)
@@ -164,11 +181,8 @@ func TestDifferentialWithClientGo(t *testing.T) {
 			},
 		},
 		{
-			name: "series already exists is retried",
-			steps: []step{
-				{at: 0, obj: "a", reason: "R"},
-				{at: sec, obj: "a", reason: "R"},
-			},
+			name:    "series already exists is retried",
+			steps:   repeats(0, sec),
 			end:     20 * min,
 			noTimes: true,
 			fail: func(n int, o op) error {

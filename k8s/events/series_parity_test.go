@@ -15,94 +15,40 @@ func TestMoreSeriesScenariosMatchClientGo(t *testing.T) {
 	forbidden := apierrors.NewForbidden(eventsGR, "x", nil)
 	scenarios := []scenario{
 		{
-			name: "first create forbidden then series",
-			steps: []step{
-				{at: 0, obj: "a", reason: "R"},
-				{at: sec, obj: "a", reason: "R"},
-				{at: 2 * sec, obj: "a", reason: "R"},
-				{at: 3 * sec, obj: "a", reason: "R"},
-			},
-			end: 20 * min,
-			fail: func(n int, o op) error {
-				if n == 0 {
-					return forbidden
-				}
-				return nil
-			},
+			name:  "first create forbidden then series",
+			steps: repeats(0, sec, 2*sec, 3*sec),
+			end:   20 * min,
+			fail:  failCalls(forbidden, 0),
 		},
 		{
-			name: "final write transport error retried next pass",
-			steps: []step{
-				{at: 0, obj: "a", reason: "R"},
-				{at: sec, obj: "a", reason: "R"},
-				{at: 2 * sec, obj: "a", reason: "R"},
-			},
-			end: 25 * min,
-			fail: func(n int, o op) error {
-				if n == 2 {
-					return errTransport
-				}
-				return nil
-			},
+			name:  "final write transport error retried next pass",
+			steps: repeats(0, sec, 2*sec),
+			end:   25 * min,
+			fail:  failCalls(errTransport, 2),
 		},
 		{
-			name: "final write forbidden forgets",
-			steps: []step{
-				{at: 0, obj: "a", reason: "R"},
-				{at: sec, obj: "a", reason: "R"},
-				{at: 2 * sec, obj: "a", reason: "R"},
-				{at: 13 * min, obj: "a", reason: "R"},
-				{at: 13*min + sec, obj: "a", reason: "R"},
-			},
-			end: 25 * min,
-			fail: func(n int, o op) error {
-				if n == 2 {
-					return forbidden
-				}
-				return nil
-			},
+			name:  "final write forbidden forgets",
+			steps: repeats(0, sec, 2*sec, 13*min, 13*min+sec),
+			end:   25 * min,
+			fail:  failCalls(forbidden, 2),
 		},
 		{
-			name: "series at exactly six minutes",
-			steps: []step{
-				{at: 0, obj: "a", reason: "R"},
-				{at: 0, obj: "a", reason: "R"},
-				{at: 6 * min, obj: "a", reason: "R"},
-				{at: 12 * min, obj: "a", reason: "R"},
-			},
-			end: 40 * min,
+			name:  "series at exactly six minutes",
+			steps: repeats(0, 0, 6*min, 12*min),
+			end:   40 * min,
 		},
 		{
-			name: "second occurrence patch fails with transport while third arrives",
-			steps: []step{
-				{at: 0, obj: "a", reason: "R"},
-				{at: sec, obj: "a", reason: "R"},
-				{at: 2 * sec, obj: "a", reason: "R"},
-			},
+			name:    "second occurrence patch fails with transport while third arrives",
+			steps:   repeats(0, sec, 2*sec),
 			end:     25 * min,
 			noTimes: true,
-			fail: func(n int, o op) error {
-				if n == 1 || n == 2 {
-					return errTransport
-				}
-				return nil
-			},
+			fail:    failCalls(errTransport, 1, 2),
 		},
 		{
-			name: "patch rejected then more",
-			steps: []step{
-				{at: 0, obj: "a", reason: "R"},
-				{at: sec, obj: "a", reason: "R"},
-				{at: 2 * sec, obj: "a", reason: "R"},
-				{at: 3 * sec, obj: "a", reason: "R"},
-			},
-			end: 40 * min,
-			fail: func(n int, o op) error {
-				if n == 1 {
-					return badRequest()
-				}
-				return nil
-			},
+			name:  "patch rejected then more",
+			steps: repeats(0, sec, 2*sec, 3*sec),
+			end:   40 * min,
+			fail:  failCalls(badRequest(), 1),
 		},
 	}
 	compareWithClientGo(t, scenarios)
