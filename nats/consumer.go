@@ -556,7 +556,7 @@ func (c *Consumer[T]) onNextError(err error) bool {
 	// goes on (a terminal status closes it, and the next call says so:
 	// the status is then why the consumer stopped).
 	if errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrBadRequest) {
-		c.ended = err
+		c.ended = err // nats.go's terminal statuses (pullSubscription.handleStatusMsg)
 	}
 	c.in.rep.report(&Error{Op: "consume", Subject: c.stream, Err: err})
 	return true

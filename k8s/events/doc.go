@@ -99,9 +99,10 @@
 //   - Shutdown waits, up to [ShutdownTimeout], for the sinks and watchers
 //     to handle what is queued, and drops what they have not reached by
 //     then (counted once the call in flight returns; a handler that never
-//     returns leaves its events queued in Stats): a watcher that takes 1 s per event, with 10 queued,
-//     gets about 5 of them. client-go's Shutdown returns at once and its
-//     handler goroutine goes on receiving all 10 afterwards.
+//     returns leaves its events queued in Stats): a watcher that takes 1 s
+//     per event, with 10 queued, gets about 5 of them. client-go's Shutdown
+//     returns at once and its handler goroutine goes on receiving all 10
+//     afterwards.
 //   - Shutdown called from inside a watcher's handler waits for that very
 //     handler, so it returns only after ShutdownTimeout: call it on
 //     another goroutine there (go b.Shutdown()). client-go's returns at

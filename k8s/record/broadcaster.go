@@ -268,8 +268,8 @@ func (b *Broadcaster) Shutdown() {
 // watcher has finished, or ctx.Err() as soon as ctx ends, leaving the rest
 // dropped (counted as dropped at shutdown once the write or handler call in
 // flight returns: queued in Stats until then); a write in flight then ends
-// on its own, since client-go's sinks take no context. It is idempotent. A nil
-// ctx is an error, and shuts nothing down.
+// on its own, since client-go's sinks take no context. It is idempotent. A
+// nil ctx is an error, and shuts nothing down.
 func (b *Broadcaster) ShutdownContext(ctx context.Context) error {
 	if ctx == nil {
 		return errNilContext

@@ -60,9 +60,9 @@
 // counted, even into a healthy API server slower than the burst; Shutdown
 // waits up to [ShutdownTimeout] for slow sinks and watchers and drops what
 // they have not reached by then (counted once the call in flight returns;
-// queued in Stats until then), where client-go's returns
-// at once and its goroutines go on; and Shutdown called from inside a
-// watcher's handler waits for that very handler (see [Broadcaster.Shutdown]).
+// queued in Stats until then), where client-go's returns at once and its
+// goroutines go on; and Shutdown called from inside a watcher's handler
+// waits for that very handler (see [Broadcaster.Shutdown]).
 //
 // Edge cases decided differently, each covered by the parity tests against
 // client-go: a zero argument to [NewEventAggregator] or
