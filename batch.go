@@ -7,8 +7,10 @@ import (
 )
 
 // BatchSink stores values a batch at a time for a runner started with
-// [StartBatchSink]. The runner calls Write from its one goroutine, never
-// concurrently.
+// [StartBatchSink]. With one writer (the default) the runner calls Write
+// from its one goroutine, never concurrently; with [BatchConfig].Writers
+// above 1 it calls Write from up to that many goroutines at once, each
+// call with values of keys no other call in flight has.
 type BatchSink[T any] interface {
 	// Write stores the values of batch, in order, and returns how many of
 	// them, from the start, are stored. On an error the runner retries
@@ -28,6 +30,24 @@ type BatchConfig[T any] struct {
 	// Batch is the most values taken from the queue and passed to one
 	// Write, at most [MaxQueueLength]; 0 means 1.
 	Batch int
+	// Writers is the most Write calls in flight at once, 1 to
+	// [MaxWriters]; 0 means 1, the runner's own goroutine. With more than
+	// one, Key is required, and values are written in order per key:
+	// a value is passed to Write only once every earlier value of its
+	// key is written or dropped, while values of other keys are written
+	// in parallel. A batch holds values of keys no other Write in flight
+	// holds, oldest key first; a key whose writes fail retries without
+	// holding other keys back, except those sharing its batch. The
+	// runner holds at most as many values beyond its queue as the queue
+	// is long (at least Writers × Batch), waiting for their keys; when
+	// that many wait, it takes no more from the queue, whose full-queue
+	// behaviour then applies.
+	Writers int
+	// Key returns the key that orders v's writes (see Writers): values
+	// whose order matters, such as the records of one object, share a
+	// key. Called once per value, on the runner's goroutine; a panic
+	// drops that value ([DropPanic]). Not used with one writer.
+	Key func(v T) string
 	// Retry is the retry policy; nil means [DefaultRetryPolicy].
 	Retry *RetryPolicy
 	// Select, if set, is called with each batch taken from the queue and
@@ -38,13 +58,16 @@ type BatchConfig[T any] struct {
 	// in Select drops the whole batch ([DropPanic]).
 	Select func(received, out []T) []T
 	// Finished, if set, is called with each batch taken from the queue
-	// once every value of it was written, dropped or left out by Select:
-	// a point to advance a checkpoint to. It is not called for a batch
-	// that lost values to the runner's stop ([DropShutdown]: its context
-	// ended, or Stop, during the batch's retries, or before it was
-	// written), so that a checkpoint never passes values a restart would
-	// write. A panic in Finished is recovered and counted in the
-	// broadcaster's [Stats].Panics.
+	// once every value of it was written, dropped or left out by Select,
+	// and every earlier batch was reported: in the order the batches were
+	// taken, one call at a time, whatever order several writers finish
+	// them in (a low watermark): a point to advance a checkpoint to. From
+	// the first batch that lost values to the runner's stop
+	// ([DropShutdown]: its context ended, or Stop, during the batch's
+	// retries, or before it was written) on, it is not called, so that a
+	// checkpoint never passes values a restart would write. A panic in
+	// Finished is recovered and counted in the broadcaster's
+	// [Stats].Panics.
 	Finished func(received []T)
 	// OnDrop, if set, is told of the values the runner drops after taking
 	// them (rejected, retries exhausted, panic, shutdown), one call per
@@ -67,8 +90,8 @@ type BatchConfig[T any] struct {
 // passed to Write), and what is still queued is dropped as [DropShutdown].
 //
 // It returns an error, and starts nothing, if ctx, w or sink is nil or cfg
-// is invalid (a negative Batch or one above [MaxQueueLength], an invalid
-// Retry).
+// is invalid (a negative Batch or one above [MaxQueueLength], Writers out
+// of range or above 1 without Key, an invalid Retry).
 func StartBatchSink[T any](ctx context.Context, w *Watcher[T], sink BatchSink[T], cfg BatchConfig[T]) (*Runner[T], error) {
 	if ctx == nil {
 		return nil, errNilContext
@@ -78,6 +101,9 @@ func StartBatchSink[T any](ctx context.Context, w *Watcher[T], sink BatchSink[T]
 	}
 	if cfg.Batch < 0 || cfg.Batch > MaxQueueLength {
 		return nil, fmt.Errorf("fanout: StartBatchSink: invalid Batch %d: must be 0 (one) to MaxQueueLength (%d)", cfg.Batch, MaxQueueLength)
+	}
+	if err := checkWriters(cfg.Writers, cfg.Key, true); err != nil {
+		return nil, err
 	}
 	p := DefaultRetryPolicy()
 	if cfg.Retry != nil {
@@ -91,11 +117,18 @@ func StartBatchSink[T any](ctx context.Context, w *Watcher[T], sink BatchSink[T]
 		hooks: runnerHooks[T]{sel: cfg.Select, finished: cfg.Finished, onDrop: cfg.OnDrop, onRetry: cfg.OnRetry}}
 	run.ctx, run.cancel = context.WithCancel(ctx)
 	run.stopOnEnd = context.AfterFunc(ctx, w.Stop)
-	run.handle = func(run *Runner[T], batch []T) {
-		if vs, ok := run.pick(batch); ok {
-			run.writeBatch(sink, vs)
+	run.newHandler = func() handler[T] {
+		return func(batch []T) bool {
+			_, cut := run.writeBatch(sink, batch)
+			return cut
 		}
 	}
+	run.kw = newKeyedWriters(run, cfg.Writers, batchKey(run, cfg.Key), func() keyedHandler[T] {
+		return func(values []T, _ []int) bool {
+			_, cut := run.writeBatch(sink, values)
+			return cut
+		}
+	})
 	go run.loop()
 	return run, nil
 }

@@ -185,8 +185,11 @@ type Correlation[T any] struct {
 // (see [Recorder.StartSink]): [Correlator] is the stock implementation,
 // and a package may supply its own. The runner calls Correlate once per
 // value, in order, on its own goroutine, and Observe with what the sink
-// returned after each successful write. Implementations shared by several
-// runners must be safe for concurrent use. One that merges values
+// returned after each successful write: on the runner's goroutine, or, with
+// several writers ([WithWriters]), on the writers', concurrently with
+// Correlate and possibly after later values of the same key were
+// correlated. Implementations shared by several runners, or used with
+// several writers, must be safe for concurrent use. One that merges values
 // ([Correlation].Merged) and may fail to write them later reports those
 // losses by implementing [LossReporting].
 type SinkCorrelator[T any] interface {
@@ -552,7 +555,13 @@ func (c *Correlator[T]) aggregate(v T, now time.Time) (string, bool) {
 // Observe records v as the latest stored state of its dedup key, typically
 // the value a sink returned after writing, so that the next repeat refers to
 // it (client-go: UpdateState). The count is the dedup stage's Count(v), or
-// the remembered one. Without a dedup stage Observe does nothing.
+// the remembered one. A v whose Count is positive and below the
+// remembered count is ignored: with several writers ([WithWriters]) a write
+// may end after a later occurrence of its key was correlated, and its
+// stored value must not take the count back (with one writer the count a
+// sink returns is the one it was given, so this does not happen). A count
+// of 0 or less still makes the key count as never seen. Without a dedup
+// stage Observe does nothing.
 func (c *Correlator[T]) Observe(v T) {
 	if c.dedup == nil {
 		return
@@ -566,7 +575,11 @@ func (c *Correlator[T]) observe(v T) loss {
 	e, l := c.lookup(c.dedupKey(v))
 	switch {
 	case c.dedup.Count != nil:
-		e.count = c.dedup.Count(v)
+		n := c.dedup.Count(v)
+		if n > 0 && n < e.count {
+			return l // stale: a later occurrence was correlated since
+		}
+		e.count = n
 	case e.count == 0:
 		e.count = 1
 	}

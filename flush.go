@@ -38,7 +38,8 @@ type flushWaiter struct {
 }
 
 // markHandled counts n more values handled and wakes the Flush calls
-// waiting for them. Only the runner's goroutine calls it. It takes run.mu
+// waiting for them. Only the runner's goroutine calls it (with several
+// writers, the one settling: keyedWriters.settle). It takes run.mu
 // only when a Flush waits: it adds to handled before it looks at nwaiters,
 // and a Flush counts itself in nwaiters before it looks at handled again,
 // so one of them sees the other. With one value per read (a recorder's

@@ -192,15 +192,20 @@ func (r *Recorder[T]) Watch(opts ...Option) (*Watcher[T], error) {
 // passes the value through c (usually a [*Correlator]; nil: no correlation,
 // every value is created), skips what the spam filter rejects and what c
 // merged into an earlier record, and calls Create or Update with retries
-// per the recorder's [RetryPolicy]. The runner's goroutine makes one write
-// at a time; a failing sink delays only its own queue. If c implements
+// per the recorder's [RetryPolicy]. By default the runner's goroutine makes
+// one write at a time; with [WithWriters] it makes several at once, in
+// order per key. A failing sink delays only its own queue. If c implements
 // [LossReporting], the runner counts the merged values c reports lost
 // later, and the writes c reports failed, as its own; StartSink returns
 // the error c's ReportLossesTo returns (a merging [Correlator] serves one
-// runner only).
-func (r *Recorder[T]) StartSink(sink Sink[T], c SinkCorrelator[T]) (*Runner[T], error) {
+// runner only), and an error for an invalid option.
+func (r *Recorder[T]) StartSink(sink Sink[T], c SinkCorrelator[T], opts ...SinkOption[T]) (*Runner[T], error) {
 	if sink == nil {
 		return nil, errors.New("fanout: StartSink: sink is nil")
+	}
+	cfg, err := newSinkConfig(opts)
+	if err != nil {
+		return nil, err
 	}
 	if cc, ok := c.(*Correlator[T]); ok && cc == nil {
 		c = nil // a typed nil means no correlation, as an untyped one does
@@ -209,11 +214,25 @@ func (r *Recorder[T]) StartSink(sink Sink[T], c SinkCorrelator[T]) (*Runner[T], 
 	if lr, ok := c.(LossReporting); ok {
 		attach = func(run *Runner[T]) error { return lr.ReportLossesTo(runnerLosses[T]{run}) }
 	}
-	vs := &valueSink[T]{sink: sink, one: make([]T, 1)}
-	return r.start(fmt.Sprintf("sink %T", sink), attach, func(run *Runner[T], batch []T) {
-		for i := range batch {
-			run.write(vs, c, batch[i:i+1])
+	return r.start(fmt.Sprintf("sink %T", sink), attach, func(run *Runner[T]) {
+		run.newHandler = func() handler[T] {
+			vs := &valueSink[T]{sink: sink, one: make([]T, 1)}
+			return func(batch []T) (cut bool) {
+				for i := range batch {
+					cut = run.write(vs, c, batch[i:i+1]) || cut
+				}
+				return cut
+			}
 		}
+		run.kw = newKeyedWriters(run, cfg.writers, run.correlateFor(c, cfg.key), func() keyedHandler[T] {
+			vs := &valueSink[T]{sink: sink, one: make([]T, 1)} // one per writer
+			return func(values []T, counts []int) (cut bool) {
+				for i := range values {
+					cut = run.writeValue(vs, c, values[i], counts[i]) || cut
+				}
+				return cut
+			}
+		})
 	})
 }
 
@@ -223,13 +242,18 @@ func (r *Recorder[T]) StartHandler(f func(T)) (*Runner[T], error) {
 	if f == nil {
 		return nil, errors.New("fanout: StartHandler: handler is nil")
 	}
-	return r.start("handler", nil, func(run *Runner[T], batch []T) {
-		for i := range batch {
-			if err := guard.Call(func() { f(batch[i]) }); err != nil {
-				run.drop(DropRejected, batch[i:i+1], err)
-				continue
+	return r.start("handler", nil, func(run *Runner[T]) {
+		run.newHandler = func() handler[T] {
+			return func(batch []T) bool {
+				for i := range batch {
+					if err := guard.Call(func() { f(batch[i]) }); err != nil {
+						run.drop(DropRejected, batch[i:i+1], err)
+						continue
+					}
+					run.written.Add(1)
+				}
+				return false
 			}
-			run.written.Add(1)
 		}
 	})
 }
@@ -247,10 +271,11 @@ func (r *Recorder[T]) StartSlog(l *slog.Logger, level slog.Level, msg string, at
 	return r.StartHandler(func(v T) { l.LogAttrs(context.Background(), level, msg, attrs(v)...) })
 }
 
-// start starts a runner that handles each value with handle; attach, if
-// set, is called first, and its error returned.
-func (r *Recorder[T]) start(name string, attach func(*Runner[T]) error, handle func(*Runner[T], []T)) (*Runner[T], error) {
-	run := &Runner[T]{r: r, name: name, batch: 1, retry: r.retry, handle: handle, panicAs: DropRejected,
+// start starts a runner whose handlers (and writers) install sets up,
+// once its watcher is made; attach, if set, is called first, and its
+// error returned.
+func (r *Recorder[T]) start(name string, attach func(*Runner[T]) error, install func(*Runner[T])) (*Runner[T], error) {
+	run := &Runner[T]{r: r, name: name, batch: 1, retry: r.retry, panicAs: DropRejected,
 		sinkCtx: r.sinkCtx, done: make(chan struct{})}
 	run.ctx, run.cancel = context.WithCancel(r.ctx)
 	r.mu.Lock()
@@ -278,6 +303,7 @@ func (r *Recorder[T]) start(name string, attach func(*Runner[T]) error, handle f
 		return nil, err
 	}
 	run.w = w
+	install(run)
 	r.runners = append(r.runners, run)
 	go run.loop()
 	return run, nil

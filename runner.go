@@ -30,16 +30,25 @@ type Sink[T any] interface {
 // Both kinds share one write loop, one retry policy and one set of
 // [DropReason]s.
 type Runner[T any] struct {
-	r      *Recorder[T] // nil for a runner started by StartBatchSink
-	w      *Watcher[T]
-	name   string
-	batch  int
-	retry  RetryPolicy
-	handle func(*Runner[T], []T)
-	hooks  runnerHooks[T]
-	picked []T // scratch space of the Select hook, owned by the goroutine
-	// cut is set, by the goroutine, when the batch in hand lost values
-	// to the runner's stop (DropShutdown): Finished is not called for it.
+	r     *Recorder[T] // nil for a runner started by StartBatchSink
+	w     *Watcher[T]
+	name  string
+	batch int
+	retry RetryPolicy
+	// newHandler returns the function that writes (or hands to the
+	// handler) a batch of values, with scratch state of its own: one per
+	// writer.
+	newHandler func() handler[T]
+	hooks      runnerHooks[T]
+	picked     []T // scratch space of the Select hook, owned by the goroutine that takes from the queue
+	// kw runs the writes on several writers, in order per key; nil for
+	// one writer, the runner's goroutine (see keyed.go).
+	kw *keyedWriters[T]
+	// cut is set once a batch lost values to the runner's stop
+	// (DropShutdown): from then on Finished is not called, so that a
+	// checkpoint never passes values a restart would write. Owned by the
+	// goroutine that reports finished batches (the runner's, or the
+	// keyed writers' settler).
 	cut bool
 	// panicAs is the reason a sink or handler panic is counted under:
 	// DropRejected for a recorder's runners (as documented in
@@ -55,6 +64,7 @@ type Runner[T any] struct {
 	done         chan struct{}
 
 	received, written, failures, retries, merged atomic.Uint64
+	inflight                                     atomic.Int64 // values being written
 	mergedLost                                   atomic.Uint64
 	// mergedOwed counts merged values reported lost before the runner
 	// counted them (see runnerLosses.Lost and addMerged).
@@ -73,6 +83,11 @@ type Runner[T any] struct {
 	// have moved to the recorder's: later losses go there.
 	exited bool
 }
+
+// handler writes a batch of values the runner took (and its Select hook
+// kept), or hands them to a handler, and reports whether values were lost
+// to the runner's stop ([DropShutdown]).
+type handler[T any] func(batch []T) (cut bool)
 
 // runnerHooks are a batch runner's callbacks (see [BatchConfig]).
 type runnerHooks[T any] struct {
@@ -107,6 +122,7 @@ func (run *Runner[T]) Stats() RunnerStats {
 	ws := run.w.Stats()
 	s := RunnerStats{
 		Queued:          ws.Queued,
+		InFlight:        int(run.inflight.Load()),
 		Received:        run.received.Load(),
 		Written:         run.written.Load(),
 		Failures:        run.failures.Load(),
@@ -123,6 +139,9 @@ func (run *Runner[T]) Stats() RunnerStats {
 		DroppedRetries:  run.drops[DropRetries].Load(),
 		DroppedShutdown: run.drops[DropShutdown].Load(),
 	}
+	if run.kw != nil {
+		s.Queued += int(run.kw.queued.Load())
+	}
 	s.Dropped = s.DroppedFull + s.DroppedOldest + s.DroppedTimeout + s.DroppedEvicted + s.DroppedPanic +
 		s.DroppedSpam + s.DroppedRejected + s.DroppedRetries + s.DroppedShutdown
 	return s
@@ -130,6 +149,11 @@ func (run *Runner[T]) Stats() RunnerStats {
 
 func (run *Runner[T]) loop() {
 	defer run.exit()
+	if run.kw != nil {
+		run.kw.dispatch()
+		return
+	}
+	handle := run.newHandler()
 	buf := make([]T, run.batch) // a recorder's runners take one at a time: the queue length stays exact
 	for {
 		n, err := run.w.Recv(context.Background(), buf)
@@ -137,19 +161,31 @@ func (run *Runner[T]) loop() {
 			return
 		}
 		run.received.Add(uint64(n))
-		if run.sinkCtx.Err() != nil {
-			if vs, ok := run.pick(buf[:n]); ok {
-				run.drop(DropShutdown, vs, nil)
-			}
-		} else {
-			run.cut = false
-			run.handle(run, buf[:n])
-			run.finish(buf[:n])
-		}
+		run.inflight.Store(int64(n))
+		run.take(buf[:n], handle)
+		run.inflight.Store(0)
 		run.markHandled(uint64(n))
 		clear(buf[:n])
 		clear(run.picked)
 	}
+}
+
+// take writes the values of received that the Select hook keeps, with
+// handle, on the runner's one writer, and reports the batch finished.
+// Once the runner's context has ended, they are dropped as DropShutdown.
+func (run *Runner[T]) take(received []T, handle handler[T]) {
+	shutdown := run.sinkCtx.Err() != nil
+	if vs, ok := run.pick(received); ok {
+		if shutdown {
+			run.drop(DropShutdown, vs, nil)
+		} else if handle(vs) {
+			run.cut = true
+		}
+	}
+	if shutdown {
+		run.cut = true
+	}
+	run.finish(received)
 }
 
 // addMerged counts a value the correlator merged, or pays one owed: a
@@ -176,9 +212,9 @@ func (run *Runner[T]) pick(received []T) (vs []T, ok bool) {
 }
 
 // finish calls the Finished hook with a batch the runner is done with,
-// unless it lost values to the runner's stop (cut): a checkpoint must not
-// pass values a restart would write. A panic in Finished is counted in the
-// broadcaster's Panics and loses nothing.
+// unless this batch or an earlier one lost values to the runner's stop
+// (cut): a checkpoint must not pass values a restart would write. A panic
+// in Finished is counted in the broadcaster's Panics and loses nothing.
 func (run *Runner[T]) finish(received []T) {
 	if run.hooks.finished == nil || run.cut {
 		return
@@ -199,7 +235,7 @@ func (run *Runner[T]) exit() {
 			r.runners = slices.Delete(r.runners, i, i+1)
 		}
 		st := run.Stats()
-		st.Queued = 0
+		st.Queued, st.InFlight = 0, 0
 		r.exited.add(st)
 		run.exited = true
 		r.mu.Unlock()
@@ -234,14 +270,15 @@ func (run *Runner[T]) drop(reason DropReason, vs []T, err error) {
 }
 
 // writeBatch writes batch to sink, retrying per the runner's policy, and
-// returns how many values were stored. A write that stores some values
+// returns how many values were stored, and whether values were dropped
+// because the runner is stopping (DropShutdown). A write that stores some values
 // resets the count of tries for the rest. A value the sink rejects (an
 // error the policy does not retry) or panics on is dropped alone and the
 // rest is written; when the tries are used up, or Stop or the end of the
 // runner's context cuts a pause short, the rest is dropped. It mirrors
 // client-go's recordToSink: after a failure the tries are counted first,
 // then the pause.
-func (run *Runner[T]) writeBatch(sink BatchSink[T], batch []T) (stored int) {
+func (run *Runner[T]) writeBatch(sink BatchSink[T], batch []T) (stored int, cut bool) {
 	tries := 0
 	for len(batch) > 0 {
 		n, err, perr := run.attempt(sink, batch)
@@ -254,7 +291,7 @@ func (run *Runner[T]) writeBatch(sink BatchSink[T], batch []T) (stored int) {
 			if err != nil {
 				run.failures.Add(1)
 			}
-			return stored
+			return stored, false
 		}
 		switch {
 		case perr != nil:
@@ -274,8 +311,7 @@ func (run *Runner[T]) writeBatch(sink BatchSink[T], batch []T) (stored int) {
 				continue
 			}
 			run.drop(reason, batch, why)
-			run.cut = reason == DropShutdown
-			return stored
+			return stored, reason == DropShutdown
 		}
 		run.retries.Add(1)
 		if run.hooks.onRetry != nil {
@@ -283,11 +319,10 @@ func (run *Runner[T]) writeBatch(sink BatchSink[T], batch []T) (stored int) {
 		}
 		if !guard.Sleep(run.ctx, run.retry.pause(tries)) {
 			run.drop(DropShutdown, batch, err)
-			run.cut = true
-			return stored
+			return stored, true
 		}
 	}
-	return stored
+	return stored, false
 }
 
 // giveUp decides, after the write failure number tries, whether to stop

@@ -2,8 +2,12 @@ package fanout
 
 // RunnerStats is a snapshot of a [Runner]'s counters.
 type RunnerStats struct {
-	// Queued is the number of values waiting in the runner's queue.
+	// Queued is the number of values waiting in the runner's queue, and,
+	// with several writers, those taken from it that wait for their key.
 	Queued int
+	// InFlight is the number of values being written (or handed to the
+	// handler) now: those of the write in flight, and of each writer's.
+	InFlight int
 	// Received counts values taken from the queue.
 	Received uint64
 	// Written counts values the sink stored or the handler took.
@@ -77,6 +81,7 @@ func (s RunnerStats) DroppedBy(r DropReason) uint64 {
 
 func (s *RunnerStats) add(o RunnerStats) {
 	s.Queued += o.Queued
+	s.InFlight += o.InFlight
 	s.Received += o.Received
 	s.Written += o.Written
 	s.Failures += o.Failures

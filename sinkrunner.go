@@ -33,15 +33,22 @@ func (s *valueSink[T]) Write(ctx context.Context, batch []T) (int, error) {
 // write correlates the value of one (a slice of length 1 in the runner's
 // buffer) and writes it to s's sink with the runner's write loop: after a
 // failure the tries are counted first, then a pause that Stop or Shutdown
-// cut short ends the value.
-func (run *Runner[T]) write(s *valueSink[T], c SinkCorrelator[T], one []T) {
+// cut short ends the value (cut is then true).
+func (run *Runner[T]) write(s *valueSink[T], c SinkCorrelator[T], one []T) (cut bool) {
 	res, ok := run.correlate(c, one)
 	if !ok {
-		return
+		return false
 	}
-	s.repeat = res.Count > 1
-	s.one[0] = res.Value
-	n := run.writeBatch(s, s.one)
+	return run.writeValue(s, c, res.Value, res.Count)
+}
+
+// writeValue writes v, occurrence count of its key (a repeat, written with
+// Update, when above 1), to s's sink with the runner's write loop, and
+// passes what the sink stored to c's Observe.
+func (run *Runner[T]) writeValue(s *valueSink[T], c SinkCorrelator[T], v T, count int) (cut bool) {
+	s.repeat = count > 1
+	s.one[0] = v
+	n, cut := run.writeBatch(s, s.one)
 	clear(s.one)
 	if n == 1 && c != nil {
 		// The value is stored; a correlator function that panics
@@ -51,6 +58,7 @@ func (run *Runner[T]) write(s *valueSink[T], c SinkCorrelator[T], one []T) {
 	}
 	var zero T
 	s.stored = zero
+	return cut
 }
 
 // correlate passes the value of one through c and reports whether there
@@ -74,4 +82,27 @@ func (run *Runner[T]) correlate(c SinkCorrelator[T], one []T) (Correlation[T], b
 		return res, false
 	}
 	return res, true
+}
+
+// correlateFor is the prepare function of a sink runner with several
+// writers: it passes each value through c, on the runner's goroutine, in
+// order (so that c decides exactly as with one writer), and keys the value
+// to write by key, or by the key c counted it under ([Correlation].Key)
+// when key is nil. A key function that panics drops the value
+// (DropPanic).
+func (run *Runner[T]) correlateFor(c SinkCorrelator[T], key func(T) string) func(T) (prepared[T], bool) {
+	one := make([]T, 1)
+	return func(v T) (prepared[T], bool) {
+		one[0] = v
+		res, ok := run.correlate(c, one)
+		clear(one)
+		if !ok {
+			return prepared[T]{}, false
+		}
+		p := prepared[T]{v: res.Value, key: res.Key, count: res.Count}
+		if key != nil {
+			p.key, ok = run.keyOf(key, res.Value)
+		}
+		return p, ok
+	}
 }
