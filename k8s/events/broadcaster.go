@@ -43,6 +43,7 @@ var errNilContext = errors.New("events: nil context; pass context.Background() f
 type Broadcaster struct {
 	sink      EventSink
 	cacheSize int
+	writers   int // per sink (WithWriters)
 	rec       *fanout.Recorder[*eventsv1.Event]
 
 	counters adapt.Counters
@@ -97,6 +98,7 @@ func New(sink EventSink, opts ...Option) (*Broadcaster, error) {
 	b := &Broadcaster{
 		sink:      sink,
 		cacheSize: cfg.cacheSize,
+		writers:   cfg.writers,
 		sinks:     make(map[*sinkRun]struct{}),
 	}
 	b.quit, b.quitNow = context.WithCancel(context.Background())
@@ -159,7 +161,9 @@ func (b *Broadcaster) StartRecordingToSink(stopCh <-chan struct{}) {
 
 // StartRecordingToSinkWithContext starts writing every event to the
 // broadcaster's sink. It starts two goroutines: the sink runner, which
-// groups events into series and writes them one at a time with retries,
+// groups events into series and writes them with retries, up to
+// [WithWriters] at once (one write per series at a time, on goroutines of
+// its own),
 // and a maintenance goroutine, which re-writes open series every 30 minutes
 // and writes and forgets series idle for 6 minutes. Each call has its own
 // series cache. When ctx ends both stop: no write is retried any more and
@@ -188,7 +192,7 @@ func (b *Broadcaster) StartRecordingToSinkWithContext(ctx context.Context) error
 		cancel()
 		return fanout.ErrStopped
 	}
-	run, err := b.rec.StartSink(w, series)
+	run, err := b.rec.StartSink(w, series, fanout.WithWriters[*eventsv1.Event](b.writers, nil))
 	if err != nil {
 		cancel()
 		return err

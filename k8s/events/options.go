@@ -1,6 +1,7 @@
 package events
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -35,19 +36,20 @@ type config struct {
 	sleep     time.Duration
 	queue     int
 	cacheSize int
+	writers   int
 	err       error // a bad option value: New returns it
 }
 
 // newConfig applies opts to the defaults and normalises the result.
 func newConfig(opts []Option) config {
-	c := config{sleep: adapt.DefaultSleepDuration, queue: fanout.DefaultRecorderQueueLength}
+	c := config{sleep: adapt.DefaultSleepDuration, queue: fanout.DefaultRecorderQueueLength, writers: DefaultWriters}
 	for _, o := range opts {
 		if o != nil {
 			o.apply(&c)
 		}
 	}
 	c.sleep = adapt.SleepDuration(c.sleep)
-	c.err = adapt.QueueLength("events", c.queue)
+	c.err = errors.Join(adapt.QueueLength("events", c.queue), adapt.Writers("events", c.writers))
 	if c.cacheSize < 0 && c.err == nil {
 		c.err = fmt.Errorf("events: WithCacheSize(%d): the size must be 0 (the default, %d) or more", c.cacheSize, fanout.DefaultCacheSize)
 	}
@@ -95,4 +97,26 @@ func WithQueueLength(n int) Option {
 // returns an error for a negative n.
 func WithCacheSize(n int) Option {
 	return optionFunc(func(c *config) { c.cacheSize = n })
+}
+
+// DefaultWriters is the number of writes each sink makes at once by
+// default.
+const DefaultWriters = adapt.DefaultWriters
+
+// WithWriters sets how many writes each sink started with
+// [Broadcaster.StartRecordingToSinkWithContext] makes at once, 1 to
+// [fanout.MaxWriters] (default [DefaultWriters]). client-go v0.37 writes
+// each event on a goroutine of its own, unbounded; fanout's sink writes up
+// to n at once and no more. The writes of one series (client-go's series
+// key: type, action, reason, reporting controller and instance, regarding
+// and related objects) keep their order: its first event is created
+// before the series is patched. Series are written in parallel, and a
+// series whose writes fail and are retried holds back only itself. The
+// EventSink is then called from up to n goroutines at once (and from the
+// maintenance goroutine, as before): [EventSinkImpl] is safe for that;
+// pass WithWriters(1) for a sink of your own that is not. The series are
+// still correlated in order, on one goroutine. [New] returns an error for
+// any other n.
+func WithWriters(n int) Option {
+	return optionFunc(func(c *config) { c.writers = n })
 }

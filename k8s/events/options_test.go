@@ -13,7 +13,7 @@ import (
 // negative pause means none); WithCacheSize 0 means the default, as the
 // core's CacheSize.
 func TestOptionsNormaliseOutOfRangeValues(t *testing.T) {
-	def := config{sleep: 10 * time.Second, queue: 1000, cacheSize: 4096}
+	def := config{sleep: 10 * time.Second, queue: 1000, cacheSize: 4096, writers: 8}
 	with := func(f func(*config)) config { c := def; f(&c); return c }
 	for _, tc := range []struct {
 		name string
@@ -28,6 +28,8 @@ func TestOptionsNormaliseOutOfRangeValues(t *testing.T) {
 		{"WithQueueLength the maximum", WithQueueLength(fanout.MaxQueueLength), with(func(c *config) { c.queue = fanout.MaxQueueLength })},
 		{"WithCacheSize 0 is the default", WithCacheSize(0), def},
 		{"WithCacheSize 1", WithCacheSize(1), with(func(c *config) { c.cacheSize = 1 })},
+		{"WithWriters 1", WithWriters(1), with(func(c *config) { c.writers = 1 })},
+		{"WithWriters the maximum", WithWriters(fanout.MaxWriters), with(func(c *config) { c.writers = fanout.MaxWriters })},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.want, newConfig([]Option{tc.opt}))
@@ -39,7 +41,7 @@ func TestOptionsNormaliseOutOfRangeValues(t *testing.T) {
 	}
 }
 
-// WithQueueLength and WithCacheSize, which client-go has not, make New
+// WithQueueLength, WithCacheSize and WithWriters, which client-go has not, make New
 // return an error for what no setting can mean: a queue length of 0 is
 // neither the default nor the core's hand-off queue.
 func TestNewRefusesOutOfRangeQueueLengthAndCacheSize(t *testing.T) {
@@ -51,6 +53,8 @@ func TestNewRefusesOutOfRangeQueueLengthAndCacheSize(t *testing.T) {
 		{WithQueueLength(-1), "events: WithQueueLength(-1): the length must be 1 to"},
 		{WithQueueLength(fanout.MaxQueueLength + 1), "leave the option out for the default, 1000"},
 		{WithCacheSize(-1), "events: WithCacheSize(-1): the size must be 0 (the default, 4096) or more"},
+		{WithWriters(0), "events: WithWriters(0): the number must be 1 to"},
+		{WithWriters(fanout.MaxWriters + 1), "leave the option out for the default, 8"},
 	} {
 		b, err := New(newRecordingSink(), tc.opt)
 		assert.Nil(t, b)

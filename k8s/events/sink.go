@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 
 	"github.com/fanout-go/fanout/internal/guard"
 	"github.com/fanout-go/fanout/k8s/internal/adapt"
@@ -72,11 +73,11 @@ type sinkAdapter struct {
 	ctx    context.Context
 	logger klog.Logger
 
-	// The runner's current event and its attempts so far, to log the last
-	// one as client-go does: the runner retries with the same value. Only
-	// the runner's goroutine uses them.
-	last  *eventsv1.Event
-	tries int
+	// The attempts so far of each event being written, to log the last
+	// one as client-go does: the runner retries with the same value. The
+	// runner's writers share the adapter, hence the lock.
+	mu    sync.Mutex
+	tries map[*eventsv1.Event]int
 }
 
 // Create writes an event seen for the first time.
@@ -106,22 +107,38 @@ func (a *sinkAdapter) safeWrite(ev *eventsv1.Event) (stored *eventsv1.Event, err
 func (a *sinkAdapter) attempt(ev *eventsv1.Event) (*eventsv1.Event, error) {
 	defer func() {
 		if p := recover(); p != nil {
+			a.forget(ev)
 			a.logger.Error(fmt.Errorf("%v", p), "Event sink panicked, event dropped", "event", ev)
 			panic(p)
 		}
 	}()
-	if ev != a.last {
-		a.last, a.tries = ev, 0
-	}
-	a.tries++
+	tries := a.try(ev)
 	stored, err := a.write(ev)
-	if err == nil || a.tries >= maxTriesPerEvent {
-		if err != nil && adapt.Retryable(err) {
+	if err == nil || tries >= maxTriesPerEvent || !adapt.Retryable(err) {
+		if err != nil && tries >= maxTriesPerEvent && adapt.Retryable(err) {
 			a.logger.Error(nil, "Unable to write event (retry limit exceeded!)", "event", ev)
 		}
-		a.last = nil
+		a.forget(ev)
 	}
 	return stored, err
+}
+
+// try counts an attempt to write ev and returns the attempts so far.
+func (a *sinkAdapter) try(ev *eventsv1.Event) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.tries == nil {
+		a.tries = make(map[*eventsv1.Event]int)
+	}
+	a.tries[ev]++
+	return a.tries[ev]
+}
+
+// forget drops the count of ev's attempts: its write is over.
+func (a *sinkAdapter) forget(ev *eventsv1.Event) {
+	a.mu.Lock()
+	delete(a.tries, ev)
+	a.mu.Unlock()
 }
 
 // write makes one attempt; ev is a private copy.

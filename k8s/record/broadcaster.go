@@ -39,6 +39,7 @@ type Broadcaster struct {
 	counters adapt.Counters
 	clock    clock.PassiveClock
 	full     fullLog
+	writers  int // per sink (WithWriters)
 }
 
 var _ EventBroadcaster = (*Broadcaster)(nil)
@@ -78,7 +79,7 @@ func NewChecked(opts ...BroadcasterOption) (*Broadcaster, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	b := &Broadcaster{opts: c.correlator, clock: clock.RealClock{}}
+	b := &Broadcaster{opts: c.correlator, clock: clock.RealClock{}, writers: c.writers}
 	b.ctx, b.cancel = context.WithCancel(ctx)
 	rec, err := fanout.NewRecorder[*v1.Event](
 		fanout.WithQueueLength(c.queueLength),
@@ -169,8 +170,9 @@ func (f *fullLog) log(l klog.Logger, now time.Time) {
 func isAPIError(err error) bool { return !adapt.Retryable(err) }
 
 // StartRecordingToSink starts writing every event to sink, through a
-// correlator of its own (see [WithCorrelatorOptions]) and with retries, on
-// one goroutine. Stopping the returned watch stops it taking events; those
+// correlator of its own (see [WithCorrelatorOptions]), in order, on one
+// goroutine, and with retries, up to [WithWriters] writes at once (one
+// write per Event at a time). Stopping the returned watch stops it taking events; those
 // already queued are still written, with their retries, as in client-go
 // (Shutdown cuts the retries). Its ResultChan yields no events and is
 // closed once the sink has stopped (calling it starts a second goroutine,
@@ -181,7 +183,8 @@ func (b *Broadcaster) StartRecordingToSink(sink EventSink) watch.Interface {
 		b.logger().Error(nil, "Unable to start recording to a nil event sink")
 		return watch.NewEmptyWatch()
 	}
-	run, err := b.rec.StartSink(&sinkAdapter{sink: sink, logger: b.logger()}, sinkCorrelator(b.opts))
+	run, err := b.rec.StartSink(&sinkAdapter{sink: sink, logger: b.logger()}, sinkCorrelator(b.opts),
+		fanout.WithWriters[*v1.Event](b.writers, nil))
 	return b.runnerWatch(run, err)
 }
 

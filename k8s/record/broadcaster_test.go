@@ -63,6 +63,9 @@ func TestEventFields(t *testing.T) {
 		flush(t, b)
 		calls := sink.Calls()
 		require.Len(t, calls, 2)
+		if calls[0].Event.InvolvedObject.Name != "web" { // written side by side
+			calls[0], calls[1] = calls[1], calls[0]
+		}
 		e := calls[0].Event
 		assert.Equal(t, "create", calls[0].Op)
 		assert.Equal(t, "web."+strings.TrimPrefix(e.Name, "web."), e.Name)
@@ -224,9 +227,11 @@ type unregistered struct{ metav1.TypeMeta }
 
 func (u *unregistered) DeepCopyObject() k8sruntime.Object { c := *u; return &c }
 
+// With one writer, a sink holds one event in flight and its queue's; the
+// rest is dropped and counted.
 func TestQueueFullDropsAreCounted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b, sink, r := start(t, record.WithQueueLength(3))
+		b, sink, r := start(t, record.WithQueueLength(3), record.WithWriters(1))
 		release := make(chan struct{})
 		sink.HoldAll(release)
 		r.Event(pod("p0"), v1.EventTypeNormal, "R", "m")
@@ -246,13 +251,38 @@ func TestQueueFullDropsAreCounted(t *testing.T) {
 	})
 }
 
+// With several writers, a sink takes from its queue as many events as the
+// queue is long, or as it has writers if more, while their writes are in
+// flight or wait for their Event's: the queue's length and that many
+// more wait before an event is dropped.
+func TestQueueFullWithWritersHoldsAsManyMoreAsItHasWriters(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, sink, r := start(t, record.WithQueueLength(3), record.WithWriters(5))
+		release := make(chan struct{})
+		sink.HoldAll(release)
+		for i := range 12 {
+			r.Event(pod(fmt.Sprint("p", i)), v1.EventTypeNormal, "R", "m")
+			synctest.Wait()
+		}
+		st := b.Stats()
+		assert.Equal(t, uint64(4), st.DroppedFull, "5 in flight, 3 queued")
+		assert.Equal(t, 3, st.Queued)
+		close(release)
+		flush(t, b)
+		st = b.Stats()
+		assert.Equal(t, uint64(8), st.Written)
+		assert.Equal(t, st.Recorded, st.Written+st.DroppedFull)
+	})
+}
+
 // Events dropped from a full queue are logged once, then at most once per
 // 10 s with the number dropped since: a sink that is down does not flood
 // the log (client-go logs none of them; Stats counts every one).
 func TestQueueFullDropsAreLoggedAtMostOncePerInterval(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var l lines
-		b, sink, r := start(t, record.WithQueueLength(3), record.WithContext(klog.NewContext(t.Context(), l.logger())))
+		// One writer: the sink holds one event, its queue three.
+		b, sink, r := start(t, record.WithQueueLength(3), record.WithWriters(1), record.WithContext(klog.NewContext(t.Context(), l.logger())))
 		release := make(chan struct{})
 		sink.HoldAll(release)
 		r.Event(pod("p0"), v1.EventTypeNormal, "R", "m")
@@ -281,7 +311,7 @@ func TestGoroutinesBoundedBySinksNotEvents(t *testing.T) {
 		base := runtime.NumGoroutine()
 		b, sink, r := start(t)
 		b.StartLogging(func(string, ...any) {})
-		sink.Fail = func(sinkCall) error { time.Sleep(time.Millisecond); return nil }
+		sink.Delay = time.Millisecond
 		peak := 0
 		for i := range 10_000 {
 			r.Eventf(pod("web"), v1.EventTypeWarning, "Failed", "attempt %d", i)
@@ -290,7 +320,7 @@ func TestGoroutinesBoundedBySinksNotEvents(t *testing.T) {
 			}
 		}
 		peak = max(peak, runtime.NumGoroutine())
-		assert.LessOrEqual(t, peak-base, 2, "one goroutine per sink or watcher")
+		assert.LessOrEqual(t, peak-base, 1+record.DefaultWriters+1, "per sink its runner and writers, one per watcher")
 		flush(t, b)
 		st := b.Stats()
 		assert.Equal(t, uint64(10_000), st.Recorded)
@@ -331,8 +361,8 @@ func TestShutdownIsBounded(t *testing.T) {
 		sink.HoldAll(release) // a write that never ends on its own
 		b.StartRecordingToSink(sink)
 		r := b.NewRecorder(scheme.Scheme, source)
-		for i := range 5 {
-			r.Eventf(pod("web"), v1.EventTypeNormal, "R", "m%d", i)
+		for range 5 { // one Event: its patches wait for its create
+			r.Event(pod("web"), v1.EventTypeNormal, "R", "m")
 		}
 		start := time.Now()
 		b.Shutdown()
@@ -420,8 +450,9 @@ func TestWatchStopAndNilArguments(t *testing.T) {
 
 // Stopping a sink's watch stops it taking events, but, as in client-go,
 // the events already queued are still written with their retries: the
-// same sink calls on both, where a Stop that cut the retries made 2 calls
-// and lost both events.
+// same sink calls for each event on both (ours writes a and b side by
+// side), where a Stop that cut the retries made 2 calls and lost both
+// events.
 func TestStoppingASinkWatchStillWritesQueuedEventsWithRetries(t *testing.T) {
 	sides := map[string]func() clientrecord.EventBroadcaster{
 		"client-go": func() clientrecord.EventBroadcaster {
@@ -437,8 +468,8 @@ func TestStoppingASinkWatchStillWritesQueuedEventsWithRetries(t *testing.T) {
 			b := mk()
 			sink := apitest.NewCoreSink()
 			fails := 0
-			sink.Fail = func(apitest.Call[*v1.Event]) error {
-				if fails < 3 {
+			sink.Fail = func(c apitest.Call[*v1.Event]) error {
+				if c.Event.InvolvedObject.Name == "a" && fails < 3 {
 					fails++
 					return errors.New("connection refused")
 				}
@@ -453,14 +484,19 @@ func TestStoppingASinkWatchStillWritesQueuedEventsWithRetries(t *testing.T) {
 			r.Event(pod("c"), v1.EventTypeNormal, "R", "m3")
 			time.Sleep(time.Minute)
 			for _, c := range sink.Calls() {
-				calls[name] = append(calls[name], fmt.Sprintf("%s %s err=%v", c.Op, c.Event.InvolvedObject.Name, c.Err))
+				obj := c.Event.InvolvedObject.Name
+				calls[name+" "+obj] = append(calls[name+" "+obj], fmt.Sprintf("%s %s err=%v", c.Op, obj, c.Err))
 			}
 			b.Shutdown()
 			synctest.Wait()
 		})
 	}
-	assert.Equal(t, calls["client-go"], calls["fanout"])
-	assert.Len(t, calls["fanout"], 5, "a: 3 failures and a create; b: a create; c came after Stop")
+	assert.Len(t, calls, 4, "a and b on both sides; c came after Stop")
+	for _, obj := range []string{"a", "b"} {
+		assert.Equal(t, calls["client-go "+obj], calls["fanout "+obj])
+	}
+	assert.Len(t, calls["fanout a"], 4, "a: 3 failures and a create")
+	assert.Len(t, calls["fanout b"], 1, "b: a create")
 }
 
 // A KeyFunc of the caller's that changes the event it is given changes

@@ -2,6 +2,7 @@ package record
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/fanout-go/fanout"
@@ -21,19 +22,20 @@ type config struct {
 	ctx         context.Context
 	sleep       time.Duration
 	queueLength int
+	writers     int
 	err         error // a bad option value: New panics with it
 }
 
 // newConfig applies opts to the defaults and normalises the result.
 func newConfig(opts []BroadcasterOption) config {
-	c := config{sleep: adapt.DefaultSleepDuration, queueLength: fanout.DefaultRecorderQueueLength}
+	c := config{sleep: adapt.DefaultSleepDuration, queueLength: fanout.DefaultRecorderQueueLength, writers: DefaultWriters}
 	for _, o := range opts {
 		if o != nil {
 			o(&c)
 		}
 	}
 	c.sleep = adapt.SleepDuration(c.sleep)
-	c.err = adapt.QueueLength("record", c.queueLength)
+	c.err = errors.Join(adapt.QueueLength("record", c.queueLength), adapt.Writers("record", c.writers))
 	return c
 }
 
@@ -76,4 +78,31 @@ func WithSleepDuration(sleepDuration time.Duration) BroadcasterOption {
 // ([fanout.WithQueueLength](0)), so that the name never means both.
 func WithQueueLength(n int) BroadcasterOption {
 	return func(c *config) { c.queueLength = n }
+}
+
+// DefaultWriters is the number of writes each sink started with
+// [Broadcaster.StartRecordingToSink] makes at once by default.
+const DefaultWriters = adapt.DefaultWriters
+
+// WithWriters sets how many writes each sink started with
+// [Broadcaster.StartRecordingToSink] makes at once, 1 to
+// [fanout.MaxWriters] (default [DefaultWriters]). client-go makes one at
+// a time, so that a burst takes as many API round trips in a row as it has
+// events. The sink's correlator still sees every event in order, on one
+// goroutine, and decides as client-go's does; its writes then go to up to
+// n goroutines, one write per Event at a time, so that an Event is created
+// before it is patched and its counts follow one another, while other
+// Events are written in parallel and an Event whose writes fail and are
+// retried holds back only itself. One difference with more than one
+// writer: client-go's correlator refreshes an Event's place in its caches
+// when its write ends, which here may come after later events were
+// correlated, so the decisions can differ from client-go's once more
+// distinct events are live than the caches hold (4096 by default; then
+// the least recently seen are forgotten first). The EventSink is called
+// from up to n goroutines at once: client-go's EventSinkImpl is safe for
+// that; pass WithWriters(1) for a sink of your own that is not. Any other
+// n makes [New] and [NewBroadcaster] panic ([NewChecked] returns the
+// error).
+func WithWriters(n int) BroadcasterOption {
+	return func(c *config) { c.writers = n }
 }

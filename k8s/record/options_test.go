@@ -13,7 +13,7 @@ import (
 // The option client-go has, WithSleepDuration, normalises as client-go's
 // does: a negative pause means none.
 func TestBroadcasterOptionsNormaliseOutOfRangeValues(t *testing.T) {
-	def := config{sleep: 10 * time.Second, queueLength: 1000}
+	def := config{sleep: 10 * time.Second, queueLength: 1000, writers: 8}
 	with := func(f func(*config)) config { c := def; f(&c); return c }
 	for _, tc := range []struct {
 		name string
@@ -26,6 +26,8 @@ func TestBroadcasterOptionsNormaliseOutOfRangeValues(t *testing.T) {
 		{"WithSleepDuration positive", WithSleepDuration(time.Second), with(func(c *config) { c.sleep = time.Second })},
 		{"WithQueueLength 1", WithQueueLength(1), with(func(c *config) { c.queueLength = 1 })},
 		{"WithQueueLength the maximum", WithQueueLength(fanout.MaxQueueLength), with(func(c *config) { c.queueLength = fanout.MaxQueueLength })},
+		{"WithWriters 1", WithWriters(1), with(func(c *config) { c.writers = 1 })},
+		{"WithWriters the maximum", WithWriters(fanout.MaxWriters), with(func(c *config) { c.writers = fanout.MaxWriters })},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.want, newConfig([]BroadcasterOption{tc.opt}))
@@ -46,6 +48,18 @@ func TestWithQueueLengthOutOfRangePanicsInNew(t *testing.T) {
 		b, err := NewChecked(WithQueueLength(n))
 		assert.Nil(t, b)
 		assert.ErrorContains(t, err, fmt.Sprintf("record: WithQueueLength(%d)", n), "NewChecked returns what New panics with")
+	}
+}
+
+// WithWriters, which client-go has not, refuses what is not a number of
+// writers, as WithQueueLength does.
+func TestWithWritersOutOfRangePanicsInNew(t *testing.T) {
+	for _, n := range []int{0, -1, fanout.MaxWriters + 1} {
+		assert.PanicsWithError(t, fmt.Sprintf("record: WithWriters(%d): the number must be 1 to %d; leave the option out for the default, 8", n, fanout.MaxWriters),
+			func() { New(WithWriters(n)) })
+		b, err := NewChecked(WithWriters(n))
+		assert.Nil(t, b)
+		assert.ErrorContains(t, err, fmt.Sprintf("record: WithWriters(%d)", n))
 	}
 }
 

@@ -141,7 +141,10 @@ func (panicClock) Now() time.Time                { panic("clock") }
 func (panicClock) Since(time.Time) time.Duration { panic("clock") }
 
 // Behind a slow sink, aggregation, dedup and spam decisions are made when an
-// event is taken off the queue, as client-go makes them: the same sink calls.
+// event is taken off the queue, as client-go makes them: the same sink
+// calls. With one writer: with several, each event is taken (and
+// correlated) as soon as it is recorded, while the writes of others are
+// in flight (see record.WithWriters).
 func TestASlowSinkCorrelatesEachEventWhenTakenAsClientGo(t *testing.T) {
 	for _, opts := range []clientrecord.CorrelatorOptions{
 		{BurstSize: 2, QPS: 0.01, MaxEvents: 3, MaxIntervalInSeconds: 20},
@@ -151,7 +154,10 @@ func TestASlowSinkCorrelatesEachEventWhenTakenAsClientGo(t *testing.T) {
 			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
 			c := newSide(ctx, func(a ...any) clientrecord.EventBroadcaster { return clientGo(a[0], a[1]) }, opts)
-			o := newSide(ctx, func(a ...any) clientrecord.EventBroadcaster { return ours(a[0], a[1]) }, opts)
+			o := newSide(ctx, func(a ...any) clientrecord.EventBroadcaster {
+				return record.NewBroadcaster(record.WithContext(a[0].(context.Context)),
+					record.WithCorrelatorOptions(a[1].(clientrecord.CorrelatorOptions)), record.WithWriters(1))
+			}, opts)
 			c.sink.Delay = 7 * time.Second
 			o.sink.Delay = 7 * time.Second
 			for i := range 150 {

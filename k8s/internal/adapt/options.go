@@ -45,6 +45,21 @@ func QueueLength(pkg string, n int) error {
 	return nil
 }
 
+// DefaultWriters is the number of writes each sink of record and events
+// makes at once (WithWriters). Measured against a real kube-apiserver
+// (bench's e2e group): see the WithWriters docs for the figures.
+const DefaultWriters = 8
+
+// Writers checks the number given to a WithWriters option of record or
+// events: 1 to [fanout.MaxWriters].
+func Writers(pkg string, n int) error {
+	if n < 1 || n > fanout.MaxWriters {
+		return fmt.Errorf("%s: WithWriters(%d): the number must be 1 to %d; leave the option out for the default, %d",
+			pkg, n, fanout.MaxWriters, DefaultWriters)
+	}
+	return nil
+}
+
 // CacheSize normalises a cache size option: zero or negative means
 // [fanout.DefaultCacheSize] (4096, client-go's).
 func CacheSize(n int) int {
