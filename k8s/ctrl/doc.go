@@ -23,11 +23,16 @@
 //     neither provider is given an event: each event is written once.
 //   - When the manager stops, after its runnables and the leader election
 //     (whose "stopped leading" event is recorded last), [Manager.Start]
-//     flushes both broadcasters and shuts them down within
-//     [WithShutdownTimeout] (5 s by default; the flush, with retries, has
-//     half of it, the last attempts the rest). controller-runtime never
-//     waits for its broadcasters. The events.k8s.io series still open get
-//     their final count written, so that a clean stop drops nothing.
+//     flushes both broadcasters and shuts them down within what is left of
+//     the manager's GracefulShutdownTimeout (30 s unless set; at least
+//     5 s; [WithShutdownTimeout] sets another bound; the flush, with
+//     retries, has half of it, the last attempts the rest).
+//     controller-runtime never waits for its broadcasters. The
+//     events.k8s.io series still open get their final count written, so
+//     that a clean stop drops nothing while the backlog fits the bound:
+//     each sink writes up to 8 events at once
+//     ([github.com/fanout-go/fanout/k8s/record.WithWriters]), so a burst of
+//     a thousand takes a second or two on a local API server.
 //   - [WithMetrics] registers the counters
 //     ([github.com/fanout-go/fanout/k8s/metrics]) with controller-runtime's
 //     metrics registry, served by the manager's metrics server:

@@ -32,7 +32,8 @@ func Example() {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	// Start returns once the manager has stopped and every event recorded
-	// is written, or counted as dropped after fanoutctrl.ShutdownTimeout.
+	// is written, or counted as dropped once what is left of the manager's
+	// GracefulShutdownTimeout (30 s by default) has passed.
 	if err := mgr.Start(ctx); err != nil {
 		log.Fatal(err)
 	}

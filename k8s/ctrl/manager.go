@@ -73,6 +73,11 @@ type Manager struct {
 	started    atomic.Bool // Start was called
 	collectors []prometheus.Collector
 
+	// graceful is the manager's GracefulShutdownTimeout (negative: no
+	// bound); stopping, when Start's context ended.
+	graceful time.Duration
+	stopping atomic.Pointer[time.Time]
+
 	// cancelWrites cancels the writes of the core/v1 sink the manager
 	// made (coreSink), whose runner's watch is coreWatch; both nil with
 	// WithCoreSink's sink.
@@ -123,7 +128,10 @@ func NewManager(config *rest.Config, options manager.Options, opts ...Option) (*
 	if options.EventBroadcaster != nil {
 		return nil, errors.New("fanoutctrl: manager.Options.EventBroadcaster must be nil: fanout's broadcasters replace it (tune them with WithRecordOptions)")
 	}
-	m := &Manager{cfg: newConfig(opts)}
+	m := &Manager{cfg: newConfig(opts), graceful: DefaultGracefulShutdownTimeout}
+	if options.GracefulShutdownTimeout != nil {
+		m.graceful = *options.GracefulShutdownTimeout
+	}
 	if m.cfg.err != nil {
 		return nil, m.cfg.err
 	}
@@ -272,8 +280,9 @@ func (m *Manager) GetEventRecorder(name string) ctrlrecorder.EventRecorder {
 // Start starts recording to the API server (if no event did already),
 // then runs controller-runtime's manager until ctx ends (see its Start).
 // Once that has returned, every runnable and the leader election having
-// stopped, it flushes both broadcasters and shuts them down, within the
-// bound of [WithShutdownTimeout]; then it unregisters the metrics. It
+// stopped, it flushes both broadcasters and shuts them down, within what
+// is left of the manager's GracefulShutdownTimeout (see
+// [WithShutdownTimeout]); then it unregisters the metrics. It
 // returns the wrapped manager's error. Events still unwritten at the bound
 // are counted as dropped at shutdown (the broadcasters' Stats) and logged,
 // but do not make Start fail. A nil ctx is an error, and starts nothing
@@ -291,9 +300,30 @@ func (m *Manager) Start(ctx context.Context) error {
 		return errAlreadyStarted
 	}
 	m.startRecording()
+	stopWatch := context.AfterFunc(ctx, func() {
+		now := time.Now()
+		m.stopping.Store(&now)
+	})
 	err := m.Manager.Start(ctx)
-	m.shutdown()
+	stopWatch()
+	m.shutdown(m.shutdownTimeout(time.Now()))
 	return err
+}
+
+// shutdownTimeout returns the bound of the broadcasters' shutdown once the
+// manager has stopped at now (see WithShutdownTimeout); 0 for none.
+func (m *Manager) shutdownTimeout(now time.Time) time.Duration {
+	switch {
+	case m.cfg.shutdownTimeout > 0:
+		return m.cfg.shutdownTimeout
+	case m.graceful < 0:
+		return 0
+	}
+	since := now
+	if t := m.stopping.Load(); t != nil {
+		since = *t // the manager's stop started when ctx ended
+	}
+	return max(m.graceful-now.Sub(since), ShutdownTimeout)
 }
 
 // startRecording starts both sinks, and the loggers controller-runtime
@@ -324,17 +354,20 @@ func (m *Manager) startRecording() {
 }
 
 // shutdown flushes and shuts both broadcasters down, side by side, within
-// the configured bound, and unregisters the metrics. The flush, in which
+// timeout (0: no bound), and unregisters the metrics. The flush, in which
 // failed writes are retried as usual, has half the bound: a write waiting
 // to be retried (10 s and more) must not leave the shutdown no time for
 // the last attempt of every queued event and the series' final writes.
 // Then the core/v1 writes still in flight are cancelled and waited for.
-func (m *Manager) shutdown() {
-	timeout := m.cfg.shutdownTimeout
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	flushCtx, cancelFlush := context.WithTimeout(ctx, timeout/2)
-	defer cancelFlush()
+func (m *Manager) shutdown(timeout time.Duration) {
+	ctx, flushCtx := context.Background(), context.Background()
+	if timeout > 0 {
+		var cancel, cancelFlush context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+		flushCtx, cancelFlush = context.WithTimeout(ctx, timeout/2)
+		defer cancelFlush()
+	}
 	errs := make([]error, 2)
 	var wg sync.WaitGroup
 	for i, b := range []interface {
@@ -374,7 +407,7 @@ func (m *Manager) endWrites() {
 // NewManager does not return: a record.WithContext among the options
 // would keep its callback registered until its context ends.
 func (m *Manager) shutdownBroadcasters() {
-	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.shutdownTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), ShutdownTimeout)
 	defer cancel()
 	_ = m.record.ShutdownContext(ctx)
 	_ = m.events.ShutdownContext(ctx)

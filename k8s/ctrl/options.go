@@ -10,11 +10,18 @@ import (
 	"github.com/fanout-go/fanout/k8s/record"
 )
 
-// ShutdownTimeout is the default bound of what [Manager.Start] does after
-// controller-runtime's manager has stopped: flush both broadcasters, then
-// shut them down. It is the adapter's own bound ([record.ShutdownTimeout],
-// [events.ShutdownTimeout]); see [WithShutdownTimeout].
+// ShutdownTimeout is the least time [Manager.Start] gives the flush and
+// shutdown of both broadcasters once controller-runtime's manager has
+// stopped, when what is left of the manager's GracefulShutdownTimeout is
+// less (see [WithShutdownTimeout]). It is the adapters' own bound
+// ([record.ShutdownTimeout], [events.ShutdownTimeout]).
 const ShutdownTimeout = 5 * time.Second
+
+// DefaultGracefulShutdownTimeout is controller-runtime's default
+// manager.Options.GracefulShutdownTimeout, which bounds, by default, the
+// manager's stop and the broadcasters' flush together (see
+// [WithShutdownTimeout]).
+const DefaultGracefulShutdownTimeout = 30 * time.Second
 
 // Option tunes [NewManager]. Each option's doc gives its default. As
 // everywhere in the repository (see "Configuration" in the core's package
@@ -46,10 +53,7 @@ func newConfig(opts []Option) config {
 		}
 	}
 	if c.shutdownTimeout < 0 {
-		c.err = fmt.Errorf("fanoutctrl: WithShutdownTimeout(%v): the bound must be 0 (the default, %v) or more", c.shutdownTimeout, ShutdownTimeout)
-	}
-	if c.shutdownTimeout <= 0 {
-		c.shutdownTimeout = ShutdownTimeout
+		c.err = fmt.Errorf("fanoutctrl: WithShutdownTimeout(%v): the bound must be 0 (the default: what is left of the manager's GracefulShutdownTimeout) or more", c.shutdownTimeout)
 	}
 	return c
 }
@@ -59,13 +63,19 @@ type optionFunc func(*config)
 func (f optionFunc) apply(c *config) { f(c) }
 
 // WithShutdownTimeout bounds the flush and shutdown of both broadcasters
-// once controller-runtime's manager has stopped (default
-// [ShutdownTimeout], 5 s, also for zero; NewManager refuses a negative
-// d). It comes on top of the manager's GracefulShutdownTimeout. The flush,
-// in which failed writes are retried as usual, takes at most half of it;
-// the rest gives every event still queued its last attempt and the open
-// series their final count. Events still unwritten when it ends are
-// counted as dropped at shutdown, the core/v1 write in flight is
+// once controller-runtime's manager has stopped, d on top of the
+// manager's GracefulShutdownTimeout. By default (or for zero; NewManager
+// refuses a negative d) the bound follows controller-runtime's: what is
+// left of the manager's GracefulShutdownTimeout ([DefaultGracefulShutdownTimeout],
+// 30 s, unless set), counted from the end of Start's context, after the
+// runnables and the leader election stopped; never less than
+// [ShutdownTimeout] (5 s), so that the events recorded last (the leader
+// election's "stopped leading") get their attempt; no bound when the
+// manager's is negative (controller-runtime waits for ever then). The
+// flush, in which failed writes are retried as usual, takes at most half
+// of the bound; the rest gives every event still queued its last attempt
+// and the open series their final count. Events still unwritten when it
+// ends are counted as dropped at shutdown, the core/v1 write in flight is
 // cancelled, and [Manager.Start] logs that it ran out of time.
 func WithShutdownTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.shutdownTimeout = d })
