@@ -327,6 +327,12 @@
 // context.Background() for no deadline. A nil context is a mistake that the
 // call reports, as an error naming it, without doing anything else
 // (staticcheck's SA1012 finds most of them before they run).
+// [Watcher.All] and [TopicsWatcher.All] return an iterator, which cannot
+// return an error: a range over one made with a nil context ends at once,
+// taking nothing, and from then on the watcher's Err returns the error
+// naming the nil context, so that the loop is not mistaken for a closed,
+// empty watcher. It does not panic, as the standard library does for a nil
+// Context: the package reports bad input as errors.
 //
 // # Options
 //
