@@ -8,12 +8,13 @@ import (
 )
 
 // HeadlineSystems returns the systems of the headline run, in the column
-// order of its table: k8s wait q100 (the reference), fanout wait pull and
-// wait chan, [Limit], the raw-channel baseline, the peers ([Peers]) and
-// fanout wait pull at kelindar's queue length ([FanoutAtKelindarQueue]):
-// every lossless system the one-producer targets compare.
+// order of its table (the README's): k8s wait q100 (the reference), fanout
+// wait pull, [Limit], fanout wait chan, the raw-channel baseline, the peers
+// ([Peers]) and fanout wait pull at kelindar's queue length
+// ([FanoutAtKelindarQueue]): every lossless system the one-producer
+// targets compare.
 func HeadlineSystems() []System {
-	out := []System{Reference, Fanout(StrategyWait, APIPull), Fanout(StrategyWait, APIChan), Limit, Baseline}
+	out := []System{Reference, Fanout(StrategyWait, APIPull), Limit, Fanout(StrategyWait, APIChan), Baseline}
 	return append(append(out, Peers()...), FanoutAtKelindarQueue)
 }
 
@@ -39,57 +40,97 @@ func headlineOnly(systems []System) []System {
 	return slices.DeleteFunc(slices.Clone(systems), func(s System) bool { return !slices.Contains(keep, s) })
 }
 
+// headlineColumn is a column of the headline table: a system, its
+// heading, and the ratio shown beside its rate, if any.
+type headlineColumn struct {
+	sys   System
+	head  string
+	ratio func(c Case, row map[System]Case) *float64
+}
+
+// headlineColumns returns the columns of the headline table: each system
+// of [HeadlineSystems] with its ratio against k8s wait q100, but limit's
+// column gives fanout wait pull over limit, fanout at kelindar's queue
+// length is set against kelindar (a ratio of medians), and k8s and the
+// peers show their rate alone, as in the README.
+func headlineColumns() []headlineColumn {
+	pull := Fanout(StrategyWait, APIPull)
+	vsK8s := func(c Case, _ map[System]Case) *float64 { return c.RatioVsK8s }
+	var out []headlineColumn
+	for _, s := range HeadlineSystems() {
+		col := headlineColumn{sys: s, head: s.Label()}
+		switch {
+		case s == Limit:
+			col.head += " (fanout pull / limit)"
+			col.ratio = func(_ Case, row map[System]Case) *float64 { return row[pull].RatioVsLimit }
+		case s == FanoutAtKelindarQueue:
+			col.head += " (/ kelindar)"
+			col.ratio = func(c Case, row map[System]Case) *float64 {
+				k, ok := row[Kelindar]
+				if !ok || c.DeliveredPerSec == nil || k.DeliveredPerSec == nil {
+					return nil
+				}
+				return ptr(*c.DeliveredPerSec / *k.DeliveredPerSec)
+			}
+		case s.Name == SystemFanout || s == Baseline:
+			col.head += " (× k8s)"
+			col.ratio = vsK8s
+		}
+		out = append(out, col)
+	}
+	return out
+}
+
 // reportHeadline writes the headline table: one row per N of the
 // one-producer throughput groups, one column per system of
-// [HeadlineSystems] measured, each cell its delivered/s and its ratio
-// against k8s wait q100. Nothing if no such case was measured.
+// [HeadlineSystems] measured (see [headlineColumns]). Nothing if no such
+// case was measured.
 func reportHeadline(b *strings.Builder, res *Results) error {
+	rows := map[int]map[System]Case{}
 	var ns []int
-	var cols []System
-	type key struct {
-		label string
-		n     int
-	}
-	cell := map[key]Case{}
-	for _, s := range HeadlineSystems() {
+	var cols []headlineColumn
+	for _, col := range headlineColumns() {
+		found := false
 		for _, c := range casesOf(res.Cases, KindThroughput) {
-			if c.Producers != 1 || c.StalledWatchers != 0 || !is(&c, s) {
+			if c.Producers != 1 || c.StalledWatchers != 0 || !is(&c, col.sys) {
 				continue
 			}
-			if !slices.Contains(cols, s) {
-				cols = append(cols, s)
-			}
-			if !slices.Contains(ns, c.Watchers) {
+			if rows[c.Watchers] == nil {
+				rows[c.Watchers] = map[System]Case{}
 				ns = append(ns, c.Watchers)
 			}
-			cell[key{s.Label(), c.Watchers}] = c
+			rows[c.Watchers][col.sys], found = c, true
+		}
+		if found {
+			cols = append(cols, col)
 		}
 	}
 	if len(cols) == 0 {
 		return nil
 	}
 	slices.Sort(ns)
-	fmt.Fprintf(b, "\n== headline: 1 producer, lossless, delivered values/s (× k8s wait q100, the median of per-repetition ratios) ==\n")
+	b.WriteString("\n== headline: 1 producer, lossless, delivered values/s; in parentheses the ratio its heading names ")
+	b.WriteString("(× k8s: the median of per-repetition ratios) ==\n")
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	head := "N"
-	for _, s := range cols {
-		head += "\t" + s.Label()
+	for _, col := range cols {
+		head += "\t" + col.head
 	}
 	fmt.Fprintf(tw, "%s\t\n", head)
 	for _, n := range ns {
-		row := fmt.Sprint(n)
-		for _, s := range cols {
-			c, ok := cell[key{s.Label(), n}]
+		line := fmt.Sprint(n)
+		for _, col := range cols {
+			c, ok := rows[n][col.sys]
 			switch {
 			case !ok:
-				row += "\t-"
-			case s == Reference:
-				row += "\t" + num(c.DeliveredPerSec, FormatRate)
+				line += "\t-"
+			case col.ratio == nil:
+				line += "\t" + num(c.DeliveredPerSec, FormatRate)
 			default:
-				row += fmt.Sprintf("\t%s (%s)", num(c.DeliveredPerSec, FormatRate), FormatRatio(c.RatioVsK8s))
+				line += fmt.Sprintf("\t%s (%s)", num(c.DeliveredPerSec, FormatRate), FormatRatio(col.ratio(c, rows[n])))
 			}
 		}
-		fmt.Fprintf(tw, "%s\t\n", row)
+		fmt.Fprintf(tw, "%s\t\n", line)
 	}
 	return tw.Flush()
 }

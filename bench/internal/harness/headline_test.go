@@ -65,3 +65,47 @@ func TestFullReportStartsWithTheHeadlineTable(t *testing.T) {
 		t.Errorf("the full report has the headline's ending:\n%s", out)
 	}
 }
+
+// The headline table gives each column the ratio its heading names, as the
+// README's table does: fanout over k8s, fanout pull over limit in limit's
+// column, fanout at kelindar's queue length over kelindar, and the rate
+// alone for k8s and the peers.
+func TestHeadlineTableGivesEachColumnItsRatio(t *testing.T) {
+	at := func(s System, rate float64, vsK8s, vsLimit *float64) Case {
+		c := newCase(KindThroughput, s)
+		c.Watchers, c.Producers = 100, 1
+		c.DeliveredPerSec, c.RatioVsK8s, c.RatioVsLimit = ptr(rate), vsK8s, vsLimit
+		return c
+	}
+	res := &Results{Cases: []Case{
+		at(Reference, 10e6, ptr(1.0), nil),
+		at(Fanout(StrategyWait, APIPull), 100e6, ptr(10.0), ptr(1.25)),
+		at(Limit, 80e6, ptr(8.0), ptr(1.0)),
+		at(Teivah, 20e6, ptr(2.0), nil),
+		at(Kelindar, 50e6, ptr(5.0), nil),
+		at(FanoutAtKelindarQueue, 100e6, ptr(10.0), nil),
+	}}
+	var b strings.Builder
+	if err := reportHeadline(&b, res); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	var row string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "100 ") {
+			row = l
+		}
+	}
+	for _, want := range []string{"10.0M ", "100.0M (10.0×)", "80.0M (1.25×)", "20.0M ", "50.0M ", "100.0M (2.00×)",
+		"limit q100 (fanout pull / limit)", "kelindar q50000", "fanout wait pull q50000 (/ kelindar)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("headline table lacks %q:\n%s", want, out)
+		}
+	}
+	if row == "" || strings.Contains(row, "(8.00×)") || strings.Contains(row, "(5.00×)") || strings.Count(row, "(2.00×)") != 1 {
+		t.Errorf("a column shows a ratio its heading does not name:\n%s", out)
+	}
+	if strings.Contains(out, "fanout wait chan") {
+		t.Errorf("a column for a system not measured:\n%s", out)
+	}
+}
