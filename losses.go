@@ -23,12 +23,6 @@ type LossCounter interface {
 	Failed(err error)
 }
 
-// LossReporter is the former name of [LossCounter].
-//
-// Deprecated: use [LossCounter]; the name said the same as
-// [LossReporting], which is the correlator's side.
-type LossReporter = LossCounter
-
 // LossReporting is implemented by a [SinkCorrelator] that may lose merged
 // values after Correlate returned, as [Correlator] with a merging dedup
 // stage does. [Recorder.StartSink] calls ReportLossesTo with the runner's

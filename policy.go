@@ -77,13 +77,6 @@ const (
 	VerdictEvict
 )
 
-// VerdictDropNew is the former name of [VerdictDropFull].
-//
-// Deprecated: use [VerdictDropFull]: one word, "full", names the
-// behaviour ([DropIfChannelFull]), the verdict, the reason ([DropFull])
-// and the metric label.
-const VerdictDropNew = VerdictDropFull
-
 // verdictPanic is the decision of a behaviour whose OnFull panicked.
 const verdictPanic Verdict = 255
 

@@ -23,12 +23,6 @@ const DefaultRecorderQueueLength = 1000
 // [RecorderStats].Refused).
 var ErrRefused = errors.New("fanout: value refused: a waiting watcher is full")
 
-// ErrDropped is the former name of [ErrRefused], the same error.
-//
-// Deprecated: use [ErrRefused], named after the reason it is counted
-// under, [DropRefused].
-var ErrDropped = ErrRefused
-
 // Recorder publishes values into its own [Broadcaster] without ever blocking
 // the caller, and runs consumers of them: sinks with a correlator and
 // retries ([Recorder.StartSink]) and handlers ([Recorder.StartHandler],

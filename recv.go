@@ -139,7 +139,7 @@ func (w *Watcher[T]) drainedErr(ch chan T) error {
 	if len(ch) > 0 {
 		return nil
 	}
-	if err := w.Err(); err != nil && len(ch) == 0 {
+	if err := w.closeErr(); err != nil && len(ch) == 0 {
 		return err
 	}
 	return nil
@@ -154,7 +154,7 @@ func (w *Watcher[T]) recvChan(ctx context.Context, ch chan T, buf []T) (int, err
 				if n > 0 {
 					return n, nil
 				}
-				return 0, w.Err()
+				return 0, w.closeErr()
 			}
 			buf[n] = v
 			n++
@@ -169,7 +169,7 @@ func (w *Watcher[T]) recvChan(ctx context.Context, ch chan T, buf []T) (int, err
 			return 0, err
 		}
 		if !ok {
-			return 0, w.Err()
+			return 0, w.closeErr()
 		}
 		buf[0] = v
 		n = 1
@@ -203,9 +203,18 @@ func (w *Watcher[T]) Next(ctx context.Context) (T, error) {
 
 // All returns an iterator over the watcher's values, each taken with
 // [Watcher.Next]. It ends when the watcher closes and is drained, or when ctx
-// ends; [Watcher.Err] or ctx.Err() tells which.
+// ends; [Watcher.Err] or ctx.Err() tells which. A nil ctx is a mistake (see
+// "Contexts" in the package documentation): a range over the iterator then
+// ends at once, takes nothing, and from then on [Watcher.Err] returns an
+// error naming the nil context, since the loop cannot return it.
 func (w *Watcher[T]) All(ctx context.Context) iter.Seq[T] {
 	return func(yield func(T) bool) {
+		if ctx == nil {
+			w.mu.Lock()
+			w.nilCtx = true
+			w.mu.Unlock()
+			return
+		}
 		for {
 			v, err := w.Next(ctx)
 			if err != nil || !yield(v) {

@@ -404,3 +404,23 @@ func TestWatchTopicsListingATopicTwiceReceivesEachValueOnce(t *testing.T) {
 	assert.Equal(t, uint64(1), st["b"].Delivered)
 	assert.Equal(t, 0, tp.Stats().Topics, "both topics retired with their only watcher")
 }
+
+// A range over a TopicsWatcher's All with a nil context ends at once, takes
+// nothing, and Err names the mistake, as with a Watcher.
+func TestTopicsAllWithANilContextEndsAtOnceAndErrNamesIt(t *testing.T) {
+	var nilCtx context.Context
+	tp := fanout.NewTopics[string, int]()
+	defer tp.Shutdown()
+	g, err := tp.WatchTopics([]string{"a"})
+	require.NoError(t, err)
+	require.NoError(t, tp.Publish("a", 1))
+	n := 0
+	for range g.All(nilCtx) {
+		n++
+	}
+	assert.Zero(t, n)
+	assert.ErrorContains(t, g.Err(), "nil context")
+	m, err := g.Next(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, fanout.Message[string, int]{Topic: "a", Value: 1}, m, "still queued")
+}

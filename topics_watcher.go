@@ -22,6 +22,7 @@ type TopicsWatcher[K comparable, T any] struct {
 	// evictedAny is set when one of its watchers is evicted, by the
 	// publisher that evicts it (see add).
 	evictedAny atomic.Bool
+	nilCtx     atomic.Bool // a range over All(nil) ended: Err reports it
 
 	mu      sync.Mutex // guards subs, stopped and why
 	subs    []topicSub[K, T]
@@ -168,7 +169,7 @@ func (g *TopicsWatcher[K, T]) closedBy(err error) {
 // as that publisher held the bit).
 func (g *TopicsWatcher[K, T]) park(ctx context.Context, subs []topicSub[K, T]) error {
 	for i := range subs {
-		if subs[i].w.Err() == nil {
+		if subs[i].w.closeErr() == nil {
 			subs[i].w.enterPark()
 		}
 	}
@@ -211,9 +212,14 @@ func (g *TopicsWatcher[K, T]) Next(ctx context.Context) (Message[K, T], error) {
 	return one[0], err
 }
 
-// All returns an iterator over the values, as [Watcher.All].
+// All returns an iterator over the values, as [Watcher.All]; a range with
+// a nil ctx ends at once, and [TopicsWatcher.Err] then reports it.
 func (g *TopicsWatcher[K, T]) All(ctx context.Context) iter.Seq[Message[K, T]] {
 	return func(yield func(Message[K, T]) bool) {
+		if ctx == nil {
+			g.nilCtx.Store(true)
+			return
+		}
 		for {
 			m, err := g.Next(ctx)
 			if err != nil || !yield(m) {
@@ -293,7 +299,12 @@ func (g *TopicsWatcher[K, T]) closeErr() error {
 // Err returns why it closed, once every watcher of it is closed and
 // drained: [ErrWatcherStopped], [ErrStopped] or [ErrEvicted] (one of its
 // topics' watchers was evicted: the others were stopped); nil while open.
+// Once a range over [TopicsWatcher.All] with a nil context has ended, it
+// returns an error naming the nil context instead, as [Watcher.Err] does.
 func (g *TopicsWatcher[K, T]) Err() error {
+	if g.nilCtx.Load() {
+		return errNilContext
+	}
 	if !g.drained() {
 		return nil
 	}
@@ -306,7 +317,7 @@ func (g *TopicsWatcher[K, T]) Err() error {
 // closed and drained.
 func (g *TopicsWatcher[K, T]) drained() bool {
 	for _, s := range g.snapshot() {
-		if s.w.Err() == nil || s.w.Stats().Queued > 0 {
+		if s.w.closeErr() == nil || s.w.Stats().Queued > 0 {
 			return false // open, or not drained
 		}
 	}

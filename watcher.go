@@ -30,6 +30,7 @@ type Watcher[T any] struct {
 	inFull bool  // listed in b.full (guarded by b.mu)
 	mode   uint8 // guarded by mu
 	inPark bool  // guarded by b.parkMu
+	nilCtx bool  // a range over All(nil) ended: Err reports it; guarded by mu
 
 	waiters atomicI32
 	exposed atomic.Bool // ResultChan has returned cs.ch
@@ -242,8 +243,21 @@ func (w *Watcher[T]) Stop() {
 }
 
 // Err returns why the watcher closed: [ErrWatcherStopped], [ErrEvicted] or
-// [ErrStopped]; nil while it is open.
+// [ErrStopped]; nil while it is open. Once a range over [Watcher.All] with a
+// nil context has ended, Err returns an error naming the nil context
+// instead, whether the watcher is open or closed: that loop ends at once,
+// and Err is the only way it can report the mistake.
 func (w *Watcher[T]) Err() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.nilCtx {
+		return errNilContext
+	}
+	return w.err
+}
+
+// closeErr returns why the watcher closed; nil while it is open.
+func (w *Watcher[T]) closeErr() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.err

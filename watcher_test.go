@@ -407,3 +407,27 @@ func TestChannelWatcherDeliveredCountsSendsOfAWaitingPublisher(t *testing.T) {
 		<-chs[2]
 	})
 }
+
+// A range over All with a nil context ends at once, takes nothing, and Err
+// names the mistake from then on, so that the loop does not look like a
+// closed, empty watcher.
+func TestAllWithANilContextEndsAtOnceAndErrNamesIt(t *testing.T) {
+	var nilCtx context.Context // a variable: staticcheck's SA1012 flags a literal nil
+	b := fanouttest.New[int](t)
+	w := fanouttest.Watch(t, b)
+	publish(t, b, 1, 2)
+	it := w.All(nilCtx)
+	require.NoError(t, w.Err(), "making the iterator is not yet the mistake")
+
+	var got []int
+	for v := range it {
+		got = append(got, v)
+	}
+	assert.Empty(t, got)
+	assert.ErrorContains(t, w.Err(), "nil context")
+	assert.Zero(t, w.Stats().Delivered, "nothing taken")
+	assert.Equal(t, []int{1, 2}, fanouttest.Collect(t, w, 2), "both still queued")
+
+	w.Stop()
+	assert.ErrorContains(t, w.Err(), "nil context", "the mistake stays reported after the close")
+}

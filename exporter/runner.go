@@ -16,27 +16,10 @@ import (
 // compatibility (see [DropLabel]).
 type DropReason = fanout.DropReason
 
-// The reasons a sink drops an occurrence, under their former exporter
-// names.
+// The reasons a sink drops an occurrence besides a full queue, the core's
+// constants under the same names; a full queue's are the core's
+// [fanout.DropOldest], [fanout.DropFull] and [fanout.DropTimeout].
 const (
-	// DropQueueOldest is the former name of [fanout.DropOldest]: the
-	// queue was full and the strategy (DropOldest) discarded the oldest
-	// queued occurrence; label "queue_oldest".
-	//
-	// Deprecated: use [fanout.DropOldest].
-	DropQueueOldest = fanout.DropOldest
-	// DropQueueFull is the former name of [fanout.DropFull]: the queue was
-	// full and the strategy (DropNewest) discarded the new occurrence;
-	// label "queue_full".
-	//
-	// Deprecated: use [fanout.DropFull].
-	DropQueueFull = fanout.DropFull
-	// DropQueueTimeout is the former name of [fanout.DropTimeout]: the
-	// queue stayed full for the strategy's timeout (WaitTimeout); label
-	// "queue_timeout".
-	//
-	// Deprecated: use [fanout.DropTimeout].
-	DropQueueTimeout = fanout.DropTimeout
 	// DropRejected: the sink failed with a [Permanent] error.
 	DropRejected = fanout.DropRejected
 	// DropRetries: the write failed [Retry].MaxTries times; its label is

@@ -11,7 +11,7 @@
 //
 // Usage:
 //
-//	fanout-bench [-watchers 1,10,100,1000] [-producers 1,4] [-reps 5]
+//	fanout-bench [-headline] [-watchers 1,10,100,1000] [-producers 1,4] [-reps 5]
 //	             [-duration 60ms] [-record-events 20000] [-json FILE] [-svg FILE]
 //	             [-latency-producers 1,4] [-idle-pull-watchers 100000] [-record-producers 1,8]
 //	             [-topics 1,10,100] [-quick]
@@ -25,6 +25,14 @@
 // framed, and a durable JetStream Consume into lossless watchers. It runs
 // unless -nats=false, or -only is given without -nats; its JSON lines have
 // kinds "nats", "nats_latency" and "nats_jetstream".
+//
+// -headline (what `make bench` runs, about 2 minutes on 2 cores) measures
+// only the one-producer throughput groups, and of them only the lossless
+// systems the headline compares (harness.HeadlineSystems: fanout read with
+// Recv and through ResultChan, k8s wait q100, the limit ring, raw channels,
+// the peers and fanout at kelindar's queue length); it prints the headline
+// table, the targets those cases measure and how to run everything. The
+// full run, without it, is `make bench-full` (about 11 minutes).
 //
 // Run it with -h for the other flags.
 //
@@ -166,7 +174,7 @@ type options struct {
 
 // flags are the command's flags, as parsed.
 type flags struct {
-	quick, quiet, strict, nats                *bool
+	quick, headline, quiet, strict, nats      *bool
 	watchers, producers, latProd, recProd     intList
 	topics                                    intList
 	idlePull, reps, events, latWatch, latRate *int
@@ -181,6 +189,7 @@ func (f *flags) register(fs *flag.FlagSet, def harness.Config) {
 	f.latProd, f.recProd = intList(def.LatencyProducers), intList(def.RecordProducers)
 	f.topics = intList(def.TopicCounts)
 	f.quick = fs.Bool("quick", false, "a smoke run of about 30 s on 2 cores: N=10,100, 1 producer, 3 short reps (other flags given override it)")
+	f.headline = fs.Bool("headline", false, "the headline only (make bench, about 2 min on 2 cores): 1 producer, fanout vs k8s, limit, raw channels and the peers, their targets; no nats group unless -nats is given")
 	f.idlePull = fs.Int("idle-pull-watchers", def.IdlePullWatchers, "idle watchers of the memory measurement of fanout wait pull")
 	f.reps = fs.Int("reps", def.Reps, "measured repetitions per case (medians are reported)")
 	f.duration = fs.Duration("duration", def.Target, "target time of one throughput measurement (sets the events per measurement)")
@@ -252,12 +261,15 @@ func parseArgs(args []string, stderr io.Writer) (options, error) {
 	if *f.quick {
 		cfg = harness.QuickConfig()
 	}
+	if *f.headline {
+		cfg = harness.Headline(cfg)
+	}
 	set := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
 	f.apply(&cfg, set)
 	return options{
 		cfg: cfg, quick: *f.quick, quiet: *f.quiet, strict: *f.strict,
-		nats:     *f.nats && (!set["only"] || set["nats"]),
+		nats:     *f.nats && (!set["only"] && !*f.headline || set["nats"]),
 		jsonFile: *f.jsonFile, svgFile: *f.svgFile,
 	}, nil
 }

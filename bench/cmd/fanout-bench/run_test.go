@@ -6,8 +6,11 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/fanout-go/fanout/bench/internal/harness"
 )
 
 // tiny makes every measurement of a run take a few milliseconds.
@@ -226,5 +229,37 @@ func TestRunWithNothingToChartCompletesAndSaysSo(t *testing.T) {
 	}
 	if !strings.Contains(stdout.String(), "chart not written") {
 		t.Errorf("report does not say the chart was not written:\n%s", stdout.String())
+	}
+}
+
+// -headline (make bench) measures the one-producer throughput of the
+// headline systems only, leaves the nats group out, and still writes the
+// JSON and the chart; its report ends by saying how to run everything.
+func TestHeadlineRunsTheHeadlineAloneAndWritesBothFiles(t *testing.T) {
+	dir := t.TempDir()
+	jsonPath, svgPath := filepath.Join(dir, "bench.json"), filepath.Join(dir, "bench.svg")
+	args := append(slices.Clone(tiny[:len(tiny)-1]), "-headline", "-json", jsonPath, "-svg", svgPath) // without -nats=false
+	var stdout bytes.Buffer
+	if err := run(args, &stdout, &stdout); err != nil {
+		t.Fatal(err)
+	}
+	out := stdout.String()
+	for _, want := range []string{"== headline: 1 producer", "k8s wait q100", "limit q100", "teivah q100", "kelindar q50000",
+		"== targets measured by the headline ==", "make bench-full", "JSON written to", "chart written to"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("-headline report lacks %q:\n%s", want, out)
+		}
+	}
+	for _, not := range []string{"== nats", "== k8s record", "fanout wait pull b16", "== throughput"} {
+		if strings.Contains(out, not) {
+			t.Errorf("-headline report has %q:\n%s", not, out)
+		}
+	}
+	data, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(data), "\n"); n != len(harness.HeadlineSystems()) {
+		t.Errorf("%d JSON lines, want one per headline system:\n%s", n, data)
 	}
 }

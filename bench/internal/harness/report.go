@@ -59,16 +59,22 @@ func plural(n int, word string) string {
 	return fmt.Sprintf("%d %ss", n, word)
 }
 
-// WriteReport writes the human-readable report of res: throughput tables
-// grouped by producers and N with ratios against k8s wait q100, then the
-// stalled-watcher, latency, idle-memory, idle-CPU, replay and k8s record
-// tables, any warnings and the targets with PASS/FAIL.
+// WriteReport writes the human-readable report of res: the headline table
+// (one producer, [HeadlineSystems]), throughput tables grouped by producers
+// and N with ratios against k8s wait q100, then the stalled-watcher,
+// latency, idle-memory, idle-CPU, replay and k8s record tables, any
+// warnings and the targets with PASS/FAIL. For a [Headline] run, only the
+// headline table, any warnings and the targets it measured.
 func WriteReport(w io.Writer, res *Results) error {
 	var b strings.Builder
-	for _, section := range []func(*strings.Builder, *Results) error{
-		reportHeader, reportThroughput, reportStall, reportTopics, reportFilter, reportLatency, reportIdleMemory, reportIdleCPU,
-		reportReplay, reportRecord, reportEvents, reportWarnings, reportTargets,
-	} {
+	sections := []func(*strings.Builder, *Results) error{
+		reportHeader, reportHeadline, reportThroughput, reportStall, reportTopics, reportFilter, reportLatency, reportIdleMemory,
+		reportIdleCPU, reportReplay, reportRecord, reportEvents, reportWarnings, reportTargets,
+	}
+	if res.Config.Headline {
+		sections = []func(*strings.Builder, *Results) error{reportHeader, reportHeadline, reportWarnings, reportHeadlineTargets}
+	}
+	for _, section := range sections {
 		if err := section(&b, res); err != nil {
 			return err
 		}

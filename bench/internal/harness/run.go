@@ -10,7 +10,8 @@ import (
 )
 
 // Config says what to measure and for how long. [DefaultConfig] is what
-// `make bench` runs; [QuickConfig] is a smoke run of about 30 s.
+// `make bench-full` runs, [HeadlineConfig] what `make bench` runs;
+// [QuickConfig] is a smoke run of about 30 s.
 type Config struct {
 	// Watchers lists the watcher counts N of the throughput cases. From
 	// [LargeWatchers] on, a group measures [LargeSystems] only.
@@ -86,12 +87,17 @@ type Config struct {
 	// Only, if not empty, limits the run to these kinds of case (the Kind*
 	// constants); targets that need the others are then N/A.
 	Only []string
+
+	// Headline limits the throughput groups to [HeadlineSystems], and the
+	// report to the headline table and the targets measured (see
+	// [Headline]).
+	Headline bool
 }
 
 // runs reports whether cases of the given kind are to be measured.
 func (c Config) runs(kind string) bool { return len(c.Only) == 0 || slices.Contains(c.Only, kind) }
 
-// DefaultConfig returns the configuration of `make bench`: N = 1, 10, 100,
+// DefaultConfig returns the configuration of `make bench-full`: N = 1, 10, 100,
 // 1000 with 1 and 4 producers, 5 repetitions of a pair of runs whose
 // difference takes ~60 ms, 1 s of latency per
 // system with 1 and 4 producers, 100,000 idle fanout pull watchers and
@@ -416,6 +422,9 @@ func steps(cfg Config, res *Results) []step {
 	for _, p := range cfg.Producers {
 		for _, n := range cfg.Watchers {
 			systems := ThroughputSystemsFor(n, p)
+			if cfg.Headline {
+				systems = headlineOnly(systems)
+			}
 			out = append(out, step{KindThroughput,
 				fmt.Sprintf("throughput: %s, %s, %d systems", plural(n, "watcher"), plural(p, "producer"), len(systems)),
 				func() ([]Case, error) { return throughputGroup(cfg, res, systems, n, p) }})

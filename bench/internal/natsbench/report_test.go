@@ -11,7 +11,7 @@ import (
 )
 
 // The nats lines go into the same JSON Lines file as the harness's cases
-// (`make bench` writes both to bench/out/bench.json), whose documented
+// (`make bench-full` writes both to bench/out/bench.json), whose documented
 // contract is that every line has every field, null where the kind does
 // not measure it: a reader of the file must find strategy, ns_per_publish,
 // allocs_per_event, drop_pct, idle_bytes_per_watcher and the rest on the
