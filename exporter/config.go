@@ -263,9 +263,9 @@ func LoadConfig(path string) (*Config, error) {
 // as a [*ConfigError], with the warnings. A key set twice in one mapping
 // takes its last value, with a warning, as in kubernetes-event-exporter. A
 // YAML syntax error names the line and column where the text goes wrong;
-// an unquoted template (msg: {{ .Message }}) and aliases that expand to
-// more than 10,000 values are refused before anything is decoded; every
-// template is executed against a sample event (see the README).
+// an unquoted template (msg: {{ .Message }}) is refused, and aliases that
+// expand to more than 10,000 values are, before anything is decoded;
+// every template is executed against a sample event (see the README).
 func ParseConfig(name string, data []byte) (*Config, error) {
 	var c Config
 	root, err := parseYAML(data)
@@ -273,14 +273,16 @@ func ParseConfig(name string, data []byte) (*Config, error) {
 		return nil, &ConfigError{File: name, Problems: []string{err.Error()}}
 	}
 	c.Warnings = dedupeKeys(root)
-	if p := shapeProblems(root); len(p) > 0 {
-		return nil, &ConfigError{File: name, Problems: p, Warnings: sortByLine(c.Warnings)}
+	if msg := aliasExpansionProblem(root); msg != "" {
+		return nil, &ConfigError{File: name, Problems: []string{msg}, Warnings: sortByLine(c.Warnings)}
 	}
+	shape := complexKeyProblems(root)
 	problems, err := decodeConfig(root, &c)
 	if err != nil {
-		return nil, &ConfigError{File: name, Problems: []string{strings.TrimPrefix(err.Error(), "yaml: ")},
+		return nil, &ConfigError{File: name, Problems: append(shape, strings.TrimPrefix(err.Error(), "yaml: ")),
 			Warnings: sortByLine(c.Warnings)}
 	}
+	problems = append(problems, shape...)
 	c.setLines(root)
 	c.keyLines = topLevelLines(root)
 	c.Warnings = append(c.Warnings, c.topLevelWarnings(root)...)

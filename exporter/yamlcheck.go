@@ -49,17 +49,13 @@ func trimYAMLPrefix(s string) string {
 // bytes adds millions, and compiling that many templates takes gigabytes.
 const maxAliasExpansion = 10_000
 
-// shapeProblems returns the problems of the document's shape that stop
-// it from being decoded: a mapping key that is itself a map or a list
-// (an unquoted template: YAML reads msg: {{ .Message }} as a map keyed by
-// a map), and aliases that expand the document by more than
-// maxAliasExpansion values.
-func shapeProblems(root *yaml.Node) []string {
+// complexKeyProblems returns a problem for every mapping key of the
+// document that is a map or a list: an unquoted template (YAML reads
+// msg: {{ .Message }} as a map keyed by a map), which
+// kubernetes-event-exporter refuses too.
+func complexKeyProblems(root *yaml.Node) []string {
 	var p []string
 	complexKeys(root, &p)
-	if msg := aliasExpansionProblem(root); msg != "" {
-		p = append(p, msg)
-	}
 	return p
 }
 

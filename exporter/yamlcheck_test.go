@@ -78,16 +78,19 @@ func TestAnchorsReusedByManyReceiversLoad(t *testing.T) {
 	}
 }
 
-func TestUnquotedTemplateIsRefusedAsTheirsRefusesIt(t *testing.T) {
+func TestUnquotedTemplateIsRefusedAsTheirsRefusesItWithTheOtherProblems(t *testing.T) {
 	_, err := ParseConfig("c.yaml", []byte(`route: {match: [{receiver: out}]}
 receivers:
   - name: out
     stdout:
       layout:
         msg: {{ .Message }}
+    queue: {strategy: Sometimes}
 `))
-	if err == nil || !strings.Contains(err.Error(), "line 6: a template must be quoted") {
-		t.Errorf("err %v, want the unquoted template refused at line 6", err)
+	for _, want := range []string{"line 6: a template must be quoted", `line 3: receiver "out": queue.strategy "Sometimes" is unknown`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("err %v, want %q", err, want)
+		}
 	}
 }
 
