@@ -37,6 +37,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 2
 	}
+	if p := cfg.FileProblems(); len(p) > 0 {
+		fmt.Fprintln(stderr, &ConfigError{File: fl.config, Problems: p, Warnings: cfg.Warnings})
+		return 2
+	}
 	if err := fl.apply(cfg); err != nil {
 		if !fl.checkOnly || !errors.Is(err, errNoLeaseNamespace) {
 			fmt.Fprintln(stderr, err)
@@ -46,6 +50,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		// not where it runs: the pod's namespace is known there.
 		cfg.Warnings = append(cfg.Warnings, err.Error()+" when it runs; none is known here")
 	}
+	cfg.Warnings = append(cfg.Warnings, fl.notes...)
 	if fl.checkOnly {
 		checkOnly(fl.config, cfg, stdout, stderr)
 		return 0
@@ -82,6 +87,7 @@ func checkOnly(name string, cfg *Config, stdout, stderr io.Writer) {
 	for _, w := range cfg.Warnings {
 		fmt.Fprintf(stderr, "%s: warning: %s\n", name, w)
 	}
+	fmt.Fprintf(stdout, "%s: start: %s\n", name, cfg.StartNote())
 	fmt.Fprintf(stdout, "%s: valid, %d receivers, %d warnings\n", name, len(cfg.Receivers), len(cfg.Warnings))
 }
 
@@ -91,6 +97,8 @@ type flags struct {
 	leaseNamespace, leaseName, identity        string
 	leaseNameSet                               bool
 	checkOnly                                  bool
+	// notes are warnings about how the flags override the configuration.
+	notes []string
 }
 
 func parseFlags(args []string, stderr io.Writer) (*flags, error) {
@@ -98,8 +106,10 @@ func parseFlags(args []string, stderr io.Writer) (*flags, error) {
 	fs := flag.NewFlagSet("fanout-eventer", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&f.config, "config", "", "configuration file (YAML; required)")
+	fs.StringVar(&f.config, "conf", "", "the same as --config (kubernetes-event-exporter's name)")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster, else $KUBECONFIG or ~/.kube/config)")
-	fs.StringVar(&f.listen, "listen", ":9102", "address for /metrics, /healthz and /readyz (empty: none)")
+	fs.StringVar(&f.listen, "listen", ":9102", "address for /metrics, /healthz and /readyz, also served as /-/healthy and /-/ready (empty: none)")
+	fs.StringVar(&f.listen, "metrics-address", ":9102", "the same as --listen (kubernetes-event-exporter's name; its default is :2112)")
 	fs.StringVar(&f.api, "events-api", "", `Event API to watch, "v1" or "events.k8s.io/v1" (overrides the configuration's api)`)
 	fs.StringVar(&f.namespace, "namespace", "", "watch only this namespace (overrides the configuration)")
 	fs.BoolVar(&f.leaderElect, "leader-elect", false, "lead on a Lease, so that only one of several replicas exports")
@@ -160,6 +170,10 @@ func (f *flags) applyLeaderElection(le LeaderElectionConfig) error {
 	if le.LeaderElectionID != "" && !f.leaseNameSet {
 		f.leaseName = le.LeaderElectionID
 	}
+	if le.LeaderElectionID != "" && f.leaseNameSet && le.LeaderElectionID != f.leaseName {
+		f.notes = append(f.notes, fmt.Sprintf("leaderElection.leaderElectionID %s: the Lease is %s "+
+			"(--leader-elect-name wins)", le.LeaderElectionID, f.leaseName))
+	}
 	if f.leaseNamespace == "" || f.identity == "" {
 		return errNoLeaseNamespace
 	}
@@ -211,6 +225,9 @@ func run(ctx context.Context, fl *flags, cfg *Config, log *slog.Logger) error {
 	rc.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
 	client, err := kubernetes.NewForConfig(rc)
 	if err != nil {
+		return err
+	}
+	if err := checkAccess(ctx, client, accessNeeds(cfg, fl), log); err != nil {
 		return err
 	}
 	opts := Options{Config: cfg, Client: client, Logger: log}

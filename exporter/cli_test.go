@@ -64,8 +64,10 @@ func TestMainChecksTheirConfigurationPrintingEachWarningWithItsLine(t *testing.T
 	if code := Main(context.Background(), []string{"--config", path, "--check-config"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
-	if !strings.Contains(stdout.String(), "valid, 1 receivers, 2 warnings") ||
-		!strings.Contains(stderr.String(), path+": warning: line 4: maxEventAgeSeconds: ignored") {
+	if !strings.Contains(stdout.String(), "valid, 1 receivers, 1 warnings") ||
+		!strings.Contains(stderr.String(), path+`: warning: line 12: deDot: "true|false" is not a boolean`) ||
+		!strings.Contains(stdout.String(), path+": start: no checkpoint: at every start, events last seen more than 5s "+
+			"before the start are not exported (maxEventAgeSeconds)") {
 		t.Errorf("stdout %q, stderr %q", stdout.String(), stderr.String())
 	}
 }
@@ -124,5 +126,46 @@ func TestCheckConfigOfLeaderElectionOutsideAPodIsValidWithAWarning(t *testing.T)
 	code = Main(context.Background(), []string{"--config", path, "--kubeconfig", "/nonexistent", "--listen", ""}, &stdout, &stderr)
 	if code != 2 || !strings.Contains(stderr.String(), "leaderElection.enabled needs the pod's namespace") {
 		t.Errorf("run: exit %d, stderr %q; want 2 and the missing namespace", code, stderr.String())
+	}
+}
+
+func TestCheckConfigFindsMissingTLSFilesWithTheirLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tls.yaml")
+	if err := os.WriteFile(path, []byte(`route: {match: [{receiver: hook}]}
+receivers:
+  - name: hook
+    webhook:
+      endpoint: https://hook.example
+      tls: {caFile: /nonexistent/ca.crt}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := Main(context.Background(), []string{"--config", path, "--check-config"}, &stdout, &stderr)
+	if code != 2 || !strings.Contains(stderr.String(), `line 3: receiver "hook": webhook.tls.caFile: open /nonexistent/ca.crt`) {
+		t.Errorf("exit %d, stderr %q; want 2 and the missing file with its receiver's line", code, stderr.String())
+	}
+}
+
+func TestTheirFlagNamesConfAndMetricsAddressAreAccepted(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := Main(context.Background(), []string{"-conf=example.yaml", "-metrics-address=:2112", "--check-config"}, &stdout, &stderr)
+	if code != 0 || !strings.Contains(stdout.String(), "example.yaml: valid") {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
+	}
+}
+
+func TestLeaderElectNameWinsOverTheirLeaderElectionIDWithAWarning(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "le.yaml")
+	if err := os.WriteFile(path, []byte("leaderElection: {enabled: true, leaderElectionID: kubernetes-event-exporter}\n"+
+		"route: {match: [{receiver: out}]}\nreceivers: [{name: out, stdout: {}}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := Main(context.Background(), []string{"--config", path, "--check-config", "--leader-elect-namespace", "ops",
+		"--leader-elect-name", "fanout-eventer"}, &stdout, &stderr)
+	if code != 0 || !strings.Contains(stderr.String(), "leaderElection.leaderElectionID kubernetes-event-exporter: "+
+		"the Lease is fanout-eventer (--leader-elect-name wins)") {
+		t.Errorf("exit %d, stderr %q", code, stderr.String())
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // parseOK parses a configuration that must load, and returns it.
@@ -29,23 +30,77 @@ func wantWarnings(t *testing.T, c *Config, want ...string) {
 	}
 }
 
-func TestTheirTopLevelKeysWithoutEffectLoadWithAWarningNamingTheLine(t *testing.T) {
-	c := parseOK(t, `logLevel: info
+func TestMaxEventAgeSecondsAndThrottlePeriodBothSetAreRefusedAsTheirsRefusesThem(t *testing.T) {
+	_, err := ParseConfig("c.yaml", []byte(`logLevel: info
 maxEventAgeSeconds: 5
 throttlePeriod: 5
-metricsNamePrefix: event_exporter_
 receivers: [{name: a, stdout: {}}]
-`)
-	wantWarnings(t, c, "line 2: maxEventAgeSeconds: ignored", "line 3: throttlePeriod: ignored",
-		"line 4: metricsNamePrefix: ignored")
-	if len(c.Warnings) != 3 {
-		t.Errorf("%d warnings, want 3: %q", len(c.Warnings), c.Warnings)
+route: {match: [{receiver: a}]}
+`))
+	if err == nil || !strings.Contains(err.Error(), "line 3: throttlePeriod (deprecated) and maxEventAgeSeconds are both set") {
+		t.Errorf("err %v, want both keys refused at line 3", err)
+	}
+}
+
+func TestThrottlePeriodIsTheDeprecatedNameOfMaxEventAgeSeconds(t *testing.T) {
+	c := parseOK(t, "throttlePeriod: 30\nreceivers: [{name: a, stdout: {}}]\nroute: {match: [{receiver: a}]}\n")
+	if c.MaxEventAge() != 30*time.Second {
+		t.Errorf("MaxEventAge %v, want throttlePeriod's 30s", c.MaxEventAge())
+	}
+	wantWarnings(t, c, "line 1: throttlePeriod is kubernetes-event-exporter's deprecated name of maxEventAgeSeconds")
+	for _, w := range c.Warnings {
+		if strings.Contains(w, "ignored") {
+			t.Errorf("warning %q: throttlePeriod takes effect", w)
+		}
+	}
+}
+
+func TestMaxEventAgeDefaultsToTheirsOnlyWithoutACheckpoint(t *testing.T) {
+	const rest = "receivers: [{name: a, stdout: {}}]\nroute: {match: [{receiver: a}]}\n"
+	for body, want := range map[string]time.Duration{
+		"":                                   KEEDefaultMaxEventAge,
+		"maxEventAgeSeconds: 600\n":          10 * time.Minute,
+		"checkpoint: {file: /tmp/ck.json}\n": 0,
+		"checkpoint: {file: /tmp/ck.json}\nmaxEventAgeSeconds: 60\n": time.Minute,
+	} {
+		if got := parseOK(t, body+rest).MaxEventAge(); got != want {
+			t.Errorf("%q: MaxEventAge %v, want %v", body, got, want)
+		}
+	}
+	if got := testConfig(t, &memSink{}).MaxEventAge(); got != 0 {
+		t.Errorf("a Config made by a program: MaxEventAge %v, want none", got)
+	}
+}
+
+func TestNegativeAgeQPSAndBurstAreRefusedWithTheirLines(t *testing.T) {
+	_, err := ParseConfig("c.yaml", []byte(`maxEventAgeSeconds: -1
+kubeQPS: -5
+kubeBurst: -10
+receivers: [{name: a, stdout: {}}]
+route: {match: [{receiver: a}]}
+`))
+	for _, want := range []string{"line 1: maxEventAgeSeconds: -1 is negative", "line 2: kubeQPS: -5 is negative",
+		"line 3: kubeBurst: -10 is negative"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("err %v, want %q", err, want)
+		}
+	}
+}
+
+func TestMetricsNamePrefixIsCheckedAsTheirsChecksIt(t *testing.T) {
+	c := parseOK(t, "metricsNamePrefix: event_exporter_\nreceivers: [{name: a, stdout: {}}]\nroute: {match: [{receiver: a}]}\n")
+	if p, ok := c.metricsPrefix(); !ok || p != "event_exporter_" || len(c.Warnings) != 0 {
+		t.Errorf("prefix %q, set %v, warnings %q: want event_exporter_, no warning", p, ok, c.Warnings)
+	}
+	_, err := ParseConfig("c.yaml", []byte("metricsNamePrefix: 1bad\nreceivers: [{name: a, stdout: {}}]\n"))
+	if err == nil || !strings.Contains(err.Error(), `line 1: metricsNamePrefix "1bad" must match`) {
+		t.Errorf("err %v, want the prefix refused", err)
 	}
 }
 
 func TestOmitLookupAndCacheSizeTakeEffectWithoutAWarning(t *testing.T) {
 	for _, omit := range []string{"true", "false"} {
-		c := parseOK(t, "omitLookup: "+omit+"\ncacheSize: 4096\nreceivers: [{name: a, stdout: {}}]\n")
+		c := parseOK(t, "omitLookup: "+omit+"\ncacheSize: 4096\nreceivers: [{name: a, stdout: {}}]\nroute: {match: [{receiver: a}]}\n")
 		if len(c.Warnings) != 0 || c.OmitLookup != (omit == "true") || c.CacheSize != 4096 {
 			t.Errorf("warnings %q, omitLookup %v, cacheSize %d", c.Warnings, c.OmitLookup, c.CacheSize)
 		}

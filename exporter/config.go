@@ -47,12 +47,20 @@ type Config struct {
 	// [Options].LeaderElection instead.
 	LeaderElection LeaderElectionConfig `yaml:"leaderElection"`
 
-	// MaxEventAgeSeconds, ThrottlePeriod and MetricsNamePrefix are
-	// kubernetes-event-exporter's, accepted with a warning and without
-	// effect (see the README's migration table).
-	MaxEventAgeSeconds int64  `yaml:"maxEventAgeSeconds"`
-	ThrottlePeriod     int64  `yaml:"throttlePeriod"`
-	MetricsNamePrefix  string `yaml:"metricsNamePrefix"`
+	// MaxEventAgeSeconds is kubernetes-event-exporter's age cut-off at
+	// start: with no checkpoint to resume from, the events last seen more
+	// than this many seconds before the start are not exported (see
+	// [Config.MaxEventAge]). ThrottlePeriod is its deprecated name; set
+	// one, not both.
+	MaxEventAgeSeconds int64 `yaml:"maxEventAgeSeconds"`
+	ThrottlePeriod     int64 `yaml:"throttlePeriod"`
+	// MetricsNamePrefix, when set (even to ""), adds
+	// kubernetes-event-exporter's metrics, their names prefixed with it
+	// (events_sent, events_discarded, watch_errors, send_event_errors,
+	// kube_api_read_cache_hits, kube_api_read_cache_misses, build_info),
+	// to the fanout_eventer_* ones. A prefix that is not empty must match
+	// ^[a-zA-Z][a-zA-Z0-9_:]*_$, as there.
+	MetricsNamePrefix string `yaml:"metricsNamePrefix"`
 	// OmitLookup turns off the lookup of involved objects (see [Lookup]),
 	// and CacheSize bounds its cache (0: [DefaultCacheSize]), as in
 	// kubernetes-event-exporter.
@@ -71,6 +79,11 @@ type Config struct {
 	Warnings []string `yaml:"-"`
 	// skipped are the names of the receivers removed by validation.
 	skipped map[string]bool
+	// keyLines are the lines of the top-level keys.
+	keyLines map[string]int
+	// maxEventAge is the age cut-off at a start without a checkpoint
+	// (0: none), set by validation.
+	maxEventAge time.Duration
 }
 
 // CheckpointConfig says where the checkpoint is kept: a file or a
@@ -212,17 +225,24 @@ func lineError(n *yaml.Node, format string, args ...any) error {
 }
 
 // ConfigError is an invalid configuration: every problem found, each with
-// its line.
+// its line, and the warnings, which often say why (a misspelt key, a key
+// set twice).
 type ConfigError struct {
 	// File is the configuration's name.
 	File string
 	// Problems are "line N: what is wrong" messages.
 	Problems []string
+	// Warnings are the configuration's warnings (see [Config].Warnings).
+	Warnings []string
 }
 
-// Error lists the problems, one a line.
+// Error lists the problems, one a line, then the warnings.
 func (e *ConfigError) Error() string {
-	return fmt.Sprintf("invalid configuration %s:\n  %s", e.File, strings.Join(e.Problems, "\n  "))
+	s := fmt.Sprintf("invalid configuration %s:\n  %s", e.File, strings.Join(e.Problems, "\n  "))
+	if len(e.Warnings) > 0 {
+		s += "\nwarnings:\n  " + strings.Join(e.Warnings, "\n  ")
+	}
+	return s
 }
 
 // LoadConfig reads and validates the configuration file at path. As
@@ -240,29 +260,48 @@ func LoadConfig(path string) (*Config, error) {
 // ParseConfig parses and validates a YAML configuration; name is used in
 // errors. Unknown fields, wrong types, invalid regular expressions, unknown
 // receivers and invalid values are reported together, each with its line,
-// as a [*ConfigError]. A key set twice in one mapping takes its last
-// value, with a warning, as in kubernetes-event-exporter.
+// as a [*ConfigError], with the warnings. A key set twice in one mapping
+// takes its last value, with a warning, as in kubernetes-event-exporter. A
+// YAML syntax error names the line and column where the text goes wrong;
+// an unquoted template (msg: {{ .Message }}) is refused, and aliases that
+// expand to more than 10,000 values are, before anything is decoded;
+// every template is executed against a sample event (see the README).
 func ParseConfig(name string, data []byte) (*Config, error) {
 	var c Config
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, &ConfigError{File: name, Problems: []string{strings.TrimPrefix(err.Error(), "yaml: ")}}
-	}
-	c.Warnings = dedupeKeys(&root)
-	problems, err := decodeConfig(&root, &c)
+	root, err := parseYAML(data)
 	if err != nil {
-		return nil, &ConfigError{File: name, Problems: []string{strings.TrimPrefix(err.Error(), "yaml: ")}}
+		return nil, &ConfigError{File: name, Problems: []string{err.Error()}}
 	}
-	c.setLines(&root)
-	c.Warnings = append(c.Warnings, c.topLevelWarnings(&root)...)
+	c.Warnings = dedupeKeys(root)
+	if msg := aliasExpansionProblem(root); msg != "" {
+		return nil, &ConfigError{File: name, Problems: []string{msg}, Warnings: sortByLine(c.Warnings)}
+	}
+	shape := complexKeyProblems(root)
+	problems, err := decodeConfig(root, &c)
+	if err != nil {
+		return nil, &ConfigError{File: name, Problems: append(shape, strings.TrimPrefix(err.Error(), "yaml: ")),
+			Warnings: sortByLine(c.Warnings)}
+	}
+	problems = append(problems, shape...)
+	c.setLines(root)
+	c.keyLines = topLevelLines(root)
+	c.Warnings = append(c.Warnings, c.topLevelWarnings(root)...)
 	problems = append(problems, c.validate()...)
+	c.setKEEAgeDefault()
 	c.Warnings = append(c.Warnings, c.Route.ruleWarnings(c.OmitLookup)...)
-	slices.SortStableFunc(c.Warnings, func(a, b string) int { return cmp.Compare(problemLine(a), problemLine(b)) })
+	problems = append(problems, c.templateProblems()...)
+	c.Warnings = sortByLine(c.Warnings)
 	if len(problems) > 0 {
-		slices.SortStableFunc(problems, func(a, b string) int { return cmp.Compare(problemLine(a), problemLine(b)) })
-		return nil, &ConfigError{File: name, Problems: problems}
+		return nil, &ConfigError{File: name, Problems: sortByLine(problems), Warnings: c.Warnings}
 	}
 	return &c, nil
+}
+
+// sortByLine sorts messages by the line they name (stable: messages
+// without a line first, in their order) and returns them.
+func sortByLine(msgs []string) []string {
+	slices.SortStableFunc(msgs, func(a, b string) int { return cmp.Compare(problemLine(a), problemLine(b)) })
+	return msgs
 }
 
 // decodeConfig decodes the document root into c, adding a warning for

@@ -81,7 +81,7 @@ func TestParseConfigNamesTheLineOfEveryProblem(t *testing.T) {
 			[]string{"line 3: expected a map"}},
 		{"webhook without url", "receivers:\n  - name: w\n    webhook: {endpoint: \"ftp://x\"}\n",
 			[]string{`line 2: receiver "w": webhook.endpoint "ftp://x" is not an http or https URL`}},
-		{"not yaml", "receivers: [\n", []string{"line 1: did not find expected node content"}},
+		{"not yaml", "receivers: [\n", []string{"line 1: sequence end token ']' not found (column 12)"}},
 		{"no receivers", "logLevel: info\n", []string{"receivers: at least one receiver is required"}},
 		{"several at once", "route:\n  match:\n    - receiver: x\n    - kind: [1]\nreceivers:\n  - name: a\n    stdout: {}\n",
 			[]string{`line 3: unknown receiver "x"`, `line 4: expected a regular expression`}},

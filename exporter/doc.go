@@ -17,8 +17,11 @@
 // count (series are written only every 30 minutes and when they end, so
 // the counts in between are never visible). It is identified by the
 // event's UID and that count ([Occurrence.Key]). Modifications that do not
-// raise the count, and deletions, are not occurrences. There is no age
-// cut-off: what was missed is decided by the checkpoint.
+// raise the count, and deletions, are not occurrences. A start with a
+// checkpoint resumes from it: the checkpoint decides what was missed; a
+// start without one does not export the events last seen longer than
+// maxEventAgeSeconds before it, as kubernetes-event-exporter
+// ([Config.MaxEventAge]).
 //
 // # Records and kubernetes-event-exporter configurations
 //

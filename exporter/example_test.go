@@ -59,8 +59,9 @@ receivers:
 }
 
 // A configuration error names the file and the line of every problem;
-// what loads without effect here (kubernetes-event-exporter's keys, a
-// pattern that never matches) is a warning with its line.
+// what loads but deserves a look (a deprecated key of
+// kubernetes-event-exporter, a pattern that never matches) is a warning
+// with its line.
 func ExampleParseConfig() {
 	_, err := exporter.ParseConfig("bad.yaml", []byte(`
 route:
@@ -74,10 +75,12 @@ receivers:
 `))
 	fmt.Println(err)
 	c, _ := exporter.ParseConfig("theirs.yaml", []byte(`
-maxEventAgeSeconds: 10
+throttlePeriod: 10
 route:
   drop:
     - namespace: "*test*"
+  match:
+    - receiver: dump
 receivers:
   - name: dump
     stdout: {}
@@ -89,6 +92,6 @@ receivers:
 	// invalid configuration bad.yaml:
 	//   line 5: unknown receiver "alerts"
 	//   line 7: receiver "dump": queue.strategy "Sometimes" is unknown (want Wait, DropOldest, DropNewest or WaitTimeout)
-	// line 2: maxEventAgeSeconds: ignored: this exporter has no age cut-off; the checkpoint decides what was missed
+	// line 2: throttlePeriod is kubernetes-event-exporter's deprecated name of maxEventAgeSeconds: taken as maxEventAgeSeconds: 10
 	// line 5: invalid regular expression "*test*" never matches (as in kubernetes-event-exporter): error parsing regexp: missing argument to repetition operator: `*`
 }

@@ -46,6 +46,7 @@ type layoutNode struct {
 	fields map[string]layoutNode
 	list   []layoutNode
 	value  any // a scalar that is not a string, written as it is
+	line   int // the line of the template
 }
 
 // funcs are the template functions of layouts and headers.
@@ -139,7 +140,7 @@ func (l *Layout) compileScalar(n *yaml.Node) (layoutNode, error) {
 	if err != nil {
 		return layoutNode{}, lineError(n, "layout: invalid template %q: %v", n.Value, err)
 	}
-	return layoutNode{tmpl: t}, nil
+	return layoutNode{tmpl: t, line: n.Line}, nil
 }
 
 // render executes the layout's templates against data.

@@ -16,6 +16,9 @@ type Metrics struct {
 	source   atomic.Pointer[Source]
 	lookup   atomic.Pointer[Lookup]
 	leader   atomic.Bool
+	// kee, if set, are kubernetes-event-exporter's metrics with the
+	// configuration's metricsNamePrefix (see [Metrics.keeCompat]).
+	kee *keeDescs
 	// Lag is the histogram of fanout_eventer_source_lag_seconds.
 	Lag prometheus.Histogram
 }
@@ -35,6 +38,7 @@ var (
 	descOccur    = desc("source_occurrences_total", "Occurrences forwarded by the source.")
 	descIgnored  = desc("source_updates_ignored_total", "Event modifications that did not raise the count.")
 	descDeletes  = desc("source_deletes_total", "Event deletions seen.")
+	descTooOld   = desc("source_too_old_total", "Events the first list without a checkpoint showed and did not export: last seen longer than maxEventAgeSeconds before the start.")
 	descSynced   = desc("source_synced", "1 once the initial list has been handled.")
 	descRouteDr  = desc("route_dropped_total", "Occurrences removed by a drop rule.")
 	descRouteNo  = desc("route_unmatched_total", "Occurrences no match rule sent to any receiver.")
@@ -66,11 +70,12 @@ func NewMetrics() *Metrics {
 // Describe sends every descriptor.
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descSent, descDropped, descRetries, descDedup, descDepth, descCapacity,
-		descLists, descWatches, descRestarts, descRelists, descCollapse, descOccur, descIgnored, descDeletes, descSynced, descRouteDr,
+		descLists, descWatches, descRestarts, descRelists, descCollapse, descOccur, descIgnored, descDeletes, descTooOld, descSynced, descRouteDr,
 		descRouteNo, descCkWrites, descCkFails, descCkLag, descCkLast, descAbandon, descLeader, descLkReqs, descLkHits, descLkErrors, descLkGone, descBuild} {
 		ch <- d
 	}
 	m.Lag.Describe(ch)
+	m.kee.describe(ch)
 }
 
 // Collect sends the current values.
@@ -90,6 +95,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 			ch <- counter(descLkErrors, n, reason)
 		}
 	}
+	m.kee.collect(ch, m)
 	if s := m.source.Load(); s != nil {
 		st := s.Stats()
 		ch <- counter(descLists, st.Lists)
@@ -100,6 +106,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		ch <- counter(descOccur, st.Occurrences)
 		ch <- counter(descIgnored, st.UpdatesIgnored)
 		ch <- counter(descDeletes, st.Deletes)
+		ch <- counter(descTooOld, st.TooOld)
 		ch <- gauge(descSynced, b2f(st.Synced))
 	}
 }
@@ -175,4 +182,19 @@ func BuildVersion() string {
 		}
 	}
 	return "(devel)"
+}
+
+// buildRevision returns the VCS revision in the binary's build
+// information, or "".
+func buildRevision() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return ""
+	}
+	for _, s := range bi.Settings {
+		if s.Key == "vcs.revision" {
+			return s.Value
+		}
+	}
+	return ""
 }

@@ -186,6 +186,15 @@ func (p *Pipeline) Occurred(ctx context.Context, o *Occurrence) error {
 	return nil
 }
 
+// skipped records that the source did not forward the event uid at count
+// (older than the age cut-off at start), so that the checkpoint counts it
+// as handled.
+func (p *Pipeline) skipped(uid string, count int32) {
+	seq := p.tr.add(change{uid: uid, count: count})
+	p.head.Store(seq)
+	p.commitEvery(seq)
+}
+
 // Deleted records that the event uid was deleted, so that it leaves the
 // checkpoint.
 func (p *Pipeline) Deleted(uid, resourceVersion string) {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -39,7 +40,8 @@ type Options struct {
 	Listener net.Listener
 	// Metrics is the collector to fill; nil makes one. Run registers it
 	// (and the Go and process collectors) on its own registry for
-	// /metrics.
+	// /metrics. With the configuration's metricsNamePrefix set, Run adds
+	// kubernetes-event-exporter's metrics to it before registering it.
 	Metrics *Metrics
 	// LeaderElection, if set, makes Run lead only while it holds a Lease,
 	// so that two replicas can run with one exporting.
@@ -76,6 +78,9 @@ func Run(ctx context.Context, opts Options) error {
 	if e.metrics == nil {
 		e.metrics = NewMetrics()
 	}
+	if prefix, ok := opts.Config.metricsPrefix(); ok && e.metrics.kee == nil {
+		e.metrics.keeCompat(prefix)
+	}
 	if opts.Listener != nil {
 		stop, err := e.serve(opts.Listener)
 		if err != nil {
@@ -94,7 +99,9 @@ type exporter struct {
 	opts    Options
 	log     *slog.Logger
 	metrics *Metrics
-	ready   atomic.Bool
+	// lock is the Lease's lock with leader election: what a follower
+	// saw of the leader, for its readiness.
+	lock atomic.Pointer[acquiredLock]
 }
 
 // lead runs the pipeline and the source until ctx ends, then flushes.
@@ -122,10 +129,11 @@ func (e *exporter) lead(ctx context.Context) error {
 		return err
 	}
 	src.SetLogger(e.log)
+	src.SetMaxAge(cfg.MaxEventAge())
 	e.metrics.pipeline.Store(p)
 	e.metrics.source.Store(src)
 	e.log.Info("exporting events", "api", cfg.API, "namespace", cfg.Namespace, "receivers", len(cfg.Receivers),
-		"checkpoint", ck != nil)
+		"checkpoint", ck != nil, "maxEventAge", cfg.MaxEventAge().String())
 	src.Run(ctx)
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Duration(cfg.ShutdownTimeout))
 	defer cancel()
@@ -173,11 +181,7 @@ func (e *exporter) store() CheckpointStore {
 // after the last checkpoint is written.
 func (e *exporter) runElected(ctx context.Context) error {
 	le := e.opts.LeaderElection
-	lock := &acquiredLock{Interface: &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Namespace: le.Namespace, Name: le.Name},
-		Client:     e.opts.Client.CoordinationV1(),
-		LockConfig: resourcelock.ResourceLockConfig{Identity: le.Identity},
-	}}
+	lock := e.newLock()
 	leCtx, leCancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer leCancel()
 	stopped := context.AfterFunc(ctx, func() {
@@ -209,7 +213,6 @@ func (e *exporter) runElected(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("leader election: %w", err)
 	}
-	e.ready.Store(true) // a follower is ready to take over
 	elector.Run(leCtx)
 	if !lock.acquired.Load() {
 		return nil // never led
@@ -227,12 +230,33 @@ func (e *exporter) runElected(ctx context.Context) error {
 	return err
 }
 
+// newLock returns the lock of the Lease, which the readiness reads.
+func (e *exporter) newLock() *acquiredLock {
+	le := e.opts.LeaderElection
+	lock := &acquiredLock{Interface: &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Namespace: le.Namespace, Name: le.Name},
+		Client:     e.opts.Client.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: le.Identity},
+	}, leaseDuration: orDefault(le.LeaseDuration, 15*time.Second)}
+	e.lock.Store(lock)
+	return lock
+}
+
 // acquiredLock is a resource lock that records whether this replica
 // acquired it: a Create or Update that succeeded with its identity as the
-// holder, which client-go makes before it starts OnStartedLeading.
+// holder, which client-go makes before it starts OnStartedLeading. It
+// also records what its reads show of the leader, for a follower's
+// readiness (see [acquiredLock.following]).
 type acquiredLock struct {
 	resourcelock.Interface
-	acquired atomic.Bool
+	acquired      atomic.Bool
+	leaseDuration time.Duration
+
+	mu       sync.Mutex
+	readErr  error     // the last read's error
+	holder   string    // the holder the last read showed
+	renewed  time.Time // the holder's last renewal the reads showed
+	renewSaw time.Time // when a read first showed that renewal
 }
 
 func (l *acquiredLock) Create(ctx context.Context, r resourcelock.LeaderElectionRecord) error {
@@ -253,6 +277,41 @@ func (l *acquiredLock) note(r resourcelock.LeaderElectionRecord, err error) {
 	}
 }
 
+// Get reads the Lease, recording its holder and when its renewal was
+// first seen, or the error.
+func (l *acquiredLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
+	r, raw, err := l.Interface.Get(ctx)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.readErr = err
+	if err != nil {
+		l.holder = ""
+		return r, raw, err
+	}
+	if r.HolderIdentity != l.holder || !r.RenewTime.Time.Equal(l.renewed) {
+		l.holder, l.renewed, l.renewSaw = r.HolderIdentity, r.RenewTime.Time, time.Now()
+	}
+	return r, raw, err
+}
+
+// following reports whether this replica stands by behind a live leader:
+// its last read of the Lease succeeded and showed another holder, whose
+// renewal it saw less than a lease duration ago (by its own clock, as
+// client-go judges expiry). Otherwise it says why not.
+func (l *acquiredLock) following(now time.Time) (bool, string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.readErr != nil:
+		return false, "the Lease cannot be read: " + l.readErr.Error()
+	case l.holder == "" || l.holder == l.Identity():
+		return false, "no leader holds the Lease"
+	case now.Sub(l.renewSaw) > l.leaseDuration:
+		return false, "the leader " + l.holder + " has not renewed the Lease for " + now.Sub(l.renewSaw).Round(time.Second).String()
+	}
+	return true, ""
+}
+
 func orDefault(d, def time.Duration) time.Duration {
 	if d <= 0 {
 		return def
@@ -260,7 +319,9 @@ func orDefault(d, def time.Duration) time.Duration {
 	return d
 }
 
-// serve serves /metrics, /healthz and /readyz on l until stop is called.
+// serve serves /metrics, /healthz and /readyz (and their
+// kubernetes-event-exporter names, /-/healthy and /-/ready) on l until
+// stop is called.
 func (e *exporter) serve(l net.Listener) (stop func(), err error) {
 	reg := prometheus.NewRegistry()
 	if err := reg.Register(e.metrics); err != nil {
@@ -269,8 +330,11 @@ func (e *exporter) serve(l net.Listener) (stop func(), err error) {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	healthy := func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) }
+	mux.HandleFunc("/healthz", healthy)
+	mux.HandleFunc("/-/healthy", healthy)
 	mux.HandleFunc("/readyz", e.readyz)
+	mux.HandleFunc("/-/ready", e.readyz)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan struct{})
 	go func() {
@@ -285,14 +349,35 @@ func (e *exporter) serve(l net.Listener) (stop func(), err error) {
 	}, nil
 }
 
-// readyz answers 200 once the source has handled its initial list (or,
-// with leader election, while following, ready to take over).
+// readyz answers 200 while this replica does its part: it leads and its
+// source has handled its initial list (or resumed its watch), or, with
+// leader election, it stands by behind a live leader (see
+// [exporter.ready]); 503 with the reason otherwise.
 func (e *exporter) readyz(w http.ResponseWriter, _ *http.Request) {
-	src := e.metrics.source.Load()
-	leading := e.metrics.leader.Load()
-	if (leading && src != nil && src.Synced()) || (!leading && e.ready.Load()) {
-		_, _ = w.Write([]byte("ok\n"))
+	if ok, why := e.ready(time.Now()); !ok {
+		http.Error(w, "not ready: "+why, http.StatusServiceUnavailable)
 		return
 	}
-	http.Error(w, "not ready: initial list of events not handled yet", http.StatusServiceUnavailable)
+	_, _ = w.Write([]byte("ok\n"))
+}
+
+// ready reports whether this replica is ready, or why not. A leader is
+// ready once its source is synced. A follower is ready only while it
+// reads the Lease and sees another replica renew it: a follower that
+// cannot read it (forbidden by RBAC: a Lease name the Role does not
+// grant) or sees no live leader is not, since then no replica may be
+// exporting. A follower must be ready behind a live leader, or a rolling
+// update, which waits for its new pods to be ready, would never proceed.
+func (e *exporter) ready(now time.Time) (bool, string) {
+	if e.metrics.leader.Load() {
+		if src := e.metrics.source.Load(); src != nil && src.Synced() {
+			return true, ""
+		}
+		return false, "leading; the initial list of events is not handled yet"
+	}
+	if l := e.lock.Load(); l != nil {
+		ok, why := l.following(now)
+		return ok, "standing by: " + why
+	}
+	return false, "not started"
 }

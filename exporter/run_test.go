@@ -14,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
@@ -210,4 +213,164 @@ func TestLosingTheLeaseFlushesBeforeRunReturnsLeadershipLost(t *testing.T) {
 		t.Errorf("Run after losing the Lease: %v, want ErrLeadershipLost", err)
 	}
 	close(s.release)
+}
+
+// oldEvent returns coreEvent(uid, count) last seen age ago.
+func oldEvent(uid string, count int32, age time.Duration) *corev1.Event {
+	e := coreEvent(uid, count)
+	e.FirstTimestamp = metav1.NewTime(time.Now().Add(-age))
+	e.LastTimestamp = e.FirstTimestamp
+	return e
+}
+
+// A first start without a checkpoint exports none of the events last
+// seen longer than maxEventAgeSeconds ago, as kubernetes-event-exporter;
+// the checkpoint it writes counts them, so a later count raise is
+// exported and a restart exports none of them again.
+func TestFirstStartWithoutCheckpointExportsNoEventOlderThanMaxEventAge(t *testing.T) {
+	ctx := context.Background()
+	cs := fake.NewClientset(oldEvent("old", 3, 40*time.Minute), coreEvent("fresh", 1))
+	ck := filepath.Join(t.TempDir(), "ck.json")
+	s := &memSink{target: 1, reached: make(chan struct{})}
+	c := sinkConfig(t, s, ck)
+	c.maxEventAge = 5 * time.Minute
+	m := NewMetrics()
+	stop := runExporter(t, Options{Config: c, Client: cs, Metrics: m})
+	<-s.reached
+	for m.source.Load() == nil || !m.source.Load().Synced() {
+		waitABit()
+	}
+	if st := m.source.Load().Stats(); st.TooOld != 1 {
+		t.Errorf("TooOld %d, want 1 (the 40-minute-old event)", st.TooOld)
+	}
+	e, _ := cs.CoreV1().Events("ns").Get(ctx, "old", metav1.GetOptions{})
+	e.Count, e.LastTimestamp = 4, metav1.Now()
+	if _, err := cs.CoreV1().Events("ns").Update(ctx, e, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for len(s.stored()) < 2 {
+		waitABit()
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.stored(); !slices.Equal(got, []string{"fresh/1", "old/4"}) {
+		t.Errorf("stored %v, want fresh/1 and the raise old/4, not old/3", got)
+	}
+	saved, err := FileStore{Path: ck}.Load(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if saved.Counts["old"] != 4 || saved.Counts["fresh"] != 1 {
+		t.Errorf("checkpoint counts %v, want old:4 and fresh:1", saved.Counts)
+	}
+}
+
+// With a checkpoint, the checkpoint decides: an event it does not cover
+// is exported at a list, however old.
+func TestWithACheckpointTheCheckpointDecidesNotTheAge(t *testing.T) {
+	cs := fake.NewClientset(oldEvent("old", 1, 40*time.Minute))
+	ck := filepath.Join(t.TempDir(), "ck.json")
+	if err := (FileStore{Path: ck}).Save(context.Background(), &Checkpoint{Version: checkpointVersion, Counts: map[string]int32{"gone": 1}}); err != nil {
+		t.Fatal(err)
+	}
+	s := &memSink{target: 1, reached: make(chan struct{})}
+	c := sinkConfig(t, s, ck)
+	c.maxEventAge = 5 * time.Minute
+	stop := runExporter(t, Options{Config: c, Client: cs})
+	<-s.reached
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.stored(); !slices.Equal(got, []string{"old/1"}) {
+		t.Errorf("stored %v, want old/1", got)
+	}
+}
+
+func TestMetricsNamePrefixAddsTheirMetricsBesideOurs(t *testing.T) {
+	cs := fake.NewClientset(coreEvent("a", 1))
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &memSink{target: 1, reached: make(chan struct{})}
+	c := testConfig(t, s)
+	c.MetricsNamePrefix, c.keyLines = "event_exporter_", map[string]int{"metricsNamePrefix": 1}
+	runExporter(t, Options{Config: c, Client: cs, Listener: l})
+	<-s.reached
+	base := "http://" + l.Addr().String()
+	for code, _ := get(t, base+"/-/ready"); code != 200; code, _ = get(t, base+"/-/ready") {
+		waitABit()
+	}
+	if code, _ := get(t, base+"/-/healthy"); code != 200 {
+		t.Errorf("/-/healthy: %d", code)
+	}
+	_, body := get(t, base+"/metrics")
+	for _, want := range []string{
+		"event_exporter_events_sent 1", "event_exporter_events_discarded 0", "event_exporter_watch_errors 0",
+		"event_exporter_send_event_errors 0", "event_exporter_kube_api_read_cache_hits 0",
+		"event_exporter_kube_api_read_cache_misses 0", `event_exporter_build_info{goarch="` + runtime.GOARCH + `"`,
+		"fanout_eventer_source_occurrences_total 1",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+}
+
+// A follower is ready only while it reads the Lease and sees another
+// replica renew it: one that cannot read it (a Lease its Role does not
+// grant) is not, since then no replica may be exporting.
+func TestFollowerIsReadyOnlyWhileItSeesALiveLeader(t *testing.T) {
+	cs := fake.NewClientset()
+	leases := cs.CoordinationV1().Leases("ns")
+	holder, dur := "other", int32(2)
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "lease"},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &dur,
+			AcquireTime: &metav1.MicroTime{Time: time.Now()}, RenewTime: &metav1.MicroTime{Time: time.Now()}}}
+	if _, err := leases.Create(t.Context(), lease, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var forbid atomic.Bool
+	cs.PrependReactor("get", "leases", func(k8stesting.Action) (bool, k8sruntime.Object, error) {
+		if forbid.Load() {
+			return true, nil, apierrors.NewForbidden(coordinationv1.Resource("leases"), "lease", errors.New("RBAC"))
+		}
+		return false, nil, nil
+	})
+	renewing := make(chan struct{})
+	t.Cleanup(func() { <-renewing })
+	go func() { // the other replica renews its Lease, until the test ends
+		defer close(renewing)
+		for t.Context().Err() == nil {
+			l, err := leases.Get(context.Background(), "lease", metav1.GetOptions{})
+			if err == nil {
+				l.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
+				_, _ = leases.Update(context.Background(), l, metav1.UpdateOptions{})
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	le := &LeaderElection{Namespace: "ns", Name: "lease", Identity: "me",
+		LeaseDuration: 2 * time.Second, RenewDeadline: time.Second, RetryPeriod: 50 * time.Millisecond}
+	stop := runExporter(t, Options{Config: testConfig(t, &memSink{}), Client: cs, Listener: l, LeaderElection: le})
+	ready := "http://" + l.Addr().String() + "/readyz"
+	for code, _ := get(t, ready); code != 200; code, _ = get(t, ready) {
+		waitABit()
+	}
+	forbid.Store(true)
+	code, body := get(t, ready)
+	for ; code == 200; code, body = get(t, ready) {
+		waitABit()
+	}
+	if code != 503 || !strings.Contains(body, "standing by: the Lease cannot be read") {
+		t.Errorf("/readyz %d %q, want 503: the Lease cannot be read", code, body)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -66,10 +66,9 @@ type TLSConfig struct {
 }
 
 func (c *WebhookConfig) validate() []string {
-	if p := httpURLProblem("webhook.endpoint", c.Endpoint); p != "" {
-		return []string{p}
-	}
-	return append(headerProblems("webhook", c.Headers), connectionProblems("webhook", &c.Timeout, c.TLS)...)
+	p := appendProblem(nil, httpURLProblem("webhook.endpoint", c.Endpoint))
+	p = append(p, headerProblems("webhook", c.Headers)...)
+	return append(p, connectionProblems("webhook", &c.Timeout, c.TLS)...)
 }
 
 // headerProblems returns the problems of the headers of sink kind that

@@ -59,11 +59,13 @@ type Source struct {
 	resumeRV  string           // the checkpoint's resource version
 	baseline  bool             // forwarded holds what was forwarded before: a list may collapse raises
 	ctx       context.Context  // set by Run
+	maxAge    time.Duration    // the age cut-off of the first list without a checkpoint (0: none)
 
 	synced                      atomic.Bool
 	lists, watches, occurrences atomic.Uint64
 	relists, collapsed          atomic.Uint64
 	updatesIgnored, deletes     atomic.Uint64
+	tooOld, failures            atomic.Uint64
 	lagNanos                    atomic.Int64
 	observeLag                  func(seconds float64)
 }
@@ -85,6 +87,13 @@ type SourceStats struct {
 	// Occurrences counts occurrences forwarded; UpdatesIgnored the
 	// modifications that did not raise the count; Deletes the deletions.
 	Occurrences, UpdatesIgnored, Deletes uint64
+	// Failures counts the lists and watches that failed and were
+	// retried.
+	Failures uint64
+	// TooOld counts the events the first list without a checkpoint
+	// showed and did not forward: last seen longer than the age cut-off
+	// before the start (see [Source.SetMaxAge]).
+	TooOld uint64
 	// Lag is how late the last occurrence was forwarded, after its
 	// last timestamp.
 	Lag time.Duration
@@ -130,6 +139,23 @@ func (s *Source) SetLogger(l *slog.Logger) {
 	if l != nil {
 		s.log = l
 	}
+}
+
+// SetMaxAge sets kubernetes-event-exporter's age cut-off at start
+// (maxEventAgeSeconds): when the source starts without a checkpoint, the
+// events of its first list last seen (their last timestamp, series time
+// or event time) longer than d before the list are not forwarded, only
+// counted ([SourceStats].TooOld) and recorded at their count, so that a
+// later count raise is an occurrence; events without any timestamp are
+// forwarded. With a checkpoint, or d 0, nothing is cut off: the
+// checkpoint decides. Call it before Run.
+func (s *Source) SetMaxAge(d time.Duration) { s.maxAge = d }
+
+// skipTarget is a [Target] that records the events the source does not
+// forward because of the age cut-off, so that its checkpoint counts them
+// as handled (a list after a restart would forward them otherwise).
+type skipTarget interface {
+	skipped(uid string, count int32)
 }
 
 // Retry delays after a failed list or watch: from minRetry, doubling up to
@@ -253,6 +279,7 @@ func isTooLarge(err error) bool {
 // retryAfter logs a failure, waits delay (or until ctx ends) and returns
 // the next delay.
 func (s *Source) retryAfter(ctx context.Context, delay time.Duration, msg string, err error) time.Duration {
+	s.failures.Add(1)
 	s.log.Warn(msg+": retrying", "err", err, "retryIn", delay.String())
 	t := time.NewTimer(delay)
 	defer t.Stop()
@@ -268,6 +295,10 @@ func (s *Source) retryAfter(ctx context.Context, delay time.Duration, msg string
 // list's resource version.
 func (s *Source) relist(ctx context.Context) (string, error) {
 	s.lists.Add(1)
+	cutoff := time.Time{}
+	if !s.baseline && s.maxAge > 0 {
+		cutoff = time.Now().Add(-s.maxAge)
+	}
 	obj, _, err := pager.New(s.list).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return "", err
@@ -280,8 +311,33 @@ func (s *Source) relist(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	collapsed, ok := s.forwardListed(items, cutoff)
+	if !ok {
+		return "", ctx.Err()
+	}
+	rv := lm.GetResourceVersion()
+	s.target.Progress(rv)
+	if s.baseline {
+		s.relists.Add(1)
+		s.collapsed.Add(collapsed)
+		s.log.Warn("listed events instead of resuming a watch: count raises made meanwhile collapsed into one occurrence",
+			"collapsedRaises", collapsed, "events", len(items), "resourceVersion", rv)
+	} else {
+		s.log.Info("listed events", "events", len(items), "resourceVersion", rv, "tooOld", s.tooOld.Load(),
+			"maxEventAge", s.maxAge.String())
+	}
+	s.baseline = true
+	s.synced.Store(true)
+	return rv, nil
+}
+
+// forwardListed forwards what the items of a list show that was not
+// forwarded (but for the events last seen before cutoff, recorded
+// unforwarded), forgets the events forwarded before that are gone, and
+// returns the count raises that collapsed, and false if the target
+// stopped.
+func (s *Source) forwardListed(items []runtime.Object, cutoff time.Time) (collapsed uint64, ok bool) {
 	live := make(map[string]bool, len(items))
-	var collapsed uint64
 	for _, it := range items {
 		o := occurrenceOf(it)
 		if o == nil {
@@ -292,8 +348,12 @@ func (s *Source) relist(ctx context.Context) (string, error) {
 		if prev := s.forwarded[o.UID]; s.baseline && o.Count > prev+1 {
 			collapsed += uint64(o.Count - prev - 1)
 		}
+		if !o.LastTime.IsZero() && o.LastTime.Before(cutoff) {
+			s.skipOld(o)
+			continue
+		}
 		if !s.forward(o) {
-			return "", ctx.Err()
+			return 0, false
 		}
 	}
 	for uid := range s.forwarded {
@@ -302,19 +362,7 @@ func (s *Source) relist(ctx context.Context) (string, error) {
 			s.target.Deleted(uid, "")
 		}
 	}
-	rv := lm.GetResourceVersion()
-	s.target.Progress(rv)
-	if s.baseline {
-		s.relists.Add(1)
-		s.collapsed.Add(collapsed)
-		s.log.Warn("listed events instead of resuming a watch: count raises made meanwhile collapsed into one occurrence",
-			"collapsedRaises", collapsed, "events", len(items), "resourceVersion", rv)
-	} else {
-		s.log.Info("listed events", "events", len(items), "resourceVersion", rv)
-	}
-	s.baseline = true
-	s.synced.Store(true)
-	return rv, nil
+	return collapsed, true
 }
 
 // watchFrom watches from rv until the watch ends or ctx ends, forwarding
@@ -379,6 +427,16 @@ func occurrenceOf(obj runtime.Object) *Occurrence {
 	return nil
 }
 
+// skipOld records an event older than the age cut-off as handled, without
+// forwarding it.
+func (s *Source) skipOld(o *Occurrence) {
+	s.tooOld.Add(1)
+	s.forwarded[o.UID] = o.Count
+	if t, ok := s.target.(skipTarget); ok {
+		t.skipped(o.UID, o.Count)
+	}
+}
+
 // deleted forgets a deleted event.
 func (s *Source) deleted(obj runtime.Object) {
 	m, err := meta.Accessor(obj)
@@ -422,6 +480,7 @@ func (s *Source) Synced() bool { return s.synced.Load() }
 func (s *Source) Stats() SourceStats {
 	return SourceStats{Lists: s.lists.Load(), Watches: s.watches.Load(), Relists: s.relists.Load(),
 		Collapsed: s.collapsed.Load(), Occurrences: s.occurrences.Load(),
-		UpdatesIgnored: s.updatesIgnored.Load(), Deletes: s.deletes.Load(),
-		Lag: time.Duration(s.lagNanos.Load()), Synced: s.synced.Load()}
+		UpdatesIgnored: s.updatesIgnored.Load(), Deletes: s.deletes.Load(), TooOld: s.tooOld.Load(),
+		Failures: s.failures.Load(),
+		Lag:      time.Duration(s.lagNanos.Load()), Synced: s.synced.Load()}
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 const theirs = "testdata/kubernetes-event-exporter/"
@@ -23,7 +24,8 @@ func TestTheirExampleConfigsLoadUnchangedWithWarningsOnly(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, w := range c.Warnings {
-				if !strings.HasPrefix(w, "line ") && !strings.HasPrefix(w, "receivers:") && !strings.HasPrefix(w, "logLevel:") {
+				if !strings.HasPrefix(w, "line ") && !strings.HasPrefix(w, "receivers:") && !strings.HasPrefix(w, "logLevel:") &&
+					!strings.HasPrefix(w, "route: no rule names a receiver") { // their README's examples without a route
 					t.Errorf("warning without a line: %q", w)
 				}
 			}
@@ -55,7 +57,7 @@ func TestTheirConfigExampleKeepsItsSupportedSinksAndSkipsTheRest(t *testing.T) {
 	if c.KubeQPS != 60 || c.KubeBurst != 60 || c.LogLevel != "debug" || c.LogFormat != "json" {
 		t.Errorf("kubeQPS %v, kubeBurst %d, log %s/%s", c.KubeQPS, c.KubeBurst, c.LogLevel, c.LogFormat)
 	}
-	wantWarnings(t, c, "line 4: maxEventAgeSeconds: ignored", "unknown field streamName: ignored",
+	wantWarnings(t, c, "unknown field streamName: ignored",
 		`receiver "alert": the opsgenie sink`, `invalid regular expression "*beta*" never matches`)
 	o := occ("u", 9, "prod")
 	o.Type = "Warning"
@@ -81,7 +83,14 @@ func TestMigratedConfigMapsEnvClusterLeaderElectionPipeAndWebhook(t *testing.T) 
 	if es := c.Receivers[2].Elasticsearch; es == nil || es.Index != "kube-events" {
 		t.Errorf("elasticsearch %+v", es)
 	}
-	wantWarnings(t, c, "metricsNamePrefix: ignored")
+	if p, ok := c.metricsPrefix(); !ok || p != "event_exporter_" || c.MaxEventAge() != time.Minute {
+		t.Errorf("metricsNamePrefix %q (set %v), maxEventAge %v: want event_exporter_ and 60s", p, ok, c.MaxEventAge())
+	}
+	for _, w := range c.Warnings {
+		if strings.Contains(w, "ignored") && !strings.Contains(w, "unknown field") {
+			t.Errorf("warning %q: every key of theirs takes effect", w)
+		}
+	}
 	if c.OmitLookup || c.CacheSize != 4096 {
 		t.Errorf("omitLookup %v, cacheSize %d: want their lookup, with their cache size", c.OmitLookup, c.CacheSize)
 	}

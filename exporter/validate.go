@@ -63,9 +63,30 @@ func (c *Config) validate() []string {
 		c.ShutdownTimeout = Duration(DefaultShutdownTimeout)
 	}
 	p = append(p, c.validateLogging()...)
+	p = append(p, c.validateCompat()...)
 	p = append(p, c.validateReceivers(add)...)
 	c.Route.resolve(c, add)
+	if len(c.Receivers) > 0 && !c.Route.namesReceiver() {
+		c.Warnings = append(c.Warnings, c.at("route")+"route: no rule names a receiver: nothing is exported "+
+			"(add route: {match: [{receiver: NAME}]})")
+	}
 	return p
+}
+
+// namesReceiver reports whether a match rule of the tree names a
+// receiver.
+func (rt *Route) namesReceiver() bool {
+	for _, m := range rt.Match {
+		if m != nil && m.Receiver.Name != "" {
+			return true
+		}
+	}
+	for _, child := range rt.Routes {
+		if child != nil && child.namesReceiver() {
+			return true
+		}
+	}
+	return false
 }
 
 // theirLevels maps kubernetes-event-exporter's (zerolog's) log levels

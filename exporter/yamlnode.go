@@ -2,6 +2,7 @@ package exporter
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -242,7 +243,8 @@ func unknownFields(n *yaml.Node, t reflect.Type, w *nodeWalk) []string {
 			ft, ok := fields[p.key.Value]
 			if !ok {
 				warnings = append(warnings, fmt.Sprintf("line %d: unknown field %s: ignored "+
-					"(kubernetes-event-exporter ignores unknown keys too)", p.key.Line, p.key.Value))
+					"(kubernetes-event-exporter ignores unknown keys too)%s", p.key.Line, p.key.Value,
+					didYouMean(p.key.Value, fields)))
 				continue
 			}
 			warnings = append(warnings, unknownFields(p.value, ft, w)...)
@@ -283,4 +285,40 @@ func yamlFields(t reflect.Type, fields map[string]reflect.Type) map[string]refle
 		fields[name] = f.Type
 	}
 	return fields
+}
+
+// didYouMean returns "; did you mean K?" for the field K of fields
+// closest to key (at most two edits away, case aside), or "".
+func didYouMean[V any](key string, fields map[string]V) string {
+	best, dist := "", 3
+	for _, f := range slices.Sorted(maps.Keys(fields)) {
+		if d := editDistance(strings.ToLower(key), strings.ToLower(f)); d < dist {
+			best, dist = f, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return "; did you mean " + best + "?"
+}
+
+// editDistance returns the Levenshtein distance between a and b (bytes).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }

@@ -40,6 +40,7 @@ func TestOddEventsAndUnreachableSinksAreCountedNeverFatal(t *testing.T) {
 	config := parse(t, fmt.Sprintf(`
 namespace: %s
 shutdownTimeout: 1s
+maxEventAgeSeconds: 3600 # no checkpoint: keep what a slow start lists
 route:
   match: [{receiver: file}, {receiver: hook}, {receiver: nats}, {receiver: deadhook}, {receiver: deadnats}]
 receivers:

@@ -8,19 +8,23 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/fanout-go/fanout/exporter"
 	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -323,3 +327,196 @@ type discard struct{}
 
 func (discard) Write(_ context.Context, b []*exporter.Occurrence) (int, error) { return len(b), nil }
 func (discard) Close(context.Context) error                                    { return nil }
+
+// relocate returns the manifests' objects for namespace ns, so that a test
+// can apply them beside others on the shared API server: the Namespace is
+// left out, the namespaced objects and the subjects of the bindings move
+// to ns, and the cluster-scoped objects (and their references) take ns as
+// a suffix.
+func relocate(objs []runtime.Object, ns string) []runtime.Object {
+	var out []runtime.Object
+	subjects := func(ss []rbacv1.Subject) {
+		for i := range ss {
+			ss[i].Namespace = ns
+		}
+	}
+	for _, o := range objs {
+		o = o.DeepCopyObject()
+		switch o := o.(type) {
+		case *corev1.Namespace:
+			continue
+		case *rbacv1.ClusterRole:
+			o.Name += "-" + ns
+		case *rbacv1.ClusterRoleBinding:
+			o.Name += "-" + ns
+			o.RoleRef.Name += "-" + ns
+			subjects(o.Subjects)
+		case *rbacv1.RoleBinding:
+			o.Namespace = ns
+			subjects(o.Subjects)
+		case metav1.Object:
+			o.SetNamespace(ns)
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+// containerArgs returns the args of the manifests' Deployment's container.
+func containerArgs(t *testing.T, objs []runtime.Object) []string {
+	t.Helper()
+	for _, o := range objs {
+		if d, ok := o.(*appsv1.Deployment); ok {
+			return d.Spec.Template.Spec.Containers[0].Args
+		}
+	}
+	t.Fatal("no Deployment in the manifests")
+	return nil
+}
+
+// serviceAccountKubeconfig writes a kubeconfig that authenticates as the
+// ServiceAccount ns/name with a token the API server issued for it (as the
+// kubelet mounts one in the pod), not by impersonation.
+func serviceAccountKubeconfig(t *testing.T, cfg *rest.Config, client kubernetes.Interface, ns, name string) string {
+	t.Helper()
+	expiry := int64(3600)
+	tr, err := client.CoreV1().ServiceAccounts(ns).CreateToken(t.Context(), name, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	saCfg := rest.CopyConfig(cfg)
+	saCfg.BearerToken = tr.Status.Token
+	return kubeconfig(t, saCfg)
+}
+
+// theirLeaderElectionConfig writes a kubernetes-event-exporter
+// configuration that names its own Lease, watching ns and writing to a
+// file in dir, and returns its path.
+func theirLeaderElectionConfig(t *testing.T, ns, dir string) string {
+	t.Helper()
+	path := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(path, []byte(fmt.Sprintf(`logLevel: info
+logFormat: json
+namespace: %s
+leaderElection:
+  enabled: true
+  leaderElectionID: kubernetes-event-exporter
+route:
+  routes:
+    - match:
+        - receiver: dump
+receivers:
+  - name: dump
+    file:
+      path: %s
+`, ns, filepath.Join(dir, "events.json"))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// deployedAsTheirs applies exporter/deploy in a namespace of its own, name, and
+// returns it, with the args of its Deployment's container set to run a
+// kubernetes-event-exporter configuration (theirLeaderElectionConfig) as
+// its ServiceAccount, listening on addr, and the namespace of the events.
+func deployedAsTheirs(t *testing.T, name, addr string) (client kubernetes.Interface, ns, evNS, dir string, args []string) {
+	t.Helper()
+	cfg, client := cluster(t)
+	ns = apiservertest.Namespace(t, client, name)
+	objs := relocate(manifests(t), ns)
+	if err := apply(t.Context(), client, objs); err != nil {
+		t.Fatalf("applying exporter/deploy in %s: %v", ns, err)
+	}
+	evNS, dir = apiservertest.Namespace(t, client, name+"-events"), t.TempDir()
+	for _, a := range containerArgs(t, objs) {
+		switch {
+		case strings.HasPrefix(a, "--config="):
+			a = "--config=" + theirLeaderElectionConfig(t, evNS, dir)
+		case strings.HasPrefix(a, "--listen="):
+			a = "--listen=" + addr
+		}
+		args = append(args, a)
+	}
+	return client, ns, evNS, dir, append(args, "--kubeconfig", serviceAccountKubeconfig(t, cfg, client, ns, "fanout-eventer"))
+}
+
+// waitRenewed waits until the Lease ns/name is held by id and renewed
+// since it was acquired: this replica may update it.
+func waitRenewed(t *testing.T, client kubernetes.Interface, ns, name, id string) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		l, err := client.CoordinationV1().Leases(ns).Get(t.Context(), name, metav1.GetOptions{})
+		if err == nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity == id && l.Spec.RenewTime != nil &&
+			l.Spec.AcquireTime != nil && l.Spec.RenewTime.After(l.Spec.AcquireTime.Time) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the Lease %s/%s was not renewed by %s within a minute: %v %v", ns, name, id, l, err)
+		}
+	}
+}
+
+// A kubernetes-event-exporter configuration names its own Lease; run as
+// exporter/deploy runs it, as its ServiceAccount, the exporter leads on
+// the Lease the manifests' RBAC grants, renews it, and exports, both when
+// the Lease does not exist yet and when it does (after a restart).
+func TestDeployLeadsOnTheLeaseItsRBACGrantsWithTheirLeaderElectionID(t *testing.T) {
+	addr := freeAddr(t)
+	client, ns, evNS, dir, args := deployedAsTheirs(t, "deploy-theirs", addr)
+	leases := client.CoordinationV1().Leases(ns)
+	for run, id := range []string{"pod-a", "pod-b"} {
+		_, err := leases.Get(t.Context(), "fanout-eventer", metav1.GetOptions{})
+		if exists := err == nil; exists != (run == 1) {
+			t.Fatalf("run %d: the Lease exists: %v (%v)", run, exists, err)
+		}
+		c := startPipedChild(t, []string{"POD_NAMESPACE=" + ns}, append(args, "--leader-elect-identity", id)...)
+		waitReady(t, addr)
+		waitRenewed(t, client, ns, "fanout-eventer", id)
+		keys := map[string]bool{}
+		for i := range 5 {
+			e, err := client.CoreV1().Events(evNS).Create(t.Context(), event(evNS, 10*run+i, "deployed"), metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			keys[exporter.Key(string(e.UID), 1)] = true
+		}
+		got := fileKeys(t, filepath.Join(dir, "events.json"), keys)
+		for deadline := time.Now().Add(time.Minute); !got.has(keys); time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("run %d: the exporter did not export the 5 events within a minute", run)
+			}
+			got = fileKeys(t, filepath.Join(dir, "events.json"), keys)
+		}
+		if err := c.stop(t, syscall.SIGTERM); err != nil {
+			t.Fatalf("run %d: exit %v, want 0", run, err)
+		}
+	}
+	if _, err := leases.Get(t.Context(), "kubernetes-event-exporter", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a Lease named after leaderElectionID: %v, want none", err)
+	}
+}
+
+// Where the RBAC does not grant the Lease the exporter is told to use, it
+// exits at start naming what it may not do, rather than lead until its
+// first renewal fails and then stand by for ever.
+func TestExporterRefusesToStartOnALeaseItsRBACDoesNotGrant(t *testing.T) {
+	addr := freeAddr(t)
+	_, ns, _, _, args := deployedAsTheirs(t, "deploy-refused", addr)
+	c := startPipedChild(t, []string{"POD_NAMESPACE=" + ns},
+		append(args, "--leader-elect-name=kubernetes-event-exporter", "--leader-elect-identity", "pod-a")...)
+	select {
+	case err := <-c.done:
+		c.done <- err
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+			t.Errorf("exit %v, want 1", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("still running after a minute, want an exit at start")
+	}
+	want := "may not update leases.coordination.k8s.io kubernetes-event-exporter in namespace " + ns
+	if !slices.ContainsFunc(logLines(t, c.child), func(l string) bool { return strings.Contains(l, want) }) {
+		t.Errorf("no log line says %q:\n%s", want, strings.Join(logLines(t, c.child), "\n"))
+	}
+}

@@ -107,6 +107,18 @@ func (s *keySet) add(key string) {
 	}
 }
 
+// has reports whether every key of keys has been received.
+func (s *keySet) has(keys map[string]bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k := range keys {
+		if s.keys[k] == 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // wait waits until every wanted key has been received, failing t after d.
 func (s *keySet) wait(t *testing.T, what string, d time.Duration) {
 	t.Helper()

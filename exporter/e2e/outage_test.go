@@ -53,6 +53,7 @@ func outageConfig(t *testing.T, ns, dir, hookURL, strategy string, queue int) (*
 	cfg := parse(t, fmt.Sprintf(`
 namespace: %s
 shutdownTimeout: 2s
+maxEventAgeSeconds: 3600 # no checkpoint: keep what a slow start lists
 route:
   match: [{receiver: file}, {receiver: hook}]
 receivers:

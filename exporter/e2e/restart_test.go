@@ -474,6 +474,9 @@ func jsonConfig(t *testing.T, ns, dir, extra string) string {
 namespace: %s
 logFormat: json
 shutdownTimeout: 1s
+# No checkpoint: without this, events made before a slow start's first
+# list would be cut off by kubernetes-event-exporter's 5 s default.
+maxEventAgeSeconds: 3600
 route:
   match: [{receiver: file}%s]
 receivers:

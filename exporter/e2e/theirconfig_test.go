@@ -161,8 +161,11 @@ func TestTheirConfigurationRunsAsIsAgainstTheAPIServer(t *testing.T) {
 		"POD_NAMESPACE=" + ns}, "--config", theirConfig, "--kubeconfig", kubeconfig(t, cfg), "--listen", "",
 		"--leader-elect-identity", "theirs-e2e")
 	waitLog(t, c.child, "listed events", 1, time.Minute)
-	for _, key := range []string{"maxEventAgeSeconds", "metricsNamePrefix"} {
-		waitLog(t, c.child, key, 1, time.Second) // a warning naming the key and its line
+	waitLog(t, c.child, `"maxEventAge":"1m0s"`, 1, time.Second) // their maxEventAgeSeconds: 60 takes effect
+	for _, l := range logLines(t, c.child) {
+		if strings.Contains(l, "ignored") && (strings.Contains(l, "maxEventAgeSeconds") || strings.Contains(l, "metricsNamePrefix")) {
+			t.Errorf("a key of theirs reported ignored: %s", l)
+		}
 	}
 	prefix := "theirs-" + ns + "-"
 	const n = 5

@@ -7,6 +7,10 @@
 //
 // SIGINT or SIGTERM stops it gracefully: the source stops, the sinks flush
 // within the configuration's shutdownTimeout, and the checkpoint is written.
+//
+// The binary carries the Mozilla CA roots (used where the system has none,
+// as in the image, which holds nothing but the binary) and the time zone
+// database (for templates that format times in a zone).
 package main
 
 import (
@@ -14,8 +18,10 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	_ "time/tzdata"
 
 	"github.com/fanout-go/fanout/exporter"
+	_ "golang.org/x/crypto/x509roots/fallback"
 )
 
 func main() {

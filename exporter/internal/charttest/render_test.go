@@ -102,14 +102,8 @@ func configOf(t *testing.T, objs []*unstructured.Unstructured) *exporter.Config 
 // of events in.
 func eventRules(t *testing.T, objs []*unstructured.Unstructured) []string {
 	t.Helper()
-	cr := find(objs, "ClusterRole", release)
-	if cr == nil {
-		t.Fatal("no ClusterRole")
-	}
-	rules, _, _ := unstructured.NestedSlice(cr.Object, "rules")
 	var groups []string
-	for _, r := range rules {
-		r := r.(map[string]any)
+	for _, r := range rulesOf(t, objs, "ClusterRole") {
 		if slices.Equal(strs(r["resources"]), []string{"events"}) && slices.Equal(strs(r["verbs"]), []string{"list", "watch"}) {
 			groups = append(groups, strs(r["apiGroups"])...)
 		}
@@ -226,5 +220,100 @@ func TestChartGrantsGetForLookupsUnlessOmitLookupOrNarrowed(t *testing.T) {
 	narrow := render(t, "ops", "rbac: {lookupRules: [{apiGroups: [\"\"], resources: [pods], verbs: [get]}]}\n")
 	if g := getRules(t, narrow); len(g) != 1 || !slices.Equal(strs(g[0]["resources"]), []string{"pods"}) {
 		t.Errorf("get rules %v, want pods only", g)
+	}
+}
+
+// container returns the Deployment's container.
+func container(t *testing.T, objs []*unstructured.Unstructured) map[string]any {
+	t.Helper()
+	d := find(objs, "Deployment", release)
+	if d == nil {
+		t.Fatal("no Deployment")
+	}
+	containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+	return containers[0].(map[string]any)
+}
+
+// rulesOf returns the rules of the release's object of kind (Role or
+// ClusterRole).
+func rulesOf(t *testing.T, objs []*unstructured.Unstructured, kind string) []map[string]any {
+	t.Helper()
+	o := find(objs, kind, release)
+	if o == nil {
+		t.Fatal("no " + kind)
+	}
+	rules, _, _ := unstructured.NestedSlice(o.Object, "rules")
+	out := make([]map[string]any, len(rules))
+	for i, r := range rules {
+		out[i] = r.(map[string]any)
+	}
+	return out
+}
+
+// leaseNames returns the Lease names the Role grants update on.
+func leaseNames(t *testing.T, objs []*unstructured.Unstructured) []string {
+	t.Helper()
+	var names []string
+	for _, r := range rulesOf(t, objs, "Role") {
+		if slices.Equal(strs(r["resources"]), []string{"leases"}) && slices.Contains(strs(r["verbs"]), "update") {
+			names = append(names, strs(r["resourceNames"])...)
+		}
+	}
+	return names
+}
+
+// A kubernetes-event-exporter configuration names its own Lease and turns
+// leader election on by itself: the chart passes the name its Role
+// grants, and grants it whichever of the two turns leader election on.
+func TestChartLeadsOnTheLeaseItsRoleGrantsWhoeverTurnsLeaderElectionOn(t *testing.T) {
+	const theirs = "config: {leaderElection: {enabled: true, leaderElectionID: kubernetes-event-exporter}}\n"
+	for values, leads := range map[string]bool{
+		"": true, theirs: true, "leaderElection: {enabled: false}\n" + theirs: true,
+		"leaderElection: {enabled: false}\n": false,
+	} {
+		objs := render(t, "ops", values)
+		args := strs(container(t, objs)["args"])
+		names := leaseNames(t, objs)
+		switch {
+		case leads && (!slices.Contains(args, "--leader-elect-name="+release) || !slices.Equal(names, []string{release})):
+			t.Errorf("%q: args %v, Lease rules %v: want --leader-elect-name=%s and the Role granting it", values, args, names, release)
+		case !leads && (slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--leader-elect") }) || len(names) > 0):
+			t.Errorf("%q: args %v, Lease rules %v: want no leader election", values, args, names)
+		}
+	}
+}
+
+func TestChartMountsExtraVolumesAndTakesTheirPortAndProbePaths(t *testing.T) {
+	objs := render(t, "ops", `
+metrics: {port: 2112}
+probes: {livenessPath: /-/healthy, readinessPath: /-/ready}
+extraEnv: [{name: TZ, value: UTC}]
+extraVolumes: [{name: tls, secret: {secretName: hook-tls}}, {name: out, emptyDir: {}}]
+extraVolumeMounts: [{name: tls, mountPath: /etc/hook-tls, readOnly: true}, {name: out, mountPath: /var/log/events}]
+`)
+	c := container(t, objs)
+	if !slices.Contains(strs(c["args"]), "--listen=:2112") {
+		t.Errorf("args %v, want --listen=:2112", c["args"])
+	}
+	if p, _, _ := unstructured.NestedString(c, "livenessProbe", "httpGet", "path"); p != "/-/healthy" {
+		t.Errorf("liveness path %q", p)
+	}
+	if p, _, _ := unstructured.NestedString(c, "readinessProbe", "httpGet", "path"); p != "/-/ready" {
+		t.Errorf("readiness path %q", p)
+	}
+	env, _, _ := unstructured.NestedSlice(c, "env")
+	if last := env[len(env)-1].(map[string]any); last["name"] != "TZ" {
+		t.Errorf("env %v, want extraEnv's TZ last", env)
+	}
+	mounts, _, _ := unstructured.NestedSlice(c, "volumeMounts")
+	vols, _, _ := unstructured.NestedSlice(find(objs, "Deployment", release).Object, "spec", "template", "spec", "volumes")
+	if len(mounts) != 3 || len(vols) != 3 || mounts[2].(map[string]any)["mountPath"] != "/var/log/events" ||
+		vols[1].(map[string]any)["name"] != "tls" {
+		t.Errorf("mounts %v, volumes %v: want the config's and both extra ones", mounts, vols)
+	}
+	svc := find(objs, "Service", release)
+	ports, _, _ := unstructured.NestedSlice(svc.Object, "spec", "ports")
+	if p := ports[0].(map[string]any); p["port"] != int64(2112) && p["port"] != float64(2112) {
+		t.Errorf("service port %v, want 2112", p["port"])
 	}
 }

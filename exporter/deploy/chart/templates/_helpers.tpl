@@ -35,3 +35,8 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- $_ := set $c "checkpoint" (dict "configMap" (dict "namespace" .Release.Namespace "name" (include "fanout-eventer.checkpointName" .)) "interval" .Values.checkpoint.interval) -}}
 {{- toYaml $c -}}
 {{- end -}}
+
+{{/* Whether the exporter leads on a Lease: the value, or the configuration's own leaderElection.enabled. */}}
+{{- define "fanout-eventer.leaderElection" -}}
+{{- if or .Values.leaderElection.enabled (dig "leaderElection" "enabled" false (.Values.config | default dict)) -}}true{{- end -}}
+{{- end -}}
