@@ -142,8 +142,10 @@ func (l *Layout) compileScalar(n *yaml.Node) (layoutNode, error) {
 	return layoutNode{tmpl: t}, nil
 }
 
-// render executes the layout's templates against data.
-func (n *layoutNode) render(data any, buf *bytes.Buffer) (any, error) {
+// render executes the layout's templates against data. A value that is
+// not a string is written as it is, or as null with theirs, as
+// kubernetes-event-exporter writes it.
+func (n *layoutNode) render(data any, buf *bytes.Buffer, theirs bool) (any, error) {
 	switch {
 	case n.tmpl != nil:
 		buf.Reset()
@@ -154,7 +156,7 @@ func (n *layoutNode) render(data any, buf *bytes.Buffer) (any, error) {
 	case n.fields != nil:
 		out := make(map[string]any, len(n.fields))
 		for k, f := range n.fields {
-			v, err := f.render(data, buf)
+			v, err := f.render(data, buf, theirs)
 			if err != nil {
 				return nil, err
 			}
@@ -164,13 +166,15 @@ func (n *layoutNode) render(data any, buf *bytes.Buffer) (any, error) {
 	case n.list != nil:
 		out := make([]any, len(n.list))
 		for i, f := range n.list {
-			v, err := f.render(data, buf)
+			v, err := f.render(data, buf, theirs)
 			if err != nil {
 				return nil, err
 			}
 			out[i] = v
 		}
 		return out, nil
+	case theirs:
+		return nil, nil
 	}
 	return n.value, nil
 }
@@ -215,13 +219,18 @@ func (p *Payload) warnings() []string {
 }
 
 // encoder returns the encoder of records with clusterName cluster: the
-// shared default record unless deDot or a layout changes it.
-func (p *Payload) encoder(cluster string) Encoder {
+// shared default record unless deDot or a layout changes it;
+// kubernetes-event-exporter's with theirs (no fanout object, and a layout
+// value that is not a string written as null).
+func (p *Payload) encoder(cluster string, theirs bool) Encoder {
 	if p == nil || (p.Layout == nil && !p.DeDot.V) {
+		if theirs {
+			return theirEventEncoder(cluster)
+		}
 		return EventEncoder(cluster)
 	}
 	return func(o *Occurrence) ([]byte, error) {
-		e := o.Enhanced(cluster)
+		e := o.record(cluster, theirs)
 		if p.DeDot.V {
 			d := e.DeDot()
 			e = &d
@@ -230,7 +239,7 @@ func (p *Payload) encoder(cluster string) Encoder {
 			return json.Marshal(e)
 		}
 		var buf bytes.Buffer
-		v, err := p.Layout.root.render(e, &buf)
+		v, err := p.Layout.root.render(e, &buf, theirs)
 		if err != nil {
 			return nil, fmt.Errorf("layout: %w", err)
 		}
