@@ -446,15 +446,20 @@ func theirReplay(t *testing.T, cs kubernetes.Interface, srv replayServers, stop 
 	go func() { w.Run(stop); close(ran) }()
 	return dump, func() replayed {
 		<-ran
+		reg.Close()
 		if len(reg.Errors) > 0 {
 			t.Errorf("their sinks failed: %v", reg.Errors)
 		}
 		return replayed{"dump": lines(dump.String()), "layout": lines(laid.String()), "es": es,
-			"hook": srv.hook.posted(), "loki": srv.loki.posted(), "slack": srv.slack.posted()}
+			"hook": srv.hook.posted(), "loki": entries(srv.loki.posted()), "slack": srv.slack.posted()}
 	}
 }
 
 func lines(s string) []string { return strings.Split(strings.TrimSuffix(s, "\n"), "\n") }
+
+// entries returns the Loki entries of pushes of one or more entries each
+// (theirs pushes one per event, ours a batch).
+func entries(pushes []string) []string { return lines(strings.Join(pushes, "\n")) }
 
 // ourReplay runs this exporter with compat on cs until ctx ends; the
 // returned function waits for it, shuts the pipeline down and returns what
@@ -502,7 +507,7 @@ func ourReplay(t *testing.T, ctx context.Context, cs kubernetes.Interface, srv r
 			docs = append(docs, index+" id="+id+" "+string(es.docs[key]))
 		}
 		return replayed{"dump": read("dump"), "layout": read("layout"), "es": docs,
-			"hook": srv.hook.posted(), "loki": srv.loki.posted(), "slack": srv.slack.posted()}
+			"hook": srv.hook.posted(), "loki": entries(srv.loki.posted()), "slack": srv.slack.posted()}
 	}
 }
 
