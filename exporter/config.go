@@ -64,7 +64,9 @@ type Config struct {
 	// [CompatKEE] (kubernetes-event-exporter v1.6.1's: its records, one
 	// per event at first sighting, and its routing; see the README's
 	// migration guide). Routing follows this key only; a receiver's own
-	// compat overrides its records and stream.
+	// compat overrides its records and stream. The first sighting is the
+	// source's: an occurrence a program hands to [Pipeline.Occurred]
+	// counts as one.
 	Compat string `yaml:"compat"`
 
 	// Route is the root of the route tree.

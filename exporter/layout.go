@@ -37,6 +37,8 @@ func (p *Payload) payload() *Payload { return p }
 type Layout struct {
 	root     layoutNode
 	warnings []string
+	// theirWarnings are the warnings with compat kubernetes-event-exporter.
+	theirWarnings []string
 }
 
 // layoutNode is a compiled layout value: exactly one field is set, or
@@ -133,6 +135,8 @@ func (l *Layout) compileScalar(n *yaml.Node) (layoutNode, error) {
 		}
 		l.warnings = append(l.warnings, fmt.Sprintf("line %d: layout value %s is written as it is "+
 			"(kubernetes-event-exporter writes null for a value that is not a string)", n.Line, n.Value))
+		l.theirWarnings = append(l.theirWarnings, fmt.Sprintf("line %d: layout value %s is written as null, "+
+			"as kubernetes-event-exporter writes a value that is not a string (compat); quote it to write it", n.Line, n.Value))
 		return layoutNode{value: v}, nil
 	}
 	t, err := parseTemplate(n.Value)
@@ -206,10 +210,14 @@ func (b *Bool) warning(key string) string {
 	return fmt.Sprintf("line %d: %s: %q is not a boolean; taken as false", b.line, key, b.bad)
 }
 
-// warnings returns the payload's configuration warnings.
-func (p *Payload) warnings() []string {
+// warnings returns the payload's configuration warnings; theirs with
+// compat kubernetes-event-exporter.
+func (p *Payload) warnings(theirs bool) []string {
 	var w []string
-	if p.Layout != nil {
+	switch {
+	case p.Layout != nil && theirs:
+		w = append(w, p.Layout.theirWarnings...)
+	case p.Layout != nil:
 		w = append(w, p.Layout.warnings...)
 	}
 	if dw := p.DeDot.warning("deDot"); dw != "" {

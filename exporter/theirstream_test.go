@@ -1,7 +1,6 @@
 package exporter
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -58,12 +57,13 @@ func TestTheirRecordIsTheEventWithoutTheFanoutObject(t *testing.T) {
 	}
 }
 
-func TestTheirLayoutWritesNullForAValueThatIsNotAString(t *testing.T) {
-	out, _, err := writeWith(t, keeCompat+"receivers:\n  - name: a\n    stdout:\n      layout: {n: 3, ok: true, m: \"{{ .Message }}\"}\n",
-		occ("a", 1, "ns"))
+func TestTheirLayoutWritesNullForAValueThatIsNotAStringWithAWarning(t *testing.T) {
+	const yaml = keeCompat + "receivers:\n  - name: a\n    stdout:\n      layout: {n: 3, ok: true, m: \"{{ .Message }}\"}\n"
+	out, _, err := writeWith(t, yaml, occ("a", 1, "ns"))
 	if want := `{"m":"message of a","n":null,"ok":null}`; err != nil || strings.TrimSpace(out) != want {
 		t.Errorf("rendered %s (%v), want %s", out, err, want)
 	}
+	wantWarnings(t, parseOK(t, yaml), "line 5: layout value 3 is written as null", "line 5: layout value true is written as null")
 }
 
 // theirPipeline returns a pipeline of the configuration with memSinks
@@ -83,19 +83,6 @@ func theirPipeline(t *testing.T, yaml string) (*Pipeline, map[string]*memSink) {
 	return p, sinks
 }
 
-// feed hands the occurrences to p and shuts it down.
-func feed(t *testing.T, p *Pipeline, os ...*Occurrence) {
-	t.Helper()
-	for _, o := range os {
-		if err := p.Occurred(t.Context(), o); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := p.Shutdown(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestTheirStreamTakesAnEventsFirstOccurrenceOnly(t *testing.T) {
 	p, sinks := theirPipeline(t, `route: {match: [{receiver: theirs}, {receiver: ours}]}
 receivers:
@@ -104,7 +91,7 @@ receivers:
 `)
 	raise := occ("a", 2, "ns")
 	raise.raise = true
-	feed(t, p, occ("a", 1, "ns"), raise, occ("b", 4, "ns"))
+	publish(t, p, occ("a", 1, "ns"), raise, occ("b", 4, "ns"))
 	if got := sinks["theirs"].stored(); !slices.Equal(got, []string{"a/1", "b/4"}) {
 		t.Errorf("their stream got %v, want the first occurrences a/1 and b/4", got)
 	}
@@ -125,7 +112,7 @@ receivers:
   - {name: theirs, compat: kubernetes-event-exporter, stdout: {}}
   - {name: ours, stdout: {}}
 `)
-	feed(t, p, occ("a", 1, "ns"))
+	publish(t, p, occ("a", 1, "ns"))
 	if got := sinks["theirs"].stored(); !slices.Equal(got, []string{"a/1", "a/1", "a/1"}) {
 		t.Errorf("their stream got %v, want a/1 once per matching rule: 3 times", got)
 	}
@@ -193,7 +180,7 @@ func TestTheirWebhookPostsAnEventNamedTwiceInTwoRequests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	feed(t, p, FromCore(backOffEvent()))
+	publish(t, p, FromCore(backOffEvent()))
 	mu.Lock()
 	defer mu.Unlock()
 	want := strings.Replace(theirRecord, `"clusterName":"prod"`, `"clusterName":""`, 1)
@@ -382,36 +369,38 @@ func newReplayServers(t *testing.T, from time.Time) replayServers {
 	}
 }
 
-// lockedBuffer is a bytes.Buffer safe for one writer and a reader.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // theirReplay runs kubernetes-event-exporter's code on cs until stop is
 // closed; the returned function waits for it and returns what it wrote.
 func theirReplay(t *testing.T, cs kubernetes.Interface, srv replayServers, stop chan struct{}) (
-	dump *lockedBuffer, done func() replayed) {
+	dump *syncBuffer, done func() replayed) {
 	var route struct{ Route kee.Route }
 	var layout map[string]any
 	if yaml.Unmarshal([]byte(replayRoute), &route) != nil || yaml.Unmarshal([]byte(replayLayout), &layout) != nil {
 		t.Fatal("replay route or layout")
 	}
-	reg := &kee.SyncRegistry{}
-	dump, laid := &lockedBuffer{}, &lockedBuffer{}
+	dump, laid := &syncBuffer{}, &syncBuffer{}
 	var es []string
+	reg := theirSinks(t, srv, layout, dump, laid, &es)
+	engine := &kee.Engine{Route: route.Route, Registry: reg}
+	w := kee.NewEventWatcher(cs, "", 3600, kee.WithClusterName("prod", engine.OnEvent))
+	ran := make(chan struct{})
+	go func() { w.Run(stop); close(ran) }()
+	return dump, func() replayed {
+		<-ran
+		reg.Close()
+		if len(reg.Errors) > 0 {
+			t.Errorf("their sinks failed: %v", reg.Errors)
+		}
+		return replayed{"dump": lines(dump.String()), "layout": lines(laid.String()), "es": es,
+			"hook": srv.hook.posted(), "loki": entries(srv.loki.posted()), "slack": srv.slack.posted()}
+	}
+}
+
+// theirSinks returns their registry of the replay's receivers: stdout
+// sinks writing to dump and laid (with layout), their Elasticsearch
+// sink's requests kept in es, and the others writing to srv.
+func theirSinks(t *testing.T, srv replayServers, layout map[string]any, dump, laid *syncBuffer, es *[]string) *kee.SyncRegistry {
+	reg := &kee.SyncRegistry{}
 	sinks := map[string]func() (kee.Sink, error){
 		"dump":   func() (kee.Sink, error) { return kee.NewStdoutSink(&kee.StdoutConfig{}, dump) },
 		"layout": func() (kee.Sink, error) { return kee.NewStdoutSink(&kee.StdoutConfig{Layout: layout}, laid) },
@@ -423,7 +412,7 @@ func theirReplay(t *testing.T, cs kubernetes.Interface, srv replayServers, stop 
 			return kee.NewElasticsearch(&kee.ElasticsearchConfig{IndexFormat: "kube-events-{2006-01-02}"},
 				func(_ context.Context, r kee.IndexRequest) error {
 					body, _ := io.ReadAll(r.Body)
-					es = append(es, r.Index+" id="+r.DocumentID+" "+string(body))
+					*es = append(*es, r.Index+" id="+r.DocumentID+" "+string(body))
 					return nil
 				})
 		},
@@ -440,19 +429,7 @@ func theirReplay(t *testing.T, cs kubernetes.Interface, srv replayServers, stop 
 		}
 		reg.Register(name, s)
 	}
-	engine := &kee.Engine{Route: route.Route, Registry: reg}
-	w := kee.NewEventWatcher(cs, "", 3600, kee.WithClusterName("prod", engine.OnEvent))
-	ran := make(chan struct{})
-	go func() { w.Run(stop); close(ran) }()
-	return dump, func() replayed {
-		<-ran
-		reg.Close()
-		if len(reg.Errors) > 0 {
-			t.Errorf("their sinks failed: %v", reg.Errors)
-		}
-		return replayed{"dump": lines(dump.String()), "layout": lines(laid.String()), "es": es,
-			"hook": srv.hook.posted(), "loki": entries(srv.loki.posted()), "slack": srv.slack.posted()}
-	}
+	return reg
 }
 
 func lines(s string) []string { return strings.Split(strings.TrimSuffix(s, "\n"), "\n") }
@@ -561,6 +538,23 @@ func replayChanges(t *testing.T, cs kubernetes.Interface) {
 	}
 }
 
+// sameDay checks that every document of the replays went to the index of
+// the day of the write (the replay ran from start to now), and replaces
+// the index by "kube-events-(day)" for the comparison.
+func sameDay(t *testing.T, start time.Time, rs ...replayed) {
+	t.Helper()
+	days := []string{"kube-events-" + start.Format("2006-01-02"), "kube-events-" + time.Now().Format("2006-01-02")}
+	for _, r := range rs {
+		for i, doc := range r["es"] {
+			index, rest, _ := strings.Cut(doc, " ")
+			if !slices.Contains(days, index) {
+				t.Errorf("document in index %s, want one of %v (the write's day)", index, days)
+			}
+			r["es"][i] = "kube-events-(day) " + rest
+		}
+	}
+}
+
 func TestTheirStreamIsWhatKubernetesEventExporterWritesForTheSameEvents(t *testing.T) {
 	start := time.Now()
 	listed := replayEvent("backoff", "shop", 1, corev1.EventSource{Component: "kubelet", Host: "node-1"}, "kubelet")
@@ -591,16 +585,7 @@ func TestTheirStreamIsWhatKubernetesEventExporterWritesForTheSameEvents(t *testi
 	close(stop)
 	cancel()
 	want, got := theirs(), ours()
-	days := []string{"kube-events-" + start.Format("2006-01-02"), "kube-events-" + time.Now().Format("2006-01-02")}
-	for _, r := range []replayed{want, got} {
-		for i, doc := range r["es"] {
-			index, rest, _ := strings.Cut(doc, " ")
-			if !slices.Contains(days, index) {
-				t.Errorf("document in index %s, want one of %v (the write's day)", index, days)
-			}
-			r["es"][i] = "kube-events-(day) " + rest
-		}
-	}
+	sameDay(t, start, want, got)
 	counts := map[string]int{"dump": 4, "layout": 4, "es": 4, "loki": 4, "hook": 4, "slack": 3}
 	for name, n := range counts {
 		if len(want[name]) != n {

@@ -174,7 +174,7 @@ func (c *Config) validateReceiver(r *Receiver, add func(int, string, ...any)) bo
 		add(r.line, "receiver %q: %s", r.Name, m)
 	}
 	if pl := r.payload(); pl != nil {
-		c.Warnings = append(c.Warnings, pl.warnings()...)
+		c.Warnings = append(c.Warnings, pl.warnings(r.kee)...)
 	}
 	if r.Webhook != nil {
 		for _, w := range r.Webhook.warnings() {

@@ -3,6 +3,8 @@
 // the Apache License, Version 2.0: see LICENSE in this directory.
 // Changes: the package name; kube.EnhancedEvent is this package's; no logging; TLS setup (setupTLS) left out: no TLS.
 
+//lint:file-ignore SA1019 the code is kept as kubernetes-event-exporter has it
+
 package kee
 
 import (

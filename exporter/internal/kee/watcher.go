@@ -5,6 +5,8 @@
 // object lookups (omitLookup: true); OnAdd takes client-go's newer isInInitialList;
 // Start and Stop replaced by Run and HasSynced.
 
+//lint:file-ignore ST1011 the code is kept as kubernetes-event-exporter has it
+
 package kee
 
 import (
