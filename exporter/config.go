@@ -67,6 +67,16 @@ type Config struct {
 	OmitLookup bool `yaml:"omitLookup"`
 	CacheSize  int  `yaml:"cacheSize"`
 
+	// Compat is the record stream and routing every receiver gets by
+	// default: [CompatFanout] (the default: this exporter's) or
+	// [CompatKEE] (kubernetes-event-exporter v1.6.1's: its records, one
+	// per event at first sighting, and its routing; see the README's
+	// migration guide). Routing follows this key only; a receiver's own
+	// compat overrides its records and stream. The first sighting is the
+	// source's: an occurrence a program hands to [Pipeline.Occurred]
+	// counts as one.
+	Compat string `yaml:"compat"`
+
 	// Route is the root of the route tree.
 	Route Route `yaml:"route"`
 	// Receivers are the sinks, at most 64. Validation removes the
@@ -121,6 +131,9 @@ type Receiver struct {
 	// Event as kubernetes-event-exporter writes it, see [EnhancedEvent])
 	// or fanout (the [Occurrence]).
 	Format string `yaml:"format"`
+	// Compat overrides the configuration's Compat for this receiver's
+	// records and stream ([CompatFanout] or [CompatKEE]).
+	Compat string `yaml:"compat"`
 	// RetryConfig is the retry policy; unset fields take [DefaultRetry]'s.
 	RetryConfig *RetryConfig `yaml:"retry"`
 	// Retry is the policy in effect, set by validation.
@@ -155,6 +168,9 @@ type Receiver struct {
 	Sink Sink `yaml:"-"`
 
 	line int
+	// kee is set by validation when the receiver's compat (its own, else
+	// the configuration's) is [CompatKEE].
+	kee bool
 }
 
 // RetryConfig is a receiver's retry policy as configured (see [Retry]).

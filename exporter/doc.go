@@ -32,7 +32,13 @@
 // the record as in kubernetes-event-exporter. A kubernetes-event-exporter
 // configuration loads as it is: each of its keys is mapped, or accepted
 // with a warning that names its line ([Config].Warnings), and its
-// receivers without a sink here are skipped with a warning.
+// receivers without a sink here are skipped with a warning. With compat
+// kubernetes-event-exporter ([CompatKEE], top level or per receiver) a
+// receiver gets exactly kubernetes-event-exporter v1.6.1's stream: its
+// records without the fanout object, one per event at first sighting,
+// once per matching rule that names the receiver, and its
+// Elasticsearch, Loki and Kafka specifics; the route then matches
+// component, host and minCount as it does.
 //
 // # Delivery guarantees
 //

@@ -37,6 +37,8 @@ func (p *Payload) payload() *Payload { return p }
 type Layout struct {
 	root     layoutNode
 	warnings []string
+	// theirWarnings are the warnings with compat kubernetes-event-exporter.
+	theirWarnings []string
 }
 
 // layoutNode is a compiled layout value: exactly one field is set, or
@@ -134,6 +136,8 @@ func (l *Layout) compileScalar(n *yaml.Node) (layoutNode, error) {
 		}
 		l.warnings = append(l.warnings, fmt.Sprintf("line %d: layout value %s is written as it is "+
 			"(kubernetes-event-exporter writes null for a value that is not a string)", n.Line, n.Value))
+		l.theirWarnings = append(l.theirWarnings, fmt.Sprintf("line %d: layout value %s is written as null, "+
+			"as kubernetes-event-exporter writes a value that is not a string (compat); quote it to write it", n.Line, n.Value))
 		return layoutNode{value: v}, nil
 	}
 	t, err := parseTemplate(n.Value)
@@ -143,8 +147,10 @@ func (l *Layout) compileScalar(n *yaml.Node) (layoutNode, error) {
 	return layoutNode{tmpl: t, line: n.Line}, nil
 }
 
-// render executes the layout's templates against data.
-func (n *layoutNode) render(data any, buf *bytes.Buffer) (any, error) {
+// render executes the layout's templates against data. A value that is
+// not a string is written as it is, or as null with theirs, as
+// kubernetes-event-exporter writes it.
+func (n *layoutNode) render(data any, buf *bytes.Buffer, theirs bool) (any, error) {
 	switch {
 	case n.tmpl != nil:
 		buf.Reset()
@@ -155,7 +161,7 @@ func (n *layoutNode) render(data any, buf *bytes.Buffer) (any, error) {
 	case n.fields != nil:
 		out := make(map[string]any, len(n.fields))
 		for k, f := range n.fields {
-			v, err := f.render(data, buf)
+			v, err := f.render(data, buf, theirs)
 			if err != nil {
 				return nil, err
 			}
@@ -165,13 +171,15 @@ func (n *layoutNode) render(data any, buf *bytes.Buffer) (any, error) {
 	case n.list != nil:
 		out := make([]any, len(n.list))
 		for i, f := range n.list {
-			v, err := f.render(data, buf)
+			v, err := f.render(data, buf, theirs)
 			if err != nil {
 				return nil, err
 			}
 			out[i] = v
 		}
 		return out, nil
+	case theirs:
+		return nil, nil
 	}
 	return n.value, nil
 }
@@ -203,10 +211,14 @@ func (b *Bool) warning(key string) string {
 	return fmt.Sprintf("line %d: %s: %q is not a boolean; taken as false", b.line, key, b.bad)
 }
 
-// warnings returns the payload's configuration warnings.
-func (p *Payload) warnings() []string {
+// warnings returns the payload's configuration warnings; theirs with
+// compat kubernetes-event-exporter.
+func (p *Payload) warnings(theirs bool) []string {
 	var w []string
-	if p.Layout != nil {
+	switch {
+	case p.Layout != nil && theirs:
+		w = append(w, p.Layout.theirWarnings...)
+	case p.Layout != nil:
 		w = append(w, p.Layout.warnings...)
 	}
 	if dw := p.DeDot.warning("deDot"); dw != "" {
@@ -216,13 +228,18 @@ func (p *Payload) warnings() []string {
 }
 
 // encoder returns the encoder of records with clusterName cluster: the
-// shared default record unless deDot or a layout changes it.
-func (p *Payload) encoder(cluster string) Encoder {
+// shared default record unless deDot or a layout changes it;
+// kubernetes-event-exporter's with theirs (no fanout object, and a layout
+// value that is not a string written as null).
+func (p *Payload) encoder(cluster string, theirs bool) Encoder {
 	if p == nil || (p.Layout == nil && !p.DeDot.V) {
+		if theirs {
+			return theirEventEncoder(cluster)
+		}
 		return EventEncoder(cluster)
 	}
 	return func(o *Occurrence) ([]byte, error) {
-		e := o.Enhanced(cluster)
+		e := o.record(cluster, theirs)
 		if p.DeDot.V {
 			d := e.DeDot()
 			e = &d
@@ -231,7 +248,7 @@ func (p *Payload) encoder(cluster string) Encoder {
 			return json.Marshal(e)
 		}
 		var buf bytes.Buffer
-		v, err := p.Layout.root.render(e, &buf)
+		v, err := p.Layout.root.render(e, &buf, theirs)
 		if err != nil {
 			return nil, fmt.Errorf("layout: %w", err)
 		}

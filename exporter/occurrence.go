@@ -82,11 +82,19 @@ type Occurrence struct {
 	// not looked up, or the lookup failed); resolve, set by the pipeline
 	// when lookups are on, looks it up on first use (see
 	// [Occurrence.involvedObject]).
-	object     *ObjectMeta
-	resolve    func() *ObjectMeta
-	recOnce    sync.Once
-	recCluster string
-	rec        []byte
+	object  *ObjectMeta
+	resolve func() *ObjectMeta
+	// rec and theirRec are the record, with and without the fanout
+	// object, encoded once for every sink.
+	rec, theirRec recordCache
+	// raise is set by the source on an occurrence of an event it
+	// forwarded before (a count raise): receivers with
+	// kubernetes-event-exporter's stream do not get it.
+	raise bool
+	// extra counts, by receiver bit, the matching rules beyond the first
+	// that named a receiver with kubernetes-event-exporter's stream,
+	// which gets the occurrence once per rule; nil if none.
+	extra map[uint64]int
 }
 
 // JSON returns the occurrence encoded as one line of JSON (without the

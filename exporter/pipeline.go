@@ -37,6 +37,9 @@ type Pipeline struct {
 	// published are the Seqs of the last occurrences published, for the
 	// bound a lossy sink puts on the checkpoint (runner.doneThrough).
 	published recentSeqs
+	// firstOnly are the receivers with kubernetes-event-exporter's stream
+	// (compat): they take an event's first occurrence only.
+	firstOnly uint64
 
 	sinkCtx    context.Context // ends at the shutdown deadline
 	sinkCancel context.CancelFunc
@@ -82,6 +85,9 @@ func NewPipeline(cfg *Config, opts PipelineOptions) (*Pipeline, error) {
 	for i, rc := range cfg.Receivers {
 		if rc.Format != FormatFanout && rc.Log == nil { // the log sink writes no record
 			p.withObject |= 1 << i
+		}
+		if rc.kee {
+			p.firstOnly |= 1 << i
 		}
 	}
 	if p.every <= 0 {
@@ -154,11 +160,15 @@ func (p *Pipeline) abort(sinks []Sink) {
 // metadata). It must be called from one goroutine at a time, with
 // [Pipeline.Deleted].
 func (p *Pipeline) Occurred(ctx context.Context, o *Occurrence) error {
-	var dropped bool
+	var dropped, raiseOnly bool
 	if p.lookup != nil {
 		o.resolve = func() *ObjectMeta { return p.lookup.Get(ctx, o.coreEvent().InvolvedObject) }
 	}
 	o.receivers, dropped = p.cfg.Route.receivers(o)
+	if o.raise && o.receivers&p.firstOnly != 0 {
+		o.receivers &^= p.firstOnly // a count raise, which they ignore
+		raiseOnly = o.receivers == 0
+	}
 	if o.receivers&p.withObject != 0 {
 		o.involvedObject() // before publishing: the records carry it
 	}
@@ -170,9 +180,11 @@ func (p *Pipeline) Occurred(ctx context.Context, o *Occurrence) error {
 	o.Seq = p.tr.add(change{uid: o.UID, count: o.Count, rv: rv})
 	p.commitEvery(o.Seq)
 	if o.receivers == 0 {
-		if dropped {
+		switch {
+		case raiseOnly: // routed, to receivers that take first occurrences only
+		case dropped:
 			p.droppedByRule.Add(1)
-		} else {
+		default:
 			p.routedNowhere.Add(1)
 		}
 		p.head.Store(o.Seq)

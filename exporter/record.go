@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -65,6 +66,17 @@ type OccurrenceID struct {
 	API string `json:"api"`
 }
 
+// record returns the record of a receiver with clusterName cluster:
+// [Occurrence.Enhanced], without the fanout object for
+// kubernetes-event-exporter's (theirs).
+func (o *Occurrence) record(cluster string, theirs bool) *EnhancedEvent {
+	e := o.Enhanced(cluster)
+	if theirs {
+		e.Fanout = nil
+	}
+	return e
+}
+
 // Enhanced returns the occurrence's record with clusterName cluster.
 func (o *Occurrence) Enhanced(cluster string) *EnhancedEvent {
 	e := o.coreEvent()
@@ -106,18 +118,34 @@ func objectReference(r ObjectRef) corev1.ObjectReference {
 // with clusterName cluster, as one line of JSON (no newline). The
 // encoding is done once and shared by every sink with the same cluster
 // name. The caller must not modify it.
-func (o *Occurrence) EventJSON(cluster string) []byte {
-	o.recOnce.Do(func() { o.recCluster, o.rec = cluster, marshalRecord(o.Enhanced(cluster)) })
-	if o.recCluster != cluster {
-		return marshalRecord(o.Enhanced(cluster))
+func (o *Occurrence) EventJSON(cluster string) []byte { return o.rec.get(o, cluster, false) }
+
+// theirEventJSON returns kubernetes-event-exporter's record: EventJSON
+// without the fanout object, encoded once too.
+func (o *Occurrence) theirEventJSON(cluster string) []byte { return o.theirRec.get(o, cluster, true) }
+
+// recordCache holds an occurrence's record, encoded once for the first
+// cluster name asked for.
+type recordCache struct {
+	once    sync.Once
+	cluster string
+	b       []byte
+}
+
+// get returns o's record with clusterName cluster, without the fanout
+// object if theirs.
+func (c *recordCache) get(o *Occurrence, cluster string, theirs bool) []byte {
+	c.once.Do(func() { c.cluster, c.b = cluster, marshalRecord(o.record(cluster, theirs)) })
+	if c.cluster != cluster {
+		return marshalRecord(o.record(cluster, theirs))
 	}
-	return o.rec
+	return c.b
 }
 
 func marshalRecord(e *EnhancedEvent) []byte {
 	b, err := json.Marshal(e)
 	if err != nil { // not reachable: every field encodes
-		return []byte(fmt.Sprintf(`{"fanout":{"key":%q},"error":"unencodable"}`, e.Fanout.Key))
+		return []byte(fmt.Sprintf(`{"metadata":{"uid":%q},"error":"unencodable"}`, e.UID))
 	}
 	return b
 }
@@ -173,6 +201,12 @@ type Encoder func(o *Occurrence) ([]byte, error)
 // [EnhancedEvent] with clusterName cluster ([Occurrence.EventJSON]).
 func EventEncoder(cluster string) Encoder {
 	return func(o *Occurrence) ([]byte, error) { return o.EventJSON(cluster), nil }
+}
+
+// theirEventEncoder returns the encoder of kubernetes-event-exporter's
+// record (compat): the [EnhancedEvent] without the fanout object.
+func theirEventEncoder(cluster string) Encoder {
+	return func(o *Occurrence) ([]byte, error) { return o.theirEventJSON(cluster), nil }
 }
 
 // FanoutEncoder is the encoder of format fanout: [Occurrence.JSON].

@@ -60,6 +60,12 @@ type Rule struct {
 	// the lookup failed.
 	Labels      ObjectMatch `yaml:"labels"`
 	Annotations ObjectMatch `yaml:"annotations"`
+
+	// theirs matches as kubernetes-event-exporter does (compat, set by
+	// validation): Component and Host against the source's component and
+	// host only, MinCount against the Event's count as it is (0 for an
+	// event that has none).
+	theirs bool
 }
 
 // ObjectMatch is a condition on the involved object's labels or
@@ -184,6 +190,9 @@ type ReceiverRef struct {
 	Name string
 	line int
 	bit  uint64
+	// repeat is set when the receiver gets kubernetes-event-exporter's
+	// stream: it gets an occurrence once per matching rule that names it.
+	repeat bool
 }
 
 // UnmarshalYAML reads the name, keeping its line.
@@ -199,14 +208,19 @@ func (r *ReceiverRef) UnmarshalYAML(n *yaml.Node) error {
 // involved object is looked up only if the rule has labels or annotations
 // and every other field matched.
 func (r *Rule) Matches(o *Occurrence) bool {
-	return o.Count >= r.MinCount &&
+	count, component, host := o.Count, o.ReportingController, o.ReportingInstance
+	if r.theirs {
+		e := o.coreEvent()
+		count, component, host = e.Count, e.Source.Component, e.Source.Host
+	}
+	return count >= r.MinCount &&
 		r.Namespace.match(o.Namespace) &&
 		r.Kind.match(o.Regarding.Kind) &&
 		r.APIVersion.match(o.Regarding.APIVersion) &&
 		r.Reason.match(o.Reason) &&
 		r.Type.match(o.Type) &&
-		r.Component.match(o.ReportingController) &&
-		r.Host.match(o.ReportingInstance) &&
+		r.Component.match(component) &&
+		r.Host.match(host) &&
 		r.Message.match(o.Message) &&
 		r.objectMatches(o)
 }
@@ -222,25 +236,39 @@ func (r *Rule) objectMatches(o *Occurrence) bool {
 }
 
 // receivers returns the set of receivers the tree sends o to, and whether a
-// drop rule stopped it somewhere.
+// drop rule stopped it somewhere. It counts in o.extra the rules beyond
+// the first that select a receiver that gets an occurrence once per rule.
 func (rt *Route) receivers(o *Occurrence) (set uint64, dropped bool) {
+	o.extra = nil
+	return rt.route(o, 0)
+}
+
+// route adds to set the receivers the node sends o to.
+func (rt *Route) route(o *Occurrence, set uint64) (uint64, bool) {
 	for _, d := range rt.Drop {
 		if d.Matches(o) {
-			return 0, true
+			return set, true
 		}
 	}
 	all := true
 	for _, m := range rt.Match {
-		if m.Matches(o) {
-			set |= m.Receiver.bit
-		} else {
+		if !m.Matches(o) {
 			all = false
+			continue
 		}
+		if b := m.Receiver.bit; set&b != 0 && m.Receiver.repeat {
+			if o.extra == nil {
+				o.extra = map[uint64]int{}
+			}
+			o.extra[b]++
+		}
+		set |= m.Receiver.bit
 	}
+	dropped := false
 	if all {
 		for _, c := range rt.Routes {
-			s, d := c.receivers(o)
-			set |= s
+			var d bool
+			set, d = c.route(o, set)
 			dropped = dropped || d
 		}
 	}

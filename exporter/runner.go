@@ -151,6 +151,9 @@ func (r *runner) selectMine(batch, sel []*Occurrence) []*Occurrence {
 			}
 		}
 		sel = append(sel, o)
+		for range o.extra[r.bit] { // named by several rules, with kubernetes-event-exporter's stream
+			sel = append(sel, o)
+		}
 	}
 	return sel
 }

@@ -145,14 +145,17 @@ type slackField struct {
 }
 
 // encoder returns the encoder of the messages of records with clusterName
-// cluster.
-func (c *SlackConfig) encoder(cluster string) Encoder {
+// cluster (kubernetes-event-exporter's records with theirs). The text is
+// escaped as Slack's API asks (& < > as &amp; &lt; &gt;, as
+// kubernetes-event-exporter does), so that an event's message cannot
+// mention a channel or make a link; the attachment is not, as there.
+func (c *SlackConfig) encoder(cluster string, theirs bool) Encoder {
 	if c.Layout != nil {
-		return c.Payload.encoder(cluster)
+		return c.Payload.encoder(cluster, theirs)
 	}
 	t, _ := c.parse() // checked by validate
 	return func(o *Occurrence) ([]byte, error) {
-		e := o.Enhanced(cluster)
+		e := o.record(cluster, theirs)
 		var buf bytes.Buffer
 		var errs []error
 		exec := func(t *template.Template) string {
@@ -163,7 +166,7 @@ func (c *SlackConfig) encoder(cluster string) Encoder {
 			errs = append(errs, t.Execute(&buf, e))
 			return buf.String()
 		}
-		msg := map[string]any{"channel": exec(t.channel), "text": exec(t.message)}
+		msg := map[string]any{"channel": exec(t.channel), "text": slackEscape(exec(t.message))}
 		if len(t.fields) > 0 {
 			a := slackAttachment{Color: exec(t.color), Footer: exec(t.footer), Title: exec(t.title), AuthorName: exec(t.author)}
 			for _, k := range slices.Sorted(maps.Keys(t.fields)) {

@@ -56,6 +56,10 @@ type ElasticsearchConfig struct {
 	Encode Encoder `yaml:"-"`
 
 	kind string // elasticsearch or opensearch, for messages
+	// kee writes as kubernetes-event-exporter does (compat): the index
+	// from the write's time (see theirIndexName), and no document ID
+	// (the server makes one) unless UseEventID.
+	kee bool
 }
 
 // indexTimeLayout matches a part in braces of IndexFormat.
@@ -212,11 +216,15 @@ func (s *ElasticsearchSink) encode(batch []*Occurrence) ([]*Occurrence, error) {
 	s.buf.Reset()
 	type meta struct {
 		Index string `json:"_index"`
-		ID    string `json:"_id"`
+		ID    string `json:"_id,omitempty"`
 		Type  string `json:"_type,omitempty"`
 	}
+	now := time.Now()
 	n, err := encodeEach(batch, s.cfg.Encode, func(_ int, o *Occurrence, doc []byte) {
 		m := meta{Index: s.cfg.indexName(occurrenceTime(o)), ID: o.Key(), Type: s.cfg.Type}
+		if s.cfg.kee {
+			m.Index, m.ID = s.cfg.theirIndexName(now), ""
+		}
 		if s.cfg.UseEventID.V {
 			m.ID = o.UID
 		}

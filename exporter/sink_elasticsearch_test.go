@@ -35,7 +35,12 @@ type bulkServer struct {
 	maxBody int
 	// auth are the Authorization headers received.
 	auth []string
-	srv  *httptest.Server
+	// autoIDs counts the IDs made for documents sent without one
+	// (auto-1, auto-2, ...), as the server makes one.
+	autoIDs int
+	// actions are the "index/id" of the documents stored, in order.
+	actions []string
+	srv     *httptest.Server
 }
 
 func newBulkServer(t *testing.T) *bulkServer {
@@ -90,6 +95,10 @@ func (b *bulkServer) apply(body []byte) (items []map[string]any, errs bool, err 
 			return nil, false, fmt.Errorf("bad action line %q", sc.Text())
 		}
 		a := action["index"]
+		if a.ID == "" {
+			b.autoIDs++
+			a.ID = fmt.Sprintf("auto-%d", b.autoIDs)
+		}
 		if !sc.Scan() || !json.Valid(sc.Bytes()) {
 			return nil, false, fmt.Errorf("action %s without a JSON document", a.ID)
 		}
@@ -105,6 +114,7 @@ func (b *bulkServer) apply(body []byte) (items []map[string]any, errs bool, err 
 				item["status"], item["result"] = 200, "updated"
 			}
 			b.docs[a.Index+"/"+a.ID] = slices.Clone(sc.Bytes())
+			b.actions = append(b.actions, a.Index+"/"+a.ID)
 		case status == http.StatusTooManyRequests:
 			errs, item["status"] = true, status
 			item["error"] = map[string]any{"type": "es_rejected_execution_exception", "reason": "rejected execution: queue capacity 200"}

@@ -35,7 +35,8 @@ type LokiConfig struct {
 	// Timestamp is the entries' time: event (the default: the
 	// occurrence's LastTime, so that what a retry or a restart pushes
 	// again is the same entry, which Loki stores once) or now (the push's
-	// time, as kubernetes-event-exporter).
+	// time in whole seconds, as kubernetes-event-exporter; the default
+	// with compat kubernetes-event-exporter).
 	Timestamp string `yaml:"timestamp"`
 	// Timeout bounds each request (default 10 s).
 	Timeout Duration `yaml:"timeout"`
@@ -47,6 +48,12 @@ type LokiConfig struct {
 
 	cluster string // the clusterName of header templates' data
 }
+
+// The values of a loki receiver's timestamp.
+const (
+	lokiTimestampEvent = "event"
+	lokiTimestampNow   = "now"
+)
 
 // lokiLabelName is what Loki accepts as a label name (Prometheus's).
 var lokiLabelName = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
@@ -63,10 +70,10 @@ func (c *LokiConfig) validate() []string {
 		c.StreamLabels = map[string]string{"job": "fanout-eventer"}
 	}
 	if c.Timestamp == "" {
-		c.Timestamp = "event"
+		c.Timestamp = lokiTimestampEvent
 	}
 	p = append(p, headerProblems("loki", c.Headers)...)
-	if c.Timestamp != "event" && c.Timestamp != "now" {
+	if c.Timestamp != lokiTimestampEvent && c.Timestamp != lokiTimestampNow {
 		p = append(p, fmt.Sprintf("loki.timestamp %q is unknown (want event or now)", c.Timestamp))
 	}
 	return append(p, connectionProblems("loki", &c.Timeout, c.TLS)...)
@@ -171,10 +178,10 @@ func (s *LokiSink) entries(batch []*Occurrence) ([][2]string, [][]header, error)
 		headers = append(headers, h)
 	}
 	values := make([][2]string, 0, len(headers))
-	now := time.Now()
+	now := time.Now().Truncate(time.Second) // kubernetes-event-exporter's precision
 	_, encErr := encodeEach(batch[:len(headers)], s.cfg.Encode, func(_ int, o *Occurrence, line []byte) {
 		t := now
-		if s.cfg.Timestamp == "event" {
+		if s.cfg.Timestamp == lokiTimestampEvent {
 			t = occurrenceTime(o)
 		}
 		values = append(values, [2]string{strconv.FormatInt(t.UnixNano(), 10), string(line)})

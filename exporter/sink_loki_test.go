@@ -278,16 +278,17 @@ func TestLokiStatusesAreRetryableOrPermanent(t *testing.T) {
 	wantFailure(t, "unreachable", n, err, false)
 }
 
-func TestLokiTimestampNowIsThePushTime(t *testing.T) {
+func TestLokiTimestampNowIsThePushTimeInWholeSeconds(t *testing.T) {
 	l := newFakeLoki(t)
 	s := newLokiSink(t, LokiConfig{URL: l.srv.URL + "/loki/api/v1/push", Timestamp: "now"})
-	before := time.Now()
+	before := time.Now().Truncate(time.Second)
 	if _, err := s.Write(t.Context(), []*Occurrence{dated("a", 1, 1)}); err != nil {
 		t.Fatal(err)
 	}
+	after := time.Now()
 	ns, _ := strconv.ParseInt(strings.Fields(l.stored()[0])[1], 10, 64)
-	if time.Unix(0, ns).Before(before) {
-		t.Errorf("timestamp %v is the event's, want the push's", time.Unix(0, ns))
+	if ts := time.Unix(0, ns); ts.Before(before) || ts.After(after) || ns%int64(time.Second) != 0 {
+		t.Errorf("timestamp %v, want the push's (%v to %v) in whole seconds, as kubernetes-event-exporter", ts, before, after)
 	}
 }
 

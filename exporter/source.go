@@ -454,9 +454,12 @@ func (s *Source) deleted(obj runtime.Object) {
 // forward forwards o if it raised the count, and returns false if the
 // target stopped (ctx ended).
 func (s *Source) forward(o *Occurrence) bool {
-	if prev, ok := s.forwarded[o.UID]; ok && o.Count <= prev {
-		s.updatesIgnored.Add(1)
-		return true
+	if prev, ok := s.forwarded[o.UID]; ok {
+		if o.Count <= prev {
+			s.updatesIgnored.Add(1)
+			return true
+		}
+		o.raise = true
 	}
 	if err := s.target.Occurred(s.ctx, o); err != nil {
 		return false // shutting down: not forwarded, not recorded

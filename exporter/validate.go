@@ -64,6 +64,9 @@ func (c *Config) validate() []string {
 	}
 	p = append(p, c.validateLogging()...)
 	p = append(p, c.validateCompat()...)
+	if problem := compatProblem("compat", c.Compat); problem != "" {
+		p = append(p, c.at("compat")+problem)
+	}
 	p = append(p, c.validateReceivers(add)...)
 	c.Route.resolve(c, add)
 	if len(c.Receivers) > 0 && !c.Route.namesReceiver() {
@@ -190,11 +193,11 @@ func (c *Config) validateReceiver(r *Receiver, add func(int, string, ...any)) bo
 		c.skipped[r.Name] = true
 		return false
 	}
-	for _, m := range r.validate() {
+	for _, m := range append(r.applyCompat(c.Compat), r.validate()...) {
 		add(r.line, "receiver %q: %s", r.Name, m)
 	}
 	if pl := r.payload(); pl != nil {
-		c.Warnings = append(c.Warnings, pl.warnings()...)
+		c.Warnings = append(c.Warnings, pl.warnings(r.kee)...)
 	}
 	if r.Webhook != nil {
 		for _, w := range r.Webhook.warnings() {
@@ -215,7 +218,11 @@ func (c *Config) validateReceiver(r *Receiver, add func(int, string, ...any)) bo
 
 // resolve checks that every rule names a known receiver and sets its bit.
 func (rt *Route) resolve(c *Config, add func(int, string, ...any)) {
+	theirs := c.Compat == CompatKEE
 	for _, d := range rt.Drop {
+		if d != nil {
+			d.theirs = theirs
+		}
 		if d != nil && d.Receiver.Name != "" {
 			c.Warnings = append(c.Warnings, fmt.Sprintf("line %d: receiver %q of a drop rule: ignored "+
 				"(a drop rule sends nothing; kubernetes-event-exporter ignores it too)", d.Receiver.line, d.Receiver.Name))
@@ -227,12 +234,13 @@ func (rt *Route) resolve(c *Config, add func(int, string, ...any)) {
 			rt.Match[i] = &Rule{}
 			continue
 		}
+		m.theirs = theirs
 		if m.Receiver.Name == "" {
 			continue
 		}
 		for j, r := range c.Receivers {
 			if r != nil && r.Name == m.Receiver.Name && j < maxReceivers {
-				m.Receiver.bit = 1 << j
+				m.Receiver.bit, m.Receiver.repeat = 1<<j, r.kee
 			}
 		}
 		if m.Receiver.bit == 0 && !c.skipped[m.Receiver.Name] {
@@ -372,7 +380,7 @@ func (r *Receiver) encoder(cluster string) Encoder {
 	if r.Format == FormatFanout {
 		return FanoutEncoder
 	}
-	return r.payload().encoder(cluster)
+	return r.payload().encoder(cluster, r.kee)
 }
 
 // payload returns the record options of the receiver's sink, or nil.
@@ -441,7 +449,7 @@ func (r *Receiver) build(cluster string) (Sink, error) {
 	case r.Webhook != nil:
 		c := *r.Webhook
 		c.array, c.Encode, c.cluster = r.Batch > 1, enc, cluster
-		return NewWebhookSink(c)
+		return r.messageSink(NewWebhookSink(c))
 	case r.NATS != nil:
 		c := *r.NATS
 		c.Encode = enc
@@ -452,7 +460,7 @@ func (r *Receiver) build(cluster string) (Sink, error) {
 		return newPipeSink(r.Pipe, enc)
 	case r.Elasticsearch != nil || r.OpenSearch != nil:
 		c := *cmp.Or(r.Elasticsearch, r.OpenSearch)
-		c.Encode = enc
+		c.Encode, c.kee = enc, r.kee
 		return NewElasticsearchSink(c)
 	case r.Kafka != nil:
 		c := *r.Kafka
@@ -464,12 +472,12 @@ func (r *Receiver) build(cluster string) (Sink, error) {
 		return NewOTLPSink(c)
 	case r.Slack != nil:
 		w := r.Slack.webhook()
-		w.Encode, w.cluster = r.Slack.encoder(cluster), cluster
-		return NewWebhookSink(*w)
+		w.Encode, w.cluster = r.Slack.encoder(cluster, r.kee), cluster
+		return r.messageSink(NewWebhookSink(*w))
 	case r.Teams != nil:
 		w := r.Teams.webhook()
 		w.Encode, w.cluster = teamsEncoder(enc), cluster
-		return NewWebhookSink(*w)
+		return r.messageSink(NewWebhookSink(*w))
 	case r.Loki != nil:
 		c := *r.Loki
 		c.Encode, c.cluster = enc, cluster
