@@ -84,8 +84,7 @@ receivers:
 }
 
 func TestEveryUnsupportedSinkKindOfTheirsIsAccepted(t *testing.T) {
-	for _, kind := range []string{"inMemory", "syslog", "kinesis", "firehose", "opsgenie",
-		"sqs", "sns", "pubsub", "opscenter", "bigquery", "eventbridge"} {
+	for _, kind := range []string{"kinesis", "firehose", "sqs", "sns", "opscenter", "eventbridge"} {
 		c := parseOK(t, "receivers:\n  - name: x\n    "+kind+":\n      anything: {goes: here}\n")
 		wantWarnings(t, c, "the "+kind+" sink (line 4) is not supported yet", "nothing will be exported")
 	}
