@@ -10,6 +10,7 @@ require (
 	github.com/fanout-go/fanout/nats v0.1.0
 	github.com/go-logr/logr v1.4.4
 	github.com/hashicorp/golang-lru/v2 v2.0.7
+	github.com/linkedin/goavro/v2 v2.15.0
 	github.com/nats-io/nats-server/v2 v2.15.2
 	github.com/nats-io/nats.go v1.55.0
 	github.com/opensearch-project/opensearch-go/v4 v4.8.1
@@ -62,6 +63,7 @@ require (
 	github.com/go-openapi/swag/stringutils v0.29.2 // indirect
 	github.com/go-openapi/swag/typeutils v0.29.2 // indirect
 	github.com/go-openapi/swag/yamlutils v0.29.2 // indirect
+	github.com/golang/snappy v0.0.4 // indirect
 	github.com/google/gnostic-models v0.7.0 // indirect
 	github.com/google/go-cmp v0.7.0 // indirect
 	github.com/google/go-tpm v0.9.8 // indirect

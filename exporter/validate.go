@@ -183,6 +183,11 @@ func (c *Config) validateReceiver(r *Receiver, add func(int, string, ...any)) bo
 	if es := cmp.Or(r.Elasticsearch, r.OpenSearch); es != nil {
 		c.Warnings = append(c.Warnings, es.warnings()...)
 	}
+	if r.Kafka != nil {
+		for _, w := range r.Kafka.warnings() {
+			c.Warnings = append(c.Warnings, fmt.Sprintf("line %d: receiver %q: %s", r.line, r.Name, w))
+		}
+	}
 	if r.Slack != nil {
 		for _, w := range r.Slack.warnings() {
 			c.Warnings = append(c.Warnings, fmt.Sprintf("line %d: receiver %q: %s", r.line, r.Name, w))
