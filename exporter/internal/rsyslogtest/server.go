@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -15,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/fanout-go/fanout/exporter/internal/proctest"
 )
 
 // ReadyTimeout bounds how long a start may take until every input accepts.
@@ -54,7 +55,7 @@ type Server struct {
 	confPath string
 
 	mu      sync.Mutex
-	proc    *process // nil while stopped
+	proc    *proctest.Process // nil while stopped
 	stopped bool
 }
 
@@ -193,13 +194,13 @@ func (s *Server) terminate() {
 	if s.proc == nil {
 		return
 	}
-	_ = s.proc.cmd.Process.Signal(syscall.SIGTERM)
+	_ = s.proc.Signal(syscall.SIGTERM)
 	t := time.NewTimer(10 * time.Second)
 	defer t.Stop()
 	select {
-	case <-s.proc.done:
+	case <-s.proc.Done():
 	case <-t.C:
-		s.proc.kill()
+		s.proc.Kill()
 	}
 	s.proc = nil
 }
@@ -231,12 +232,12 @@ func (s *Server) start() error {
 		return err
 	}
 	args := []string{"-n", "-f", s.confPath, "-i", filepath.Join(s.dir, "rsyslogd.pid")}
-	p, err := startProcess(s.bin, args, s.dir, s.logPath())
+	p, err := proctest.Start(s.bin, args, s.dir, s.logPath())
 	if err != nil {
 		return err
 	}
 	if err := s.waitReady(p); err != nil {
-		p.kill()
+		p.Kill()
 		return err
 	}
 	s.proc = p
@@ -246,7 +247,7 @@ func (s *Server) start() error {
 // waitReady waits until the TCP and Unix stream inputs accept connections
 // and the datagram socket exists (rsyslogd binds every input before it
 // starts any), p exits or ReadyTimeout passes.
-func (s *Server) waitReady(p *process) error {
+func (s *Server) waitReady(p *proctest.Process) error {
 	deadline := time.Now().Add(ReadyTimeout)
 	for {
 		err := s.probe()
@@ -254,8 +255,8 @@ func (s *Server) waitReady(p *process) error {
 			return nil
 		}
 		select {
-		case <-p.done:
-			return fmt.Errorf("rsyslogtest: rsyslogd exited: %v; last output (%s):\n%s", p.err, s.logPath(), s.logTail(40))
+		case <-p.Done():
+			return fmt.Errorf("rsyslogtest: rsyslogd exited: %v; last output (%s):\n%s", p.Err(), s.logPath(), s.logTail(40))
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
@@ -284,58 +285,17 @@ func (s *Server) logTail(n int) string {
 	if err != nil {
 		return fmt.Sprintf("(cannot read %s: %v)", s.logPath(), err)
 	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
-}
-
-// process is a running rsyslogd whose output goes to a log file.
-type process struct {
-	cmd  *exec.Cmd
-	done chan struct{} // closed once cmd.Wait returned
-	err  error         // cmd.Wait's result, valid after done
-}
-
-// startProcess starts bin with args in dir, appending its output to
-// logPath.
-func startProcess(bin string, args []string, dir, logPath string) (*process, error) {
-	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close() // the child has its own descriptor
-	cmd := exec.Command(bin, args...)
-	cmd.Dir = dir
-	cmd.Stdout, cmd.Stderr = f, f
-	cmd.SysProcAttr = sysProcAttr()
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("rsyslogtest: start rsyslogd: %w", err)
-	}
-	p := &process{cmd: cmd, done: make(chan struct{})}
-	// The only goroutine per process; it ends when the process exits,
-	// which terminate and kill guarantee.
-	go func() {
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
-	return p, nil
-}
-
-// kill sends SIGKILL and waits for the exit.
-func (p *process) kill() {
-	_ = p.cmd.Process.Kill()
-	<-p.done
+	return proctest.Tail(b, n)
 }
 
 // freePort returns a loopback port that was free on TCP and UDP a moment
 // ago.
 func freePort() (int, error) {
 	for range 10 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		port, err := proctest.FreePort()
 		if err != nil {
 			return 0, err
 		}
-		port := l.Addr().(*net.TCPAddr).Port
-		l.Close()
 		u, err := net.ListenPacket("udp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 		if err == nil {
 			u.Close()

@@ -1,9 +1,0 @@
-package vlogstest
-
-import "syscall"
-
-// sysProcAttr makes the server die with the test binary, so that a crashed
-// or timed-out test leaves no victoria-logs behind.
-func sysProcAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-}
