@@ -462,6 +462,15 @@ func (r *Receiver) build(cluster string) (Sink, error) {
 		c := *r.Loki
 		c.Encode, c.cluster = enc, cluster
 		return NewLokiSink(c)
+	}
+	return r.buildTheirs(enc, cluster)
+}
+
+// buildTheirs makes the sink of a receiver of one of the kinds that came
+// from kubernetes-event-exporter's receivers last: syslog, opsgenie,
+// inMemory, pubsub and bigquery.
+func (r *Receiver) buildTheirs(enc Encoder, cluster string) (Sink, error) {
+	switch {
 	case r.Syslog != nil:
 		c := *r.Syslog
 		c.Encode = enc
