@@ -39,16 +39,11 @@ func (f *foreignSink) UnmarshalYAML(n *yaml.Node) error {
 // foreignSinks are kubernetes-event-exporter's receiver kinds without a
 // sink here, in the order it picks one when a receiver sets several.
 type foreignSinks struct {
-	InMemory    *foreignSink `yaml:"inMemory"`
-	Syslog      *foreignSink `yaml:"syslog"`
 	Kinesis     *foreignSink `yaml:"kinesis"`
 	Firehose    *foreignSink `yaml:"firehose"`
-	Opsgenie    *foreignSink `yaml:"opsgenie"`
 	SQS         *foreignSink `yaml:"sqs"`
 	SNS         *foreignSink `yaml:"sns"`
-	Pubsub      *foreignSink `yaml:"pubsub"`
 	Opscenter   *foreignSink `yaml:"opscenter"`
-	BigQuery    *foreignSink `yaml:"bigquery"`
 	EventBridge *foreignSink `yaml:"eventbridge"`
 }
 
@@ -65,14 +60,14 @@ type sinkKind struct {
 func (r *Receiver) kinds() []sinkKind {
 	fs := &r.foreignSinks
 	all := []sinkKind{
-		foreignKind("inMemory", &fs.InMemory), ownKind("pipe", &r.Pipe), ownKind("webhook", &r.Webhook),
-		ownKind("file", &r.File), foreignKind("syslog", &fs.Syslog), ownKind("stdout", &r.Stdout),
+		ownKind("inMemory", &r.InMemory), ownKind("pipe", &r.Pipe), ownKind("webhook", &r.Webhook),
+		ownKind("file", &r.File), ownKind("syslog", &r.Syslog), ownKind("stdout", &r.Stdout),
 		ownKind("elasticsearch", &r.Elasticsearch), foreignKind("kinesis", &fs.Kinesis),
 		foreignKind("firehose", &fs.Firehose), ownKind("opensearch", &r.OpenSearch),
-		foreignKind("opsgenie", &fs.Opsgenie), foreignKind("sqs", &fs.SQS), foreignKind("sns", &fs.SNS),
-		ownKind("slack", &r.Slack), ownKind("kafka", &r.Kafka), foreignKind("pubsub", &fs.Pubsub),
+		ownKind("opsgenie", &r.Opsgenie), foreignKind("sqs", &fs.SQS), foreignKind("sns", &fs.SNS),
+		ownKind("slack", &r.Slack), ownKind("kafka", &r.Kafka), ownKind("pubsub", &r.Pubsub),
 		foreignKind("opscenter", &fs.Opscenter), ownKind("teams", &r.Teams),
-		foreignKind("bigquery", &fs.BigQuery), foreignKind("eventbridge", &fs.EventBridge),
+		ownKind("bigquery", &r.BigQuery), foreignKind("eventbridge", &fs.EventBridge),
 		ownKind("loki", &r.Loki), ownKind("nats", &r.NATS), ownKind("log", &r.Log), ownKind("otlp", &r.OTLP),
 	}
 	return slices.DeleteFunc(all, func(k sinkKind) bool { return k.clear == nil })

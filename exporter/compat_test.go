@@ -139,8 +139,7 @@ receivers:
 }
 
 func TestEveryUnsupportedSinkKindOfTheirsIsAccepted(t *testing.T) {
-	for _, kind := range []string{"inMemory", "syslog", "kinesis", "firehose", "opsgenie",
-		"sqs", "sns", "pubsub", "opscenter", "bigquery", "eventbridge"} {
+	for _, kind := range []string{"kinesis", "firehose", "sqs", "sns", "opscenter", "eventbridge"} {
 		c := parseOK(t, "receivers:\n  - name: x\n    "+kind+":\n      anything: {goes: here}\n")
 		wantWarnings(t, c, "the "+kind+" sink (line 4) is not supported yet", "nothing will be exported")
 	}
@@ -335,5 +334,29 @@ route:
 	}
 	if set, _ := c.Route.receivers(occ("b", 1, "default")); set != 1 {
 		t.Errorf("default: receivers %b, want dump", set)
+	}
+}
+
+// A configuration of theirs naming each of their receivers that this
+// exporter gained last loads with every receiver kept and no warning.
+func TestTheirSyslogOpsgeniePubsubBigQueryAvroAndInMemoryReceiversLoadWithoutWarnings(t *testing.T) {
+	c := parseOK(t, `route: {routes: [{match: [{receiver: syslog}, {receiver: alert}, {receiver: pubsub}, {receiver: bq}, {receiver: kafka}, {receiver: mem}]}]}
+receivers:
+  - name: syslog
+    syslog: {network: tcp, address: "127.0.0.1:11514", tag: k8s.event}
+  - name: alert
+    opsgenie: {apiKey: k, priority: P3, message: "{{ .Reason }}", alias: "{{ .UID }}", tags: [event], details: {a: b}}
+  - name: pubsub
+    pubsub: {gcloud_project_id: my-project, topic: kube-event, create_topic: False}
+  - name: bq
+    bigquery: {location: EU, project: p, dataset: d, table: t, credentials_path: /k.json, batch_size: 10,
+      max_retries: 2, interval_seconds: 5, timeout_seconds: 30}
+  - name: kafka
+    kafka: {topic: kube-event, brokers: ["localhost:9092"], avro: {schemaID: 0123456789abcdef0123456789abcdef, schema: '"string"'}}
+  - name: mem
+    inMemory: {}
+`)
+	if len(c.Receivers) != 6 || len(c.Warnings) != 0 {
+		t.Errorf("%d receivers, warnings %q; want 6 and none", len(c.Receivers), c.Warnings)
 	}
 }

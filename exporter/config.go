@@ -116,8 +116,8 @@ type ConfigMapRef struct {
 
 // Receiver is one sink with its queue, batch size and retry policy. Exactly
 // one of the sink kinds (stdout, file, pipe, webhook, elasticsearch,
-// opensearch, kafka, otlp, slack, teams, loki, nats, log) is set, or Sink
-// is set by a program.
+// opensearch, kafka, otlp, slack, teams, loki, nats, log, syslog, opsgenie,
+// pubsub, bigquery, inMemory) is set, or Sink is set by a program.
 type Receiver struct {
 	// Name is what rules send occurrences to; it labels the sink's
 	// metrics.
@@ -161,6 +161,16 @@ type Receiver struct {
 	Teams *TeamsConfig `yaml:"teams"`
 	// Loki pushes occurrences to Loki's push API.
 	Loki *LokiConfig `yaml:"loki"`
+	// Syslog sends occurrences to a syslog daemon.
+	Syslog *SyslogConfig `yaml:"syslog"`
+	// Opsgenie creates an Opsgenie alert per occurrence.
+	Opsgenie *OpsgenieConfig `yaml:"opsgenie"`
+	// InMemory keeps the last records in memory, for a program to read.
+	InMemory *InMemoryConfig `yaml:"inMemory"`
+	// Pubsub publishes occurrences to a Google Cloud Pub/Sub topic.
+	Pubsub *PubsubConfig `yaml:"pubsub"`
+	// BigQuery writes occurrences as rows of a BigQuery table.
+	BigQuery *BigQueryConfig `yaml:"bigquery"`
 	// The sink kinds of kubernetes-event-exporter without a sink here:
 	// a receiver of such a kind is skipped with a warning.
 	foreignSinks `yaml:",inline"`

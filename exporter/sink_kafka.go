@@ -43,9 +43,10 @@ type KafkaConfig struct {
 	TLS KafkaTLS `yaml:"tls"`
 	// SASL, when enabled, authenticates the client.
 	SASL KafkaSASL `yaml:"sasl"`
-	// Avro is kubernetes-event-exporter's Avro encoding, not supported:
-	// a configuration that sets it is rejected.
-	Avro *foreignSink `yaml:"avro"`
+	// Avro, if set, encodes the record values in Avro (see [KafkaAvro]).
+	// As in kubernetes-event-exporter, a layout takes precedence: with
+	// both, the values are the layout's JSON (with a warning).
+	Avro *KafkaAvro `yaml:"avro"`
 	// Timeout bounds the delivery of a write's records (default 10 s);
 	// then the write fails and the receiver's policy retries it.
 	Timeout Duration `yaml:"timeout"`
@@ -113,7 +114,7 @@ func (c *KafkaConfig) validate() []string {
 			"sha256 and sha512 name the SCRAM ones)", c.SASL.Mechanism))
 	}
 	if c.Avro != nil {
-		p = append(p, fmt.Sprintf("kafka.avro (line %d): Avro encoding is not supported; without it the records are JSON", c.Avro.line))
+		p = append(p, c.Avro.validate(c.Topic)...)
 	}
 	if c.Timeout == 0 {
 		c.Timeout = Duration(10 * time.Second)
@@ -122,6 +123,15 @@ func (c *KafkaConfig) validate() []string {
 		p = append(p, fmt.Sprintf("kafka.timeout %v is shorter than 1s", time.Duration(c.Timeout)))
 	}
 	return append(p, c.TLS.validate("kafka")...)
+}
+
+// warnings returns the configuration's warnings.
+func (c *KafkaConfig) warnings() []string {
+	if c.Avro != nil && c.Layout != nil {
+		return []string{"kafka.avro is not applied: a layout is set, and the values are the layout's JSON, " +
+			"as in kubernetes-event-exporter (remove the layout to encode the records in Avro)"}
+	}
+	return nil
 }
 
 // options returns the client's options.
@@ -189,7 +199,8 @@ func (s KafkaSASL) mechanism() sasl.Mechanism {
 type KafkaSink struct {
 	cfg      KafkaConfig
 	client   *kgo.Client
-	produced []error // the last write's results (produce), owned by Write's caller
+	avro     *avroEncoder // nil: JSON values
+	produced []error      // the last write's results (produce), owned by Write's caller
 }
 
 // NewKafkaSink returns a Kafka sink; it connects to the brokers at the
@@ -202,11 +213,16 @@ func NewKafkaSink(cfg KafkaConfig) (*KafkaSink, error) {
 	if err != nil {
 		return nil, err
 	}
-	client, err := kgo.NewClient(opts...)
-	if err != nil {
+	s := &KafkaSink{cfg: cfg}
+	if cfg.Avro != nil && cfg.Layout == nil {
+		if s.avro, err = newAvroEncoder(*cfg.Avro); err != nil {
+			return nil, err
+		}
+	}
+	if s.client, err = kgo.NewClient(opts...); err != nil {
 		return nil, fmt.Errorf("kafka: %w", err)
 	}
-	return &KafkaSink{cfg: cfg, client: client}, nil
+	return s, nil
 }
 
 // recordKey returns the record key of o.
@@ -223,8 +239,15 @@ func (s *KafkaSink) recordKey(o *Occurrence) []byte {
 // first that failed. An occurrence that cannot be encoded ends the batch
 // there.
 func (s *KafkaSink) Write(ctx context.Context, batch []*Occurrence) (int, error) {
+	enc := s.cfg.Encode
+	if s.avro != nil {
+		var err error
+		if enc, err = s.avro.wrap(ctx, enc); err != nil {
+			return 0, err
+		}
+	}
 	recs := make([]*kgo.Record, 0, len(batch))
-	_, encErr := encodeEach(batch, s.cfg.Encode, func(_ int, o *Occurrence, v []byte) {
+	_, encErr := encodeEach(batch, enc, func(_ int, o *Occurrence, v []byte) {
 		recs = append(recs, &kgo.Record{Key: s.recordKey(o), Value: v,
 			Headers: []kgo.RecordHeader{{Key: "idempotency-key", Value: []byte(o.Key())}}})
 	})

@@ -200,7 +200,7 @@ func TestKafkaTheirExampleLoadsAndBadKeysAreNamed(t *testing.T) {
 		"kafka: {brokers: [b:9092], topic: t, version: banana}":           `kafka.version "banana"`,
 		"kafka: {brokers: [b:9092], topic: t, timeout: 10ms}":             "kafka.timeout 10ms is shorter than 1s",
 		"kafka: {brokers: [b:9092], topic: t, key: pod}":                  `kafka.key "pod" is unknown`,
-		"kafka: {brokers: [b:9092], topic: t, avro: {schemaID: 1}}":       "kafka.avro (line 3): Avro encoding is not supported",
+		"kafka: {brokers: [b:9092], topic: t, avro: {schemaID: 1}}":       "kafka.avro.schema is required",
 		"kafka: {brokers: [b:9092], topic: t, sasl: {mechanism: GSSAPI}}": `kafka.sasl.mechanism "GSSAPI"`,
 	})
 }

@@ -207,6 +207,11 @@ func (c *Config) validateReceiver(r *Receiver, add func(int, string, ...any)) bo
 	if es := cmp.Or(r.Elasticsearch, r.OpenSearch); es != nil {
 		c.Warnings = append(c.Warnings, es.warnings()...)
 	}
+	if r.Kafka != nil {
+		for _, w := range r.Kafka.warnings() {
+			c.Warnings = append(c.Warnings, fmt.Sprintf("line %d: receiver %q: %s", r.line, r.Name, w))
+		}
+	}
 	if r.Slack != nil {
 		for _, w := range r.Slack.warnings() {
 			c.Warnings = append(c.Warnings, fmt.Sprintf("line %d: receiver %q: %s", r.line, r.Name, w))
@@ -276,9 +281,12 @@ func (r *Receiver) validate() []string {
 	case r.Sink != nil && kinds > 0:
 		p = append(p, "a receiver with a Sink cannot also configure one")
 	case r.Sink == nil && kinds == 0:
-		p = append(p, "a sink is required: one of stdout, file, pipe, webhook, elasticsearch, opensearch, kafka, otlp, slack, teams, loki, nats or log")
+		p = append(p, "a sink is required: one of stdout, file, pipe, webhook, elasticsearch, opensearch, kafka, otlp, slack, teams, loki, nats, log, syslog, opsgenie, pubsub, bigquery or inMemory")
 	}
 	p = append(p, r.validateFormat()...)
+	if r.BigQuery != nil {
+		r.BigQuery.applyTo(r)
+	}
 	p = append(p, r.setQueueDefaults()...)
 	if err := r.setRetry(); err != nil {
 		p = append(p, err.Error())
@@ -308,7 +316,8 @@ func (r *Receiver) validateFormat() []string {
 // does not stall the other sinks.
 func (r *Receiver) remote() bool {
 	return r.Webhook != nil || r.Elasticsearch != nil || r.OpenSearch != nil || r.Kafka != nil || r.OTLP != nil ||
-		r.Slack != nil || r.Teams != nil || r.Loki != nil
+		r.Slack != nil || r.Teams != nil || r.Loki != nil || r.Syslog != nil || r.Opsgenie != nil ||
+		r.Pubsub != nil || r.BigQuery != nil
 }
 
 // oneMessageEach reports whether the receiver's sink posts one message
@@ -482,6 +491,32 @@ func (r *Receiver) build(cluster string) (Sink, error) {
 		c := *r.Loki
 		c.Encode, c.cluster = enc, cluster
 		return NewLokiSink(c)
+	}
+	return r.buildTheirs(enc, cluster)
+}
+
+// buildTheirs makes the sink of a receiver of one of the kinds that came
+// from kubernetes-event-exporter's receivers last: syslog, opsgenie,
+// inMemory, pubsub and bigquery.
+func (r *Receiver) buildTheirs(enc Encoder, cluster string) (Sink, error) {
+	switch {
+	case r.Syslog != nil:
+		c := *r.Syslog
+		c.Encode = enc
+		return NewSyslogSink(c)
+	case r.Opsgenie != nil:
+		return NewOpsgenieSink(*r.Opsgenie, cluster)
+	case r.InMemory != nil:
+		r.InMemory.Ref = NewMemorySink(r.InMemory.Limit, enc)
+		return r.InMemory.Ref, nil
+	case r.Pubsub != nil:
+		c := *r.Pubsub
+		c.Encode = enc
+		return NewPubsubSink(c)
+	case r.BigQuery != nil:
+		c := *r.BigQuery
+		c.Encode = enc
+		return NewBigQuerySink(c)
 	}
 	return nil, fmt.Errorf("no sink configured")
 }

@@ -50,17 +50,19 @@ func StopShared() error {
 
 // RunTests is the TestMain of a package whose tests use [Shared]: it runs
 // m, stops the shared [Env], and, when every test passed, fails if a
-// goroutine is left running (goleak.Find). It returns the exit code:
+// goroutine is left running (goleak.Find, with opts: goroutines that a
+// dependency starts for the life of the process). It returns the exit
+// code:
 //
 //	func TestMain(m *testing.M) { os.Exit(apiservertest.RunTests(m)) }
-func RunTests(m *testing.M) int {
+func RunTests(m *testing.M, opts ...goleak.Option) int {
 	code := m.Run()
 	if err := StopShared(); err != nil {
 		fmt.Fprintln(os.Stderr, "stopping the e2e env:", err)
 		code = 1
 	}
 	if code == 0 {
-		if err := goleak.Find(); err != nil {
+		if err := goleak.Find(opts...); err != nil {
 			fmt.Fprintln(os.Stderr, "goleak:", err)
 			code = 1
 		}

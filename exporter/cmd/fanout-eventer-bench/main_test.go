@@ -8,7 +8,12 @@ import (
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	// OpenCensus, which Google's Pub/Sub client (a sink of the exporter)
+	// links, starts its stats worker in an init function, for the life of
+	// the process.
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("go.opencensus.io/stats/view.(*worker).start"))
+}
 
 func TestBenchReportsThroughputAndBurstMemory(t *testing.T) {
 	var out bytes.Buffer

@@ -12,13 +12,14 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/fanout-go/fanout/exporter/internal/proctest"
 )
 
 // ReadyTimeout bounds how long a start may take until /health answers 200.
@@ -48,7 +49,7 @@ type Server struct {
 	client  *http.Client
 
 	mu      sync.Mutex
-	proc    *process // nil while killed
+	proc    *proctest.Process // nil while killed
 	stopped bool
 }
 
@@ -81,7 +82,7 @@ func Start(t testing.TB) *Server {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for attempt := 1; ; attempt++ {
-		port, err := freePort()
+		port, err := proctest.FreePort()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -136,7 +137,7 @@ func (s *Server) stop() {
 // kill kills the process, if any, and waits for its exit; s.mu is held.
 func (s *Server) kill() {
 	if s.proc != nil {
-		s.proc.kill()
+		s.proc.Kill()
 		s.proc = nil
 	}
 	// Connections to a dead server would be found broken at their next use.
@@ -214,7 +215,7 @@ func (s *Server) do(req *http.Request) ([]byte, error) {
 		return nil, fmt.Errorf("vlogstest: %s %s: %w", req.Method, req.URL.Path, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("vlogstest: %s %s: HTTP %d: %s", req.Method, req.URL.Path, resp.StatusCode, tail(body, 10))
+		return nil, fmt.Errorf("vlogstest: %s %s: HTTP %d: %s", req.Method, req.URL.Path, resp.StatusCode, proctest.Tail(body, 10))
 	}
 	return body, nil
 }
@@ -229,12 +230,12 @@ func (s *Server) start() error {
 		"-retentionPeriod=100y",
 		"-loki.disableMessageParsing",
 	}
-	p, err := startProcess(s.bin, args, s.dir, s.logPath())
+	p, err := proctest.Start(s.bin, args, s.dir, s.logPath())
 	if err != nil {
 		return err
 	}
 	if err := s.waitReady(p); err != nil {
-		p.kill()
+		p.Kill()
 		return err
 	}
 	s.proc = p
@@ -243,7 +244,7 @@ func (s *Server) start() error {
 
 // waitReady polls /health until it answers 200, p exits or ReadyTimeout
 // passes.
-func (s *Server) waitReady(p *process) error {
+func (s *Server) waitReady(p *proctest.Process) error {
 	ctx, cancel := context.WithTimeout(context.Background(), ReadyTimeout)
 	defer cancel()
 	last := "no answer yet"
@@ -256,9 +257,9 @@ func (s *Server) waitReady(p *process) error {
 		t := time.NewTimer(50 * time.Millisecond)
 		select {
 		case <-t.C:
-		case <-p.done:
+		case <-p.Done():
 			t.Stop()
-			return fmt.Errorf("vlogstest: victoria-logs exited: %v; last output (%s):\n%s", p.err, s.logPath(), s.logTail(40))
+			return fmt.Errorf("vlogstest: victoria-logs exited: %v; last output (%s):\n%s", p.Err(), s.logPath(), s.logTail(40))
 		case <-ctx.Done():
 			t.Stop()
 			return fmt.Errorf("vlogstest: victoria-logs not ready (%s): %w; last output (%s):\n%s",
@@ -278,63 +279,5 @@ func (s *Server) logTail(n int) string {
 		_, _ = f.Seek(-64<<10, io.SeekEnd)
 	}
 	b, _ := io.ReadAll(f)
-	return tail(b, n)
-}
-
-// process is a running victoria-logs whose output goes to a log file.
-type process struct {
-	cmd  *exec.Cmd
-	done chan struct{} // closed once cmd.Wait returned
-	err  error         // cmd.Wait's result, valid after done
-}
-
-// startProcess starts bin with args in dir, appending its output to
-// logPath.
-func startProcess(bin string, args []string, dir, logPath string) (*process, error) {
-	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close() // the child has its own descriptor
-	cmd := exec.Command(bin, args...)
-	cmd.Dir = dir
-	// An *os.File needs no copying goroutine: the child writes to it directly.
-	cmd.Stdout, cmd.Stderr = f, f
-	cmd.SysProcAttr = sysProcAttr()
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("vlogstest: start victoria-logs: %w", err)
-	}
-	p := &process{cmd: cmd, done: make(chan struct{})}
-	// The only goroutine per process; it ends when the process exits,
-	// which kill guarantees.
-	go func() {
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
-	return p, nil
-}
-
-// kill sends SIGKILL and waits for the exit.
-func (p *process) kill() {
-	_ = p.cmd.Process.Kill()
-	<-p.done
-}
-
-// freePort returns a loopback port that was free a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// tail returns at most the last n lines of b.
-func tail(b []byte, n int) string {
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
+	return proctest.Tail(b, n)
 }

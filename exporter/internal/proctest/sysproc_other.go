@@ -1,6 +1,6 @@
 //go:build !linux
 
-package vlogstest
+package proctest
 
 import "syscall"
 
