@@ -37,17 +37,11 @@ func (f *foreignSink) UnmarshalYAML(n *yaml.Node) error {
 // foreignSinks are kubernetes-event-exporter's receiver kinds without a
 // sink here, in the order it picks one when a receiver sets several.
 type foreignSinks struct {
-	InMemory    *foreignSink `yaml:"inMemory"`
-	Syslog      *foreignSink `yaml:"syslog"`
-	Kinesis     *foreignSink `yaml:"kinesis"`
-	Firehose    *foreignSink `yaml:"firehose"`
-	Opsgenie    *foreignSink `yaml:"opsgenie"`
-	SQS         *foreignSink `yaml:"sqs"`
-	SNS         *foreignSink `yaml:"sns"`
-	Pubsub      *foreignSink `yaml:"pubsub"`
-	Opscenter   *foreignSink `yaml:"opscenter"`
-	BigQuery    *foreignSink `yaml:"bigquery"`
-	EventBridge *foreignSink `yaml:"eventbridge"`
+	InMemory *foreignSink `yaml:"inMemory"`
+	Syslog   *foreignSink `yaml:"syslog"`
+	Opsgenie *foreignSink `yaml:"opsgenie"`
+	Pubsub   *foreignSink `yaml:"pubsub"`
+	BigQuery *foreignSink `yaml:"bigquery"`
 }
 
 // sinkKind is one sink kind a receiver sets.
@@ -65,12 +59,12 @@ func (r *Receiver) kinds() []sinkKind {
 	all := []sinkKind{
 		foreignKind("inMemory", &fs.InMemory), ownKind("pipe", &r.Pipe), ownKind("webhook", &r.Webhook),
 		ownKind("file", &r.File), foreignKind("syslog", &fs.Syslog), ownKind("stdout", &r.Stdout),
-		ownKind("elasticsearch", &r.Elasticsearch), foreignKind("kinesis", &fs.Kinesis),
-		foreignKind("firehose", &fs.Firehose), ownKind("opensearch", &r.OpenSearch),
-		foreignKind("opsgenie", &fs.Opsgenie), foreignKind("sqs", &fs.SQS), foreignKind("sns", &fs.SNS),
+		ownKind("elasticsearch", &r.Elasticsearch), ownKind("kinesis", &r.Kinesis),
+		ownKind("firehose", &r.Firehose), ownKind("opensearch", &r.OpenSearch),
+		foreignKind("opsgenie", &fs.Opsgenie), ownKind("sqs", &r.SQS), ownKind("sns", &r.SNS),
 		ownKind("slack", &r.Slack), ownKind("kafka", &r.Kafka), foreignKind("pubsub", &fs.Pubsub),
-		foreignKind("opscenter", &fs.Opscenter), ownKind("teams", &r.Teams),
-		foreignKind("bigquery", &fs.BigQuery), foreignKind("eventbridge", &fs.EventBridge),
+		ownKind("opscenter", &r.Opscenter), ownKind("teams", &r.Teams),
+		foreignKind("bigquery", &fs.BigQuery), ownKind("eventbridge", &r.EventBridge),
 		ownKind("loki", &r.Loki), ownKind("nats", &r.NATS), ownKind("log", &r.Log), ownKind("otlp", &r.OTLP),
 	}
 	return slices.DeleteFunc(all, func(k sinkKind) bool { return k.clear == nil })

@@ -67,13 +67,13 @@ func TestReceiverOfAnUnsupportedKindIsSkippedAndRulesNamingItSendNothing(t *test
         - receiver: out
 receivers:
   - name: es
-    kinesis:
-      streamName: events
-      region: us-west-2
+    pubsub:
+      topic: events
+      gcloud_project_id: p
   - name: out
     stdout: {}
 `)
-	wantWarnings(t, c, `line 7: receiver "es": the kinesis sink (line 9) is not supported yet; the receiver is skipped`)
+	wantWarnings(t, c, `line 7: receiver "es": the pubsub sink (line 9) is not supported yet; the receiver is skipped`)
 	if len(c.Receivers) != 1 || c.Receivers[0].Name != "out" {
 		t.Fatalf("receivers %v, want only out", c.Receivers)
 	}
@@ -84,8 +84,7 @@ receivers:
 }
 
 func TestEveryUnsupportedSinkKindOfTheirsIsAccepted(t *testing.T) {
-	for _, kind := range []string{"inMemory", "syslog", "kinesis", "firehose", "opsgenie",
-		"sqs", "sns", "pubsub", "opscenter", "bigquery", "eventbridge"} {
+	for _, kind := range []string{"inMemory", "syslog", "opsgenie", "pubsub", "bigquery"} {
 		c := parseOK(t, "receivers:\n  - name: x\n    "+kind+":\n      anything: {goes: here}\n")
 		wantWarnings(t, c, "the "+kind+" sink (line 4) is not supported yet", "nothing will be exported")
 	}
@@ -212,7 +211,7 @@ func TestPipeSinkWritesJSONLinesToItsPath(t *testing.T) {
 }
 
 func TestPipelineWithEveryReceiverSkippedTakesOccurrencesAndShutsDown(t *testing.T) {
-	c := parseOK(t, "route: {match: [{receiver: s}]}\nreceivers:\n  - name: s\n    sns: {topicARN: x}\n")
+	c := parseOK(t, "route: {match: [{receiver: s}]}\nreceivers:\n  - name: s\n    bigquery: {dataset: x}\n")
 	p, err := NewPipeline(c, PipelineOptions{})
 	if err != nil {
 		t.Fatal(err)

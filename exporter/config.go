@@ -135,6 +135,14 @@ type Receiver struct {
 	Teams *TeamsConfig `yaml:"teams"`
 	// Loki pushes occurrences to Loki's push API.
 	Loki *LokiConfig `yaml:"loki"`
+	// SNS, SQS, Kinesis, Firehose, EventBridge and Opscenter send
+	// occurrences to AWS services (kubernetes-event-exporter's keys).
+	SNS         *SNSConfig         `yaml:"sns"`
+	SQS         *SQSConfig         `yaml:"sqs"`
+	Kinesis     *KinesisConfig     `yaml:"kinesis"`
+	Firehose    *FirehoseConfig    `yaml:"firehose"`
+	EventBridge *EventBridgeConfig `yaml:"eventbridge"`
+	Opscenter   *OpsCenterConfig   `yaml:"opscenter"`
 	// The sink kinds of kubernetes-event-exporter without a sink here:
 	// a receiver of such a kind is skipped with a warning.
 	foreignSinks `yaml:",inline"`

@@ -46,8 +46,8 @@ func TestTheirConfigExampleKeepsItsSupportedSinksAndSkipsTheRest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := receiverNames(c); !slices.Equal(got, []string{"dump", "opensearch-dump", "slack", "pipe", "kafka"}) {
-		t.Fatalf("receivers %v, want dump, opensearch-dump, slack, pipe and kafka", got)
+	if got := receiverNames(c); !slices.Equal(got, []string{"dump", "opensearch-dump", "slack", "pipe", "kafka", "eventbridge", "firehose"}) {
+		t.Fatalf("receivers %v, want dump, opensearch-dump, slack, pipe, kafka, eventbridge and firehose", got)
 	}
 	if c.Receivers[0].Elasticsearch.APIKey != "key" || c.Receivers[3].Webhook.Layout == nil {
 		t.Errorf("elasticsearch %+v, webhook %+v", c.Receivers[0].Elasticsearch, c.Receivers[3].Webhook)
@@ -59,8 +59,8 @@ func TestTheirConfigExampleKeepsItsSupportedSinksAndSkipsTheRest(t *testing.T) {
 		`receiver "alert": the opsgenie sink`, `invalid regular expression "*beta*" never matches`)
 	o := occ("u", 9, "prod")
 	o.Type = "Warning"
-	if set, _ := c.Route.receivers(o); set != 0b1001 {
-		t.Errorf("warning routed to %b, want dump and the webhook (1001)", set)
+	if set, _ := c.Route.receivers(o); set != 0b1001001 {
+		t.Errorf("warning routed to %b, want dump, the webhook and firehose (1001001)", set)
 	}
 }
 

@@ -189,6 +189,7 @@ func (c *Config) validateReceiver(r *Receiver, add func(int, string, ...any)) bo
 		}
 	}
 	c.Warnings = append(c.Warnings, r.tlsConfig().warnings()...)
+	c.Warnings = append(c.Warnings, r.awsWarnings()...)
 	return true
 }
 
@@ -279,7 +280,7 @@ func (r *Receiver) validateFormat() []string {
 // does not stall the other sinks.
 func (r *Receiver) remote() bool {
 	return r.Webhook != nil || r.Elasticsearch != nil || r.OpenSearch != nil || r.Kafka != nil || r.OTLP != nil ||
-		r.Slack != nil || r.Teams != nil || r.Loki != nil
+		r.Slack != nil || r.Teams != nil || r.Loki != nil || r.awsKind()
 }
 
 // oneMessageEach reports whether the receiver's sink posts one message
@@ -453,6 +454,8 @@ func (r *Receiver) build(cluster string) (Sink, error) {
 		c := *r.Loki
 		c.Encode, c.cluster = enc, cluster
 		return NewLokiSink(c)
+	case r.awsKind():
+		return r.buildAWS(cluster, enc)
 	}
 	return nil, fmt.Errorf("no sink configured")
 }
