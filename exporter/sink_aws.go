@@ -85,18 +85,37 @@ func (c *AWSConfig) setEndpoint(base **string) {
 // awsClient checks a sink's configuration (its problems), loads the SDK
 // configuration of sink kind (see [AWSConfig.load]) and returns the
 // service's client made by newClient, with the configured endpoint
-// (base returns the options' BaseEndpoint field).
+// (base returns the options' BaseEndpoint field), and its transport.
 func awsClient[C, O any](kind string, c *AWSConfig, fallback string, problems []string,
-	newClient func(aws.Config, ...func(*O)) C, base func(*O) **string) (C, error) {
+	newClient func(aws.Config, ...func(*O)) C, base func(*O) **string) (C, awsTransport, error) {
 	var client C
 	if len(problems) > 0 {
-		return client, errors.New(problems[0])
+		return client, awsTransport{}, errors.New(problems[0])
 	}
 	ac, err := c.load(kind, fallback)
 	if err != nil {
-		return client, err
+		return client, awsTransport{}, err
 	}
-	return newClient(ac, func(o *O) { c.setEndpoint(base(o)) }), nil
+	// The SDK's HTTP client, built now (with AWS_CA_BUNDLE's authorities,
+	// if set) so that Close can close its idle connections.
+	if b, ok := ac.HTTPClient.(*awshttp.BuildableClient); ok {
+		ac.HTTPClient = b.Freeze()
+	}
+	idle, _ := ac.HTTPClient.(interface{ CloseIdleConnections() })
+	return newClient(ac, func(o *O) { c.setEndpoint(base(o)) }), awsTransport{idle}, nil
+}
+
+// awsTransport is an AWS sink's HTTP client, of its own.
+type awsTransport struct {
+	idle interface{ CloseIdleConnections() }
+}
+
+// Close closes the idle connections of the sink's HTTP client.
+func (t awsTransport) Close(context.Context) error {
+	if t.idle != nil {
+		t.idle.CloseIdleConnections()
+	}
+	return nil
 }
 
 // awsRetryableCodes are the error codes that a client fault may carry and

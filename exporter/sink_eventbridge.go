@@ -65,20 +65,21 @@ const (
 // retried; any other refusal (malformed detail, a source or detail-type
 // not allowed) is [Permanent] (see [AWSConfig]).
 type EventBridgeSink struct {
-	cfg    EventBridgeConfig
-	client *eventbridge.Client
-	b      awsBatcher
+	cfg          EventBridgeConfig
+	client       *eventbridge.Client
+	awsTransport // Close closes its idle connections
+	b            awsBatcher
 }
 
 // NewEventBridgeSink returns an EventBridge sink; it sends nothing until
 // the first write.
 func NewEventBridgeSink(cfg EventBridgeConfig) (*EventBridgeSink, error) {
-	client, err := awsClient("eventbridge", &cfg.AWSConfig, "", cfg.validate(), eventbridge.NewFromConfig,
+	client, tr, err := awsClient("eventbridge", &cfg.AWSConfig, "", cfg.validate(), eventbridge.NewFromConfig,
 		func(o *eventbridge.Options) **string { return &o.BaseEndpoint })
 	if err != nil {
 		return nil, err
 	}
-	s := &EventBridgeSink{cfg: cfg, client: client}
+	s := &EventBridgeSink{cfg: cfg, client: client, awsTransport: tr}
 	overhead := 14 + len(cfg.Source) + len(cfg.DetailType)
 	s.b = awsBatcher{kind: "eventbridge " + cfg.Source, count: eventBridgeBatchCount, bytes: eventBridgeBatchBytes,
 		timeout: time.Duration(cfg.Timeout), enc: cfg.Encode, send: s.send,
@@ -117,6 +118,3 @@ func (s *EventBridgeSink) send(ctx context.Context, recs []*awsRecord) ([]error,
 		return out.Entries[i].ErrorCode, out.Entries[i].ErrorMessage
 	}, func(code string) bool { return !awsCodeRetryable(code) }), nil
 }
-
-// Close does nothing: the client holds no resources to release.
-func (s *EventBridgeSink) Close(context.Context) error { return nil }

@@ -49,20 +49,21 @@ const (
 // failure) is retried; a request refused as the client's fault is
 // [Permanent] for the record at fault (see [AWSConfig]).
 type FirehoseSink struct {
-	cfg    FirehoseConfig
-	client *firehose.Client
-	b      awsBatcher
+	cfg          FirehoseConfig
+	client       *firehose.Client
+	awsTransport // Close closes its idle connections
+	b            awsBatcher
 }
 
 // NewFirehoseSink returns a Firehose sink; it sends nothing until the first
 // write.
 func NewFirehoseSink(cfg FirehoseConfig) (*FirehoseSink, error) {
-	client, err := awsClient("firehose", &cfg.AWSConfig, "", cfg.validate(), firehose.NewFromConfig,
+	client, tr, err := awsClient("firehose", &cfg.AWSConfig, "", cfg.validate(), firehose.NewFromConfig,
 		func(o *firehose.Options) **string { return &o.BaseEndpoint })
 	if err != nil {
 		return nil, err
 	}
-	s := &FirehoseSink{cfg: cfg, client: client}
+	s := &FirehoseSink{cfg: cfg, client: client, awsTransport: tr}
 	s.b = awsBatcher{kind: "firehose " + cfg.DeliveryStreamName, count: firehoseBatchCount, bytes: firehoseBatchBytes,
 		timeout: time.Duration(cfg.Timeout), enc: cfg.Encode, send: s.send,
 		size: func(_ *Occurrence, data []byte) int { return len(data) }}
@@ -95,6 +96,3 @@ func (s *FirehoseSink) send(ctx context.Context, recs []*awsRecord) ([]error, er
 		return out.RequestResponses[i].ErrorCode, out.RequestResponses[i].ErrorMessage
 	}, never), nil
 }
-
-// Close does nothing: the client holds no resources to release.
-func (s *FirehoseSink) Close(context.Context) error { return nil }

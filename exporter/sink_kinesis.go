@@ -48,20 +48,21 @@ const (
 // [Permanent] for the record at fault (see [AWSConfig] and the README's
 // AWS section).
 type KinesisSink struct {
-	cfg    KinesisConfig
-	client *kinesis.Client
-	b      awsBatcher
+	cfg          KinesisConfig
+	client       *kinesis.Client
+	awsTransport // Close closes its idle connections
+	b            awsBatcher
 }
 
 // NewKinesisSink returns a Kinesis sink; it sends nothing until the first
 // write.
 func NewKinesisSink(cfg KinesisConfig) (*KinesisSink, error) {
-	client, err := awsClient("kinesis", &cfg.AWSConfig, "", cfg.validate(), kinesis.NewFromConfig,
+	client, tr, err := awsClient("kinesis", &cfg.AWSConfig, "", cfg.validate(), kinesis.NewFromConfig,
 		func(o *kinesis.Options) **string { return &o.BaseEndpoint })
 	if err != nil {
 		return nil, err
 	}
-	s := &KinesisSink{cfg: cfg, client: client}
+	s := &KinesisSink{cfg: cfg, client: client, awsTransport: tr}
 	s.b = awsBatcher{kind: "kinesis " + cfg.StreamName, count: kinesisBatchCount, bytes: kinesisBatchBytes,
 		timeout: time.Duration(cfg.Timeout), enc: cfg.Encode, send: s.send,
 		size: func(o *Occurrence, data []byte) int { return len(data) + len(partitionKey(o)) }}
@@ -102,6 +103,3 @@ func (s *KinesisSink) send(ctx context.Context, recs []*awsRecord) ([]error, err
 		return out.Records[i].ErrorCode, out.Records[i].ErrorMessage
 	}, never), nil
 }
-
-// Close does nothing: the client holds no resources to release.
-func (s *KinesisSink) Close(context.Context) error { return nil }

@@ -106,19 +106,20 @@ func (c *OpsCenterConfig) validate() []string {
 // throttling, server faults and missing credentials or permissions are
 // retried (see [AWSConfig]).
 type OpsCenterSink struct {
-	cfg    OpsCenterConfig
-	client *ssm.Client
+	cfg          OpsCenterConfig
+	client       *ssm.Client
+	awsTransport // Close closes its idle connections
 }
 
 // NewOpsCenterSink returns an OpsCenter sink; it sends nothing until the
 // first write.
 func NewOpsCenterSink(cfg OpsCenterConfig) (*OpsCenterSink, error) {
-	client, err := awsClient("opscenter", &cfg.AWSConfig, "", cfg.validate(), ssm.NewFromConfig,
+	client, tr, err := awsClient("opscenter", &cfg.AWSConfig, "", cfg.validate(), ssm.NewFromConfig,
 		func(o *ssm.Options) **string { return &o.BaseEndpoint })
 	if err != nil {
 		return nil, err
 	}
-	return &OpsCenterSink{cfg: cfg, client: client}, nil
+	return &OpsCenterSink{cfg: cfg, client: client, awsTransport: tr}, nil
 }
 
 // Write creates the OpsItems of the batch, in order; see [OpsCenterSink].
@@ -213,6 +214,3 @@ func truncateRunes(s string, limit int) string {
 	}
 	return s
 }
-
-// Close does nothing: the client holds no resources to release.
-func (s *OpsCenterSink) Close(context.Context) error { return nil }

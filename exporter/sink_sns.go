@@ -77,22 +77,23 @@ const (
 // throttling, server faults, missing credentials or permissions and a
 // topic that does not exist (yet) are retried.
 type SNSSink struct {
-	cfg    SNSConfig
-	client *sns.Client
-	fifo   bool
-	b      awsBatcher
+	cfg          SNSConfig
+	client       *sns.Client
+	awsTransport // Close closes its idle connections
+	fifo         bool
+	b            awsBatcher
 }
 
 // NewSNSSink returns an SNS sink; it sends nothing until the first write.
 func NewSNSSink(cfg SNSConfig) (*SNSSink, error) {
 	p := cfg.validate()
 	cfg.Region = arnRegion(cfg.TopicARN, "sns")
-	client, err := awsClient("sns", &cfg.AWSConfig, "", p, sns.NewFromConfig,
+	client, tr, err := awsClient("sns", &cfg.AWSConfig, "", p, sns.NewFromConfig,
 		func(o *sns.Options) **string { return &o.BaseEndpoint })
 	if err != nil {
 		return nil, err
 	}
-	s := &SNSSink{cfg: cfg, client: client, fifo: strings.HasSuffix(cfg.TopicARN, ".fifo")}
+	s := &SNSSink{cfg: cfg, client: client, awsTransport: tr, fifo: strings.HasSuffix(cfg.TopicARN, ".fifo")}
 	s.b = awsBatcher{kind: "sns " + cfg.TopicARN, count: snsBatchCount, bytes: snsBatchBytes,
 		timeout: time.Duration(cfg.Timeout), enc: cfg.Encode, size: fifoSize(s.fifo), send: s.send}
 	return s, nil
@@ -126,6 +127,3 @@ func (s *SNSSink) send(ctx context.Context, recs []*awsRecord) ([]error, error) 
 			return batchFailure{e.Id, e.Code, e.Message, e.SenderFault}
 		}), nil
 }
-
-// Close does nothing: the client holds no resources to release.
-func (s *SNSSink) Close(context.Context) error { return nil }

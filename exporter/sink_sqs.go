@@ -85,10 +85,11 @@ const (
 // queue that does not exist (yet) are retried (see [AWSConfig] and the
 // README's AWS section).
 type SQSSink struct {
-	cfg    SQSConfig
-	client *sqs.Client
-	fifo   bool
-	b      awsBatcher
+	cfg          SQSConfig
+	client       *sqs.Client
+	awsTransport // Close closes its idle connections
+	fifo         bool
+	b            awsBatcher
 
 	mu  sync.Mutex
 	url string // the queue's URL once looked up
@@ -96,12 +97,12 @@ type SQSSink struct {
 
 // NewSQSSink returns an SQS sink; it sends nothing until the first write.
 func NewSQSSink(cfg SQSConfig) (*SQSSink, error) {
-	client, err := awsClient("sqs", &cfg.AWSConfig, "", cfg.validate(), sqs.NewFromConfig,
+	client, tr, err := awsClient("sqs", &cfg.AWSConfig, "", cfg.validate(), sqs.NewFromConfig,
 		func(o *sqs.Options) **string { return &o.BaseEndpoint })
 	if err != nil {
 		return nil, err
 	}
-	s := &SQSSink{cfg: cfg, client: client, fifo: strings.HasSuffix(cfg.QueueName, ".fifo"), url: cfg.queueURL()}
+	s := &SQSSink{cfg: cfg, client: client, awsTransport: tr, fifo: strings.HasSuffix(cfg.QueueName, ".fifo"), url: cfg.queueURL()}
 	s.b = awsBatcher{kind: "sqs " + cfg.QueueName, count: sqsBatchCount, bytes: sqsBatchBytes,
 		timeout: time.Duration(cfg.Timeout), enc: cfg.Encode, size: fifoSize(s.fifo), send: s.send}
 	return s, nil
@@ -154,9 +155,6 @@ func (s *SQSSink) send(ctx context.Context, recs []*awsRecord) ([]error, error) 
 			return batchFailure{e.Id, e.Code, e.Message, e.SenderFault}
 		}), nil
 }
-
-// Close does nothing: the client holds no resources to release.
-func (s *SQSSink) Close(context.Context) error { return nil }
 
 // batchFailure is a failed entry of an SQS or SNS batch answer.
 type batchFailure struct {
