@@ -12,8 +12,8 @@ import (
 
 // This file holds what makes a kubernetes-event-exporter (v1.6.1)
 // configuration load unchanged: the keys of its schema that have no
-// meaning here are accepted and reported as warnings, each with its line,
-// and its receivers without a sink here are skipped with a warning.
+// meaning here are accepted and reported as warnings, each with its line;
+// every receiver kind it has is a sink here.
 
 // LeaderElectionConfig is kubernetes-event-exporter's leaderElection: with
 // Enabled, the exporter leads on a Lease named LeaderElectionID, as with
@@ -25,49 +25,25 @@ type LeaderElectionConfig struct {
 	LeaderElectionID string `yaml:"leaderElectionID"`
 }
 
-// foreignSink is the configuration of one of kubernetes-event-exporter's
-// sink kinds that this exporter has no sink for: accepted as it is, so
-// that the receiver can be skipped with a warning naming its line.
-type foreignSink struct{ line int }
-
-// UnmarshalYAML keeps the line and accepts any content.
-func (f *foreignSink) UnmarshalYAML(n *yaml.Node) error {
-	f.line = n.Line
-	return nil
-}
-
-// foreignSinks are kubernetes-event-exporter's receiver kinds without a
-// sink here, in the order it picks one when a receiver sets several.
-type foreignSinks struct {
-	Kinesis     *foreignSink `yaml:"kinesis"`
-	Firehose    *foreignSink `yaml:"firehose"`
-	SQS         *foreignSink `yaml:"sqs"`
-	SNS         *foreignSink `yaml:"sns"`
-	Opscenter   *foreignSink `yaml:"opscenter"`
-	EventBridge *foreignSink `yaml:"eventbridge"`
-}
-
 // sinkKind is one sink kind a receiver sets.
 type sinkKind struct {
-	name    string
-	foreign *foreignSink // nil for a kind this exporter has
-	cfg     any          // the configuration of a kind this exporter has
-	clear   func()
+	name  string
+	cfg   any // the kind's configuration
+	clear func()
 }
 
 // kinds returns the sink kinds set, in kubernetes-event-exporter's order
 // of preference (then this exporter's own kinds).
 func (r *Receiver) kinds() []sinkKind {
-	fs := &r.foreignSinks
 	all := []sinkKind{
 		ownKind("inMemory", &r.InMemory), ownKind("pipe", &r.Pipe), ownKind("webhook", &r.Webhook),
 		ownKind("file", &r.File), ownKind("syslog", &r.Syslog), ownKind("stdout", &r.Stdout),
-		ownKind("elasticsearch", &r.Elasticsearch), foreignKind("kinesis", &fs.Kinesis),
-		foreignKind("firehose", &fs.Firehose), ownKind("opensearch", &r.OpenSearch),
-		ownKind("opsgenie", &r.Opsgenie), foreignKind("sqs", &fs.SQS), foreignKind("sns", &fs.SNS),
+		ownKind("elasticsearch", &r.Elasticsearch), ownKind("kinesis", &r.Kinesis),
+		ownKind("firehose", &r.Firehose), ownKind("opensearch", &r.OpenSearch),
+		ownKind("opsgenie", &r.Opsgenie), ownKind("sqs", &r.SQS), ownKind("sns", &r.SNS),
 		ownKind("slack", &r.Slack), ownKind("kafka", &r.Kafka), ownKind("pubsub", &r.Pubsub),
-		foreignKind("opscenter", &fs.Opscenter), ownKind("teams", &r.Teams),
-		ownKind("bigquery", &r.BigQuery), foreignKind("eventbridge", &fs.EventBridge),
+		ownKind("opscenter", &r.Opscenter), ownKind("teams", &r.Teams),
+		ownKind("bigquery", &r.BigQuery), ownKind("eventbridge", &r.EventBridge),
 		ownKind("loki", &r.Loki), ownKind("nats", &r.NATS), ownKind("log", &r.Log), ownKind("otlp", &r.OTLP),
 	}
 	return slices.DeleteFunc(all, func(k sinkKind) bool { return k.clear == nil })
@@ -82,22 +58,12 @@ func ownKind[T any](name string, p **T) sinkKind {
 	return sinkKind{name: name, cfg: *p, clear: func() { *p = nil }}
 }
 
-// foreignKind returns the sink kind of kubernetes-event-exporter without a
-// sink here configured at *f; its clear is nil when the kind is not set.
-func foreignKind(name string, f **foreignSink) sinkKind {
-	if *f == nil {
-		return sinkKind{}
-	}
-	return sinkKind{name: name, foreign: *f, clear: func() { *f = nil }}
-}
-
 // chooseKind keeps the first sink kind set, as kubernetes-event-exporter
-// does, and clears the others. It returns warnings, and whether the
-// receiver is to be skipped (its kind has no sink here).
-func (r *Receiver) chooseKind() (warnings []string, skip bool) {
+// does, and clears the others. It returns warnings.
+func (r *Receiver) chooseKind() (warnings []string) {
 	ks := r.kinds()
 	if len(ks) == 0 {
-		return nil, false
+		return nil
 	}
 	if len(ks) > 1 {
 		names := make([]string, 0, len(ks)-1)
@@ -108,12 +74,7 @@ func (r *Receiver) chooseKind() (warnings []string, skip bool) {
 		warnings = append(warnings, fmt.Sprintf("line %d: receiver %q sets several sinks: %s is used, as kubernetes-event-exporter does; ignored: %s",
 			r.line, r.Name, ks[0].name, strings.Join(names, ", ")))
 	}
-	if f := ks[0].foreign; f != nil {
-		warnings = append(warnings, fmt.Sprintf("line %d: receiver %q: the %s sink (line %d) is not supported yet; "+
-			"the receiver is skipped (rules that name it send nothing)", r.line, r.Name, ks[0].name, f.line))
-		return warnings, true
-	}
-	return warnings, false
+	return warnings
 }
 
 // topLevelWarnings returns a warning for every top-level key of

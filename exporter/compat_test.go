@@ -114,37 +114,6 @@ func TestNegativeCacheSizeIsAConfigurationError(t *testing.T) {
 	}
 }
 
-func TestReceiverOfAnUnsupportedKindIsSkippedAndRulesNamingItSendNothing(t *testing.T) {
-	c := parseOK(t, `route:
-  routes:
-    - match:
-        - receiver: es
-        - receiver: out
-receivers:
-  - name: es
-    kinesis:
-      streamName: events
-      region: us-west-2
-  - name: out
-    stdout: {}
-`)
-	wantWarnings(t, c, `line 7: receiver "es": the kinesis sink (line 9) is not supported yet; the receiver is skipped`)
-	if len(c.Receivers) != 1 || c.Receivers[0].Name != "out" {
-		t.Fatalf("receivers %v, want only out", c.Receivers)
-	}
-	o := occ("u", 1, "ns")
-	if set, _ := c.Route.receivers(o); set != 1 {
-		t.Errorf("occurrence routed to %b, want only out (1)", set)
-	}
-}
-
-func TestEveryUnsupportedSinkKindOfTheirsIsAccepted(t *testing.T) {
-	for _, kind := range []string{"kinesis", "firehose", "sqs", "sns", "opscenter", "eventbridge"} {
-		c := parseOK(t, "receivers:\n  - name: x\n    "+kind+":\n      anything: {goes: here}\n")
-		wantWarnings(t, c, "the "+kind+" sink (line 4) is not supported yet", "nothing will be exported")
-	}
-}
-
 func TestReceiverWithSeveralSinksUsesTheFirstInTheirOrder(t *testing.T) {
 	c := parseOK(t, "receivers:\n  - name: x\n    stdout: {}\n    file: {path: /tmp/x}\n")
 	wantWarnings(t, c, `line 2: receiver "x" sets several sinks: file is used, as kubernetes-event-exporter does; ignored: stdout`)
@@ -262,20 +231,6 @@ func TestPipeSinkWritesJSONLinesToItsPath(t *testing.T) {
 	b, _ := os.ReadFile(path)
 	if !strings.HasSuffix(string(b), "\n") || !strings.Contains(string(b), `"uid":"u"`) {
 		t.Errorf("pipe got %q", b)
-	}
-}
-
-func TestPipelineWithEveryReceiverSkippedTakesOccurrencesAndShutsDown(t *testing.T) {
-	c := parseOK(t, "route: {match: [{receiver: s}]}\nreceivers:\n  - name: s\n    sns: {topicARN: x}\n")
-	p, err := NewPipeline(c, PipelineOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Occurred(t.Context(), occ("u", 1, "ns")); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Shutdown(t.Context()); err != nil {
-		t.Fatal(err)
 	}
 }
 

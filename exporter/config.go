@@ -84,11 +84,9 @@ type Config struct {
 	Receivers []*Receiver `yaml:"receivers"`
 
 	// Warnings are "line N: ..." messages about what the configuration
-	// sets without effect here (kubernetes-event-exporter's keys, skipped
-	// receivers, rules that never match), set by [ParseConfig].
+	// sets without effect here (kubernetes-event-exporter's keys, rules
+	// that never match), set by [ParseConfig].
 	Warnings []string `yaml:"-"`
-	// skipped are the names of the receivers removed by validation.
-	skipped map[string]bool
 	// keyLines are the lines of the top-level keys.
 	keyLines map[string]int
 	// maxEventAge is the age cut-off at a start without a checkpoint
@@ -171,9 +169,14 @@ type Receiver struct {
 	Pubsub *PubsubConfig `yaml:"pubsub"`
 	// BigQuery writes occurrences as rows of a BigQuery table.
 	BigQuery *BigQueryConfig `yaml:"bigquery"`
-	// The sink kinds of kubernetes-event-exporter without a sink here:
-	// a receiver of such a kind is skipped with a warning.
-	foreignSinks `yaml:",inline"`
+	// SNS, SQS, Kinesis, Firehose, EventBridge and Opscenter send
+	// occurrences to AWS services (kubernetes-event-exporter's keys).
+	SNS         *SNSConfig         `yaml:"sns"`
+	SQS         *SQSConfig         `yaml:"sqs"`
+	Kinesis     *KinesisConfig     `yaml:"kinesis"`
+	Firehose    *FirehoseConfig    `yaml:"firehose"`
+	EventBridge *EventBridgeConfig `yaml:"eventbridge"`
+	Opscenter   *OpsCenterConfig   `yaml:"opscenter"`
 	// Sink, set by a program instead of a sink kind, is used as is.
 	Sink Sink `yaml:"-"`
 

@@ -112,7 +112,7 @@ func FuzzParseConfigNeverPanics(f *testing.F) {
 	f.Add([]byte("receivers: [{name: s, slack: {}}, {name: w, webhook: {endpoint: \"http://x\", tls: {}, layout: {a: [\"{{ .Reason }}\", 1, {b: null}]}}}]"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c, err := ParseConfig("fuzz", b)
-		if err == nil && len(c.Receivers) == 0 && len(c.skipped) == 0 {
+		if err == nil && len(c.Receivers) == 0 {
 			t.Error("a configuration without receivers was accepted")
 		}
 	})

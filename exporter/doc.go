@@ -31,8 +31,8 @@
 // instead, and a layout (Go templates with the sprig functions) reshapes
 // the record as in kubernetes-event-exporter. A kubernetes-event-exporter
 // configuration loads as it is: each of its keys is mapped, or accepted
-// with a warning that names its line ([Config].Warnings), and its
-// receivers without a sink here are skipped with a warning. With compat
+// with a warning that names its line ([Config].Warnings), and every one
+// of its receiver kinds has a sink here. With compat
 // kubernetes-event-exporter ([CompatKEE], top level or per receiver) a
 // receiver gets exactly kubernetes-event-exporter v1.6.1's stream: its
 // records without the fanout object, one per event at first sighting,

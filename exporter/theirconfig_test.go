@@ -55,7 +55,7 @@ func receiverNames(c *Config) []string {
 
 // Their config.example.yaml has an opsgenie receiver without an API key,
 // with which they do not start; given one, it loads.
-func TestTheirConfigExampleKeepsItsSupportedSinksAndSkipsTheRest(t *testing.T) {
+func TestTheirConfigExampleLoadsEveryReceiver(t *testing.T) {
 	t.Setenv("ELASTIC_API_KEY", "key")
 	b, err := os.ReadFile(theirs + "config.example.yaml")
 	if err != nil {
@@ -65,8 +65,9 @@ func TestTheirConfigExampleKeepsItsSupportedSinksAndSkipsTheRest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := receiverNames(c); !slices.Equal(got, []string{"dump", "opensearch-dump", "alert", "slack", "pipe", "kafka", "pubsub", "syslog"}) {
-		t.Fatalf("receivers %v, want dump, opensearch-dump, alert, slack, pipe, kafka, pubsub and syslog", got)
+	want := []string{"dump", "opensearch-dump", "alert", "slack", "pipe", "kafka", "pubsub", "eventbridge", "syslog", "firehose"}
+	if got := receiverNames(c); !slices.Equal(got, want) {
+		t.Fatalf("receivers %v, want %v", got, want)
 	}
 	if c.Receivers[0].Elasticsearch.APIKey != "key" || c.Receivers[4].Webhook.Layout == nil {
 		t.Errorf("elasticsearch %+v, webhook %+v", c.Receivers[0].Elasticsearch, c.Receivers[4].Webhook)
@@ -74,12 +75,11 @@ func TestTheirConfigExampleKeepsItsSupportedSinksAndSkipsTheRest(t *testing.T) {
 	if c.KubeQPS != 60 || c.KubeBurst != 60 || c.LogLevel != "debug" || c.LogFormat != "json" {
 		t.Errorf("kubeQPS %v, kubeBurst %d, log %s/%s", c.KubeQPS, c.KubeBurst, c.LogLevel, c.LogFormat)
 	}
-	wantWarnings(t, c, "unknown field streamName: ignored",
-		`receiver "eventbridge": the eventbridge sink`, `invalid regular expression "*beta*" never matches`)
+	wantWarnings(t, c, "unknown field streamName: ignored", `invalid regular expression "*beta*" never matches`)
 	o := occ("u", 9, "prod")
 	o.Type = "Warning"
-	if set, _ := c.Route.receivers(o); set != 0b10101 {
-		t.Errorf("warning routed to %b, want dump, alert and the webhook (10101)", set)
+	if set, _ := c.Route.receivers(o); set != 0b1000010101 {
+		t.Errorf("warning routed to %b, want dump, alert, the webhook and firehose (1000010101)", set)
 	}
 }
 

@@ -148,15 +148,13 @@ func (c *Config) validateLogging() []string {
 	return p
 }
 
-// validateReceivers validates every receiver and removes those to skip
-// (their sink kind is not supported), remembering their names.
+// validateReceivers validates every receiver.
 func (c *Config) validateReceivers(add func(int, string, ...any)) []string {
 	var p []string
 	if len(c.Receivers) == 0 {
 		p = append(p, "receivers: at least one receiver is required")
 	}
 	names := map[string]int{}
-	kept := c.Receivers[:0]
 	for i, r := range c.Receivers {
 		if r == nil {
 			p = append(p, fmt.Sprintf("receivers[%d]: empty receiver", i))
@@ -166,33 +164,17 @@ func (c *Config) validateReceivers(add func(int, string, ...any)) []string {
 			add(r.line, "receiver %q is already defined at line %d", r.Name, prev)
 		}
 		names[r.Name] = r.line
-		if c.validateReceiver(r, add) {
-			kept = append(kept, r)
-		}
+		c.validateReceiver(r, add)
 	}
-	clear(c.Receivers[len(kept):])
-	c.Receivers = kept
 	if len(c.Receivers) > maxReceivers {
 		p = append(p, fmt.Sprintf("receivers: %d receivers, at most %d are supported", len(c.Receivers), maxReceivers))
-	}
-	if len(c.Receivers) == 0 && len(c.skipped) > 0 {
-		c.Warnings = append(c.Warnings, "receivers: no receiver has a supported sink: nothing will be exported")
 	}
 	return p
 }
 
-// validateReceiver validates r, adding its problems and warnings, and
-// reports whether it is kept (false: its sink kind is not supported).
-func (c *Config) validateReceiver(r *Receiver, add func(int, string, ...any)) bool {
-	w, skip := r.chooseKind()
-	c.Warnings = append(c.Warnings, w...)
-	if skip {
-		if c.skipped == nil {
-			c.skipped = map[string]bool{}
-		}
-		c.skipped[r.Name] = true
-		return false
-	}
+// validateReceiver validates r, adding its problems and warnings.
+func (c *Config) validateReceiver(r *Receiver, add func(int, string, ...any)) {
+	c.Warnings = append(c.Warnings, r.chooseKind()...)
 	for _, m := range append(r.applyCompat(c.Compat), r.validate()...) {
 		add(r.line, "receiver %q: %s", r.Name, m)
 	}
@@ -218,7 +200,7 @@ func (c *Config) validateReceiver(r *Receiver, add func(int, string, ...any)) bo
 		}
 	}
 	c.Warnings = append(c.Warnings, r.tlsConfig().warnings()...)
-	return true
+	c.Warnings = append(c.Warnings, r.awsWarnings()...)
 }
 
 // resolve checks that every rule names a known receiver and sets its bit.
@@ -248,7 +230,7 @@ func (rt *Route) resolve(c *Config, add func(int, string, ...any)) {
 				m.Receiver.bit, m.Receiver.repeat = 1<<j, r.kee
 			}
 		}
-		if m.Receiver.bit == 0 && !c.skipped[m.Receiver.Name] {
+		if m.Receiver.bit == 0 {
 			add(m.Receiver.line, "unknown receiver %q", m.Receiver.Name)
 		}
 	}
@@ -317,7 +299,7 @@ func (r *Receiver) validateFormat() []string {
 func (r *Receiver) remote() bool {
 	return r.Webhook != nil || r.Elasticsearch != nil || r.OpenSearch != nil || r.Kafka != nil || r.OTLP != nil ||
 		r.Slack != nil || r.Teams != nil || r.Loki != nil || r.Syslog != nil || r.Opsgenie != nil ||
-		r.Pubsub != nil || r.BigQuery != nil
+		r.Pubsub != nil || r.BigQuery != nil || r.awsKind()
 }
 
 // oneMessageEach reports whether the receiver's sink posts one message
@@ -491,6 +473,8 @@ func (r *Receiver) build(cluster string) (Sink, error) {
 		c := *r.Loki
 		c.Encode, c.cluster = enc, cluster
 		return NewLokiSink(c)
+	case r.awsKind():
+		return r.buildAWS(cluster, enc)
 	}
 	return r.buildTheirs(enc, cluster)
 }

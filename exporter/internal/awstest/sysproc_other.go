@@ -1,0 +1,7 @@
+//go:build !linux
+
+package awstest
+
+import "syscall"
+
+func sysProcAttr() *syscall.SysProcAttr { return nil }
