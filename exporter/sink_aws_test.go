@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -233,7 +234,13 @@ func TestTheirAWSExamplesLoadAsSinksWithoutWarningsOfSupport(t *testing.T) {
 	built := 0
 	for _, f := range []string{"02-route.yaml", "08-kinesis.yaml", "09-firehose.yaml", "10-sns.yaml", "11-sqs.yaml",
 		"16-kinesis-layout.yaml", "22-eventbridge.yaml", "config.example.yaml"} {
-		c, err := LoadConfig(theirs + f)
+		b, err := os.ReadFile(theirs + f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Their config.example.yaml's opsgenie receiver has no API key,
+		// with which they do not start: given one, it loads.
+		c, err := ParseConfig(f, []byte(os.ExpandEnv(strings.Replace(string(b), `apiKey: ""`, `apiKey: "k"`, 1))))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -135,7 +135,7 @@ func avroReceiver(t *testing.T, brokers, avro string, more ...string) (Sink, []s
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close(t.Context()) })
-	return s, c.Warnings
+	return s, otherWarnings(c.Warnings)
 }
 
 // decodeAvro decodes an Avro value of eventSchema.

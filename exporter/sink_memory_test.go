@@ -68,7 +68,7 @@ func TestInMemoryConcurrentWritesAreAllKept(t *testing.T) {
 
 func TestInMemoryLimitDefaultsAndMustNotBeNegative(t *testing.T) {
 	c := parseOK(t, "receivers: [{name: m, inMemory: {}}]\n")
-	if l := c.Receivers[0].InMemory.Limit; l != DefaultMemoryLimit || len(c.Warnings) != 0 {
+	if l := c.Receivers[0].InMemory.Limit; l != DefaultMemoryLimit || len(otherWarnings(c.Warnings)) != 0 {
 		t.Errorf("limit %d, warnings %q", l, c.Warnings)
 	}
 	wantConfigErrors(t, map[string]string{"inMemory: {limit: -1}": "inMemory.limit -1 is negative"})
