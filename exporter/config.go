@@ -125,6 +125,18 @@ type Receiver struct {
 	// Batch is the most occurrences per write (default: 1 for a webhook,
 	// 256 otherwise).
 	Batch int `yaml:"batch"`
+	// Writers is the most writes in flight at once, 1 to
+	// [fanout.MaxWriters], in order per involved object: the records of
+	// one object are written one write at a time, in order, those of
+	// other objects in parallel (default [DefaultWriters] for the sinks
+	// that make a request per write: webhook, elasticsearch, opensearch,
+	// loki, otlp, slack, teams, opsgenie and the AWS ones; 1 for the
+	// others, which keep one stream's order or batch and pipeline their
+	// writes themselves: file, stdout, pipe, log, inMemory, syslog,
+	// kafka, nats, pubsub, bigquery). The checkpoint passes an
+	// occurrence only once every writer is done with it and with every
+	// occurrence before it.
+	Writers int `yaml:"writers"`
 	// Format is the record payload sinks write: event (the default, the
 	// Event as kubernetes-event-exporter writes it, see [EnhancedEvent])
 	// or fanout (the [Occurrence]).

@@ -107,7 +107,7 @@ func NewPipeline(cfg *Config, opts PipelineOptions) (*Pipeline, error) {
 		}
 		p.runners = append(p.runners, r)
 		if !r.lossless {
-			p.published.grow(r.queueLen + r.batch + 1)
+			p.published.grow(r.queueLen + r.held() + 1)
 		}
 	}
 	for i, r := range p.runners {
@@ -128,7 +128,7 @@ func (p *Pipeline) newRunner(i int, rc *Receiver, s Sink, ck *Checkpoint) (*runn
 	if err != nil {
 		return nil, err
 	}
-	r := &runner{name: rc.Name, bit: 1 << i, sink: s, w: w, retry: rc.Retry, batch: rc.Batch,
+	r := &runner{name: rc.Name, bit: 1 << i, sink: s, w: w, retry: rc.Retry, batch: rc.Batch, writers: max(rc.Writers, 1),
 		queueLen: rc.Queue.Length, lossless: rc.Queue.Strategy == StrategyWait, log: p.log}
 	if m, ok := s.(Marker); ok && ck != nil && ck.Marks[rc.Name] != "" {
 		r.skip, err = m.Stored(ck.Marks[rc.Name])

@@ -88,6 +88,7 @@ type runner struct {
 	run      *fanout.Runner[*Occurrence]
 	retry    Retry
 	batch    int
+	writers  int
 	queueLen int
 	lossless bool
 	skip     map[string]struct{} // owned by the goroutine
@@ -109,7 +110,7 @@ type runner struct {
 func (r *runner) start(ctx context.Context) error {
 	p := r.retry.Policy()
 	run, err := fanout.StartBatchSink(ctx, r.w, fanout.BatchSink[*Occurrence](r.sink), fanout.BatchConfig[*Occurrence]{
-		Name: r.name, Batch: r.batch, Retry: &p,
+		Name: r.name, Batch: r.batch, Retry: &p, Writers: r.writers, Key: objectKey,
 		Select:   r.selectMine,
 		Finished: r.finished,
 		OnDrop: func(d fanout.Drop, os []*Occurrence) {
@@ -158,6 +159,25 @@ func (r *runner) selectMine(batch, sel []*Occurrence) []*Occurrence {
 	return sel
 }
 
+// held is the most occurrences the runner holds beyond its queue: one
+// batch with one writer; with several, as many as its queue is long, at
+// least a batch per writer (see fanout.BatchConfig.Writers).
+func (r *runner) held() int {
+	if r.writers <= 1 {
+		return r.batch
+	}
+	return max(r.queueLen, r.writers*r.batch)
+}
+
+// objectKey orders a sink's writes with several writers: the occurrences
+// of one involved object are written in order, one write at a time.
+func objectKey(o *Occurrence) string {
+	if o.Regarding.UID != "" {
+		return o.Regarding.UID
+	}
+	return o.Regarding.Kind + "\x00" + o.Regarding.Namespace + "\x00" + o.Regarding.Name
+}
+
 // doneThrough returns a Seq through which the runner has finished with
 // every occurrence published, given head, the last Seq given out, and the
 // Seqs of the last occurrences published.
@@ -178,7 +198,7 @@ func (r *runner) doneThrough(head uint64, published *recentSeqs) uint64 {
 		// stored or dropped. Counted in occurrences published, not in
 		// Seqs: deletions, progress marks and occurrences routed nowhere
 		// take Seqs that enter no queue.
-		if s, ok := published.before(uint64(r.queueLen + r.batch)); ok && s > d {
+		if s, ok := published.before(uint64(r.queueLen + r.held())); ok && s > d {
 			d = s
 		}
 	}

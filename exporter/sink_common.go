@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"sync"
 	"time"
 )
 
@@ -27,6 +28,34 @@ func httpURLProblem(key, raw string) string {
 }
 
 // appendProblem appends problem to p unless it is "".
+// scratch is the buffers of one write of a sink: the body of a request and
+// the values of its header templates. Sinks lend them from a scratchPool,
+// as several writers of a receiver ([Receiver].Writers) write at once.
+type scratch struct{ body, head bytes.Buffer }
+
+// scratchPool lends a sink's writes their scratch buffers. The zero value
+// is ready.
+type scratchPool struct{ p sync.Pool }
+
+// get returns empty buffers.
+func (sp *scratchPool) get() *scratch {
+	if s, ok := sp.p.Get().(*scratch); ok {
+		return s
+	}
+	return new(scratch)
+}
+
+// put takes s back, unless its body grew past 4 MiB (a batch that large
+// is rare: its memory is not kept).
+func (sp *scratchPool) put(s *scratch) {
+	if s.body.Cap() > 4<<20 {
+		return
+	}
+	s.body.Reset()
+	s.head.Reset()
+	sp.p.Put(s)
+}
+
 func appendProblem(p []string, problem string) []string {
 	if problem == "" {
 		return p

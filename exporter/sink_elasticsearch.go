@@ -144,7 +144,7 @@ func (c *ElasticsearchConfig) indexName(t time.Time) string {
 type ElasticsearchSink struct {
 	cfg    ElasticsearchConfig
 	client *opensearchapi.Client
-	buf    bytes.Buffer
+	bufs   scratchPool
 }
 
 // NewElasticsearchSink returns an Elasticsearch or OpenSearch sink; it
@@ -184,16 +184,23 @@ func NewElasticsearchSink(cfg ElasticsearchConfig) (*ElasticsearchSink, error) {
 // Write indexes the batch in one bulk request and returns how many
 // documents, from the start, the server stored before the first it
 // refused. An occurrence that cannot be encoded ends the batch there.
+// Several writers may call it at once.
 func (s *ElasticsearchSink) Write(ctx context.Context, batch []*Occurrence) (int, error) {
-	batch, encErr := s.encode(batch)
+	sc := s.bufs.get()
+	defer s.bufs.put(sc)
+	return s.write(ctx, batch, &sc.body)
+}
+
+func (s *ElasticsearchSink) write(ctx context.Context, batch []*Occurrence, buf *bytes.Buffer) (int, error) {
+	batch, encErr := s.encode(batch, buf)
 	if len(batch) == 0 {
 		return 0, encErr
 	}
-	resp, err := s.client.Bulk(ctx, opensearchapi.BulkReq{Body: bytes.NewReader(s.buf.Bytes())})
+	resp, err := s.client.Bulk(ctx, opensearchapi.BulkReq{Body: bytes.NewReader(buf.Bytes())})
 	switch {
 	case err != nil && (resp == nil || len(resp.Items) == 0):
 		if err = s.requestError(resp, err); halvable(err, batch) {
-			return s.Write(ctx, batch[:len(batch)/2])
+			return s.write(ctx, batch[:len(batch)/2], buf)
 		}
 		return 0, err
 	case resp == nil || len(resp.Items) == 0:
@@ -212,8 +219,8 @@ func (s *ElasticsearchSink) Write(ctx context.Context, batch []*Occurrence) (int
 
 // encode writes the bulk body of the longest prefix of batch that encodes,
 // and returns that prefix.
-func (s *ElasticsearchSink) encode(batch []*Occurrence) ([]*Occurrence, error) {
-	s.buf.Reset()
+func (s *ElasticsearchSink) encode(batch []*Occurrence, buf *bytes.Buffer) ([]*Occurrence, error) {
+	buf.Reset()
 	type meta struct {
 		Index string `json:"_index"`
 		ID    string `json:"_id,omitempty"`
@@ -229,10 +236,10 @@ func (s *ElasticsearchSink) encode(batch []*Occurrence) ([]*Occurrence, error) {
 			m.ID = o.UID
 		}
 		action, _ := json.Marshal(map[string]meta{"index": m}) // strings only: cannot fail
-		s.buf.Write(action)
-		s.buf.WriteByte('\n')
-		s.buf.Write(doc)
-		s.buf.WriteByte('\n')
+		buf.Write(action)
+		buf.WriteByte('\n')
+		buf.Write(doc)
+		buf.WriteByte('\n')
 	})
 	return batch[:n], err
 }

@@ -91,8 +91,7 @@ type LokiSink struct {
 	cfg     LokiConfig
 	client  *http.Client
 	headers headerSet
-	buf     bytes.Buffer
-	hbuf    bytes.Buffer
+	bufs    scratchPool
 }
 
 // NewLokiSink returns a Loki sink; it sends nothing until the first write.
@@ -127,14 +126,16 @@ type lokiStream struct {
 // batch there. It returns how many occurrences, from the start, were
 // pushed: a request that fails ends the batch there.
 func (s *LokiSink) Write(ctx context.Context, batch []*Occurrence) (int, error) {
-	values, headers, stopErr := s.entries(batch)
+	sc := s.bufs.get() // several writers may push at once
+	defer s.bufs.put(sc)
+	values, headers, stopErr := s.entries(batch, &sc.head)
 	written := 0
 	for written < len(values) {
 		end := written + 1
 		for end < len(values) && slices.Equal(headers[end], headers[written]) {
 			end++
 		}
-		n, err := s.pushRun(ctx, headers[written], values[written:end])
+		n, err := s.pushRun(ctx, headers[written], values[written:end], &sc.body)
 		written += n
 		if err != nil {
 			return written, err
@@ -147,8 +148,8 @@ func (s *LokiSink) Write(ctx context.Context, batch []*Occurrence) (int, error) 
 // when Loki refuses it for good (400: an entry too old or too long,
 // after storing the others), entry by entry. It returns how many, from
 // the start, were pushed.
-func (s *LokiSink) pushRun(ctx context.Context, headers []header, values [][2]string) (int, error) {
-	err := s.push(ctx, headers, values)
+func (s *LokiSink) pushRun(ctx context.Context, headers []header, values [][2]string, buf *bytes.Buffer) (int, error) {
+	err := s.push(ctx, headers, values, buf)
 	if err == nil {
 		return len(values), nil
 	}
@@ -156,7 +157,7 @@ func (s *LokiSink) pushRun(ctx context.Context, headers []header, values [][2]st
 		return 0, err
 	}
 	for i := range values {
-		if err := s.push(ctx, headers, values[i:i+1]); err != nil {
+		if err := s.push(ctx, headers, values[i:i+1], buf); err != nil {
 			return i, err
 		}
 	}
@@ -166,11 +167,11 @@ func (s *LokiSink) pushRun(ctx context.Context, headers []header, values [][2]st
 // entries returns the entries of the longest prefix of batch that encodes
 // and whose headers can be sent, and each one's headers; then the
 // [Permanent] error of the occurrence that ends the prefix.
-func (s *LokiSink) entries(batch []*Occurrence) ([][2]string, [][]header, error) {
+func (s *LokiSink) entries(batch []*Occurrence, hbuf *bytes.Buffer) ([][2]string, [][]header, error) {
 	headers := make([][]header, 0, len(batch))
 	var hdrErr error
 	for _, o := range batch {
-		h, err := s.headers.render(o, s.cfg.cluster, &s.hbuf)
+		h, err := s.headers.render(o, s.cfg.cluster, hbuf)
 		if err != nil {
 			hdrErr = fmt.Errorf("loki: %w", err)
 			break
@@ -193,12 +194,12 @@ func (s *LokiSink) entries(batch []*Occurrence) ([][2]string, [][]header, error)
 }
 
 // push sends values in one request with headers.
-func (s *LokiSink) push(ctx context.Context, headers []header, values [][2]string) error {
-	s.buf.Reset()
-	if err := json.NewEncoder(&s.buf).Encode(lokiPush{Streams: []lokiStream{{Stream: s.cfg.StreamLabels, Values: values}}}); err != nil {
+func (s *LokiSink) push(ctx context.Context, headers []header, values [][2]string, buf *bytes.Buffer) error {
+	buf.Reset()
+	if err := json.NewEncoder(buf).Encode(lokiPush{Streams: []lokiStream{{Stream: s.cfg.StreamLabels, Values: values}}}); err != nil {
 		return Permanent(fmt.Errorf("loki: %w", err))
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.cfg.URL, bytes.NewReader(s.buf.Bytes()))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.cfg.URL, bytes.NewReader(buf.Bytes()))
 	if err != nil {
 		return Permanent(fmt.Errorf("loki: %w", err))
 	}

@@ -123,7 +123,7 @@ type OTLPSink struct {
 	conn     *grpc.ClientConn
 	grpc     collogspb.LogsServiceClient
 	http     *http.Client
-	buf      bytes.Buffer
+	bufs     scratchPool
 }
 
 // NewOTLPSink returns an OTLP sink; it connects at the first write.
@@ -277,15 +277,16 @@ func (s *OTLPSink) exportHTTP(ctx context.Context, req *collogspb.ExportLogsServ
 	if err != nil {
 		return Permanent(fmt.Errorf("otlp: %w", err))
 	}
-	s.buf.Reset()
+	sc := s.bufs.get() // several writers may export at once
+	defer s.bufs.put(sc)
 	if s.cfg.Compression == "gzip" {
-		zw := gzip.NewWriter(&s.buf)
+		zw := gzip.NewWriter(&sc.body)
 		_, _ = zw.Write(body) // a bytes.Buffer does not fail
 		_ = zw.Close()
 	} else {
-		s.buf.Write(body)
+		sc.body.Write(body)
 	}
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, s.cfg.Endpoint, bytes.NewReader(s.buf.Bytes()))
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, s.cfg.Endpoint, bytes.NewReader(sc.body.Bytes()))
 	if err != nil {
 		return Permanent(fmt.Errorf("otlp: %w", err))
 	}

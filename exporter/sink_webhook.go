@@ -185,8 +185,7 @@ type WebhookSink struct {
 	cfg     WebhookConfig
 	client  *http.Client
 	headers headerSet
-	buf     bytes.Buffer
-	hbuf    bytes.Buffer
+	bufs    scratchPool
 }
 
 // NewWebhookSink returns a webhook sink; it sends nothing until the first
@@ -206,14 +205,21 @@ func NewWebhookSink(cfg WebhookConfig) (*WebhookSink, error) {
 
 // Write posts the batch in one request; an occurrence that cannot be
 // encoded ends the batch there (the ones before are posted).
+// Several writers may call it at once.
 func (s *WebhookSink) Write(ctx context.Context, batch []*Occurrence) (int, error) {
-	batch, encErr := s.encode(batch)
+	sc := s.bufs.get()
+	defer s.bufs.put(sc)
+	return s.write(ctx, batch, sc)
+}
+
+func (s *WebhookSink) write(ctx context.Context, batch []*Occurrence, sc *scratch) (int, error) {
+	batch, encErr := s.encode(batch, &sc.body)
 	if len(batch) == 0 {
 		return 0, encErr
 	}
-	if n, err := s.post(ctx, batch); err != nil {
+	if n, err := s.post(ctx, batch, sc); err != nil {
 		if halvable(err, batch) {
-			return s.Write(ctx, batch[:len(batch)/2])
+			return s.write(ctx, batch[:len(batch)/2], sc)
 		}
 		return n, err
 	}
@@ -222,27 +228,27 @@ func (s *WebhookSink) Write(ctx context.Context, batch []*Occurrence) (int, erro
 
 // encode writes the body of the longest prefix of batch that encodes, and
 // returns that prefix.
-func (s *WebhookSink) encode(batch []*Occurrence) ([]*Occurrence, error) {
-	s.buf.Reset()
+func (s *WebhookSink) encode(batch []*Occurrence, buf *bytes.Buffer) ([]*Occurrence, error) {
+	buf.Reset()
 	array := s.cfg.array || len(batch) > 1
 	if array {
-		s.buf.WriteByte('[')
+		buf.WriteByte('[')
 	}
 	n, encErr := encodeEach(batch, s.cfg.Encode, func(i int, _ *Occurrence, rec []byte) {
 		if i > 0 {
-			s.buf.WriteByte(',')
+			buf.WriteByte(',')
 		}
-		s.buf.Write(rec)
+		buf.Write(rec)
 	})
 	if array {
-		s.buf.WriteByte(']')
+		buf.WriteByte(']')
 	}
 	return batch[:n], encErr
 }
 
 // post sends the body made by encode for batch.
-func (s *WebhookSink) post(ctx context.Context, batch []*Occurrence) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.cfg.Endpoint, bytes.NewReader(s.buf.Bytes()))
+func (s *WebhookSink) post(ctx context.Context, batch []*Occurrence, sc *scratch) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.cfg.Endpoint, bytes.NewReader(sc.body.Bytes()))
 	if err != nil {
 		return 0, Permanent(err)
 	}
@@ -250,7 +256,7 @@ func (s *WebhookSink) post(ctx context.Context, batch []*Occurrence) (int, error
 	if len(batch) == 1 {
 		req.Header.Set("Idempotency-Key", batch[0].Key())
 	}
-	if err := s.setHeaders(req, batch[0]); err != nil {
+	if err := s.setHeaders(req, batch[0], &sc.head); err != nil {
 		return 0, err
 	}
 	resp, err := s.client.Do(req)
@@ -271,8 +277,8 @@ func (s *WebhookSink) post(ctx context.Context, batch []*Occurrence) (int, error
 
 // setHeaders sets the configured headers, templates executed against o;
 // the error of a value that cannot be sent is [Permanent].
-func (s *WebhookSink) setHeaders(req *http.Request, o *Occurrence) error {
-	hs, err := s.headers.render(o, s.cfg.cluster, &s.hbuf)
+func (s *WebhookSink) setHeaders(req *http.Request, o *Occurrence, hbuf *bytes.Buffer) error {
+	hs, err := s.headers.render(o, s.cfg.cluster, hbuf)
 	if err != nil {
 		return fmt.Errorf("webhook %s: %w", s.cfg.Endpoint, err)
 	}

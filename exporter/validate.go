@@ -302,6 +302,18 @@ func (r *Receiver) remote() bool {
 		r.Pubsub != nil || r.BigQuery != nil || r.awsKind()
 }
 
+// DefaultWriters is the writes in flight at once of a receiver whose sink
+// makes a request per write ([Receiver].Writers).
+const DefaultWriters = 8
+
+// requestEach reports whether the receiver's sink makes a request of its
+// own per write, so that several writers make several requests at once:
+// its writers default to [DefaultWriters].
+func (r *Receiver) requestEach() bool {
+	return r.Webhook != nil || r.Elasticsearch != nil || r.OpenSearch != nil || r.Loki != nil || r.OTLP != nil ||
+		r.Slack != nil || r.Teams != nil || r.Opsgenie != nil || r.awsKind()
+}
+
 // oneMessageEach reports whether the receiver's sink posts one message
 // per occurrence: its batch defaults to 1 (and must be 1 for the chat
 // presets).
@@ -328,6 +340,12 @@ func (r *Receiver) setQueueDefaults() []string {
 			r.Batch = 1
 		}
 	}
+	if r.Writers == 0 {
+		r.Writers = 1
+		if r.requestEach() {
+			r.Writers = DefaultWriters
+		}
+	}
 	var p []string
 	if (r.Slack != nil || r.Teams != nil) && r.Batch > 1 {
 		p = append(p, fmt.Sprintf("batch %d: a chat message is one occurrence: want 1", r.Batch))
@@ -337,6 +355,9 @@ func (r *Receiver) setQueueDefaults() []string {
 	}
 	if r.Batch < 1 || r.Batch > fanout.MaxQueueLength {
 		p = append(p, fmt.Sprintf("batch %d must be 1 to %d", r.Batch, fanout.MaxQueueLength))
+	}
+	if r.Writers < 1 || r.Writers > fanout.MaxWriters {
+		p = append(p, fmt.Sprintf("writers %d must be 1 to %d", r.Writers, fanout.MaxWriters))
 	}
 	switch r.Queue.Strategy {
 	case StrategyWait, StrategyDropOldest, StrategyDropNewest:
