@@ -6,6 +6,12 @@
 //
 //	go run ./cmd/fanout-eventer-bench                 # 1,000,000 events each
 //	go run ./cmd/fanout-eventer-bench -n 200000 -burst 200000
+//	go run ./cmd/fanout-eventer-bench -lag 15000    # make bench-e2e
+//
+// With -lag it measures instead what users see end to end: the time from
+// an event's create on a real kube-apiserver (started here, as the e2e
+// tests do) to its record's arrival at a local webhook that takes 5 ms a
+// request, with the webhook's writers at 1 and at the default, 8.
 //
 // The synthetic source keeps 20,000 events live (it deletes the oldest, as
 // the API server's one-hour retention does), so the checkpoint state stays
@@ -34,7 +40,27 @@ import (
 func main() {
 	n := flag.Int("n", 1_000_000, "occurrences in the throughput run")
 	burst := flag.Int("burst", 1_000_000, "occurrences in the burst with a stalled sink")
+	lag := flag.Int("lag", 0, "instead: the webhook lag of this many events created through a real kube-apiserver (make bench-e2e: 15000)")
+	creators := flag.Int("lag-creators", 8, "goroutines creating the events of -lag")
+	service := flag.Duration("lag-service", 5*time.Millisecond, "what the local webhook takes per request in -lag")
+	writers := flag.String("lag-writers", "1,8", "the webhook's writers to measure in -lag, comma-separated")
 	flag.Parse()
+	if *lag > 0 {
+		o := lagOptions{n: *lag, creators: *creators, service: *service, wait: 2 * time.Minute}
+		for _, f := range strings.Split(*writers, ",") {
+			w, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || w < 1 {
+				fmt.Fprintf(os.Stderr, "bad -lag-writers %q\n", *writers)
+				os.Exit(2)
+			}
+			o.writers = append(o.writers, w)
+		}
+		if err := lagRun(os.Stdout, o); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(os.Stdout, *n, *burst); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
