@@ -115,7 +115,7 @@ type result struct {
 	System   string        `json:"system"`
 	Writers  int           `json:"writers,omitempty"`
 	Events   int           `json:"events"`
-	Wall     time.Duration `json:"wall_ns"`      // first record call until the last event is on the server
+	Wall     time.Duration `json:"wall_ns"`       // first record call until the last event is on the server
 	After    time.Duration `json:"after_last_ns"` // last record call until then
 	PerSec   float64       `json:"writes_per_sec"`
 	Lost     int           `json:"lost"`
