@@ -1,6 +1,7 @@
 // Package harness measures github.com/fanout-go/fanout against
 // k8s.io/apimachinery/pkg/watch.Broadcaster, the popular in-process peers
-// github.com/teivah/broadcast and github.com/kelindar/event (and, for
+// github.com/teivah/broadcast, github.com/kelindar/event and
+// github.com/smarty/go-disruptor (and, for
 // topics, github.com/cskr/pubsub and watermill's GoChannel), a
 // raw-channel baseline and a minimal ring as the ceiling, in one process, and reports the figures as a table,
 // JSON Lines and an SVG chart. It is the engine of the fanout-bench
@@ -29,10 +30,12 @@
 //
 // The peers, each in its idiomatic lossless use: [Teivah]
 // (Relay.Notify, blocking sends into each Listener's channel of capacity
-// 100) and [Kelindar] (event.Publish to event.Subscribe handlers; its
+// 100), [Kelindar] (event.Publish to event.Subscribe handlers; its
 // per-subscriber queue is the library's fixed 50,000, and its subscribers
 // are woken by a 500 µs ticker, so it delivers in batches and its latency
-// is measured too). kelindar has no close that drains: a measurement ends
+// is measured too) and [Disruptor] (a ring of 128, one handler per
+// watcher on a goroutine of the library, readers and writer that yield
+// rather than park). kelindar has no close that drains: a measurement ends
 // with a sentinel value that each handler signals (not counted), then the
 // subscriptions are cancelled and the dispatcher closed once the
 // subscribers' goroutines have exited. The peer targets compare each peer

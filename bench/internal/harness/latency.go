@@ -29,7 +29,7 @@ func measureLatency(s System, n, producers, rate int, d time.Duration) ([]int64,
 	events := latencyEvents(rate, d)
 	base := runtime.NumGoroutine()
 	rec := &recorder{capacity: events}
-	r, err := s.start(n, 0, rec)
+	r, err := s.startWith(n, setup{producers: producers, rec: rec})
 	if err != nil {
 		return nil, err
 	}

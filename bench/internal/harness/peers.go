@@ -45,7 +45,7 @@ var Kelindar = System{Name: SystemKelindar, Strategy: StrategyWait, API: APIHand
 var FanoutAtKelindarQueue = System{Name: SystemFanout, Strategy: StrategyWait, API: APIPull, Queue: KelindarQueue}
 
 // Peers returns the peer systems.
-func Peers() []System { return []System{Teivah, Kelindar} }
+func Peers() []System { return []System{Teivah, Kelindar, Disruptor} }
 
 // fanoutPullAt returns fanout wait pull with the given queue length.
 func fanoutPullAt(queue int) System {
@@ -55,15 +55,15 @@ func fanoutPullAt(queue int) System {
 }
 
 func validatePeer(s System) error {
-	want := Teivah
-	if s.Name == SystemKelindar {
-		want = Kelindar
-	}
+	want := map[string]System{SystemTeivah: Teivah, SystemKelindar: Kelindar, SystemDisruptor: Disruptor}[s.Name]
 	if s.Strategy != want.Strategy || s.API != want.API {
 		return fmt.Errorf("harness: %s is measured as %s %s only", s.Name, want.Strategy, want.API)
 	}
-	if s.Name == SystemKelindar && s.Queue != KelindarQueue {
+	switch {
+	case s.Name == SystemKelindar && s.Queue != KelindarQueue:
 		return fmt.Errorf("harness: kelindar's queue is %d, not configurable", KelindarQueue)
+	case s.Name == SystemDisruptor && (s.Queue <= 0 || s.Queue&(s.Queue-1) != 0):
+		return fmt.Errorf("harness: go-disruptor's ring holds a power of two values, not %d", s.Queue)
 	}
 	return nil
 }

@@ -224,7 +224,7 @@ func TestWriteJSON(t *testing.T) {
 				t.Errorf("line %d (%s): %s = %v", lines, kind, f, m[f])
 			}
 		}
-		if sys := m["system"]; sys != "fanout" && sys != "k8s" && sys != "chan" && sys != "teivah" && sys != "kelindar" && sys != SystemLimit && sys != SystemCskr && sys != SystemWatermill &&
+		if sys := m["system"]; sys != "fanout" && sys != "k8s" && sys != "chan" && sys != "teivah" && sys != "kelindar" && sys != SystemDisruptor && sys != SystemLimit && sys != SystemCskr && sys != SystemWatermill &&
 			!(kind == KindIdleCPU && sys == "none") && !((kind == KindRecord || kind == KindEvents) && sys == SystemClientGo) {
 			t.Errorf("line %d: system %v", lines, sys)
 		}

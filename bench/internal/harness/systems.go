@@ -326,7 +326,7 @@ func (s System) validate() error {
 		if s.Strategy != StrategyWait {
 			return fmt.Errorf("harness: raw channels have no strategy %q", s.Strategy)
 		}
-	case SystemTeivah, SystemKelindar:
+	case SystemTeivah, SystemKelindar, SystemDisruptor:
 		if err := validatePeer(s); err != nil {
 			return err
 		}
@@ -478,11 +478,21 @@ type running struct {
 
 // consumers starts the consumers of a running system.
 type consumers struct {
+	setup
 	r       *running
-	stalled int
-	rec     *recorder
 	started sync.WaitGroup
 	payload *Event // what publishN publishes
+}
+
+// setup is how a measurement starts a system, beyond its watchers.
+type setup struct {
+	// stalled is the number of watchers nobody reads, the first ones.
+	stalled int
+	// producers is the number of goroutines that will publish
+	// concurrently: go-disruptor is built for as many writers. 0 means 1.
+	producers int
+	// rec, if not nil, makes every consumer record each value's latency.
+	rec *recorder
 }
 
 // consume starts the consumer of watcher i, unless i is stalled, running
@@ -504,19 +514,26 @@ func (c *consumers) consume(i int, loop func(lat []int64) (int64, []int64)) {
 
 // start builds s with n watchers, starts a consumer for each watcher but the
 // first stalled ones, and returns once every consumer has started. If rec is
-// not nil, consumers record one latency sample per value.
+// not nil, consumers record one latency sample per value. It is
+// [System.startWith] for one producer.
 func (s System) start(n, stalled int, rec *recorder) (*running, error) {
+	return s.startWith(n, setup{stalled: stalled, rec: rec})
+}
+
+// startWith builds s with n watchers as su says, starts a consumer for each
+// watcher but the first su.stalled ones, and returns once every consumer
+// has started.
+func (s System) startWith(n int, su setup) (*running, error) {
 	if err := s.validate(); err != nil {
 		return nil, err
 	}
-	if s.PacedByWait && stalled > 1 {
-		return nil, fmt.Errorf("harness: %s can leave one watcher unread, not %d: the others wait", s.Label(), stalled)
+	if s.PacedByWait && su.stalled > 1 {
+		return nil, fmt.Errorf("harness: %s can leave one watcher unread, not %d: the others wait", s.Label(), su.stalled)
 	}
-	if stalled > 0 && s.Name == SystemKelindar {
+	if su.stalled > 0 && (s.Name == SystemKelindar || s.Name == SystemDisruptor) {
 		return nil, fmt.Errorf("harness: %s has no watcher that can be left unread", s.Label())
 	}
-	c := &consumers{r: &running{counts: make([]int64, n), samples: make([][]int64, n)},
-		stalled: stalled, rec: rec, payload: &Event{}}
+	c := &consumers{setup: su, r: &running{counts: make([]int64, n), samples: make([][]int64, n)}, payload: &Event{}}
 	var err error
 	switch {
 	case s.API == APITopics:
@@ -535,6 +552,8 @@ func (s System) start(n, stalled int, rec *recorder) (*running, error) {
 		c.startKelindar(n)
 	case s.Name == SystemLimit:
 		c.startLimit(s, n)
+	case s.Name == SystemDisruptor:
+		err = c.startDisruptor(s, n)
 	}
 	if err != nil {
 		return nil, err

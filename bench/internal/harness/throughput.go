@@ -62,7 +62,7 @@ func (s sample) dropPct() float64 {
 // which are not a per-event cost; the close is left out for the same reason.
 func measure(v variant, n, producers, events int) (sample, error) {
 	base := runtime.NumGoroutine()
-	r, err := v.sys.start(n, v.stalled, nil)
+	r, err := v.sys.startWith(n, setup{stalled: v.stalled, producers: producers})
 	if err != nil {
 		return sample{}, err
 	}
