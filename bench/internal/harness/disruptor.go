@@ -65,16 +65,24 @@ func (d *disruptorInstance) libDropped() uint64 { return 0 }
 // disruptorReader is one watcher's handler: it counts the values of each
 // batch, recording their latency if there is a recorder.
 type disruptorReader struct {
-	ring []*Event
-	mask int64
-	n    int64
-	rec  *recorder
-	lat  []int64
+	ring    []*Event
+	mask    int64
+	n       int64
+	rec     *recorder
+	lat     []int64
+	ordered bool // check the order of the values (the working-reader group)
+	o       order
 }
 
 // Handle implements disruptor.Handler.
 func (h *disruptorReader) Handle(lower, upper int64) {
 	h.n += upper - lower + 1
+	if h.ordered {
+		for seq := lower; seq <= upper; seq++ {
+			h.o.see(h.ring[seq&h.mask].Stamp)
+		}
+		return
+	}
 	if h.rec == nil {
 		return
 	}
@@ -102,7 +110,7 @@ func (c *consumers) startDisruptor(s System, n int) error {
 	readers := make([]*disruptorReader, n)
 	handlers := make([]disruptor.Handler, n)
 	for i := range readers {
-		readers[i] = &disruptorReader{ring: inst.ring, mask: inst.mask, rec: c.rec}
+		readers[i] = &disruptorReader{ring: inst.ring, mask: inst.mask, rec: c.rec, ordered: c.ordered}
 		if c.rec != nil {
 			readers[i].lat = make([]int64, 0, c.rec.capacity)
 		}
@@ -117,7 +125,7 @@ func (c *consumers) startDisruptor(s System, n int) error {
 	c.r.wg.Go(func() {
 		d.Listen()
 		for i, h := range readers {
-			c.r.counts[i], c.r.samples[i] = h.n, h.lat
+			c.r.counts[i], c.r.samples[i], c.r.broken[i] = h.n, h.lat, h.o.broken
 		}
 	})
 	return nil

@@ -68,7 +68,7 @@ func plural(n int, word string) string {
 func WriteReport(w io.Writer, res *Results) error {
 	var b strings.Builder
 	sections := []func(*strings.Builder, *Results) error{
-		reportHeader, reportHeadline, reportThroughput, reportStall, reportTopics, reportFilter, reportLatency, reportIdleMemory,
+		reportHeader, reportHeadline, reportThroughput, reportWorking, reportStall, reportTopics, reportFilter, reportLatency, reportIdleMemory,
 		reportIdleCPU, reportReplay, reportRecord, reportEvents, reportWarnings, reportTargets,
 	}
 	if res.Config.Headline {
@@ -93,6 +93,8 @@ func reportHeader(b *strings.Builder, res *Results) error {
 	b.WriteString("          vs k8s = median of per-repetition ratios; allocs/event = Mallocs while the 2nd half is published / its values, least of the reps; spread = (max-min)/median of delivered/s\n")
 	fmt.Fprintf(b, "          b%d = ActionBatch of %d values per call; peers: teivah = github.com/teivah/broadcast Relay.Notify to Listener channels,\n", DefaultBatch, DefaultBatch)
 	fmt.Fprintf(b, "          kelindar = github.com/kelindar/event Publish to Subscribe handlers (queue %d, fixed; woken by a 500 µs ticker);\n", KelindarQueue)
+	fmt.Fprintf(b, "          disruptor = github.com/smarty/go-disruptor, ring %d, one handler per watcher, readers and writer yielding (never parked);\n", DisruptorRing)
+	b.WriteString("          cskr = github.com/cskr/pubsub/v2, every watcher on one topic (working readers and latency);\n")
 	fmt.Fprintf(b, "          fanout wait pull q%d = fanout at kelindar's queue length, its readers taking up to %d values per Recv (the peer targets compare each peer with fanout at its queue length)\n", KelindarQueue, MaxReadBatch)
 	return nil
 }

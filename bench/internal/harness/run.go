@@ -78,6 +78,9 @@ type Config struct {
 	// FilterWatchers is the watchers of the filter group, a multiple of
 	// [FilterShare].
 	FilterWatchers int
+	// WorkingWatchers lists the watcher counts of the working-reader
+	// group ([KindWorking]), one producer.
+	WorkingWatchers []int
 
 	// ReplayHistory is H of the replay comparison: the broadcaster's (or
 	// the application's) history, and the values each late joiner starts
@@ -129,6 +132,7 @@ func DefaultConfig() Config {
 		ReplayHistory:    1000,
 		TopicCounts:      []int{1, 10, 100},
 		FilterWatchers:   100,
+		WorkingWatchers:  []int{1, 10, 100, 1000},
 	}
 }
 
@@ -150,6 +154,7 @@ func QuickConfig() Config {
 	c.IdleCPUDuration = 100 * time.Millisecond
 	c.RecordEvents = 2000
 	c.TopicCounts = []int{1, 10}
+	c.WorkingWatchers = []int{100}
 	return c
 }
 
@@ -188,6 +193,9 @@ func (c Config) Validate() error {
 	}
 	if c.runs(KindTopics) {
 		errs = append(errs, positive("topic", c.TopicCounts))
+	}
+	if c.runs(KindWorking) {
+		errs = append(errs, positive("working watcher", c.WorkingWatchers))
 	}
 	if c.FilterWatchers < FilterShare || c.FilterWatchers%FilterShare != 0 {
 		errs = append(errs, fmt.Errorf("filter watchers %d (need a positive multiple of %d)", c.FilterWatchers, FilterShare))
@@ -230,7 +238,7 @@ const (
 )
 
 // Kinds lists every kind of case, in report order.
-var Kinds = []string{KindThroughput, KindStall, KindTopics, KindFilter, KindLatency, KindIdleMemory, KindIdleCPU, KindReplay, KindRecord, KindEvents}
+var Kinds = []string{KindThroughput, KindWorking, KindStall, KindTopics, KindFilter, KindLatency, KindIdleMemory, KindIdleCPU, KindReplay, KindRecord, KindEvents}
 
 // Case is the result of one measured case: one system in one setting. It is
 // also one line of the JSON Lines output. Every figure is present in every
@@ -288,10 +296,12 @@ type Case struct {
 	// RatioVsLimit compares DeliveredPerSec with that of [Limit], the
 	// ceiling reference, in the same group, the same way as RatioVsK8s;
 	// null where limit was not measured (groups of several producers).
+	// Throughput and working groups have it.
 	RatioVsLimit *float64 `json:"ratio_vs_limit"`
 	// RatioVsFanout is, for the topics kind, DeliveredPerSec over that of
-	// fanout Topics with the same topics, the median of per-repetition
-	// ratios.
+	// fanout Topics with the same topics, and for the working kind over
+	// that of fanout wait pull with the same watchers: the median of
+	// per-repetition ratios.
 	RatioVsFanout *float64 `json:"ratio_vs_fanout"`
 	// RatioVsByHand is, for the filter kind, DeliveredPerSec over that of
 	// the watchers reading everything and discarding by hand, the median
@@ -336,6 +346,19 @@ type Case struct {
 	// run's p99, less sensitive than P99LatencyNs to a burst of load from
 	// outside the process.
 	MedianRunP99LatencyNs *int64 `json:"median_run_p99_latency_ns"`
+
+	// CPUNsPerDelivered is, for the kinds measured in pairs of runs
+	// (throughput, stall, topics, filter, working), the process CPU time
+	// (user + system, every goroutine of the harness and of the system)
+	// per delivered value, from the difference of the pair: what a
+	// delivery costs the machine, where delivered/s is what it costs in
+	// wall time. A reader that yields rather than parks costs CPU while
+	// it waits.
+	CPUNsPerDelivered *float64 `json:"cpu_ns_per_delivered"`
+	// OutOfOrder is, for the working kind, the values the readers found
+	// out of order over every run of the case: 0 for a system that
+	// delivers each watcher its values in order.
+	OutOfOrder *int64 `json:"out_of_order"`
 
 	// IdleBytesPerWatcher is the growth of HeapAlloc+StackInuse per idle
 	// watcher.
@@ -429,6 +452,11 @@ func steps(cfg Config, res *Results) []step {
 				fmt.Sprintf("throughput: %s, %s, %d systems", plural(n, "watcher"), plural(p, "producer"), len(systems)),
 				func() ([]Case, error) { return throughputGroup(cfg, res, systems, n, p) }})
 		}
+	}
+	for _, n := range cfg.WorkingWatchers {
+		out = append(out, step{KindWorking, fmt.Sprintf("working readers: %s checking the order, 1 producer, %d systems",
+			plural(n, "watcher"), len(WorkingSystems())),
+			func() ([]Case, error) { return workingGroup(cfg, res, n) }})
 	}
 	out = append(out, step{KindStall, fmt.Sprintf("stalled watcher: %d watchers", cfg.StallWatchers),
 		func() ([]Case, error) { return stallGroup(cfg, res, StallSystems()) }})

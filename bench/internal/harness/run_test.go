@@ -26,6 +26,7 @@ func tinyConfig() Config {
 		RecordEvents: 600, RecordProducers: []int{1, 2},
 		ReplayHistory: 50,
 		TopicCounts:   []int{1, 2}, FilterWatchers: 10,
+		WorkingWatchers: []int{1},
 	}
 }
 
@@ -72,6 +73,7 @@ func TestRunTiny(t *testing.T) {
 		KindEvents:     2 * len(EventsSystems()),
 		KindTopics:     len(TopicSystems(1)) + len(TopicSystems(2)),
 		KindFilter:     len(FilterSystems()),
+		KindWorking:    len(WorkingSystems()),
 	}
 	for k, n := range want {
 		if count[k] != n {
@@ -204,6 +206,8 @@ func TestWriteJSON(t *testing.T) {
 		KindReplay:     {"delivered_per_sec", "ns_per_replayed_value", "allocs_per_event", "ratio_vs_k8s_wait_q100", "history", "replay"},
 		KindTopics:     {"delivered_per_sec", "ns_per_publish", "ratio_vs_fanout", "topics", "short_published"},
 		KindFilter:     {"delivered_per_sec", "ns_per_publish", "ratio_vs_by_hand", "short_published"},
+		KindWorking: {"delivered_per_sec", "ns_per_publish", "ratio_vs_fanout", "ratio_vs_limit", "cpu_ns_per_delivered",
+			"out_of_order", "short_published"},
 	}
 	sc := bufio.NewScanner(&buf)
 	lines := 0

@@ -326,7 +326,7 @@ func (s System) validate() error {
 		if s.Strategy != StrategyWait {
 			return fmt.Errorf("harness: raw channels have no strategy %q", s.Strategy)
 		}
-	case SystemTeivah, SystemKelindar, SystemDisruptor:
+	case SystemTeivah, SystemKelindar, SystemDisruptor, SystemCskr:
 		if err := validatePeer(s); err != nil {
 			return err
 		}
@@ -474,6 +474,16 @@ type running struct {
 	wg      sync.WaitGroup
 	counts  []int64   // values received, per consumer; written on exit
 	samples [][]int64 // latency samples, per consumer; written on exit
+	broken  []int64   // values out of order, per ordered consumer; written on exit
+}
+
+// outOfOrder is the number of values the consumers found out of order.
+func (r *running) outOfOrder() int64 {
+	var t int64
+	for _, b := range r.broken {
+		t += b
+	}
+	return t
 }
 
 // consumers starts the consumers of a running system.
@@ -493,6 +503,9 @@ type setup struct {
 	producers int
 	// rec, if not nil, makes every consumer record each value's latency.
 	rec *recorder
+	// ordered makes every consumer check that its values arrive in order
+	// (the working-reader group, [KindWorking]), recording no latency.
+	ordered bool
 }
 
 // consume starts the consumer of watcher i, unless i is stalled, running
@@ -533,7 +546,11 @@ func (s System) startWith(n int, su setup) (*running, error) {
 	if su.stalled > 0 && (s.Name == SystemKelindar || s.Name == SystemDisruptor) {
 		return nil, fmt.Errorf("harness: %s has no watcher that can be left unread", s.Label())
 	}
-	c := &consumers{setup: su, r: &running{counts: make([]int64, n), samples: make([][]int64, n)}, payload: &Event{}}
+	if su.ordered && su.rec != nil {
+		return nil, fmt.Errorf("harness: %s: a reader checks the order or records latency, not both", s.Label())
+	}
+	c := &consumers{setup: su, payload: &Event{},
+		r: &running{counts: make([]int64, n), samples: make([][]int64, n), broken: make([]int64, n)}}
 	var err error
 	switch {
 	case s.API == APITopics:
@@ -554,6 +571,8 @@ func (s System) startWith(n int, su setup) (*running, error) {
 		c.startLimit(s, n)
 	case s.Name == SystemDisruptor:
 		err = c.startDisruptor(s, n)
+	case s.Name == SystemCskr:
+		c.startCskrPeer(s, n)
 	}
 	if err != nil {
 		return nil, err
@@ -588,12 +607,10 @@ func (c *consumers) startFanout(s System, n int) error {
 			return err
 		}
 		if s.API == APIChan {
-			ch := w.ResultChan()
-			c.consume(i, func(lat []int64) (int64, []int64) { return drainChan(ch, c.rec, lat, stampOf) })
+			c.consumeEvents(i, w.ResultChan())
 			continue
 		}
-		buf := make([]*Event, min(s.Queue, MaxReadBatch))
-		c.consume(i, func(lat []int64) (int64, []int64) { return drainPull(w, buf, c.rec, lat) })
+		c.consumeBatches(i, func(dst []*Event) (int, bool) { return recvPull(w, dst) }, make([]*Event, min(s.Queue, MaxReadBatch)))
 	}
 	return nil
 }
@@ -613,8 +630,7 @@ func (c *consumers) startK8s(s System, n int) error {
 			b.Shutdown()
 			return err
 		}
-		ch := w.ResultChan()
-		c.consume(i, func(lat []int64) (int64, []int64) { return drainChan(ch, c.rec, lat, k8sStampOf) })
+		c.consumeK8s(i, w.ResultChan())
 	}
 	return nil
 }
@@ -625,7 +641,7 @@ func (c *consumers) startChan(s System, n int) {
 	for i := range n {
 		ch := make(chan *Event, s.Queue)
 		inst.chans[i] = ch
-		c.consume(i, func(lat []int64) (int64, []int64) { return drainChan(ch, c.rec, lat, stampOf) })
+		c.consumeEvents(i, ch)
 	}
 }
 

@@ -132,7 +132,7 @@ func EvaluateTargets(cases []Case) []Target {
 	for _, f := range []func([]Case) []Target{
 		throughputTargets, allocTargets, idleTargets, latencyTargets, idleCPUTargets, stallTargets, recordTargets,
 		peerTargets, producerTargets, limitTargets, lossyTargets, largeTargets, latency4Targets, eventsTargets,
-		topicsTargets, filterTargets,
+		topicsTargets, filterTargets, workingTargets,
 	} {
 		out = append(out, f(cases)...)
 	}

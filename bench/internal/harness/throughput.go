@@ -14,6 +14,10 @@ import (
 type variant struct {
 	sys     System
 	stalled int
+	// ordered makes it a working-reader case: the producer publishes the
+	// ordered sequence and every reader checks its order (see
+	// [KindWorking]).
+	ordered bool
 }
 
 // sample is one throughput measurement.
@@ -27,6 +31,8 @@ type sample struct {
 	counted   int64         // values published while allocations were counted
 	libDrops  uint64        // drops the library counted (fanout only)
 	settled   bool          // every goroutine of the measurement exited
+	cpu       time.Duration // process CPU time from the first publish until every consumer returned
+	broken    int64         // values that working readers found out of order
 	// long and short are, for a difference ([sample.minus]), the values
 	// the long and the short run published; short is 0 for a single run.
 	long, short int64
@@ -38,6 +44,15 @@ func (s sample) nsPerPublish() float64 {
 }
 func (s sample) producerNs() float64     { return float64(s.pubTime.Nanoseconds()) / float64(s.published) }
 func (s sample) allocsPerEvent() float64 { return float64(s.mallocs) / float64(s.counted) }
+
+// cpuPerDelivery is the process CPU time per delivered value, in ns; NaN if
+// nothing was delivered.
+func (s sample) cpuPerDelivery() float64 {
+	if s.delivered <= 0 {
+		return math.NaN()
+	}
+	return float64(s.cpu.Nanoseconds()) / float64(s.delivered)
+}
 func (s sample) dropPct() float64 {
 	if s.expected == 0 {
 		return 0
@@ -61,13 +76,21 @@ func (s sample) dropPct() float64 {
 // broadcaster grows its reusable buffers, about log2(N) allocations once,
 // which are not a per-event cost; the close is left out for the same reason.
 func measure(v variant, n, producers, events int) (sample, error) {
+	if err := validateWorking(v, producers); err != nil {
+		return sample{}, err
+	}
 	base := runtime.NumGoroutine()
-	r, err := v.sys.startWith(n, setup{stalled: v.stalled, producers: producers})
+	r, err := v.sys.startWith(n, setup{stalled: v.stalled, producers: producers, ordered: v.ordered})
 	if err != nil {
 		return sample{}, err
 	}
 	per := events / producers
 	first := per / 2
+	publish := r.inst.publishN
+	if v.ordered { // one producer: the sequence goes on after the half-way stop
+		sent := 0
+		publish = func(k int) { publishOrdered(r.inst, sent, k); sent += k }
+	}
 	var half, done sync.WaitGroup
 	half.Add(producers)
 	done.Add(producers)
@@ -76,14 +99,15 @@ func measure(v variant, n, producers, events int) (sample, error) {
 		go func() {
 			defer done.Done()
 			<-gate
-			r.inst.publishN(first)
+			publish(first)
 			half.Done()
 			<-resume
-			r.inst.publishN(per - first)
+			publish(per - first)
 		}()
 	}
 	runtime.GC()
 	var m0, m1 runtime.MemStats
+	cpu0, _ := processCPU()
 	start := time.Now()
 	close(gate)
 	half.Wait()
@@ -94,6 +118,7 @@ func measure(v variant, n, producers, events int) (sample, error) {
 	runtime.ReadMemStats(&m1)
 	r.finish()
 	elapsed := time.Since(start)
+	cpu1, _ := processCPU()
 	s := sample{
 		published: int64(per * producers),
 		expected:  int64(per*producers) * v.sys.readers(n, v.stalled),
@@ -104,6 +129,8 @@ func measure(v variant, n, producers, events int) (sample, error) {
 		counted:   int64((per - first) * producers),
 		libDrops:  r.inst.libDropped(),
 		settled:   settle(base),
+		cpu:       cpu1 - cpu0,
+		broken:    r.outOfOrder(),
 	}
 	return s, nil
 }
@@ -160,6 +187,7 @@ func (l sample) minus(s sample) (sample, bool) {
 	// difference when it drops nearly everything (evict): none, then.
 	d.published, d.expected, d.delivered = l.published-s.published, l.expected-s.expected, max(0, l.delivered-s.delivered)
 	d.pubTime, d.elapsed, d.libDrops = l.pubTime-s.pubTime, l.elapsed-s.elapsed, l.libDrops-s.libDrops
+	d.cpu, d.broken = l.cpu-s.cpu, l.broken+s.broken // a value out of order in either run is one
 	d.settled = l.settled && s.settled
 	d.long, d.short = l.published, s.published
 	if d.published <= 0 || d.elapsed <= 0 || d.pubTime <= 0 {
@@ -290,6 +318,9 @@ func anomalies(v variant, where string, s sample) []string {
 	if v.sys.Lossless() && s.delivered != s.expected {
 		out = append(out, fmt.Sprintf("%s: lossless system delivered %d of %d values", where, s.delivered, s.expected))
 	}
+	if s.broken > 0 {
+		out = append(out, fmt.Sprintf("%s: working readers found %d values out of order", where, s.broken))
+	}
 	return out
 }
 
@@ -297,14 +328,20 @@ func anomalies(v variant, where string, s sample) []string {
 func summarize(kind string, v variant, n, producers int, samples []sample) Case {
 	c := newCase(kind, v.sys)
 	c.Watchers, c.Producers, c.StalledWatchers, c.Reps = n, producers, v.stalled, len(samples)
-	var dps, nsp, prod, apc, drop []float64
+	var dps, nsp, prod, apc, drop, cpu []float64
 	for _, s := range samples {
 		dps = append(dps, s.deliveredPerSec())
 		nsp = append(nsp, s.nsPerPublish())
 		prod = append(prod, s.producerNs())
 		apc = append(apc, s.allocsPerEvent())
 		drop = append(drop, s.dropPct())
+		if v := s.cpuPerDelivery(); !math.IsNaN(v) {
+			cpu = append(cpu, v)
+		}
 		c.Published, c.ShortPublished = s.long, s.short
+	}
+	if len(cpu) > 0 {
+		c.CPUNsPerDelivered = ptr(Median(cpu))
 	}
 	c.DeliveredPerSec = ptr(Median(dps))
 	c.SpreadPct = ptr(Spread(dps))
