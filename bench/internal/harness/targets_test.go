@@ -86,7 +86,7 @@ func TestEvaluateTargets(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !strings.Contains(buf.String(), "FAIL  lossless N=10: fanout wait pull / k8s wait q100") ||
-		!strings.Contains(buf.String(), "of 49 targets met") {
+		!strings.Contains(buf.String(), "of 54 targets met") {
 		t.Errorf("report targets:\n%s", buf.String())
 	}
 }
