@@ -178,7 +178,7 @@ type flags struct {
 	watchers, producers, latProd, recProd     intList
 	topics, working                           intList
 	idlePull, reps, events, latWatch, latRate *int
-	stallWatch, idleWatch, recEvents          *int
+	stallWatch, idleWatch, recEvents, latHigh *int
 	duration, latency, idleCPU                *time.Duration
 	jsonFile, svgFile, only                   *string
 }
@@ -197,6 +197,7 @@ func (f *flags) register(fs *flag.FlagSet, def harness.Config) {
 	f.latency = fs.Duration("latency", def.LatencyDuration, "latency measurement time per system")
 	f.latWatch = fs.Int("latency-watchers", def.LatencyWatchers, "watchers of the latency measurement")
 	f.latRate = fs.Int("latency-rate", def.LatencyRate, "events per second of the latency measurement")
+	f.latHigh = fs.Int("latency-high-rate", def.LatencyHighRate, "events per second of the high-rate latency measurement, 1 producer (0: none)")
 	f.stallWatch = fs.Int("stall-watchers", def.StallWatchers, "watchers of the stalled-watcher comparison")
 	f.idleWatch = fs.Int("idle-watchers", def.IdleWatchers, "idle watchers of the memory measurement")
 	f.idleCPU = fs.Duration("idle", def.IdleCPUDuration, "idle CPU measurement time per system")
@@ -226,6 +227,7 @@ func (f *flags) apply(cfg *harness.Config, set map[string]bool) {
 		"latency":            func() { cfg.LatencyDuration = *f.latency },
 		"latency-watchers":   func() { cfg.LatencyWatchers = *f.latWatch },
 		"latency-rate":       func() { cfg.LatencyRate = *f.latRate },
+		"latency-high-rate":  func() { cfg.LatencyHighRate = *f.latHigh },
 		"stall-watchers":     func() { cfg.StallWatchers = *f.stallWatch },
 		"idle-watchers":      func() { cfg.IdleWatchers = *f.idleWatch },
 		"idle":               func() { cfg.IdleCPUDuration = *f.idleCPU },

@@ -190,24 +190,38 @@ func rateTable(b *strings.Builder, cs []Case, ratioHead string, ratio func(Case)
 	return tw.Flush()
 }
 
-// reportLatency writes one table per number of producers.
+// reportLatency writes one table per number of producers and rate.
 func reportLatency(b *strings.Builder, res *Results) error {
-	for _, cs := range byProducers(casesOf(res.Cases, KindLatency)) {
+	for _, cs := range byProducersAndRate(casesOf(res.Cases, KindLatency)) {
 		c0 := cs[0]
 		fmt.Fprintf(b, "\n== publish→receive latency: %s, %s, %d events/s in all, %.1f s per system ==\n",
-			plural(c0.Watchers, "watcher"), plural(c0.Producers, "producer"), res.Config.LatencyRate, res.Config.LatencyDuration.Seconds())
+			plural(c0.Watchers, "watcher"), plural(c0.Producers, "producer"), c0.LatencyRate, res.Config.LatencyDuration.Seconds())
 		tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
 		head, labels := padLabels(cs)
-		fmt.Fprintf(tw, "%s\tp50\tp99\tp99.9\tsamples\tmedian of %d runs' p99\t\n", head, c0.Reps)
+		fmt.Fprintf(tw, "%s\tp50\tp99\tp99.9\tsamples\tmedian of %d runs' p99\tpublished/s\t\n", head, c0.Reps)
 		for i, c := range cs {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", labels[i], num(c.P50LatencyNs, formatNs), num(c.P99LatencyNs, formatNs),
-				num(c.P999LatencyNs, formatNs), num(c.LatencySamples, itoa), num(c.MedianRunP99LatencyNs, formatNs))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", labels[i], num(c.P50LatencyNs, formatNs), num(c.P99LatencyNs, formatNs),
+				num(c.P999LatencyNs, formatNs), num(c.LatencySamples, itoa), num(c.MedianRunP99LatencyNs, formatNs),
+				num(c.PublishedPerSec, FormatRate))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// byProducersAndRate splits latency cases into runs of the same producers
+// and rate, in order.
+func byProducersAndRate(cases []Case) [][]Case {
+	var out [][]Case
+	for i, c := range cases {
+		if i == 0 || c.Producers != cases[i-1].Producers || c.LatencyRate != cases[i-1].LatencyRate {
+			out = append(out, nil)
+		}
+		out[len(out)-1] = append(out[len(out)-1], c)
+	}
+	return out
 }
 
 func reportIdleMemory(b *strings.Builder, res *Results) error {

@@ -50,6 +50,10 @@ type Config struct {
 	// LatencyProducers lists the numbers of producers of the latency
 	// measurement; several producers share LatencyRate.
 	LatencyProducers []int
+	// LatencyHighRate is the rate (events/s) of the high-rate latency
+	// measurement, one producer, the same watchers, duration and systems
+	// as the light one; 0 leaves it out.
+	LatencyHighRate int
 
 	// IdleWatchers is the number of unread watchers the idle memory is
 	// measured with, but for fanout wait pull, which has
@@ -122,6 +126,7 @@ func DefaultConfig() Config {
 		LatencyDuration:  time.Second,
 		LatencyReps:      10,
 		LatencyProducers: []int{1, 4},
+		LatencyHighRate:  100_000,
 		IdleWatchers:     10_000,
 		IdlePullWatchers: 100_000,
 		IdleMemReps:      3,
@@ -182,8 +187,8 @@ func (c Config) Validate() error {
 	if c.StallWatchers < 2 {
 		errs = append(errs, fmt.Errorf("stall watchers %d (need 2)", c.StallWatchers))
 	}
-	if c.LatencyWatchers < 1 || c.LatencyRate < 1 || c.LatencyDuration <= 0 || c.LatencyReps < 1 {
-		errs = append(errs, errors.New("latency watchers, rate, duration and reps must be positive"))
+	if c.LatencyWatchers < 1 || c.LatencyRate < 1 || c.LatencyDuration <= 0 || c.LatencyReps < 1 || c.LatencyHighRate < 0 {
+		errs = append(errs, errors.New("latency watchers, rate, duration and reps must be positive, the high rate not negative"))
 	}
 	if c.IdleWatchers < 1 || c.IdlePullWatchers < 1 || c.IdleMemReps < 1 || c.IdleCPUWatchers < 1 || c.IdleCPUDuration <= 0 {
 		errs = append(errs, errors.New("idle watchers, reps and duration must be positive"))
@@ -346,6 +351,14 @@ type Case struct {
 	// run's p99, less sensitive than P99LatencyNs to a burst of load from
 	// outside the process.
 	MedianRunP99LatencyNs *int64 `json:"median_run_p99_latency_ns"`
+	// LatencyRate is, for the latency kind, the values per second the
+	// producers were asked to publish: [Config].LatencyRate (light) or
+	// [Config].LatencyHighRate; 0 elsewhere.
+	LatencyRate int `json:"latency_rate"`
+	// PublishedPerSec is, for the latency kind, the rate the producers
+	// achieved (the median over the runs): LatencyRate for a system that
+	// keeps up, less for one whose publish waited for its readers.
+	PublishedPerSec *float64 `json:"published_per_sec"`
 
 	// CPUNsPerDelivered is, for the kinds measured in pairs of runs
 	// (throughput, stall, topics, filter, working), the process CPU time
@@ -469,7 +482,12 @@ func steps(cfg Config, res *Results) []step {
 	for _, p := range cfg.LatencyProducers {
 		out = append(out, step{KindLatency,
 			fmt.Sprintf("latency: %d watchers at %d events/s, %s", cfg.LatencyWatchers, cfg.LatencyRate, plural(p, "producer")),
-			func() ([]Case, error) { return latencyGroup(cfg, res, LatencySystems(p), p) }})
+			func() ([]Case, error) { return latencyGroup(cfg, res, LatencySystems(p), p, cfg.LatencyRate) }})
+	}
+	if cfg.LatencyHighRate > 0 {
+		out = append(out, step{KindLatency,
+			fmt.Sprintf("latency: %d watchers at a high rate, %d events/s, 1 producer", cfg.LatencyWatchers, cfg.LatencyHighRate),
+			func() ([]Case, error) { return latencyGroup(cfg, res, LatencySystems(1), 1, cfg.LatencyHighRate) }})
 	}
 	out = append(out,
 		step{KindIdleMemory, fmt.Sprintf("idle memory: %d watchers (fanout wait pull: %d)", cfg.IdleWatchers, cfg.IdlePullWatchers),

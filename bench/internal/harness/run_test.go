@@ -20,8 +20,8 @@ func tinyConfig() Config {
 		Watchers: []int{1, 3}, Producers: []int{1, 2}, Reps: 2, Events: 500,
 		StallWatchers:   3,
 		LatencyWatchers: 2, LatencyRate: 2000, LatencyDuration: 20 * time.Millisecond, LatencyReps: 2,
-		LatencyProducers: []int{1, 2},
-		IdleWatchers:     50, IdlePullWatchers: 80, IdleMemReps: 1,
+		LatencyProducers: []int{1, 2}, LatencyHighRate: 4000,
+		IdleWatchers: 50, IdlePullWatchers: 80, IdleMemReps: 1,
 		IdleCPUWatchers: 2, IdleCPUDuration: 5 * time.Millisecond,
 		RecordEvents: 600, RecordProducers: []int{1, 2},
 		ReplayHistory: 50,
@@ -65,7 +65,7 @@ func TestRunTiny(t *testing.T) {
 	want := map[string]int{
 		KindThroughput: 2 * (len(ThroughputSystemsFor(1, 1)) + len(ThroughputSystemsFor(1, 2))),
 		KindStall:      2 * len(StallSystems()),
-		KindLatency:    len(LatencySystems(1)) + len(LatencySystems(2)),
+		KindLatency:    2*len(LatencySystems(1)) + len(LatencySystems(2)), // light with 1 and 2 producers, high with 1
 		KindIdleMemory: len(IdleMemorySystems()),
 		KindIdleCPU:    len(IdleCPUSystems()) + 1,
 		KindReplay:     len(ReplaySystems()),
@@ -121,6 +121,10 @@ func checkTinyCase(t *testing.T, c Case) {
 	case KindLatency:
 		if *c.P50LatencyNs > *c.P99LatencyNs || *c.P99LatencyNs > *c.P999LatencyNs || *c.LatencySamples == 0 {
 			t.Errorf("%s: latency %d/%d/%d over %d samples", c.Label, *c.P50LatencyNs, *c.P99LatencyNs, *c.P999LatencyNs, *c.LatencySamples)
+		}
+		if (c.LatencyRate != 2000 && c.LatencyRate != 4000) || (c.LatencyRate == 4000 && c.Producers != 1) ||
+			*c.PublishedPerSec <= 0 || *c.PublishedPerSec > 1.2*float64(c.LatencyRate) {
+			t.Errorf("%s P=%d: rate %d, published %v/s", c.Label, c.Producers, c.LatencyRate, *c.PublishedPerSec)
 		}
 	case KindIdleMemory:
 		want := 50
@@ -199,7 +203,7 @@ func TestWriteJSON(t *testing.T) {
 	measures := map[string][]string{
 		KindThroughput: {"delivered_per_sec", "ns_per_publish", "allocs_per_event", "drop_pct", "ratio_vs_k8s_wait_q100"},
 		KindStall:      {"ns_per_publish", "producer_ns_per_publish", "drop_pct"},
-		KindLatency:    {"p50_latency_ns", "p99_latency_ns", "p999_latency_ns"},
+		KindLatency:    {"p50_latency_ns", "p99_latency_ns", "p999_latency_ns", "latency_rate", "published_per_sec"},
 		KindIdleMemory: {"idle_bytes_per_watcher"},
 		KindIdleCPU:    {"idle_cpu_ms_per_sec"},
 		KindRecord:     {"delivered_per_sec", "ns_per_publish", "allocs_per_event", "ratio_vs_k8s_wait_q100", "ratio_vs_client_go", "spread_pct"},
@@ -257,7 +261,8 @@ func TestWriteReport(t *testing.T) {
 		"== idle CPU", FloorLabel, "== targets ==", res.Machine.String(), "fanout wait-timeout chan",
 		"== k8s record: 600 events about 200 pods", "200 Create + 400 Patch", "fanout k8s/record", "client-go tools/record",
 		"k8s record vs client-go record", "fanout wait pull b16", "teivah q100", "kelindar q50000",
-		"== publish→receive latency: 2 watchers, 2 producers", "== replay: a late joiner starts with the last 50 values",
+		"== publish→receive latency: 2 watchers, 2 producers", "== publish→receive latency: 2 watchers, 1 producer, 4000 events/s",
+		"published/s", "disruptor q128", "cskr q100", "== replay: a late joiner starts with the last 50 values",
 		"fanout WithReplay", "k8s WatchWithPrefix + app history", "== k8s record: 600 events about 200 pods into a no-op sink, 2 producers",
 	} {
 		if !strings.Contains(out, want) {

@@ -204,9 +204,13 @@ func TestCalibrate(t *testing.T) {
 func TestMeasureLatency(t *testing.T) {
 	for _, producers := range []int{1, 4} {
 		for _, s := range LatencySystems(producers) {
-			samples, err := measureLatency(s, 3, producers, 2000, 20*time.Millisecond)
+			run, err := measureLatency(s, 3, producers, 2000, 20*time.Millisecond)
 			if err != nil {
 				t.Fatal(err)
+			}
+			samples := run.samples
+			if run.published != 40 || run.took <= 0 || run.publishedPerSec() > 2000*1.2 {
+				t.Errorf("%s P=%d: published %d in %v", s.Label(), producers, run.published, run.took)
 			}
 			if s.Lossless() && len(samples) != 40*3 {
 				t.Errorf("%s P=%d: %d samples, want 120", s.Label(), producers, len(samples))
