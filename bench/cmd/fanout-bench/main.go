@@ -179,6 +179,7 @@ type flags struct {
 	topics, working                           intList
 	idlePull, reps, events, latWatch, latRate *int
 	stallWatch, idleWatch, recEvents, latHigh *int
+	schedRuns                                 *int
 	duration, latency, idleCPU                *time.Duration
 	jsonFile, svgFile, only                   *string
 }
@@ -198,6 +199,7 @@ func (f *flags) register(fs *flag.FlagSet, def harness.Config) {
 	f.latWatch = fs.Int("latency-watchers", def.LatencyWatchers, "watchers of the latency measurement")
 	f.latRate = fs.Int("latency-rate", def.LatencyRate, "events per second of the latency measurement")
 	f.latHigh = fs.Int("latency-high-rate", def.LatencyHighRate, "events per second of the high-rate latency measurement, 1 producer (0: none)")
+	f.schedRuns = fs.Int("scheduler-runs", def.SchedulerRuns, "runs the scheduler-bound targets (p99 against k8s, 4 producers / 1, events with 8) are judged on, the median")
 	f.stallWatch = fs.Int("stall-watchers", def.StallWatchers, "watchers of the stalled-watcher comparison")
 	f.idleWatch = fs.Int("idle-watchers", def.IdleWatchers, "idle watchers of the memory measurement")
 	f.idleCPU = fs.Duration("idle", def.IdleCPUDuration, "idle CPU measurement time per system")
@@ -228,6 +230,7 @@ func (f *flags) apply(cfg *harness.Config, set map[string]bool) {
 		"latency-watchers":   func() { cfg.LatencyWatchers = *f.latWatch },
 		"latency-rate":       func() { cfg.LatencyRate = *f.latRate },
 		"latency-high-rate":  func() { cfg.LatencyHighRate = *f.latHigh },
+		"scheduler-runs":     func() { cfg.SchedulerRuns = *f.schedRuns },
 		"stall-watchers":     func() { cfg.StallWatchers = *f.stallWatch },
 		"idle-watchers":      func() { cfg.IdleWatchers = *f.idleWatch },
 		"idle":               func() { cfg.IdleCPUDuration = *f.idleCPU },

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -69,7 +70,7 @@ func WriteReport(w io.Writer, res *Results) error {
 	var b strings.Builder
 	sections := []func(*strings.Builder, *Results) error{
 		reportHeader, reportHeadline, reportThroughput, reportWorking, reportStall, reportTopics, reportFilter, reportLatency, reportIdleMemory,
-		reportIdleCPU, reportReplay, reportRecord, reportEvents, reportWarnings, reportTargets,
+		reportIdleCPU, reportReplay, reportRecord, reportEvents, reportReruns, reportWarnings, reportTargets,
 	}
 	if res.Config.Headline {
 		sections = []func(*strings.Builder, *Results) error{reportHeader, reportHeadline, reportWarnings, reportHeadlineTargets}
@@ -368,10 +369,11 @@ func casesOf(cases []Case, kind string) []Case {
 }
 
 // WriteJSON writes the cases of res as JSON Lines: one JSON object per case
-// (see [Case] for the fields), in report order.
+// (see [Case] for the fields), in report order, then the reruns (field
+// run 2 and up).
 func WriteJSON(w io.Writer, res *Results) error {
 	enc := json.NewEncoder(w)
-	for _, c := range res.Cases {
+	for _, c := range append(slices.Clone(res.Cases), res.Reruns...) {
 		if err := enc.Encode(c); err != nil {
 			return err
 		}

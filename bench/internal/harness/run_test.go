@@ -27,6 +27,7 @@ func tinyConfig() Config {
 		ReplayHistory: 50,
 		TopicCounts:   []int{1, 2}, FilterWatchers: 10,
 		WorkingWatchers: []int{1},
+		SchedulerRuns:   2,
 	}
 }
 
@@ -82,6 +83,21 @@ func TestRunTiny(t *testing.T) {
 	}
 	for _, c := range res.Cases {
 		checkTinyCase(t, c)
+		if c.Run != 1 {
+			t.Errorf("%s %s: run %d", c.Kind, c.Label, c.Run)
+		}
+	}
+	// The second run of the scheduler-bound cases the tiny run measures:
+	// the light latency of fanout wait pull and chan and k8s wait q100,
+	// with 1 and 2 producers (no N=100, no 4 or 8 producers).
+	if len(res.Reruns) != 2*3 {
+		t.Errorf("%d reruns, want 6", len(res.Reruns))
+	}
+	for _, c := range res.Reruns {
+		checkTinyCase(t, c)
+		if c.Run != 2 || c.Kind != KindLatency || c.LatencyRate != 2000 {
+			t.Errorf("rerun %s %s: run %d at %d/s", c.Kind, c.Label, c.Run, c.LatencyRate)
+		}
 	}
 	if len(res.Targets) != len(EvaluateTargets(res.Cases)) || len(res.Targets) == 0 {
 		t.Fatalf("%d targets", len(res.Targets))
@@ -198,7 +214,7 @@ func TestWriteJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	required := []string{"kind", "system", "strategy", "api", "watchers", "queue", "producers", "batch", "delivered_per_sec",
-		"ratio_vs_client_go", "ns_per_replayed_value", "history", "replay",
+		"ratio_vs_client_go", "ns_per_replayed_value", "history", "replay", "run",
 		"ns_per_publish", "allocs_per_event", "drop_pct", "idle_bytes_per_watcher", "p50_latency_ns", "p99_latency_ns", "p999_latency_ns"}
 	measures := map[string][]string{
 		KindThroughput: {"delivered_per_sec", "ns_per_publish", "allocs_per_event", "drop_pct", "ratio_vs_k8s_wait_q100"},
@@ -243,8 +259,8 @@ func TestWriteJSON(t *testing.T) {
 			t.Errorf("line %d: watchers %v", lines, m["watchers"])
 		}
 	}
-	if lines != len(res.Cases) {
-		t.Errorf("%d lines for %d cases", lines, len(res.Cases))
+	if lines != len(res.Cases)+len(res.Reruns) {
+		t.Errorf("%d lines for %d cases and %d reruns", lines, len(res.Cases), len(res.Reruns))
 	}
 }
 
@@ -262,6 +278,7 @@ func TestWriteReport(t *testing.T) {
 		"== k8s record: 600 events about 200 pods", "200 Create + 400 Patch", "fanout k8s/record", "client-go tools/record",
 		"k8s record vs client-go record", "fanout wait pull b16", "teivah q100", "kelindar q50000",
 		"== publish→receive latency: 2 watchers, 2 producers", "== publish→receive latency: 2 watchers, 1 producer, 4000 events/s",
+		"== scheduler-bound ratios: each run", "run 2",
 		"published/s", "disruptor q128", "cskr q100", "== replay: a late joiner starts with the last 50 values",
 		"fanout WithReplay", "k8s WatchWithPrefix + app history", "== k8s record: 600 events about 200 pods into a no-op sink, 2 producers",
 	} {

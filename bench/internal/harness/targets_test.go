@@ -21,6 +21,18 @@ func latP(s System, producers int, p99 int64) Case {
 	return c
 }
 
+// targetNamed returns the target of targets with the given name.
+func targetNamed(t *testing.T, targets []Target, name string) Target {
+	t.Helper()
+	for _, tg := range targets {
+		if tg.Name == name {
+			return tg
+		}
+	}
+	t.Fatalf("no target %q", name)
+	return Target{}
+}
+
 func TestEvaluateTargets(t *testing.T) {
 	pull, ch := Fanout(StrategyWait, APIPull), Fanout(StrategyWait, APIChan)
 	cases := []Case{
