@@ -297,8 +297,9 @@ var TargetWatchers = []int{1, 10, 100, 1000, 10_000}
 // ring, a reference of the harness's own, see [limitTargets]) at each N,
 // each at the peer's queue length where fanout was measured at it
 // (kelindar/event's fixed 50,000: [FanoutAtKelindarQueue]) and otherwise at
-// fanout's default of 100, never longer than the peer's; and at N=1 at
-// least 3 times raw channels.
+// fanout's default of 100, never longer than the peer's. (At N=1 it was
+// also to be 3 times raw channels: issue 38 retired that target for one
+// against the limit ring, [limitTargets].)
 func peerTargets(cases []Case) []Target {
 	var out []Target
 	for _, n := range TargetWatchers {
@@ -323,7 +324,7 @@ func peerTargets(cases []Case) []Target {
 		}
 		out = append(out, t)
 	}
-	return append(out, atLeast("1 producer, lossless N=1: fanout wait pull / raw chan", throughputRatio(cases, Fanout(StrategyWait, APIPull), Baseline, 1, 1), 3))
+	return out
 }
 
 // producerTargets: 4 producers, lossless, against k8s and raw channels
@@ -368,9 +369,19 @@ func topicsTargets(cases []Case) []Target {
 	return out
 }
 
-// filterTargets: a filter that rejects 9 values in 10 lets its watchers
-// keep up at least as well as reading everything and discarding by hand,
-// on each read path.
+// MinFilterPullRatio is the least delivered/s of a filtered pull reader
+// (WithFilter, read with Recv) as a multiple of one reading everything and
+// discarding by hand. The filtered reader does the by-hand reader's work
+// plus an indirect call of the filter per value, which the by-hand test
+// inlines: issue 22 measured 0.81–0.91×, and issue 38 set the target at
+// its cost, 0.8×, leaving the keep-up claim to ResultChan (where the
+// publisher sends only the kept values: at least as fast as by hand) and
+// to a publisher never held back by a rejected value (the core's tests).
+const MinFilterPullRatio = 0.8
+
+// filterTargets: a filter that rejects 9 values in 10, read with Recv, at
+// least [MinFilterPullRatio] of reading everything and discarding by hand;
+// through ResultChan, keeping up at least as well as by hand.
 func filterTargets(cases []Case) []Target {
 	ratio := func(api string) float64 {
 		for _, c := range cases {
@@ -381,7 +392,8 @@ func filterTargets(cases []Case) []Target {
 		return math.NaN()
 	}
 	return []Target{
-		atLeast(fmt.Sprintf("filter, 1 value in %d kept: fanout WithFilter / reading all and discarding by hand", FilterShare), ratio(APIFilter), 1),
+		atLeast(fmt.Sprintf("filter, 1 value in %d kept: fanout WithFilter / reading all and discarding by hand", FilterShare), ratio(APIFilter),
+			MinFilterPullRatio),
 		atLeast(fmt.Sprintf("filter, 1 value in %d kept, ResultChan: fanout WithFilter / receiving all and discarding by hand", FilterShare), ratio(APIFilterChan), 1),
 	}
 }
@@ -389,9 +401,17 @@ func filterTargets(cases []Case) []Target {
 // LimitWatchers are the watcher counts of the targets against [Limit].
 var LimitWatchers = []int{1, 10, 100, 1000}
 
+// MinLimitRatio1 is the least delivered/s of fanout wait pull, one
+// producer, N=1, as a multiple of the limit ring's ([Limit]; the median of
+// per-repetition ratios). Issue 38 set it in place of "at least 3 times raw
+// channels", which asked 1.4 times a ring that does nothing but the
+// minimum (fanout measured 1.23–1.28× limit and 2.55–2.66× raw channels in
+// issue 22's runs).
+const MinLimitRatio1 = 1.1
+
 // limitTargets: one producer, fanout wait pull against the minimal ring
-// ([Limit]) in the same run: at least 0.9× at N=1, where the ring's single
-// lock costs least, and at least as fast from N=10 on.
+// ([Limit]) in the same run: at least [MinLimitRatio1] at N=1, where the
+// ring's single lock costs least, and at least as fast from N=10 on.
 func limitTargets(cases []Case) []Target {
 	pull := Fanout(StrategyWait, APIPull)
 	var out []Target
@@ -402,7 +422,7 @@ func limitTargets(cases []Case) []Target {
 		}
 		min := 1.0
 		if n == 1 {
-			min = 0.9
+			min = MinLimitRatio1
 		}
 		out = append(out, atLeast(fmt.Sprintf("1 producer, lossless N=%d: fanout wait pull / limit", n), r, min))
 	}
