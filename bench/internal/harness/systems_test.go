@@ -157,7 +157,7 @@ func TestStalledEvictWatcherIsMeasuredAmongLosslessReaders(t *testing.T) {
 
 func TestCalibrate(t *testing.T) {
 	cfg := Config{Events: 101}
-	if got, err := calibrate(cfg, variant{sys: Baseline}, 2, 4); err != nil || got != (plan{100, 24}) {
+	if got, err := calibrate(cfg, variant{sys: Baseline}, 2, 4); err != nil || got != (plan{long: 100, short: 24}) {
 		t.Errorf("fixed events rounded to producers: %+v, %v; want 100 and 24", got, err)
 	}
 	// The long run adds to the short one what takes the target, within

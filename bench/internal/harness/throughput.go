@@ -153,8 +153,14 @@ func settle(base int) bool {
 // of a long run's events to a short run's (see [calibrate]).
 const ShortShare = 4
 
-// plan is the events of the two runs of a case's measurement pair.
-type plan struct{ long, short int }
+// plan is the events of the two runs of a case's measurement pair, and the
+// rate (values published per second, from the difference of its last
+// probe pair) the calibration found; 0 if the events were fixed
+// ([Config].Events) rather than calibrated.
+type plan struct {
+	long, short int
+	rate        float64
+}
 
 // measurePair measures v with p.long and with p.short values, the short
 // one first if shortFirst, and returns the long and the short samples.
@@ -221,14 +227,14 @@ func (l sample) minus(s sample) (sample, bool) {
 func calibrate(cfg Config, v variant, n, producers int) (plan, error) {
 	round := func(e int) int { return max(producers, e/producers*producers) }
 	if cfg.Events > 0 {
-		return plan{round(cfg.Events), round(cfg.Events / ShortShare)}, nil
+		return plan{long: round(cfg.Events), short: round(cfg.Events / ShortShare)}, nil
 	}
 	// prev and prev2 are the rates of the two previous probes, 0 if a
 	// long run was too short to tell a plateau of the warm-up from the
 	// steady rate.
 	events, prev, prev2 := min(max(100_000/n, 2*DefaultQueue), 20_000), 0.0, 0.0
 	for {
-		probe := plan{round(events), round(events / ShortShare)}
+		probe := plan{long: round(events), short: round(events / ShortShare)}
 		l, s, err := measurePair(v, n, producers, probe, true)
 		if err != nil {
 			return plan{}, err
@@ -245,7 +251,7 @@ func calibrate(cfg Config, v variant, n, producers int) (plan, error) {
 				short = round(events / (ShortShare * ShortShare))
 			}
 			extra := min(max(int(rate*cfg.Target.Seconds()), minEvents(cfg, n), 2*short), cfg.MaxEvents)
-			return plan{round(short + extra), short}, nil
+			return plan{round(short + extra), short, rate}, nil
 		}
 		events, prev, prev2 = ShortShare*events, rate, prev
 		if l.elapsed < cfg.Target/4 {
@@ -273,7 +279,8 @@ func minEvents(cfg Config, n int) int {
 
 // runInterleaved calibrates every variant, then runs cfg.Reps repetitions in
 // which every variant is measured once as a pair (a long and a short run,
-// [measurePair]), the order of the variants rotated by one per repetition
+// [measurePair]; again if its windows disagree with its calibration,
+// [guardedPair]), the order of the variants rotated by one per repetition
 // and that of the pair alternating. It returns, per variant, the
 // differences of the pairs ([sample.minus]).
 func runInterleaved(cfg Config, res *Results, variants []variant, n, producers int) ([][]sample, error) {
@@ -289,16 +296,9 @@ func runInterleaved(cfg Config, res *Results, variants []variant, n, producers i
 	for rep := range cfg.Reps {
 		for k := range variants {
 			i := (k + rep) % len(variants)
-			l, s, err := measurePair(variants[i], n, producers, plans[i], rep%2 == 0)
+			d, err := guardedPair(cfg, res, variants[i], n, producers, &plans[i], rep%2 == 0)
 			if err != nil {
 				return nil, err
-			}
-			where := fmt.Sprintf("%s N=%d P=%d", variants[i].sys.Label(), n, producers)
-			res.Warnings = append(res.Warnings, anomalies(variants[i], where, l)...)
-			res.Warnings = append(res.Warnings, anomalies(variants[i], where, s)...)
-			d, ok := l.minus(s)
-			if !ok {
-				res.Warnings = append(res.Warnings, where+": "+shortAsLong)
 			}
 			out[i] = append(out[i], d)
 		}
