@@ -378,7 +378,9 @@ type Case struct {
 	// per delivered value, from the difference of the pair: what a
 	// delivery costs the machine, where delivered/s is what it costs in
 	// wall time. A reader that yields rather than parks costs CPU while
-	// it waits.
+	// it waits. The median of the repetitions whose difference of CPU time
+	// is not negative; null if none (runs of some microseconds, as in the
+	// harness's tests, too short for the process's CPU clock).
 	CPUNsPerDelivered *float64 `json:"cpu_ns_per_delivered"`
 	// OutOfOrder is, for the working kind, the values the readers found
 	// out of order over every run of the case: 0 for a system that

@@ -46,9 +46,11 @@ func (s sample) producerNs() float64     { return float64(s.pubTime.Nanoseconds(
 func (s sample) allocsPerEvent() float64 { return float64(s.mallocs) / float64(s.counted) }
 
 // cpuPerDelivery is the process CPU time per delivered value, in ns; NaN if
-// nothing was delivered.
+// nothing was delivered, or if the CPU time is negative: a difference of
+// two runs too short for the process's CPU clock to tell apart (the short
+// run took more, from the noise of the runtime's background work).
 func (s sample) cpuPerDelivery() float64 {
-	if s.delivered <= 0 {
+	if s.delivered <= 0 || s.cpu < 0 {
 		return math.NaN()
 	}
 	return float64(s.cpu.Nanoseconds()) / float64(s.delivered)

@@ -74,14 +74,26 @@ func TestWorkingGroupReportsRatiosCPUAndOrder(t *testing.T) {
 	if len(got) != len(WorkingSystems())*len(tinyConfig().WorkingWatchers) {
 		t.Fatalf("%d working cases", len(got))
 	}
+	cpu := 0
 	for _, c := range got {
-		if c.RatioVsFanout == nil || c.RatioVsLimit == nil || c.CPUNsPerDelivered == nil || c.OutOfOrder == nil ||
+		if c.RatioVsFanout == nil || c.RatioVsLimit == nil || c.OutOfOrder == nil ||
 			*c.OutOfOrder != 0 || *c.DeliveredPerSec <= 0 || c.Producers != 1 {
 			t.Errorf("%s N=%d: %+v", c.Label, c.Watchers, c)
+		}
+		// The tiny run's pairs last microseconds: the CPU clock may not
+		// tell a case's two runs apart (null), but never goes backwards.
+		if c.CPUNsPerDelivered != nil {
+			cpu++
+			if *c.CPUNsPerDelivered < 0 {
+				t.Errorf("%s: %v ns of CPU per delivery", c.Label, *c.CPUNsPerDelivered)
+			}
 		}
 		if is(&c, Fanout(StrategyWait, APIPull)) && *c.RatioVsFanout != 1 {
 			t.Errorf("fanout wait pull against itself: %v", *c.RatioVsFanout)
 		}
+	}
+	if cpu == 0 {
+		t.Error("no working case measured its CPU per delivery")
 	}
 	var b strings.Builder
 	if err := reportWorking(&b, res); err != nil {
