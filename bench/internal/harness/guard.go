@@ -1,9 +1,6 @@
 package harness
 
-import (
-	"fmt"
-	"strings"
-)
+import "fmt"
 
 // The window guard. A pair's figure is the difference of its two runs
 // ([sample.minus]), which a burst of outside load on one of them can throw
@@ -22,9 +19,9 @@ import (
 // times.
 const MaxWindowDisagreement = 2.0
 
-// MaxRemeasures is how many times a disagreeing pair is measured again
-// with its plan, and then once more as many with a new calibration, before
-// the last pair is kept with a warning.
+// MaxRemeasures is how many times a case is measured with a new
+// calibration after a pair and the pair measured again at once both
+// disagreed with the old one, before the last pair is kept with a warning.
 const MaxRemeasures = 3
 
 // rate is the values published per second of a sample.
@@ -70,21 +67,21 @@ type guarded struct {
 	note string
 }
 
-// remeasure measures a pair with p; while it disagrees with its windows
-// ([plan.agrees]), it measures again, up to [MaxRemeasures] times, then
-// calibrates anew with recalibrate (the load may have changed for good
-// since the calibration) and measures up to [MaxRemeasures] times more with
-// the new plan. It keeps the first pair that agrees, or the last one,
-// and says in its note what it did.
+// remeasure measures a pair with p; if it disagrees with its windows
+// ([plan.agrees]), it measures it again at once; if that one disagrees
+// too, it calibrates anew with recalibrate (on a shared machine the load
+// changes within seconds, and the calibration of a group's systems comes
+// before all of their repetitions) and measures up to [MaxRemeasures]
+// times with the new plan. It keeps the first pair that agrees, or the
+// last one, and says in its note what it did.
 func remeasure(p plan, pair pairFunc, recalibrate func() (plan, error)) (guarded, error) {
-	var seen []string
+	first, again := "", 0
 	for try := 0; ; try++ {
-		if try == MaxRemeasures+1 {
+		if try == 2 {
 			np, err := recalibrate()
 			if err != nil {
 				return guarded{}, err
 			}
-			seen = append(seen, fmt.Sprintf("recalibrated at %s/s", FormatRate(np.rate)))
 			p = np
 		}
 		l, s, err := pair(p)
@@ -92,19 +89,26 @@ func remeasure(p plan, pair pairFunc, recalibrate func() (plan, error)) (guarded
 			return guarded{}, err
 		}
 		d, why := p.agrees(l, s)
-		if why == "" || try == 2*MaxRemeasures {
-			g := guarded{d: d, plan: p}
-			if len(seen) > 0 {
-				g.note = "its windows disagreed with its calibration (" + strings.Join(seen, "; ") + "): measured again, "
-				if why == "" {
-					g.note += fmt.Sprintf("the pair kept agrees (%s/s)", FormatRate(d.rate()))
-				} else {
-					g.note += "and the pair kept still disagrees (" + why + ")"
-				}
+		if why != "" && try < 1+MaxRemeasures {
+			if first == "" {
+				first = why
 			}
-			return g, nil
+			again++
+			continue
 		}
-		seen = append(seen, why)
+		g := guarded{d: d, plan: p}
+		if first != "" {
+			g.note = fmt.Sprintf("its windows disagreed with its calibration (%s): measured %s more", first, plural(again, "time"))
+			if try >= 2 {
+				g.note += fmt.Sprintf(", calibrated anew at %s/s", FormatRate(p.rate))
+			}
+			if why == "" {
+				g.note += fmt.Sprintf("; the pair kept agrees (%s/s)", FormatRate(d.rate()))
+			} else {
+				g.note += "; the pair kept still disagrees (" + why + ")"
+			}
+		}
+		return g, nil
 	}
 }
 

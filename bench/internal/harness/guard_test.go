@@ -53,14 +53,14 @@ func TestAPairThatDisagreesWithItsCalibrationIsMeasuredAgain(t *testing.T) {
 	if r := g.d.rate(); r < 11e6 || r > 13e6 {
 		t.Errorf("kept %v/s, want the second pair's 12M/s", r)
 	}
-	if !strings.Contains(g.note, "100.0M/s from the difference, 10.0M/s calibrated") || !strings.Contains(g.note, "the pair kept agrees (12.0M/s)") {
+	if !strings.Contains(g.note, "(100.0M/s from the difference, 10.0M/s calibrated, ") || !strings.Contains(g.note, "measured 1 time more; the pair kept agrees (12.0M/s)") {
 		t.Errorf("note %q", g.note)
 	}
 }
 
-// A case that goes on disagreeing is measured MaxRemeasures more times,
-// then calibrated anew (the load may have changed for good) and measured
-// with the new plan, which it keeps for its later repetitions.
+// A case whose pair disagrees twice in a row is calibrated anew (the load
+// may have changed for good since its calibration) and measured with the
+// new plan, which it keeps for its later repetitions.
 func TestACaseThatGoesOnDisagreeingIsCalibratedAgain(t *testing.T) {
 	pair, plans := pairsAt(100)
 	recalibrated := 0
@@ -68,10 +68,10 @@ func TestACaseThatGoesOnDisagreeingIsCalibratedAgain(t *testing.T) {
 		recalibrated++
 		return plan{400_000, 100_000, 90e6}, nil
 	})
-	if err != nil || recalibrated != 1 || len(*plans) != 1+MaxRemeasures+1 || g.plan.rate != 90e6 || (*plans)[len(*plans)-1].rate != 90e6 {
+	if err != nil || recalibrated != 1 || len(*plans) != 3 || g.plan.rate != 90e6 || (*plans)[2].rate != 90e6 || (*plans)[1].rate != 10e6 {
 		t.Fatalf("%d pairs, %d calibrations, plan %+v, %v", len(*plans), recalibrated, g.plan, err)
 	}
-	if !strings.Contains(g.note, "recalibrated at 90.0M/s") || !strings.Contains(g.note, "the pair kept agrees") {
+	if !strings.Contains(g.note, "measured 2 times more, calibrated anew at 90.0M/s; the pair kept agrees") {
 		t.Errorf("note %q", g.note)
 	}
 }
@@ -82,10 +82,10 @@ func TestACaseThatGoesOnDisagreeingIsCalibratedAgain(t *testing.T) {
 func TestAPairThatNeverAgreesIsKeptLastWithANote(t *testing.T) {
 	pair, plans := pairsAt(100)
 	g, err := remeasure(plan{400_000, 100_000, 10e6}, pair, func() (plan, error) { return plan{400_000, 100_000, 11e6}, nil })
-	if err != nil || len(*plans) != 1+2*MaxRemeasures {
+	if err != nil || len(*plans) != 2+MaxRemeasures {
 		t.Fatalf("%d pairs, %v", len(*plans), err)
 	}
-	if !strings.Contains(g.note, "still disagrees (100.0M/s from the difference, 11.0M/s calibrated") {
+	if !strings.Contains(g.note, "measured 4 times more, calibrated anew at 11.0M/s; the pair kept still disagrees (100.0M/s from the difference, 11.0M/s calibrated") {
 		t.Errorf("note %q", g.note)
 	}
 }
