@@ -17,6 +17,7 @@ require (
 	github.com/kelindar/event v1.5.2
 	github.com/nats-io/nats-server/v2 v2.15.2
 	github.com/nats-io/nats.go v1.55.0
+	github.com/smarty/go-disruptor v0.5.0
 	github.com/teivah/broadcast v0.1.0
 	go.uber.org/goleak v1.3.0
 	gonum.org/v1/plot v0.17.0
@@ -71,7 +72,6 @@ require (
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/oklog/ulid v1.3.1 // indirect
 	github.com/pkg/errors v0.9.1 // indirect
-	github.com/smarty/go-disruptor v0.5.0 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
 	go.yaml.in/yaml/v2 v2.4.4 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
