@@ -190,6 +190,19 @@ func (c Config) Validate() error {
 	} else if c.Events == 0 && (c.Target <= 0 || c.MinEvents < 1 || c.MaxEvents < c.MinEvents) {
 		errs = append(errs, errors.New("need Events, or Target with 1 <= MinEvents <= MaxEvents"))
 	}
+	errs = append(errs, c.groupErrors()...)
+	for _, k := range c.Only {
+		if !slices.Contains(Kinds, k) {
+			errs = append(errs, fmt.Errorf("unknown kind %q (kinds: %s)", k, strings.Join(Kinds, ", ")))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// groupErrors reports the settings of the groups other than throughput
+// that cannot run.
+func (c Config) groupErrors() []error {
+	var errs []error
 	if c.StallWatchers < 2 {
 		errs = append(errs, fmt.Errorf("stall watchers %d (need 2)", c.StallWatchers))
 	}
@@ -217,12 +230,7 @@ func (c Config) Validate() error {
 	if c.ReplayHistory < 1 {
 		errs = append(errs, fmt.Errorf("replay history %d", c.ReplayHistory))
 	}
-	for _, k := range c.Only {
-		if !slices.Contains(Kinds, k) {
-			errs = append(errs, fmt.Errorf("unknown kind %q (kinds: %s)", k, strings.Join(Kinds, ", ")))
-		}
-	}
-	return errors.Join(errs...)
+	return errs
 }
 
 // positive reports an empty list of counts, or one below 1.
@@ -504,17 +512,7 @@ func steps(cfg Config, res *Results) []step {
 	}
 	out = append(out, step{KindFilter, fmt.Sprintf("filter: %d watchers, each keeping 1 value in %d", cfg.FilterWatchers, FilterShare),
 		func() ([]Case, error) { return filterGroup(cfg, res) }})
-	for _, p := range cfg.LatencyProducers {
-		out = append(out, step{KindLatency,
-			fmt.Sprintf("latency: %d watchers at %d events/s, %s", cfg.LatencyWatchers, cfg.LatencyRate, plural(p, "producer")),
-			func() ([]Case, error) { return latencyGroup(cfg, res, LatencySystems(p), p, cfg.LatencyRate) }})
-	}
-	if cfg.LatencyHighRate > 0 {
-		out = append(out, step{KindLatency,
-			fmt.Sprintf("latency: %d watchers at a high rate, %d events/s, 1 producer", cfg.LatencyWatchers, cfg.LatencyHighRate),
-			func() ([]Case, error) { return latencyGroup(cfg, res, LatencySystems(1), 1, cfg.LatencyHighRate) }})
-	}
-	out = append(out,
+	out = append(latencySteps(cfg, res, out),
 		step{KindIdleMemory, fmt.Sprintf("idle memory: %d watchers (fanout wait pull: %d)", cfg.IdleWatchers, cfg.IdlePullWatchers),
 			func() ([]Case, error) { return idleMemoryGroup(cfg, res, IdleMemorySystems()) }},
 		step{KindIdleCPU, fmt.Sprintf("idle CPU: %d parked watchers", cfg.IdleCPUWatchers),
@@ -534,6 +532,22 @@ func steps(cfg Config, res *Results) []step {
 			func() ([]Case, error) { return eventsGroup(cfg, res, EventsSystems(), p) }})
 	}
 	return append(out, rerunSteps(cfg, res)...)
+}
+
+// latencySteps appends to out the latency groups: the light rate with each
+// number of producers, and the high rate with one.
+func latencySteps(cfg Config, res *Results, out []step) []step {
+	for _, p := range cfg.LatencyProducers {
+		out = append(out, step{KindLatency,
+			fmt.Sprintf("latency: %d watchers at %d events/s, %s", cfg.LatencyWatchers, cfg.LatencyRate, plural(p, "producer")),
+			func() ([]Case, error) { return latencyGroup(cfg, res, LatencySystems(p), p, cfg.LatencyRate) }})
+	}
+	if cfg.LatencyHighRate > 0 {
+		out = append(out, step{KindLatency,
+			fmt.Sprintf("latency: %d watchers at a high rate, %d events/s, 1 producer", cfg.LatencyWatchers, cfg.LatencyHighRate),
+			func() ([]Case, error) { return latencyGroup(cfg, res, LatencySystems(1), 1, cfg.LatencyHighRate) }})
+	}
+	return out
 }
 
 func ptr[T any](v T) *T { return &v }

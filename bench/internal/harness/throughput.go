@@ -88,34 +88,16 @@ func measure(v variant, n, producers, events int) (sample, error) {
 	}
 	per := events / producers
 	first := per / 2
-	publish := r.inst.publishN
-	if v.ordered { // one producer: the sequence goes on after the half-way stop
-		sent := 0
-		publish = func(k int) { publishOrdered(r.inst, sent, k); sent += k }
-	}
-	var half, done sync.WaitGroup
-	half.Add(producers)
-	done.Add(producers)
-	gate, resume := make(chan struct{}), make(chan struct{})
-	for range producers {
-		go func() {
-			defer done.Done()
-			<-gate
-			publish(first)
-			half.Done()
-			<-resume
-			publish(per - first)
-		}()
-	}
+	pr := startProducers(producers, per, publisher(v, r))
 	runtime.GC()
 	var m0, m1 runtime.MemStats
 	cpu0, _ := processCPU()
 	start := time.Now()
-	close(gate)
-	half.Wait()
+	close(pr.gate)
+	pr.half.Wait()
 	runtime.ReadMemStats(&m0)
-	close(resume)
-	done.Wait()
+	close(pr.resume)
+	pr.done.Wait()
 	pubTime := time.Since(start)
 	runtime.ReadMemStats(&m1)
 	r.finish()
@@ -135,6 +117,44 @@ func measure(v variant, n, producers, events int) (sample, error) {
 		broken:    r.outOfOrder(),
 	}
 	return s, nil
+}
+
+// publisher returns the function measure's producers publish n values
+// with: r's payload, or, for working readers (one producer), the ordered
+// sequence, going on where the last call stopped.
+func publisher(v variant, r *running) func(n int) {
+	if !v.ordered {
+		return r.inst.publishN
+	}
+	sent := 0
+	return func(k int) { publishOrdered(r.inst, sent, k); sent += k }
+}
+
+// producerRun is measure's publishing goroutines: each publishes the first
+// half of its values once gate is closed, marks half, and publishes the
+// rest once resume is closed, marking done.
+type producerRun struct {
+	half, done   sync.WaitGroup
+	gate, resume chan struct{}
+}
+
+// startProducers starts producers goroutines that publish per values each
+// with publish, stopping half-way ([producerRun]).
+func startProducers(producers, per int, publish func(int)) *producerRun {
+	p := &producerRun{gate: make(chan struct{}), resume: make(chan struct{})}
+	p.half.Add(producers)
+	p.done.Add(producers)
+	for range producers {
+		go func() {
+			defer p.done.Done()
+			<-p.gate
+			publish(per / 2)
+			p.half.Done()
+			<-p.resume
+			publish(per - per/2)
+		}()
+	}
+	return p
 }
 
 // settle waits (up to 2 s) until the goroutine count is back to base, so that
