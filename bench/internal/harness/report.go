@@ -215,14 +215,7 @@ func reportLatency(b *strings.Builder, res *Results) error {
 // byProducersAndRate splits latency cases into runs of the same producers
 // and rate, in order.
 func byProducersAndRate(cases []Case) [][]Case {
-	var out [][]Case
-	for i, c := range cases {
-		if i == 0 || c.Producers != cases[i-1].Producers || c.LatencyRate != cases[i-1].LatencyRate {
-			out = append(out, nil)
-		}
-		out[len(out)-1] = append(out[len(out)-1], c)
-	}
-	return out
+	return splitWhere(cases, func(a, b Case) bool { return a.Producers != b.Producers || a.LatencyRate != b.LatencyRate })
 }
 
 func reportIdleMemory(b *strings.Builder, res *Results) error {
@@ -334,9 +327,15 @@ func reportTargets(b *strings.Builder, res *Results) error {
 
 // byProducers splits cases into runs of the same producers, in order.
 func byProducers(cases []Case) [][]Case {
+	return splitWhere(cases, func(a, b Case) bool { return a.Producers != b.Producers })
+}
+
+// splitWhere splits cases into runs, a new run starting wherever a case
+// differs from the one before it.
+func splitWhere(cases []Case, differ func(prev, c Case) bool) [][]Case {
 	var out [][]Case
 	for i, c := range cases {
-		if i == 0 || c.Producers != cases[i-1].Producers {
+		if i == 0 || differ(cases[i-1], c) {
 			out = append(out, nil)
 		}
 		out[len(out)-1] = append(out[len(out)-1], c)
