@@ -17,6 +17,7 @@ require (
 	github.com/kelindar/event v1.5.2
 	github.com/nats-io/nats-server/v2 v2.15.2
 	github.com/nats-io/nats.go v1.55.0
+	github.com/smarty/go-disruptor v0.5.0
 	github.com/teivah/broadcast v0.1.0
 	go.uber.org/goleak v1.3.0
 	gonum.org/v1/plot v0.17.0

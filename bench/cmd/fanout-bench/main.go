@@ -14,8 +14,8 @@
 //	fanout-bench [-headline] [-watchers 1,10,100,1000] [-producers 1,4] [-reps 5]
 //	             [-duration 60ms] [-record-events 20000] [-json FILE] [-svg FILE]
 //	             [-latency-producers 1,4] [-idle-pull-watchers 100000] [-record-producers 1,8]
-//	             [-topics 1,10,100] [-quick]
-//	             [-only throughput,stall,topics,filter,latency,idle_memory,idle_cpu,replay,record,events]
+//	             [-topics 1,10,100] [-working-watchers 1,10,100,1000] [-quick]
+//	             [-only throughput,working,stall,topics,filter,latency,idle_memory,idle_cpu,replay,record,events]
 //	             [-nats=false]
 //
 // The nats group (package natsbench) follows: one producer through an
@@ -176,9 +176,10 @@ type options struct {
 type flags struct {
 	quick, headline, quiet, strict, nats      *bool
 	watchers, producers, latProd, recProd     intList
-	topics                                    intList
+	topics, working                           intList
 	idlePull, reps, events, latWatch, latRate *int
-	stallWatch, idleWatch, recEvents          *int
+	stallWatch, idleWatch, recEvents, latHigh *int
+	schedRuns                                 *int
 	duration, latency, idleCPU                *time.Duration
 	jsonFile, svgFile, only                   *string
 }
@@ -187,7 +188,7 @@ type flags struct {
 func (f *flags) register(fs *flag.FlagSet, def harness.Config) {
 	f.watchers, f.producers = intList(def.Watchers), intList(def.Producers)
 	f.latProd, f.recProd = intList(def.LatencyProducers), intList(def.RecordProducers)
-	f.topics = intList(def.TopicCounts)
+	f.topics, f.working = intList(def.TopicCounts), intList(def.WorkingWatchers)
 	f.quick = fs.Bool("quick", false, "a smoke run of about 30 s on 2 cores: N=10,100, 1 producer, 3 short reps (other flags given override it)")
 	f.headline = fs.Bool("headline", false, "the headline only (make bench, about 2 min on 2 cores): 1 producer, fanout vs k8s, limit, raw channels and the peers, their targets; no nats group unless -nats is given")
 	f.idlePull = fs.Int("idle-pull-watchers", def.IdlePullWatchers, "idle watchers of the memory measurement of fanout wait pull")
@@ -197,6 +198,8 @@ func (f *flags) register(fs *flag.FlagSet, def harness.Config) {
 	f.latency = fs.Duration("latency", def.LatencyDuration, "latency measurement time per system")
 	f.latWatch = fs.Int("latency-watchers", def.LatencyWatchers, "watchers of the latency measurement")
 	f.latRate = fs.Int("latency-rate", def.LatencyRate, "events per second of the latency measurement")
+	f.latHigh = fs.Int("latency-high-rate", def.LatencyHighRate, "events per second of the high-rate latency measurement, 1 producer (0: none)")
+	f.schedRuns = fs.Int("scheduler-runs", def.SchedulerRuns, "runs the scheduler-bound targets (p99 against k8s, 4 producers / 1, events with 8) are judged on, the median")
 	f.stallWatch = fs.Int("stall-watchers", def.StallWatchers, "watchers of the stalled-watcher comparison")
 	f.idleWatch = fs.Int("idle-watchers", def.IdleWatchers, "idle watchers of the memory measurement")
 	f.idleCPU = fs.Duration("idle", def.IdleCPUDuration, "idle CPU measurement time per system")
@@ -211,6 +214,7 @@ func (f *flags) register(fs *flag.FlagSet, def harness.Config) {
 	fs.Var(&f.producers, "producers", "comma-separated producer counts `LIST`")
 	fs.Var(&f.latProd, "latency-producers", "comma-separated producer counts `LIST` of the latency measurement")
 	fs.Var(&f.topics, "topics", "comma-separated topic counts `LIST` of the topics group, 10 watchers per topic")
+	fs.Var(&f.working, "working-watchers", "comma-separated watcher counts `LIST` of the working-reader group (readers checking the order)")
 	fs.Var(&f.recProd, "record-producers", "comma-separated counts `LIST` of goroutines recording in the k8s record and events comparisons")
 }
 
@@ -225,6 +229,8 @@ func (f *flags) apply(cfg *harness.Config, set map[string]bool) {
 		"latency":            func() { cfg.LatencyDuration = *f.latency },
 		"latency-watchers":   func() { cfg.LatencyWatchers = *f.latWatch },
 		"latency-rate":       func() { cfg.LatencyRate = *f.latRate },
+		"latency-high-rate":  func() { cfg.LatencyHighRate = *f.latHigh },
+		"scheduler-runs":     func() { cfg.SchedulerRuns = *f.schedRuns },
 		"stall-watchers":     func() { cfg.StallWatchers = *f.stallWatch },
 		"idle-watchers":      func() { cfg.IdleWatchers = *f.idleWatch },
 		"idle":               func() { cfg.IdleCPUDuration = *f.idleCPU },
@@ -232,6 +238,7 @@ func (f *flags) apply(cfg *harness.Config, set map[string]bool) {
 		"latency-producers":  func() { cfg.LatencyProducers = f.latProd },
 		"record-producers":   func() { cfg.RecordProducers = f.recProd },
 		"topics":             func() { cfg.TopicCounts = f.topics },
+		"working-watchers":   func() { cfg.WorkingWatchers = f.working },
 		"idle-pull-watchers": func() { cfg.IdlePullWatchers = *f.idlePull },
 		"only":               func() { cfg.Only = strings.Split(*f.only, ",") },
 	} {

@@ -15,9 +15,9 @@ import (
 
 // tiny makes every measurement of a run take a few milliseconds.
 var tiny = []string{"-q", "-watchers", "2", "-producers", "1", "-reps", "1", "-events", "100",
-	"-latency", "10ms", "-latency-watchers", "2", "-latency-rate", "1000", "-stall-watchers", "2",
+	"-latency", "10ms", "-latency-watchers", "2", "-latency-rate", "1000", "-latency-high-rate", "2000", "-scheduler-runs", "2", "-stall-watchers", "2",
 	"-idle-watchers", "20", "-idle-pull-watchers", "30", "-idle", "2ms", "-record-events", "300",
-	"-latency-producers", "1,2", "-record-producers", "1,8", "-topics", "1,2",
+	"-latency-producers", "1,2", "-record-producers", "1,8", "-topics", "1,2", "-working-watchers", "2",
 	"-nats=false"} // last: the nats tests drop it
 
 func TestRunWritesReportJSONAndSVG(t *testing.T) {
@@ -70,8 +70,10 @@ func TestRunWritesReportJSONAndSVG(t *testing.T) {
 			t.Errorf("idle memory case %s", sc.Text())
 		}
 	}
-	if kinds["throughput"] != 20 || kinds["stall"] != 14 || kinds["latency"] != 9+4 || kinds["idle_memory"] != 7 || kinds["idle_cpu"] != 7 ||
-		kinds["replay"] != 3 || kinds["record"] != 4 {
+	// Latency: light with 1 and 2 producers, high with 1, and the second run of
+	// the light rate's fanout wait pull and chan and k8s wait q100.
+	if kinds["throughput"] != 21 || kinds["stall"] != 14 || kinds["latency"] != 2*len(harness.LatencySystems(1))+len(harness.LatencySystems(2))+2*3 || kinds["idle_memory"] != 8 || kinds["idle_cpu"] != 8 ||
+		kinds["replay"] != 3 || kinds["record"] != 4 || kinds["working"] != len(harness.WorkingSystems()) {
 		t.Errorf("JSON cases per kind: %v", kinds)
 	}
 

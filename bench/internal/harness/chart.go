@@ -17,7 +17,7 @@ import (
 // ChartSystems are the systems drawn by [WriteChart], one line each.
 func ChartSystems() []System {
 	return []System{Fanout(StrategyWait, APIPull), Fanout(StrategyWait, APIChan),
-		Reference, K8s(StrategyDrop, DefaultQueue), Baseline, Teivah, Kelindar}
+		Reference, K8s(StrategyDrop, DefaultQueue), Baseline, Teivah, Kelindar, Disruptor}
 }
 
 // chartColors are distinguishable colours, fanout first.
@@ -29,6 +29,7 @@ var chartColors = []color.Color{
 	color.RGBA{R: 0x7f, G: 0x7f, B: 0x7f, A: 0xff}, // grey
 	color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff}, // purple
 	color.RGBA{R: 0x8c, G: 0x56, B: 0x4b, A: 0xff}, // brown
+	color.RGBA{R: 0xe3, G: 0x77, B: 0xc2, A: 0xff}, // pink
 }
 
 // rateTicks are log-scale ticks labelled like "10M".

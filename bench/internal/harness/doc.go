@@ -1,6 +1,7 @@
 // Package harness measures github.com/fanout-go/fanout against
 // k8s.io/apimachinery/pkg/watch.Broadcaster, the popular in-process peers
-// github.com/teivah/broadcast and github.com/kelindar/event (and, for
+// github.com/teivah/broadcast, github.com/kelindar/event and
+// github.com/smarty/go-disruptor (and, for
 // topics, github.com/cskr/pubsub and watermill's GoChannel), a
 // raw-channel baseline and a minimal ring as the ceiling, in one process, and reports the figures as a table,
 // JSON Lines and an SVG chart. It is the engine of the fanout-bench
@@ -29,10 +30,12 @@
 //
 // The peers, each in its idiomatic lossless use: [Teivah]
 // (Relay.Notify, blocking sends into each Listener's channel of capacity
-// 100) and [Kelindar] (event.Publish to event.Subscribe handlers; its
+// 100), [Kelindar] (event.Publish to event.Subscribe handlers; its
 // per-subscriber queue is the library's fixed 50,000, and its subscribers
 // are woken by a 500 µs ticker, so it delivers in batches and its latency
-// is measured too). kelindar has no close that drains: a measurement ends
+// is measured too) and [Disruptor] (a ring of 128, one handler per
+// watcher on a goroutine of the library, readers and writer that yield
+// rather than park). kelindar has no close that drains: a measurement ends
 // with a sentinel value that each handler signals (not counted), then the
 // subscriptions are cancelled and the dispatcher closed once the
 // subscribers' goroutines have exited. The peer targets compare each peer
@@ -83,6 +86,13 @@
 // the queues are drained first). Before the next run the harness waits
 // until every goroutine of the previous one has exited.
 //
+// A pair whose windows disagree with its calibration (its difference not
+// positive, or its rate not within [MaxWindowDisagreement] of the
+// calibrated rate and of its long run's own rate) is measured again, not
+// reported; if the second pair disagrees too, the case is calibrated anew
+// and measured up to [MaxRemeasures] more times (see [remeasure]). The
+// report's warnings name every case the guard measured again.
+//
 // Figures: delivered values per second (all watchers together), ns per
 // publish (the same wall time / values published; the producers' time alone
 // is kept too), allocations per published value (runtime.MemStats.Mallocs
@@ -90,7 +100,9 @@
 // drop percentage (deliveries that did not happen, from the consumers'
 // counts, so that it is the same measure for every system). Separate measurements
 // give publish→receive latency percentiles at a light fixed rate (from one
-// producer, and from several sharing the rate), bytes per idle unread
+// producer, and from several sharing the rate) and at a high one
+// ([Config].LatencyHighRate, one producer), for every system with one
+// producer, with the rate the producers achieved; bytes per idle unread
 // watcher (growth of HeapAlloc+StackInuse after runtime.GC; fanout wait
 // pull with [Config].IdlePullWatchers, 100,000, the others with
 // [Config].IdleWatchers) and the process CPU time of a system whose watchers
@@ -172,6 +184,18 @@
 // baseline while recording are reported, and every measurement must make
 // the same calls about each pod. See [measureEvents].
 //
+// # Working readers
+//
+// Kind "working" is the throughput measurement with readers that do a
+// small, fixed amount of work per value, the same in every system: each
+// checks that its values arrive in order (see [KindWorking] and
+// [WorkingSystems]), with each system at its default settings.
+//
+// # Targets
+//
 // [Run] measures, [WriteReport], [WriteJSON] and [WriteChart] render, and
-// [EvaluateTargets] checks the project's performance targets.
+// [EvaluateTargets] checks the project's performance targets. The targets
+// that ratio two systems' scheduling on the shared machine are judged on
+// the median of [Config].SchedulerRuns runs ([schedulerBound],
+// [rerunSteps]).
 package harness

@@ -327,13 +327,6 @@ func eventsRatio(cases []Case, producers int) float64 {
 	return math.NaN()
 }
 
-// eventsTargets: k8s/events against client-go's tools/events with 8
-// recording goroutines.
-func eventsTargets(cases []Case) []Target {
-	return []Target{atLeast("k8s events, 8 producers: fanout k8s/events / client-go tools/events (same sink calls)",
-		eventsRatio(cases, 8), MinEventsRatio8)}
-}
-
 // reportEvents writes one table per number of recording goroutines.
 func reportEvents(b *strings.Builder, res *Results) error {
 	for _, cs := range byProducers(casesOf(res.Cases, KindEvents)) {

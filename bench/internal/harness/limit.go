@@ -148,9 +148,6 @@ func (c *consumers) startLimit(s System, n int) {
 	r := newLimitRing(s.Queue, n)
 	c.r.inst = limitInstance{r: r, e: c.payload}
 	for i := range n {
-		buf := make([]*Event, s.Queue)
-		c.consume(i, func(lat []int64) (int64, []int64) {
-			return drainBatches(func(dst []*Event) (int, bool) { return r.recv(i, dst) }, buf, c.rec, lat)
-		})
+		c.consumeBatches(i, func(dst []*Event) (int, bool) { return r.recv(i, dst) }, make([]*Event, s.Queue))
 	}
 }

@@ -44,6 +44,8 @@ func idleSystem(s System, n int, keep []any) (func(), error) {
 		return b.Shutdown, nil
 	case SystemTeivah, SystemKelindar:
 		return idlePeer(s, n, keep), nil
+	case SystemDisruptor:
+		return idleDisruptor(s, n, keep)
 	default:
 		chans := make([]chan *Event, n)
 		for i := range chans {

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/cskr/pubsub/v2"
 	"github.com/kelindar/event"
 	"github.com/teivah/broadcast"
 )
@@ -45,7 +46,7 @@ var Kelindar = System{Name: SystemKelindar, Strategy: StrategyWait, API: APIHand
 var FanoutAtKelindarQueue = System{Name: SystemFanout, Strategy: StrategyWait, API: APIPull, Queue: KelindarQueue}
 
 // Peers returns the peer systems.
-func Peers() []System { return []System{Teivah, Kelindar} }
+func Peers() []System { return []System{Teivah, Kelindar, Disruptor} }
 
 // fanoutPullAt returns fanout wait pull with the given queue length.
 func fanoutPullAt(queue int) System {
@@ -55,15 +56,15 @@ func fanoutPullAt(queue int) System {
 }
 
 func validatePeer(s System) error {
-	want := Teivah
-	if s.Name == SystemKelindar {
-		want = Kelindar
-	}
+	want := map[string]System{SystemTeivah: Teivah, SystemKelindar: Kelindar, SystemDisruptor: Disruptor, SystemCskr: CskrPeer}[s.Name]
 	if s.Strategy != want.Strategy || s.API != want.API {
 		return fmt.Errorf("harness: %s is measured as %s %s only", s.Name, want.Strategy, want.API)
 	}
-	if s.Name == SystemKelindar && s.Queue != KelindarQueue {
+	switch {
+	case s.Name == SystemKelindar && s.Queue != KelindarQueue:
 		return fmt.Errorf("harness: kelindar's queue is %d, not configurable", KelindarQueue)
+	case s.Name == SystemDisruptor && (s.Queue <= 0 || s.Queue&(s.Queue-1) != 0):
+		return fmt.Errorf("harness: go-disruptor's ring holds a power of two values, not %d", s.Queue)
 	}
 	return nil
 }
@@ -86,8 +87,7 @@ func (c *consumers) startTeivah(s System, n int) {
 	r := broadcast.NewRelay[*Event]()
 	c.r.inst = teivahInstance{r: r, e: c.payload}
 	for i := range n {
-		ch := r.Listener(s.Queue).Ch()
-		c.consume(i, func(lat []int64) (int64, []int64) { return drainChan(ch, c.rec, lat, stampOf) })
+		c.consumeEvents(i, r.Listener(s.Queue).Ch())
 	}
 }
 
@@ -156,12 +156,14 @@ func (c *consumers) startKelindar(n int) {
 }
 
 // handler returns the kelindar handler of watcher i: it counts the values
-// (recording their latency if there is a recorder) until it sees end, the
-// sentinel, which it does not count.
+// (recording their latency if there is a recorder, checking their order if
+// the setup asks for it) until it sees end, the sentinel, which it does not
+// count.
 func (c *consumers) handler(i int, end *Event) func(*Event) {
 	var n int64
 	var lat []int64
-	rec := c.rec
+	var o order
+	rec, ordered := c.rec, c.ordered
 	if rec != nil {
 		lat = make([]int64, 0, rec.capacity)
 	}
@@ -169,12 +171,14 @@ func (c *consumers) handler(i int, end *Event) func(*Event) {
 	r.wg.Add(1)
 	return func(e *Event) {
 		if e == end {
-			r.counts[i], r.samples[i] = n, lat
+			r.counts[i], r.samples[i], r.broken[i] = n, lat, o.broken
 			r.wg.Done()
 			return
 		}
 		n++
-		if rec != nil {
+		if ordered {
+			o.see(e.Stamp)
+		} else if rec != nil {
 			lat = append(lat, rec.now()-e.Stamp)
 		}
 	}
@@ -200,5 +204,31 @@ func idlePeer(s System, n int, keep []any) func() {
 			k.cancels = append(k.cancels, c.(context.CancelFunc))
 		}
 		k.teardown()
+	}
+}
+
+type cskrPeerInstance struct {
+	ps *pubsub.PubSub[int, *Event]
+	e  *Event
+}
+
+func (k cskrPeerInstance) publishN(n int) {
+	for range n {
+		k.ps.Pub(k.e, 0)
+	}
+}
+func (k cskrPeerInstance) publish(e *Event) { k.ps.Pub(e, 0) }
+
+// close asks the library's goroutine to shut down: it does so after the
+// Pubs before, closing every subscriber's channel, and then exits.
+func (k cskrPeerInstance) close()             { k.ps.Shutdown() }
+func (k cskrPeerInstance) libDropped() uint64 { return 0 }
+
+// startCskrPeer builds [CskrPeer] with n watchers, all on topic 0.
+func (c *consumers) startCskrPeer(s System, n int) {
+	ps := pubsub.New[int, *Event](s.Queue)
+	c.r.inst = cskrPeerInstance{ps: ps, e: c.payload}
+	for i := range n {
+		c.consumeEvents(i, ps.Sub(0))
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -68,8 +69,8 @@ func plural(n int, word string) string {
 func WriteReport(w io.Writer, res *Results) error {
 	var b strings.Builder
 	sections := []func(*strings.Builder, *Results) error{
-		reportHeader, reportHeadline, reportThroughput, reportStall, reportTopics, reportFilter, reportLatency, reportIdleMemory,
-		reportIdleCPU, reportReplay, reportRecord, reportEvents, reportWarnings, reportTargets,
+		reportHeader, reportHeadline, reportThroughput, reportWorking, reportStall, reportTopics, reportFilter, reportLatency, reportIdleMemory,
+		reportIdleCPU, reportReplay, reportRecord, reportEvents, reportReruns, reportWarnings, reportTargets,
 	}
 	if res.Config.Headline {
 		sections = []func(*strings.Builder, *Results) error{reportHeader, reportHeadline, reportWarnings, reportHeadlineTargets}
@@ -93,6 +94,8 @@ func reportHeader(b *strings.Builder, res *Results) error {
 	b.WriteString("          vs k8s = median of per-repetition ratios; allocs/event = Mallocs while the 2nd half is published / its values, least of the reps; spread = (max-min)/median of delivered/s\n")
 	fmt.Fprintf(b, "          b%d = ActionBatch of %d values per call; peers: teivah = github.com/teivah/broadcast Relay.Notify to Listener channels,\n", DefaultBatch, DefaultBatch)
 	fmt.Fprintf(b, "          kelindar = github.com/kelindar/event Publish to Subscribe handlers (queue %d, fixed; woken by a 500 µs ticker);\n", KelindarQueue)
+	fmt.Fprintf(b, "          disruptor = github.com/smarty/go-disruptor, ring %d, one handler per watcher, readers and writer yielding (never parked);\n", DisruptorRing)
+	b.WriteString("          cskr = github.com/cskr/pubsub/v2, every watcher on one topic (working readers and latency);\n")
 	fmt.Fprintf(b, "          fanout wait pull q%d = fanout at kelindar's queue length, its readers taking up to %d values per Recv (the peer targets compare each peer with fanout at its queue length)\n", KelindarQueue, MaxReadBatch)
 	return nil
 }
@@ -188,24 +191,31 @@ func rateTable(b *strings.Builder, cs []Case, ratioHead string, ratio func(Case)
 	return tw.Flush()
 }
 
-// reportLatency writes one table per number of producers.
+// reportLatency writes one table per number of producers and rate.
 func reportLatency(b *strings.Builder, res *Results) error {
-	for _, cs := range byProducers(casesOf(res.Cases, KindLatency)) {
+	for _, cs := range byProducersAndRate(casesOf(res.Cases, KindLatency)) {
 		c0 := cs[0]
 		fmt.Fprintf(b, "\n== publish→receive latency: %s, %s, %d events/s in all, %.1f s per system ==\n",
-			plural(c0.Watchers, "watcher"), plural(c0.Producers, "producer"), res.Config.LatencyRate, res.Config.LatencyDuration.Seconds())
+			plural(c0.Watchers, "watcher"), plural(c0.Producers, "producer"), c0.LatencyRate, res.Config.LatencyDuration.Seconds())
 		tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
 		head, labels := padLabels(cs)
-		fmt.Fprintf(tw, "%s\tp50\tp99\tp99.9\tsamples\tmedian of %d runs' p99\t\n", head, c0.Reps)
+		fmt.Fprintf(tw, "%s\tp50\tp99\tp99.9\tsamples\tmedian of %d runs' p99\tpublished/s\t\n", head, c0.Reps)
 		for i, c := range cs {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", labels[i], num(c.P50LatencyNs, formatNs), num(c.P99LatencyNs, formatNs),
-				num(c.P999LatencyNs, formatNs), num(c.LatencySamples, itoa), num(c.MedianRunP99LatencyNs, formatNs))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", labels[i], num(c.P50LatencyNs, formatNs), num(c.P99LatencyNs, formatNs),
+				num(c.P999LatencyNs, formatNs), num(c.LatencySamples, itoa), num(c.MedianRunP99LatencyNs, formatNs),
+				num(c.PublishedPerSec, FormatRate))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// byProducersAndRate splits latency cases into runs of the same producers
+// and rate, in order.
+func byProducersAndRate(cases []Case) [][]Case {
+	return splitWhere(cases, func(a, b Case) bool { return a.Producers != b.Producers || a.LatencyRate != b.LatencyRate })
 }
 
 func reportIdleMemory(b *strings.Builder, res *Results) error {
@@ -317,9 +327,15 @@ func reportTargets(b *strings.Builder, res *Results) error {
 
 // byProducers splits cases into runs of the same producers, in order.
 func byProducers(cases []Case) [][]Case {
+	return splitWhere(cases, func(a, b Case) bool { return a.Producers != b.Producers })
+}
+
+// splitWhere splits cases into runs, a new run starting wherever a case
+// differs from the one before it.
+func splitWhere(cases []Case, differ func(prev, c Case) bool) [][]Case {
 	var out [][]Case
 	for i, c := range cases {
-		if i == 0 || c.Producers != cases[i-1].Producers {
+		if i == 0 || differ(cases[i-1], c) {
 			out = append(out, nil)
 		}
 		out[len(out)-1] = append(out[len(out)-1], c)
@@ -352,10 +368,11 @@ func casesOf(cases []Case, kind string) []Case {
 }
 
 // WriteJSON writes the cases of res as JSON Lines: one JSON object per case
-// (see [Case] for the fields), in report order.
+// (see [Case] for the fields), in report order, then the reruns (field
+// run 2 and up).
 func WriteJSON(w io.Writer, res *Results) error {
 	enc := json.NewEncoder(w)
-	for _, c := range res.Cases {
+	for _, c := range append(slices.Clone(res.Cases), res.Reruns...) {
 		if err := enc.Encode(c); err != nil {
 			return err
 		}

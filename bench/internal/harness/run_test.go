@@ -20,12 +20,14 @@ func tinyConfig() Config {
 		Watchers: []int{1, 3}, Producers: []int{1, 2}, Reps: 2, Events: 500,
 		StallWatchers:   3,
 		LatencyWatchers: 2, LatencyRate: 2000, LatencyDuration: 20 * time.Millisecond, LatencyReps: 2,
-		LatencyProducers: []int{1, 2},
-		IdleWatchers:     50, IdlePullWatchers: 80, IdleMemReps: 1,
+		LatencyProducers: []int{1, 2}, LatencyHighRate: 4000,
+		IdleWatchers: 50, IdlePullWatchers: 80, IdleMemReps: 1,
 		IdleCPUWatchers: 2, IdleCPUDuration: 5 * time.Millisecond,
 		RecordEvents: 600, RecordProducers: []int{1, 2},
 		ReplayHistory: 50,
 		TopicCounts:   []int{1, 2}, FilterWatchers: 10,
+		WorkingWatchers: []int{1},
+		SchedulerRuns:   2,
 	}
 }
 
@@ -64,7 +66,7 @@ func TestRunTiny(t *testing.T) {
 	want := map[string]int{
 		KindThroughput: 2 * (len(ThroughputSystemsFor(1, 1)) + len(ThroughputSystemsFor(1, 2))),
 		KindStall:      2 * len(StallSystems()),
-		KindLatency:    len(LatencySystems(1)) + len(LatencySystems(2)),
+		KindLatency:    2*len(LatencySystems(1)) + len(LatencySystems(2)), // light with 1 and 2 producers, high with 1
 		KindIdleMemory: len(IdleMemorySystems()),
 		KindIdleCPU:    len(IdleCPUSystems()) + 1,
 		KindReplay:     len(ReplaySystems()),
@@ -72,6 +74,7 @@ func TestRunTiny(t *testing.T) {
 		KindEvents:     2 * len(EventsSystems()),
 		KindTopics:     len(TopicSystems(1)) + len(TopicSystems(2)),
 		KindFilter:     len(FilterSystems()),
+		KindWorking:    len(WorkingSystems()),
 	}
 	for k, n := range want {
 		if count[k] != n {
@@ -80,6 +83,21 @@ func TestRunTiny(t *testing.T) {
 	}
 	for _, c := range res.Cases {
 		checkTinyCase(t, c)
+		if c.Run != 1 {
+			t.Errorf("%s %s: run %d", c.Kind, c.Label, c.Run)
+		}
+	}
+	// The second run of the scheduler-bound cases the tiny run measures:
+	// the light latency of fanout wait pull and chan and k8s wait q100,
+	// with 1 and 2 producers (no N=100, no 4 or 8 producers).
+	if len(res.Reruns) != 2*3 {
+		t.Errorf("%d reruns, want 6", len(res.Reruns))
+	}
+	for _, c := range res.Reruns {
+		checkTinyCase(t, c)
+		if c.Run != 2 || c.Kind != KindLatency || c.LatencyRate != 2000 {
+			t.Errorf("rerun %s %s: run %d at %d/s", c.Kind, c.Label, c.Run, c.LatencyRate)
+		}
 	}
 	if len(res.Targets) != len(EvaluateTargets(res.Cases)) || len(res.Targets) == 0 {
 		t.Fatalf("%d targets", len(res.Targets))
@@ -119,6 +137,10 @@ func checkTinyCase(t *testing.T, c Case) {
 	case KindLatency:
 		if *c.P50LatencyNs > *c.P99LatencyNs || *c.P99LatencyNs > *c.P999LatencyNs || *c.LatencySamples == 0 {
 			t.Errorf("%s: latency %d/%d/%d over %d samples", c.Label, *c.P50LatencyNs, *c.P99LatencyNs, *c.P999LatencyNs, *c.LatencySamples)
+		}
+		if (c.LatencyRate != 2000 && c.LatencyRate != 4000) || (c.LatencyRate == 4000 && c.Producers != 1) ||
+			*c.PublishedPerSec <= 0 || *c.PublishedPerSec > 1.2*float64(c.LatencyRate) {
+			t.Errorf("%s P=%d: rate %d, published %v/s", c.Label, c.Producers, c.LatencyRate, *c.PublishedPerSec)
 		}
 	case KindIdleMemory:
 		want := 50
@@ -192,18 +214,19 @@ func TestWriteJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	required := []string{"kind", "system", "strategy", "api", "watchers", "queue", "producers", "batch", "delivered_per_sec",
-		"ratio_vs_client_go", "ns_per_replayed_value", "history", "replay",
+		"ratio_vs_client_go", "ns_per_replayed_value", "history", "replay", "run",
 		"ns_per_publish", "allocs_per_event", "drop_pct", "idle_bytes_per_watcher", "p50_latency_ns", "p99_latency_ns", "p999_latency_ns"}
 	measures := map[string][]string{
 		KindThroughput: {"delivered_per_sec", "ns_per_publish", "allocs_per_event", "drop_pct", "ratio_vs_k8s_wait_q100"},
 		KindStall:      {"ns_per_publish", "producer_ns_per_publish", "drop_pct"},
-		KindLatency:    {"p50_latency_ns", "p99_latency_ns", "p999_latency_ns"},
+		KindLatency:    {"p50_latency_ns", "p99_latency_ns", "p999_latency_ns", "latency_rate", "published_per_sec"},
 		KindIdleMemory: {"idle_bytes_per_watcher"},
 		KindIdleCPU:    {"idle_cpu_ms_per_sec"},
 		KindRecord:     {"delivered_per_sec", "ns_per_publish", "allocs_per_event", "ratio_vs_k8s_wait_q100", "ratio_vs_client_go", "spread_pct"},
 		KindReplay:     {"delivered_per_sec", "ns_per_replayed_value", "allocs_per_event", "ratio_vs_k8s_wait_q100", "history", "replay"},
 		KindTopics:     {"delivered_per_sec", "ns_per_publish", "ratio_vs_fanout", "topics", "short_published"},
 		KindFilter:     {"delivered_per_sec", "ns_per_publish", "ratio_vs_by_hand", "short_published"},
+		KindWorking:    {"delivered_per_sec", "ns_per_publish", "ratio_vs_fanout", "ratio_vs_limit", "out_of_order", "short_published"},
 	}
 	sc := bufio.NewScanner(&buf)
 	lines := 0
@@ -224,7 +247,11 @@ func TestWriteJSON(t *testing.T) {
 				t.Errorf("line %d (%s): %s = %v", lines, kind, f, m[f])
 			}
 		}
-		if sys := m["system"]; sys != "fanout" && sys != "k8s" && sys != "chan" && sys != "teivah" && sys != "kelindar" && sys != SystemLimit && sys != SystemCskr && sys != SystemWatermill &&
+		// Null where the tiny run's pairs were too short for the CPU clock.
+		if v, ok := m["cpu_ns_per_delivered"].(float64); ok && v < 0 {
+			t.Errorf("line %d (%s): cpu_ns_per_delivered = %v", lines, kind, v)
+		}
+		if sys := m["system"]; sys != "fanout" && sys != "k8s" && sys != "chan" && sys != "teivah" && sys != "kelindar" && sys != SystemDisruptor && sys != SystemLimit && sys != SystemCskr && sys != SystemWatermill &&
 			!(kind == KindIdleCPU && sys == "none") && !((kind == KindRecord || kind == KindEvents) && sys == SystemClientGo) {
 			t.Errorf("line %d: system %v", lines, sys)
 		}
@@ -235,8 +262,8 @@ func TestWriteJSON(t *testing.T) {
 			t.Errorf("line %d: watchers %v", lines, m["watchers"])
 		}
 	}
-	if lines != len(res.Cases) {
-		t.Errorf("%d lines for %d cases", lines, len(res.Cases))
+	if lines != len(res.Cases)+len(res.Reruns) {
+		t.Errorf("%d lines for %d cases and %d reruns", lines, len(res.Cases), len(res.Reruns))
 	}
 }
 
@@ -253,7 +280,9 @@ func TestWriteReport(t *testing.T) {
 		"== idle CPU", FloorLabel, "== targets ==", res.Machine.String(), "fanout wait-timeout chan",
 		"== k8s record: 600 events about 200 pods", "200 Create + 400 Patch", "fanout k8s/record", "client-go tools/record",
 		"k8s record vs client-go record", "fanout wait pull b16", "teivah q100", "kelindar q50000",
-		"== publish→receive latency: 2 watchers, 2 producers", "== replay: a late joiner starts with the last 50 values",
+		"== publish→receive latency: 2 watchers, 2 producers", "== publish→receive latency: 2 watchers, 1 producer, 4000 events/s",
+		"== scheduler-bound ratios: each run", "run 2",
+		"published/s", "disruptor q128", "cskr q100", "== replay: a late joiner starts with the last 50 values",
 		"fanout WithReplay", "k8s WatchWithPrefix + app history", "== k8s record: 600 events about 200 pods into a no-op sink, 2 producers",
 	} {
 		if !strings.Contains(out, want) {

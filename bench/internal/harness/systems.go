@@ -275,8 +275,11 @@ func StallSystems() []System {
 
 // LatencySystems returns the systems of the latency comparison with the
 // given number of producers: with one, fanout and k8s wait and drop, the
-// peers and raw channels; with more, the lossless systems the targets
-// compare (fanout wait pull and chan, k8s wait q100) and raw channels.
+// peers, cskr/pubsub on one topic ([CskrPeer]) and raw channels; with
+// more, the lossless systems the targets compare (fanout wait pull and
+// chan, k8s wait q100) and raw channels. watermill's GoChannel, which
+// delivers well under a million values per second (the topics group), is
+// in neither: 10,000 values/s to 100 watchers is a million deliveries.
 func LatencySystems(producers int) []System {
 	if producers > 1 {
 		return []System{Fanout(StrategyWait, APIPull), Fanout(StrategyWait, APIChan), Reference, Baseline}
@@ -284,7 +287,7 @@ func LatencySystems(producers int) []System {
 	out := []System{Fanout(StrategyWait, APIPull), Fanout(StrategyWait, APIChan),
 		Fanout(StrategyDrop, APIPull), Fanout(StrategyDrop, APIChan),
 		K8s(StrategyWait, 100), K8s(StrategyDrop, 100)}
-	return append(append(out, Peers()...), Baseline)
+	return append(append(out, Peers()...), CskrPeer, Baseline)
 }
 
 // IdleMemorySystems returns the systems of the idle-memory comparison.
@@ -326,7 +329,7 @@ func (s System) validate() error {
 		if s.Strategy != StrategyWait {
 			return fmt.Errorf("harness: raw channels have no strategy %q", s.Strategy)
 		}
-	case SystemTeivah, SystemKelindar:
+	case SystemTeivah, SystemKelindar, SystemDisruptor, SystemCskr:
 		if err := validatePeer(s); err != nil {
 			return err
 		}
@@ -474,15 +477,38 @@ type running struct {
 	wg      sync.WaitGroup
 	counts  []int64   // values received, per consumer; written on exit
 	samples [][]int64 // latency samples, per consumer; written on exit
+	broken  []int64   // values out of order, per ordered consumer; written on exit
+}
+
+// outOfOrder is the number of values the consumers found out of order.
+func (r *running) outOfOrder() int64 {
+	var t int64
+	for _, b := range r.broken {
+		t += b
+	}
+	return t
 }
 
 // consumers starts the consumers of a running system.
 type consumers struct {
+	setup
 	r       *running
-	stalled int
-	rec     *recorder
 	started sync.WaitGroup
 	payload *Event // what publishN publishes
+}
+
+// setup is how a measurement starts a system, beyond its watchers.
+type setup struct {
+	// stalled is the number of watchers nobody reads, the first ones.
+	stalled int
+	// producers is the number of goroutines that will publish
+	// concurrently: go-disruptor is built for as many writers. 0 means 1.
+	producers int
+	// rec, if not nil, makes every consumer record each value's latency.
+	rec *recorder
+	// ordered makes every consumer check that its values arrive in order
+	// (the working-reader group, [KindWorking]), recording no latency.
+	ordered bool
 }
 
 // consume starts the consumer of watcher i, unless i is stalled, running
@@ -504,19 +530,30 @@ func (c *consumers) consume(i int, loop func(lat []int64) (int64, []int64)) {
 
 // start builds s with n watchers, starts a consumer for each watcher but the
 // first stalled ones, and returns once every consumer has started. If rec is
-// not nil, consumers record one latency sample per value.
+// not nil, consumers record one latency sample per value. It is
+// [System.startWith] for one producer.
 func (s System) start(n, stalled int, rec *recorder) (*running, error) {
+	return s.startWith(n, setup{stalled: stalled, rec: rec})
+}
+
+// startWith builds s with n watchers as su says, starts a consumer for each
+// watcher but the first su.stalled ones, and returns once every consumer
+// has started.
+func (s System) startWith(n int, su setup) (*running, error) {
 	if err := s.validate(); err != nil {
 		return nil, err
 	}
-	if s.PacedByWait && stalled > 1 {
-		return nil, fmt.Errorf("harness: %s can leave one watcher unread, not %d: the others wait", s.Label(), stalled)
+	if s.PacedByWait && su.stalled > 1 {
+		return nil, fmt.Errorf("harness: %s can leave one watcher unread, not %d: the others wait", s.Label(), su.stalled)
 	}
-	if stalled > 0 && s.Name == SystemKelindar {
+	if su.stalled > 0 && (s.Name == SystemKelindar || s.Name == SystemDisruptor) {
 		return nil, fmt.Errorf("harness: %s has no watcher that can be left unread", s.Label())
 	}
-	c := &consumers{r: &running{counts: make([]int64, n), samples: make([][]int64, n)},
-		stalled: stalled, rec: rec, payload: &Event{}}
+	if su.ordered && su.rec != nil {
+		return nil, fmt.Errorf("harness: %s: a reader checks the order or records latency, not both", s.Label())
+	}
+	c := &consumers{setup: su, payload: &Event{},
+		r: &running{counts: make([]int64, n), samples: make([][]int64, n), broken: make([]int64, n)}}
 	var err error
 	switch {
 	case s.API == APITopics:
@@ -535,6 +572,10 @@ func (s System) start(n, stalled int, rec *recorder) (*running, error) {
 		c.startKelindar(n)
 	case s.Name == SystemLimit:
 		c.startLimit(s, n)
+	case s.Name == SystemDisruptor:
+		err = c.startDisruptor(s, n)
+	case s.Name == SystemCskr:
+		c.startCskrPeer(s, n)
 	}
 	if err != nil {
 		return nil, err
@@ -569,12 +610,10 @@ func (c *consumers) startFanout(s System, n int) error {
 			return err
 		}
 		if s.API == APIChan {
-			ch := w.ResultChan()
-			c.consume(i, func(lat []int64) (int64, []int64) { return drainChan(ch, c.rec, lat, stampOf) })
+			c.consumeEvents(i, w.ResultChan())
 			continue
 		}
-		buf := make([]*Event, min(s.Queue, MaxReadBatch))
-		c.consume(i, func(lat []int64) (int64, []int64) { return drainPull(w, buf, c.rec, lat) })
+		c.consumeBatches(i, func(dst []*Event) (int, bool) { return recvPull(w, dst) }, make([]*Event, min(s.Queue, MaxReadBatch)))
 	}
 	return nil
 }
@@ -594,8 +633,7 @@ func (c *consumers) startK8s(s System, n int) error {
 			b.Shutdown()
 			return err
 		}
-		ch := w.ResultChan()
-		c.consume(i, func(lat []int64) (int64, []int64) { return drainChan(ch, c.rec, lat, k8sStampOf) })
+		c.consumeK8s(i, w.ResultChan())
 	}
 	return nil
 }
@@ -606,7 +644,7 @@ func (c *consumers) startChan(s System, n int) {
 	for i := range n {
 		ch := make(chan *Event, s.Queue)
 		inst.chans[i] = ch
-		c.consume(i, func(lat []int64) (int64, []int64) { return drainChan(ch, c.rec, lat, stampOf) })
+		c.consumeEvents(i, ch)
 	}
 }
 

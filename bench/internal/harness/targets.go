@@ -122,21 +122,26 @@ func throughputRatio(cases []Case, a, b System, n, producers int) float64 {
 
 // EvaluateTargets checks the project's performance targets against cases,
 // the results of one run, and returns them in report order: the first
-// targets, then issue 10's (peers, producers, the limit ring, lossy reads, 10,000
-// watchers, 100,000 idle watchers, recording from 8 goroutines, latency
-// with 4 producers), then issue 20's (events.k8s.io from 8 goroutines).
-// Each compares figures of the same run. A target whose
-// figures were not measured (e.g. N=1000 left out with -watchers) is NA.
+// targets, then issue 10's (peers, producers, the limit ring, lossy reads,
+// 10,000 watchers, 100,000 idle watchers, recording from 8 goroutines),
+// then the topics, filter and working-reader targets, and last the
+// scheduler-bound ones (p99 latency against k8s, 4 producers against 1,
+// events.k8s.io from 8 goroutines), judged on the median of the runs
+// ([schedulerBound]). Each compares figures of the same run: cases of
+// [Case].Run 2 and up (the reruns, [Results].Reruns) count only towards the
+// scheduler-bound medians. A target whose figures were not measured (e.g.
+// N=1000 left out with -watchers) is NA.
 func EvaluateTargets(cases []Case) []Target {
+	runs := runsOf(cases)
 	var out []Target
 	for _, f := range []func([]Case) []Target{
-		throughputTargets, allocTargets, idleTargets, latencyTargets, idleCPUTargets, stallTargets, recordTargets,
-		peerTargets, producerTargets, limitTargets, lossyTargets, largeTargets, latency4Targets, eventsTargets,
-		topicsTargets, filterTargets,
+		throughputTargets, allocTargets, idleTargets, idleCPUTargets, stallTargets, recordTargets,
+		peerTargets, producerTargets, limitTargets, lossyTargets, largeTargets,
+		topicsTargets, filterTargets, workingTargets,
 	} {
-		out = append(out, f(cases)...)
+		out = append(out, f(runs[0])...)
 	}
-	return out
+	return append(out, schedulerTargets(runs)...)
 }
 
 func throughputTargets(cases []Case) []Target {
@@ -195,23 +200,28 @@ func idleTargets(cases []Case) []Target {
 	return []Target{check("idle memory per watcher: fanout wait pull", "≤ 512 B", idle, idle <= 512, "%.0f B")}
 }
 
-// p99Ratio is the ratio of s's p99 latency to k8s wait q100's, both with
-// the given producers, or NaN.
+// lightLatency returns the latency case of s with the given producers at
+// the lowest rate measured (the light one; the high rate has one producer),
+// or nil.
+func lightLatency(cases []Case, s System, producers int) *Case {
+	var out *Case
+	for i := range cases {
+		c := &cases[i]
+		if c.Kind == KindLatency && is(c, s) && c.Producers == producers && (out == nil || c.LatencyRate < out.LatencyRate) {
+			out = c
+		}
+	}
+	return out
+}
+
+// p99Ratio is the ratio of s's p99 latency to k8s wait q100's at the light
+// rate, both with the given producers, or NaN.
 func p99Ratio(cases []Case, s System, producers int) float64 {
-	c, k := findOne(cases, KindLatency, s, producers), findOne(cases, KindLatency, Reference, producers)
+	c, k := lightLatency(cases, s, producers), lightLatency(cases, Reference, producers)
 	if c == nil || k == nil || c.P99LatencyNs == nil || k.P99LatencyNs == nil {
 		return math.NaN()
 	}
 	return float64(*c.P99LatencyNs) / float64(*k.P99LatencyNs)
-}
-
-func latencyTargets(cases []Case) []Target {
-	var out []Target
-	for _, s := range []System{Fanout(StrategyWait, APIPull), Fanout(StrategyWait, APIChan)} {
-		r := p99Ratio(cases, s, 1)
-		out = append(out, check("p99 latency at light load: "+s.Label()+" / k8s wait q100", "≤ 1.0×", r, r <= 1, "%.2f×"))
-	}
-	return out
 }
 
 func idleCPUTargets(cases []Case) []Target {
@@ -287,8 +297,9 @@ var TargetWatchers = []int{1, 10, 100, 1000, 10_000}
 // ring, a reference of the harness's own, see [limitTargets]) at each N,
 // each at the peer's queue length where fanout was measured at it
 // (kelindar/event's fixed 50,000: [FanoutAtKelindarQueue]) and otherwise at
-// fanout's default of 100, never longer than the peer's; and at N=1 at
-// least 3 times raw channels.
+// fanout's default of 100, never longer than the peer's. (At N=1 it was
+// also to be 3 times raw channels: issue 38 retired that target for one
+// against the limit ring, [limitTargets].)
 func peerTargets(cases []Case) []Target {
 	var out []Target
 	for _, n := range TargetWatchers {
@@ -313,11 +324,12 @@ func peerTargets(cases []Case) []Target {
 		}
 		out = append(out, t)
 	}
-	return append(out, atLeast("1 producer, lossless N=1: fanout wait pull / raw chan", throughputRatio(cases, Fanout(StrategyWait, APIPull), Baseline, 1, 1), 3))
+	return out
 }
 
 // producerTargets: 4 producers, lossless, against k8s and raw channels
-// with 4 producers, and against fanout's own 1-producer figure.
+// with 4 producers (against fanout's own 1-producer figure is a
+// scheduler-bound target, [schedulerBoundTargets]).
 func producerTargets(cases []Case) []Target {
 	pull := Fanout(StrategyWait, APIPull)
 	return []Target{
@@ -325,8 +337,6 @@ func producerTargets(cases []Case) []Target {
 		atLeast("4 producers, lossless N=10: fanout wait pull / raw chan", throughputRatio(cases, pull, Baseline, 10, 4), 1.5),
 		atLeast("4 producers, lossless N=100: fanout wait pull / k8s wait q100", throughputRatio(cases, pull, Reference, 100, 4), 10),
 		atLeast("4 producers, lossless N=1000: fanout wait pull / k8s wait q100", throughputRatio(cases, pull, Reference, 1000, 4), 10),
-		atLeast("lossless N=100: fanout wait pull, 4 producers / 1 producer",
-			deliveredPerSec(cases, pull, 100, 4)/deliveredPerSec(cases, pull, 100, 1), 0.7),
 	}
 }
 
@@ -359,9 +369,19 @@ func topicsTargets(cases []Case) []Target {
 	return out
 }
 
-// filterTargets: a filter that rejects 9 values in 10 lets its watchers
-// keep up at least as well as reading everything and discarding by hand,
-// on each read path.
+// MinFilterPullRatio is the least delivered/s of a filtered pull reader
+// (WithFilter, read with Recv) as a multiple of one reading everything and
+// discarding by hand. The filtered reader does the by-hand reader's work
+// plus an indirect call of the filter per value, which the by-hand test
+// inlines: issue 22 measured 0.81–0.91×, and issue 38 set the target at
+// its cost, 0.8×, leaving the keep-up claim to ResultChan (where the
+// publisher sends only the kept values: at least as fast as by hand) and
+// to a publisher never held back by a rejected value (the core's tests).
+const MinFilterPullRatio = 0.8
+
+// filterTargets: a filter that rejects 9 values in 10, read with Recv, at
+// least [MinFilterPullRatio] of reading everything and discarding by hand;
+// through ResultChan, keeping up at least as well as by hand.
 func filterTargets(cases []Case) []Target {
 	ratio := func(api string) float64 {
 		for _, c := range cases {
@@ -372,7 +392,8 @@ func filterTargets(cases []Case) []Target {
 		return math.NaN()
 	}
 	return []Target{
-		atLeast(fmt.Sprintf("filter, 1 value in %d kept: fanout WithFilter / reading all and discarding by hand", FilterShare), ratio(APIFilter), 1),
+		atLeast(fmt.Sprintf("filter, 1 value in %d kept: fanout WithFilter / reading all and discarding by hand", FilterShare), ratio(APIFilter),
+			MinFilterPullRatio),
 		atLeast(fmt.Sprintf("filter, 1 value in %d kept, ResultChan: fanout WithFilter / receiving all and discarding by hand", FilterShare), ratio(APIFilterChan), 1),
 	}
 }
@@ -380,9 +401,17 @@ func filterTargets(cases []Case) []Target {
 // LimitWatchers are the watcher counts of the targets against [Limit].
 var LimitWatchers = []int{1, 10, 100, 1000}
 
+// MinLimitRatio1 is the least delivered/s of fanout wait pull, one
+// producer, N=1, as a multiple of the limit ring's ([Limit]; the median of
+// per-repetition ratios). Issue 38 set it in place of "at least 3 times raw
+// channels", which asked 1.4 times a ring that does nothing but the
+// minimum (fanout measured 1.23–1.28× limit and 2.55–2.66× raw channels in
+// issue 22's runs).
+const MinLimitRatio1 = 1.1
+
 // limitTargets: one producer, fanout wait pull against the minimal ring
-// ([Limit]) in the same run: at least 0.9× at N=1, where the ring's single
-// lock costs least, and at least as fast from N=10 on.
+// ([Limit]) in the same run: at least [MinLimitRatio1] at N=1, where the
+// ring's single lock costs least, and at least as fast from N=10 on.
 func limitTargets(cases []Case) []Target {
 	pull := Fanout(StrategyWait, APIPull)
 	var out []Target
@@ -393,7 +422,7 @@ func limitTargets(cases []Case) []Target {
 		}
 		min := 1.0
 		if n == 1 {
-			min = 0.9
+			min = MinLimitRatio1
 		}
 		out = append(out, atLeast(fmt.Sprintf("1 producer, lossless N=%d: fanout wait pull / limit", n), r, min))
 	}
@@ -428,14 +457,4 @@ func largeTargets(cases []Case) []Target {
 			fmt.Sprintf("≤ %g B", MaxIdleBytes100k), idle, idle <= MaxIdleBytes100k, "%.0f B"),
 		atLeast("k8s record, 8 producers: fanout k8s/record / client-go tools/record (same sink calls)", rec, MinRecordRatio8),
 	}
-}
-
-// latency4Targets: p99 latency with 4 producers against k8s with 4.
-func latency4Targets(cases []Case) []Target {
-	var out []Target
-	for _, s := range []System{Fanout(StrategyWait, APIPull), Fanout(StrategyWait, APIChan)} {
-		r := p99Ratio(cases, s, 4)
-		out = append(out, check("p99 latency, 4 producers: "+s.Label()+" / k8s wait q100 (4 producers)", "≤ 1.0×", r, r <= 1, "%.2f×"))
-	}
-	return out
 }

@@ -14,6 +14,10 @@ import (
 type variant struct {
 	sys     System
 	stalled int
+	// ordered makes it a working-reader case: the producer publishes the
+	// ordered sequence and every reader checks its order (see
+	// [KindWorking]).
+	ordered bool
 }
 
 // sample is one throughput measurement.
@@ -27,6 +31,8 @@ type sample struct {
 	counted   int64         // values published while allocations were counted
 	libDrops  uint64        // drops the library counted (fanout only)
 	settled   bool          // every goroutine of the measurement exited
+	cpu       time.Duration // process CPU time from the first publish until every consumer returned
+	broken    int64         // values that working readers found out of order
 	// long and short are, for a difference ([sample.minus]), the values
 	// the long and the short run published; short is 0 for a single run.
 	long, short int64
@@ -38,6 +44,17 @@ func (s sample) nsPerPublish() float64 {
 }
 func (s sample) producerNs() float64     { return float64(s.pubTime.Nanoseconds()) / float64(s.published) }
 func (s sample) allocsPerEvent() float64 { return float64(s.mallocs) / float64(s.counted) }
+
+// cpuPerDelivery is the process CPU time per delivered value, in ns; NaN if
+// nothing was delivered, or if the CPU time is negative: a difference of
+// two runs too short for the process's CPU clock to tell apart (the short
+// run took more, from the noise of the runtime's background work).
+func (s sample) cpuPerDelivery() float64 {
+	if s.delivered <= 0 || s.cpu < 0 {
+		return math.NaN()
+	}
+	return float64(s.cpu.Nanoseconds()) / float64(s.delivered)
+}
 func (s sample) dropPct() float64 {
 	if s.expected == 0 {
 		return 0
@@ -61,39 +78,31 @@ func (s sample) dropPct() float64 {
 // broadcaster grows its reusable buffers, about log2(N) allocations once,
 // which are not a per-event cost; the close is left out for the same reason.
 func measure(v variant, n, producers, events int) (sample, error) {
+	if err := validateWorking(v, producers); err != nil {
+		return sample{}, err
+	}
 	base := runtime.NumGoroutine()
-	r, err := v.sys.start(n, v.stalled, nil)
+	r, err := v.sys.startWith(n, setup{stalled: v.stalled, producers: producers, ordered: v.ordered})
 	if err != nil {
 		return sample{}, err
 	}
 	per := events / producers
 	first := per / 2
-	var half, done sync.WaitGroup
-	half.Add(producers)
-	done.Add(producers)
-	gate, resume := make(chan struct{}), make(chan struct{})
-	for range producers {
-		go func() {
-			defer done.Done()
-			<-gate
-			r.inst.publishN(first)
-			half.Done()
-			<-resume
-			r.inst.publishN(per - first)
-		}()
-	}
+	pr := startProducers(producers, per, publisher(v, r))
 	runtime.GC()
 	var m0, m1 runtime.MemStats
+	cpu0, _ := processCPU()
 	start := time.Now()
-	close(gate)
-	half.Wait()
+	close(pr.gate)
+	pr.half.Wait()
 	runtime.ReadMemStats(&m0)
-	close(resume)
-	done.Wait()
+	close(pr.resume)
+	pr.done.Wait()
 	pubTime := time.Since(start)
 	runtime.ReadMemStats(&m1)
 	r.finish()
 	elapsed := time.Since(start)
+	cpu1, _ := processCPU()
 	s := sample{
 		published: int64(per * producers),
 		expected:  int64(per*producers) * v.sys.readers(n, v.stalled),
@@ -104,8 +113,48 @@ func measure(v variant, n, producers, events int) (sample, error) {
 		counted:   int64((per - first) * producers),
 		libDrops:  r.inst.libDropped(),
 		settled:   settle(base),
+		cpu:       cpu1 - cpu0,
+		broken:    r.outOfOrder(),
 	}
 	return s, nil
+}
+
+// publisher returns the function measure's producers publish n values
+// with: r's payload, or, for working readers (one producer), the ordered
+// sequence, going on where the last call stopped.
+func publisher(v variant, r *running) func(n int) {
+	if !v.ordered {
+		return r.inst.publishN
+	}
+	sent := 0
+	return func(k int) { publishOrdered(r.inst, sent, k); sent += k }
+}
+
+// producerRun is measure's publishing goroutines: each publishes the first
+// half of its values once gate is closed, marks half, and publishes the
+// rest once resume is closed, marking done.
+type producerRun struct {
+	half, done   sync.WaitGroup
+	gate, resume chan struct{}
+}
+
+// startProducers starts producers goroutines that publish per values each
+// with publish, stopping half-way ([producerRun]).
+func startProducers(producers, per int, publish func(int)) *producerRun {
+	p := &producerRun{gate: make(chan struct{}), resume: make(chan struct{})}
+	p.half.Add(producers)
+	p.done.Add(producers)
+	for range producers {
+		go func() {
+			defer p.done.Done()
+			<-p.gate
+			publish(per / 2)
+			p.half.Done()
+			<-p.resume
+			publish(per - per/2)
+		}()
+	}
+	return p
 }
 
 // settle waits (up to 2 s) until the goroutine count is back to base, so that
@@ -126,8 +175,14 @@ func settle(base int) bool {
 // of a long run's events to a short run's (see [calibrate]).
 const ShortShare = 4
 
-// plan is the events of the two runs of a case's measurement pair.
-type plan struct{ long, short int }
+// plan is the events of the two runs of a case's measurement pair, and the
+// rate (values published per second, from the difference of its last
+// probe pair) the calibration found; 0 if the events were fixed
+// ([Config].Events) rather than calibrated.
+type plan struct {
+	long, short int
+	rate        float64
+}
 
 // measurePair measures v with p.long and with p.short values, the short
 // one first if shortFirst, and returns the long and the short samples.
@@ -160,6 +215,7 @@ func (l sample) minus(s sample) (sample, bool) {
 	// difference when it drops nearly everything (evict): none, then.
 	d.published, d.expected, d.delivered = l.published-s.published, l.expected-s.expected, max(0, l.delivered-s.delivered)
 	d.pubTime, d.elapsed, d.libDrops = l.pubTime-s.pubTime, l.elapsed-s.elapsed, l.libDrops-s.libDrops
+	d.cpu, d.broken = l.cpu-s.cpu, l.broken+s.broken // a value out of order in either run is one
 	d.settled = l.settled && s.settled
 	d.long, d.short = l.published, s.published
 	if d.published <= 0 || d.elapsed <= 0 || d.pubTime <= 0 {
@@ -193,14 +249,14 @@ func (l sample) minus(s sample) (sample, bool) {
 func calibrate(cfg Config, v variant, n, producers int) (plan, error) {
 	round := func(e int) int { return max(producers, e/producers*producers) }
 	if cfg.Events > 0 {
-		return plan{round(cfg.Events), round(cfg.Events / ShortShare)}, nil
+		return plan{long: round(cfg.Events), short: round(cfg.Events / ShortShare)}, nil
 	}
 	// prev and prev2 are the rates of the two previous probes, 0 if a
 	// long run was too short to tell a plateau of the warm-up from the
 	// steady rate.
 	events, prev, prev2 := min(max(100_000/n, 2*DefaultQueue), 20_000), 0.0, 0.0
 	for {
-		probe := plan{round(events), round(events / ShortShare)}
+		probe := plan{long: round(events), short: round(events / ShortShare)}
 		l, s, err := measurePair(v, n, producers, probe, true)
 		if err != nil {
 			return plan{}, err
@@ -217,7 +273,7 @@ func calibrate(cfg Config, v variant, n, producers int) (plan, error) {
 				short = round(events / (ShortShare * ShortShare))
 			}
 			extra := min(max(int(rate*cfg.Target.Seconds()), minEvents(cfg, n), 2*short), cfg.MaxEvents)
-			return plan{round(short + extra), short}, nil
+			return plan{round(short + extra), short, rate}, nil
 		}
 		events, prev, prev2 = ShortShare*events, rate, prev
 		if l.elapsed < cfg.Target/4 {
@@ -245,7 +301,8 @@ func minEvents(cfg Config, n int) int {
 
 // runInterleaved calibrates every variant, then runs cfg.Reps repetitions in
 // which every variant is measured once as a pair (a long and a short run,
-// [measurePair]), the order of the variants rotated by one per repetition
+// [measurePair]; again if its windows disagree with its calibration,
+// [guardedPair]), the order of the variants rotated by one per repetition
 // and that of the pair alternating. It returns, per variant, the
 // differences of the pairs ([sample.minus]).
 func runInterleaved(cfg Config, res *Results, variants []variant, n, producers int) ([][]sample, error) {
@@ -261,16 +318,9 @@ func runInterleaved(cfg Config, res *Results, variants []variant, n, producers i
 	for rep := range cfg.Reps {
 		for k := range variants {
 			i := (k + rep) % len(variants)
-			l, s, err := measurePair(variants[i], n, producers, plans[i], rep%2 == 0)
+			d, err := guardedPair(cfg, res, variants[i], n, producers, &plans[i], rep%2 == 0)
 			if err != nil {
 				return nil, err
-			}
-			where := fmt.Sprintf("%s N=%d P=%d", variants[i].sys.Label(), n, producers)
-			res.Warnings = append(res.Warnings, anomalies(variants[i], where, l)...)
-			res.Warnings = append(res.Warnings, anomalies(variants[i], where, s)...)
-			d, ok := l.minus(s)
-			if !ok {
-				res.Warnings = append(res.Warnings, where+": "+shortAsLong)
 			}
 			out[i] = append(out[i], d)
 		}
@@ -290,6 +340,9 @@ func anomalies(v variant, where string, s sample) []string {
 	if v.sys.Lossless() && s.delivered != s.expected {
 		out = append(out, fmt.Sprintf("%s: lossless system delivered %d of %d values", where, s.delivered, s.expected))
 	}
+	if s.broken > 0 {
+		out = append(out, fmt.Sprintf("%s: working readers found %d values out of order", where, s.broken))
+	}
 	return out
 }
 
@@ -297,14 +350,20 @@ func anomalies(v variant, where string, s sample) []string {
 func summarize(kind string, v variant, n, producers int, samples []sample) Case {
 	c := newCase(kind, v.sys)
 	c.Watchers, c.Producers, c.StalledWatchers, c.Reps = n, producers, v.stalled, len(samples)
-	var dps, nsp, prod, apc, drop []float64
+	var dps, nsp, prod, apc, drop, cpu []float64
 	for _, s := range samples {
 		dps = append(dps, s.deliveredPerSec())
 		nsp = append(nsp, s.nsPerPublish())
 		prod = append(prod, s.producerNs())
 		apc = append(apc, s.allocsPerEvent())
 		drop = append(drop, s.dropPct())
+		if v := s.cpuPerDelivery(); !math.IsNaN(v) {
+			cpu = append(cpu, v)
+		}
 		c.Published, c.ShortPublished = s.long, s.short
+	}
+	if len(cpu) > 0 {
+		c.CPUNsPerDelivered = ptr(Median(cpu))
 	}
 	c.DeliveredPerSec = ptr(Median(dps))
 	c.SpreadPct = ptr(Spread(dps))
