@@ -383,6 +383,24 @@ func TestLokiTenantHeaderTemplateIsExecutedPerOccurrence(t *testing.T) {
 	}
 }
 
+// Header templates see the receiver's record: with compat
+// kubernetes-event-exporter theirs, which has no fanout object.
+func TestLokiHeaderTemplatesSeeTheirRecordWithTheirStream(t *testing.T) {
+	l := newTenantLoki(t)
+	for _, compat := range []string{CompatKEE, CompatFanout} {
+		c := parseOK(t, "compat: "+compat+"\nreceivers:\n  - name: l\n    loki:\n      url: "+l.srv.URL+"/loki/api/v1/push"+
+			"\n      headers: {X-Scope-OrgID: \"{{ if .Fanout }}ours{{ else }}theirs{{ end }}\"}\n")
+		s := built(c.Receivers[0].build(c.ClusterName))(t)
+		if n, err := s.Write(t.Context(), []*Occurrence{occ(compat, 1, "ns")}); n != 1 || err != nil {
+			t.Fatal(n, err)
+		}
+	}
+	got := l.received()
+	if len(got["theirs"]) != 1 || len(got["ours"]) != 1 {
+		t.Errorf("entries by tenant %v, want one theirs and one ours", got)
+	}
+}
+
 // A run of the batch that fails after the runs before it were pushed
 // reports those as written, so that only the rest is retried.
 func TestLokiFailedTenantRunReportsTheRunsBeforeItAsWritten(t *testing.T) {
