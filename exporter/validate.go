@@ -253,6 +253,10 @@ func compact[T any](s []*T) []*T {
 	return out
 }
 
+// sinkKindList names every sink kind a receiver may set, for messages.
+const sinkKindList = "stdout, file, pipe, webhook, elasticsearch, opensearch, kafka, otlp, slack, teams, loki, " +
+	"nats, log, syslog, opsgenie, pubsub, bigquery, inMemory, sqs, sns, kinesis, firehose, eventbridge or opscenter"
+
 // validate sets the receiver's defaults and returns its problems.
 func (r *Receiver) validate() []string {
 	var p []string
@@ -263,7 +267,7 @@ func (r *Receiver) validate() []string {
 	case r.Sink != nil && kinds > 0:
 		p = append(p, "a receiver with a Sink cannot also configure one")
 	case r.Sink == nil && kinds == 0:
-		p = append(p, "a sink is required: one of stdout, file, pipe, webhook, elasticsearch, opensearch, kafka, otlp, slack, teams, loki, nats, log, syslog, opsgenie, pubsub, bigquery or inMemory")
+		p = append(p, "a sink is required: one of "+sinkKindList)
 	}
 	p = append(p, r.validateFormat()...)
 	if r.BigQuery != nil {
