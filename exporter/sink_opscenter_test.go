@@ -154,7 +154,7 @@ func TestOpsCenterOccurrenceWhoseTemplatesFailIsPermanentAndNotSent(t *testing.T
 	f := newFakeOpsCenter(t)
 	for body, want := range map[string]string{
 		"      title: t\n      description: '{{ if not .InvolvedObject.Labels }}{{ fail \"no labels\" }}{{ end }}'\n      source: s\n": "no labels",
-		"      title: t\n      description: d\n      source: s\n      priority: high\n":          `priority "high" is not a number`,
+		"      title: t\n      description: d\n      source: s\n      priority: high\n":                                                `priority "high" is not a number`,
 	} {
 		s := opsCenterReceiver(t, f, body)
 		n, err := s.Write(t.Context(), []*Occurrence{occ("a", 1, "ns")})
