@@ -88,6 +88,7 @@ func checkOnly(name string, cfg *Config, stdout, stderr io.Writer) {
 		fmt.Fprintf(stderr, "%s: warning: %s\n", name, w)
 	}
 	fmt.Fprintf(stdout, "%s: start: %s\n", name, cfg.StartNote())
+	fmt.Fprintf(stdout, "%s: records: %s\n", name, cfg.CompatNote())
 	fmt.Fprintf(stdout, "%s: valid, %d receivers, %d warnings\n", name, len(cfg.Receivers), len(cfg.Warnings))
 }
 

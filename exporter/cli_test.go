@@ -72,6 +72,39 @@ func TestMainChecksTheirConfigurationPrintingEachWarningWithItsLine(t *testing.T
 	}
 }
 
+// --check-config says which record stream applies, and what a start
+// exports first: their stream with the receivers that keep ours named,
+// and their age cut-off without a checkpoint; ours by default.
+func TestCheckConfigSaysWhichRecordStreamAndWhatAStartExportsFirst(t *testing.T) {
+	for doc, want := range map[string][]string{
+		"compat: kubernetes-event-exporter\nroute: {match: [{receiver: es}, {receiver: archive}]}\nreceivers:\n" +
+			"  - name: es\n    elasticsearch: {hosts: [\"http://es:9200\"], index: kube-events}\n" +
+			"  - name: archive\n    compat: fanout\n    file: {path: /tmp/events.jsonl}\n": {
+			": records: kubernetes-event-exporter's (compat: kubernetes-event-exporter): its records, one per event at first sighting",
+			"fanout-eventer's for receivers archive (their own compat)",
+			": start: no checkpoint: at every start, events last seen more than 5s before the start are not exported " +
+				"(kubernetes-event-exporter's default maxEventAgeSeconds"},
+		"checkpoint: {file: /tmp/ck.json}\nroute: {match: [{receiver: out}]}\nreceivers:\n  - name: out\n    stdout: {}\n": {
+			": records: fanout-eventer's (compat: fanout, the default): a record per count raise, with the fanout object",
+			": start: a start resumes from the checkpoint file /tmp/ck.json, which decides what is exported; the first start " +
+				"(no checkpoint yet): every event the API server still holds is exported"},
+	} {
+		path := filepath.Join(t.TempDir(), "c.yaml")
+		if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var stdout, stderr bytes.Buffer
+		if code := Main(context.Background(), []string{"--config", path, "--check-config"}, &stdout, &stderr); code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr.String())
+		}
+		for _, w := range want {
+			if !strings.Contains(stdout.String(), w) {
+				t.Errorf("stdout %q\nwant %q", stdout.String(), w)
+			}
+		}
+	}
+}
+
 func TestKlogLinesComeOutAsJSONThroughTheExporterLogger(t *testing.T) {
 	var buf bytes.Buffer
 	routeKlog(newLogger(&Config{LogFormat: "json", LogLevel: "info"}, &buf))

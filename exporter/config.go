@@ -79,8 +79,7 @@ type Config struct {
 
 	// Route is the root of the route tree.
 	Route Route `yaml:"route"`
-	// Receivers are the sinks, at most 64. Validation removes the
-	// receivers whose sink kind is not supported (with a warning).
+	// Receivers are the sinks, at most 64.
 	Receivers []*Receiver `yaml:"receivers"`
 
 	// Warnings are "line N: ..." messages about what the configuration
@@ -112,10 +111,14 @@ type ConfigMapRef struct {
 	Name      string `yaml:"name"`
 }
 
-// Receiver is one sink with its queue, batch size and retry policy. Exactly
-// one of the sink kinds (stdout, file, pipe, webhook, elasticsearch,
-// opensearch, kafka, otlp, slack, teams, loki, nats, log, syslog, opsgenie,
-// pubsub, bigquery, inMemory) is set, or Sink is set by a program.
+// Receiver is one sink with its queue, batch size, writers and retry
+// policy. Exactly one of the sink kinds is set (stdout, file, pipe,
+// webhook, elasticsearch, opensearch, kafka, otlp, slack, teams, loki,
+// nats, log, syslog, opsgenie, pubsub, bigquery, inMemory, sqs, sns,
+// kinesis, firehose, eventbridge, opscenter: every receiver kind of
+// kubernetes-event-exporter, and this exporter's nats, otlp and log; of
+// several, the first in kubernetes-event-exporter's order is used, with a
+// warning), or Sink is set by a program.
 type Receiver struct {
 	// Name is what rules send occurrences to; it labels the sink's
 	// metrics.

@@ -2,6 +2,11 @@ package exporter
 
 import (
 	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -206,5 +211,63 @@ func TestParseConfigRefusesABatchAboveMaxQueueLength(t *testing.T) {
 	}
 	if _, err := ParseConfig("c.yaml", []byte("receivers:\n  - name: a\n    stdout: {}\n    batch: 16777216\n")); err != nil {
 		t.Errorf("batch 16777216 (MaxQueueLength): %v", err)
+	}
+}
+
+// sinkKindFields returns the fields of Receiver that point to a sink
+// kind's configuration, by their YAML names.
+func sinkKindFields(t *testing.T) map[string]reflect.StructField {
+	t.Helper()
+	kinds := map[string]reflect.StructField{}
+	for f := range reflect.TypeFor[Receiver]().Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if f.Type.Kind() == reflect.Pointer && f.Type.Elem().Kind() == reflect.Struct && name != "" && name != "retry" {
+			kinds[name] = f
+		}
+	}
+	if len(kinds) < 24 {
+		t.Fatalf("sink kinds %v: want at least kubernetes-event-exporter's 21 and nats, otlp, log", kinds)
+	}
+	return kinds
+}
+
+// receiverDoc returns the doc comment of the Receiver type, on one line.
+func receiverDoc(t *testing.T) string {
+	t.Helper()
+	file, err := parser.ParseFile(token.NewFileSet(), "config.go", nil, parser.ParseComments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range file.Decls {
+		if g, ok := d.(*ast.GenDecl); ok && g.Tok == token.TYPE && g.Specs[0].(*ast.TypeSpec).Name.Name == "Receiver" {
+			return strings.Join(strings.Fields(g.Doc.Text()), " ")
+		}
+	}
+	t.Fatal("no Receiver type in config.go")
+	return ""
+}
+
+// Every sink kind is a sink (kinds), named in the error of a receiver
+// without one and in Receiver's doc comment: the AWS kinds and the others
+// merged last included.
+func TestEveryReceiverKindIsNamedInTheDocAndTheMissingSinkError(t *testing.T) {
+	_, err := ParseConfig("c.yaml", []byte("receivers:\n  - name: r\n"))
+	if err == nil {
+		t.Fatal("a receiver without a sink is accepted")
+	}
+	doc := receiverDoc(t)
+	for kind, f := range sinkKindFields(t) {
+		r := &Receiver{}
+		reflect.ValueOf(r).Elem().FieldByIndex(f.Index).Set(reflect.New(f.Type.Elem()))
+		if ks := r.kinds(); len(ks) != 1 || ks[0].name != kind {
+			t.Errorf("a receiver with %s has the kinds %v", kind, ks)
+		}
+		named := regexp.MustCompile(`\b` + kind + `\b`)
+		if !named.MatchString(err.Error()) {
+			t.Errorf("the error of a receiver without a sink does not name %s: %v", kind, err)
+		}
+		if !named.MatchString(doc) {
+			t.Errorf("Receiver's doc comment does not name %s: %q", kind, doc)
+		}
 	}
 }

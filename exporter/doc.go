@@ -1,10 +1,11 @@
 // Package exporter is a Kubernetes event exporter built on fanout: it
 // watches Events, turns them into occurrences, routes them through a
 // kubernetes-event-exporter-style route tree and fans them out to sinks
-// (stdout, JSON Lines files, webhooks with Slack and Teams presets,
-// Elasticsearch and OpenSearch, Kafka, Loki, OTLP, NATS JetStream, slog),
-// each with its own queue, full-queue strategy, retry policy and
-// goroutine. The command
+// (stdout, JSON Lines files and pipes, webhooks with Slack and Teams
+// presets, Elasticsearch and OpenSearch, Kafka, Loki, OTLP, NATS
+// JetStream, slog, syslog, Opsgenie, Pub/Sub, BigQuery, SQS, SNS, Kinesis,
+// Firehose, EventBridge, OpsCenter, in memory), each with its own queue,
+// full-queue strategy, retry policy and writers. The command
 // cmd/fanout-eventer is a thin main over [Main].
 //
 //	cfg, _ := exporter.LoadConfig("example.yaml")
@@ -42,8 +43,9 @@
 //
 // # Delivery guarantees
 //
-//   - Every sink receives the occurrences routed to it in one order, the
-//     source's, once each, as long as the process runs: a failed write is
+//   - Every sink receives the occurrences routed to it once each, as long
+//     as the process runs, in the source's order per involved object (in
+//     one order with one writer, [Receiver].Writers): a failed write is
 //     retried ([Retry]) and never reordered; a write stores a prefix of its
 //     batch and the rest is retried.
 //   - A sink whose queue strategy is Wait is lossless: when its queue is
@@ -64,7 +66,10 @@
 //   - The checkpoint covers a prefix of the occurrences: those every sink
 //     has finished with (stored or dropped). A Wait sink holds it back
 //     until it has stored them; a lossy sink holds it back by at most its
-//     queue length plus one batch. After a restart, the exporter resumes
+//     queue length plus what its runner holds (one batch, or with several
+//     writers up to the queue length again). Several writers finish in
+//     any order: the checkpoint passes an occurrence only once it and
+//     every earlier one are done. After a restart, the exporter resumes
 //     the watch from the checkpoint's resource version, so every change
 //     made while it was down comes in order and no count raise collapses;
 //     it forwards exactly the occurrences the checkpoint does not cover (a
@@ -105,19 +110,20 @@
 //
 //   - the source: one goroutine that lists (when it must) and watches,
 //     and publishes into the broadcaster; ended by Run's context;
-//   - one goroutine per sink, reading its watcher in batches and writing;
-//     it ends once the broadcaster has shut down and its queue is drained,
-//     or when the shutdown deadline passes (then its write in progress is
-//     cancelled);
+//   - one goroutine per sink, reading its watcher in batches and writing,
+//     and with several writers up to that many more, started as the
+//     objects waiting for one need them; they end once the broadcaster
+//     has shut down and the queue is drained, or when the shutdown
+//     deadline passes (then the writes in progress are cancelled);
 //   - the checkpoint goroutine, which writes at most once per interval;
 //     ended by [Pipeline.Shutdown] after the sinks, which then writes the
 //     last checkpoint;
 //   - the HTTP server, if a listener is given, and with leader election
 //     client-go's elector (the Lease is released only after the flush).
 //
-// Goroutines are bounded by sinks, never by events, and memory by the
-// queue lengths (plus client-go's cache of the live events, bounded by the
-// API server's retention).
+// Goroutines are bounded by sinks and their writers, never by events, and
+// memory by the queue lengths (plus client-go's cache of the live events,
+// bounded by the API server's retention).
 //
 // # Adding a sink
 //

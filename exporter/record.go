@@ -77,6 +77,18 @@ func (o *Occurrence) record(cluster string, theirs bool) *EnhancedEvent {
 	return e
 }
 
+// recordData is what a receiver's templates other than a layout's (headers,
+// Opsgenie's and OpsCenter's keys) are executed against: the occurrence's
+// record with clusterName cluster, without the fanout object when theirs
+// (compat: kubernetes-event-exporter), as the receiver's records are.
+type recordData struct {
+	cluster string
+	theirs  bool
+}
+
+// of returns o's record.
+func (d recordData) of(o *Occurrence) *EnhancedEvent { return o.record(d.cluster, d.theirs) }
+
 // Enhanced returns the occurrence's record with clusterName cluster.
 func (o *Occurrence) Enhanced(cluster string) *EnhancedEvent {
 	e := o.coreEvent()

@@ -406,6 +406,6 @@ func (r *Receiver) buildAWS(cluster string, enc Encoder) (Sink, error) {
 		return NewEventBridgeSink(r.EventBridge.with(enc))
 	}
 	c := *r.Opscenter
-	c.cluster = cluster
+	c.data = recordData{cluster, r.kee}
 	return NewOpsCenterSink(c)
 }

@@ -27,7 +27,6 @@ func httpURLProblem(key, raw string) string {
 	return ""
 }
 
-// appendProblem appends problem to p unless it is "".
 // scratch is the buffers of one write of a sink: the body of a request and
 // the values of its header templates. Sinks lend them from a scratchPool,
 // as several writers of a receiver ([Receiver].Writers) write at once.
@@ -56,6 +55,7 @@ func (sp *scratchPool) put(s *scratch) {
 	sp.p.Put(s)
 }
 
+// appendProblem appends problem to p unless it is "".
 func appendProblem(p []string, problem string) []string {
 	if problem == "" {
 		return p

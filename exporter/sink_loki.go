@@ -46,7 +46,7 @@ type LokiConfig struct {
 	// ([EventEncoder] without a cluster name).
 	Encode Encoder `yaml:"-"`
 
-	cluster string // the clusterName of header templates' data
+	data recordData // the data of header templates
 }
 
 // The values of a loki receiver's timestamp.
@@ -171,7 +171,7 @@ func (s *LokiSink) entries(batch []*Occurrence, hbuf *bytes.Buffer) ([][2]string
 	headers := make([][]header, 0, len(batch))
 	var hdrErr error
 	for _, o := range batch {
-		h, err := s.headers.render(o, s.cfg.cluster, hbuf)
+		h, err := s.headers.render(o, s.cfg.data, hbuf)
 		if err != nil {
 			hdrErr = fmt.Errorf("loki: %w", err)
 			break

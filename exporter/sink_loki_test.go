@@ -256,8 +256,14 @@ receivers:
 	if err := p.Shutdown(t.Context()); err != nil {
 		t.Fatal(err)
 	}
+	// The receiver's writers push other objects' occurrences in any
+	// order: what is stored is compared as a set.
 	got := l.stored()
-	if len(got) != 3 || !strings.HasSuffix(got[0], ` {"name":"p-u0","reason":"Test"}`) || !strings.Contains(got[2], "p-u3") {
+	slices.Sort(got)
+	want := []string{`{source="kubernetes"} 1795694400000000000 {"name":"p-u0","reason":"Test"}`,
+		`{source="kubernetes"} 1795694400000000000 {"name":"p-u1","reason":"Test"}`,
+		`{source="kubernetes"} 1795780800000000000 {"name":"p-u3","reason":"Test"}`}
+	if !slices.Equal(got, want) {
 		t.Errorf("stored %q, want u0, u1 and u3, once each", got)
 	}
 	if st := p.Stats()[0]; st.Dropped[DropRejected] != 1 || st.Sent != 3 {
@@ -380,6 +386,24 @@ func TestLokiTenantHeaderTemplateIsExecutedPerOccurrence(t *testing.T) {
 	want := map[string][]string{"team-a": {"team-a", "team-a"}, "team-b": {"team-b", "team-b"}}
 	if got := l.received(); !reflect.DeepEqual(got, want) {
 		t.Errorf("entries by tenant %v, want %v", got, want)
+	}
+}
+
+// Header templates see the receiver's record: with compat
+// kubernetes-event-exporter theirs, which has no fanout object.
+func TestLokiHeaderTemplatesSeeTheirRecordWithTheirStream(t *testing.T) {
+	l := newTenantLoki(t)
+	for _, compat := range []string{CompatKEE, CompatFanout} {
+		c := parseOK(t, "compat: "+compat+"\nreceivers:\n  - name: l\n    loki:\n      url: "+l.srv.URL+"/loki/api/v1/push"+
+			"\n      headers: {X-Scope-OrgID: \"{{ if .Fanout }}ours{{ else }}theirs{{ end }}\"}\n")
+		s := built(c.Receivers[0].build(c.ClusterName))(t)
+		if n, err := s.Write(t.Context(), []*Occurrence{occ(compat, 1, "ns")}); n != 1 || err != nil {
+			t.Fatal(n, err)
+		}
+	}
+	got := l.received()
+	if len(got["theirs"]) != 1 || len(got["ours"]) != 1 {
+		t.Errorf("entries by tenant %v, want one theirs and one ours", got)
 	}
 }
 

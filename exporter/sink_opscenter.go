@@ -19,7 +19,9 @@ import (
 // keys; and this exporter's endpoint and timeout): each occurrence creates
 // one OpsItem in AWS Systems Manager OpsCenter. Every value is a template
 // (text/template with the sprig functions, as in layouts) executed against
-// the occurrence's [EnhancedEvent].
+// the occurrence's [EnhancedEvent] (without its Fanout object when the
+// receiver gets kubernetes-event-exporter's stream, [CompatKEE], as
+// there).
 type OpsCenterConfig struct {
 	// Title, Description and Source are required. A title longer than
 	// 1,024 characters, or a description longer than 2,048, is cut to the
@@ -42,8 +44,8 @@ type OpsCenterConfig struct {
 	// AWSConfig has the region, endpoint and timeout.
 	AWSConfig `yaml:",inline"`
 
-	cluster string // the clusterName of the templates' data
-	tmpl    opsTemplates
+	data recordData // the data of the templates
+	tmpl opsTemplates
 }
 
 // opsTemplates are an opscenter receiver's parsed templates.
@@ -142,7 +144,7 @@ func (s *OpsCenterSink) Write(ctx context.Context, batch []*Occurrence) (int, er
 // input returns the CreateOpsItem input of o.
 func (s *OpsCenterSink) input(o *Occurrence) (*ssm.CreateOpsItemInput, error) {
 	t := &s.cfg.tmpl
-	r := opsRenderer{data: o.Enhanced(s.cfg.cluster)}
+	r := opsRenderer{data: s.cfg.data.of(o)}
 	in := &ssm.CreateOpsItemInput{Title: aws.String(truncateRunes(r.run(t.title), opsTitleMax)),
 		Description: aws.String(truncateRunes(r.run(t.description), opsDescriptionMax)), Source: aws.String(r.run(t.source)),
 		Category: r.optional(s.cfg.Category, t.category), Severity: r.optional(s.cfg.Severity, t.severity)}

@@ -103,6 +103,22 @@ func TestOpsCenterCreatesAnOpsItemPerOccurrenceFromTheirTemplates(t *testing.T) 
 	}
 }
 
+// With compat kubernetes-event-exporter the templates see their record,
+// which has no fanout object.
+func TestOpsCenterWithTheirStreamRendersTheirRecordWithoutTheFanoutObject(t *testing.T) {
+	f := newFakeOpsCenter(t)
+	s := fakeReceiver(t, "compat: kubernetes-event-exporter\nreceivers:\n  - name: ops\n    opscenter:\n"+
+		"      title: t\n      description: \"{{ toJson . }}\"\n      source: s\n", f.URL,
+		func(r *Receiver) *AWSConfig { return &r.Opscenter.AWSConfig })
+	o := occ("a", 1, "ns")
+	if n, err := s.Write(t.Context(), []*Occurrence{o}); n != 1 || err != nil {
+		t.Fatal(n, err)
+	}
+	if want := string(o.theirEventJSON("")); len(f.items) != 1 || f.items[0].Description != want || strings.Contains(want, "fanout") {
+		t.Errorf("OpsItems %+v, want the description %s", f.items, want)
+	}
+}
+
 func TestOpsCenterOptionalKeysUnsetAreNotSent(t *testing.T) {
 	f := newFakeOpsCenter(t)
 	s := opsCenterReceiver(t, f, "      title: t\n      description: d\n      source: s\n")
@@ -132,11 +148,13 @@ func TestOpsCenterTitleAndDescriptionAreCutToTheServicesLimits(t *testing.T) {
 	}
 }
 
+// A template that fails on some events (one that fails on every event is
+// refused at load) rejects those.
 func TestOpsCenterOccurrenceWhoseTemplatesFailIsPermanentAndNotSent(t *testing.T) {
 	f := newFakeOpsCenter(t)
 	for body, want := range map[string]string{
-		"      title: t\n      description: \"{{ .InvolvedObject.Labelz }}\"\n      source: s\n": "can't evaluate field Labelz",
-		"      title: t\n      description: d\n      source: s\n      priority: high\n":          `priority "high" is not a number`,
+		"      title: t\n      description: '{{ if not .InvolvedObject.Labels }}{{ fail \"no labels\" }}{{ end }}'\n      source: s\n": "no labels",
+		"      title: t\n      description: d\n      source: s\n      priority: high\n":                                                `priority "high" is not a number`,
 	} {
 		s := opsCenterReceiver(t, f, body)
 		n, err := s.Write(t.Context(), []*Occurrence{occ("a", 1, "ns")})

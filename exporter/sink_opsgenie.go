@@ -19,7 +19,9 @@ import (
 // kubernetes-event-exporter's keys (and timeout): each occurrence creates
 // an alert through Opsgenie's Alert API (POST /v2/alerts). Message, Alias,
 // Description, each tag and each detail are templates, executed against
-// the occurrence's [EnhancedEvent].
+// the occurrence's [EnhancedEvent] (without its Fanout object when the
+// receiver gets kubernetes-event-exporter's stream, [CompatKEE], as
+// there).
 type OpsgenieConfig struct {
 	// APIKey is the key of an Opsgenie API integration, sent as
 	// "Authorization: GenieKey <key>".
@@ -47,6 +49,10 @@ type OpsgenieConfig struct {
 	Details map[string]string `yaml:"details"`
 	// Timeout bounds each request (default 10 s).
 	Timeout Duration `yaml:"timeout"`
+
+	// kee executes the templates against kubernetes-event-exporter's
+	// record, without the fanout object (compat).
+	kee bool
 }
 
 // opsgeniePriorities are the priorities of an alert.
@@ -137,7 +143,7 @@ type OpsgenieSink struct {
 	cfg      OpsgenieConfig
 	endpoint string
 	tmpl     *opsgenieTemplates
-	cluster  string
+	data     recordData
 	client   *http.Client
 }
 
@@ -150,7 +156,7 @@ func NewOpsgenieSink(cfg OpsgenieConfig, cluster string) (*OpsgenieSink, error) 
 	endpoint, _ := cfg.endpoint()
 	tmpl, _ := cfg.compile()
 	tr, _ := httpTransport("opsgenie", nil)
-	return &OpsgenieSink{cfg: cfg, endpoint: endpoint, tmpl: tmpl, cluster: cluster,
+	return &OpsgenieSink{cfg: cfg, endpoint: endpoint, tmpl: tmpl, data: recordData{cluster, cfg.kee},
 		client: &http.Client{Transport: tr, Timeout: time.Duration(cfg.Timeout)}}, nil
 }
 
@@ -192,7 +198,7 @@ func (s *OpsgenieSink) create(ctx context.Context, o *Occurrence) error {
 
 // alert renders o's alert.
 func (s *OpsgenieSink) alert(o *Occurrence) (*opsgenieAlert, error) {
-	ev := o.Enhanced(s.cluster)
+	ev := s.data.of(o)
 	var buf bytes.Buffer
 	var errs []error
 	render := func(t *template.Template) string {

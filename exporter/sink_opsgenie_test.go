@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/fanout-go/fanout/exporter/internal/kee"
 )
 
 // fakeOpsgenie is a recorded-API fake of Opsgenie's Alert API: it checks
@@ -66,22 +68,23 @@ func (f *fakeOpsgenie) received() []map[string]any {
 }
 
 // theirOpsgenie returns their example configuration (03-opsgenie.yaml)
-// pointed at the fake, by the host name the SDK reaches over http.
-func theirOpsgenie(t *testing.T, f *fakeOpsgenie) *Config {
+// pointed at the fake, by the host name the SDK reaches over http, after
+// the top-level keys top.
+func theirOpsgenie(t *testing.T, f *fakeOpsgenie, top string) *Config {
 	t.Helper()
 	b, err := os.ReadFile(theirs + "03-opsgenie.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	yaml := strings.Replace(string(b), "apiKey: xxx", "apiKey: xxx\n      URL: "+f.Listener.Addr().String(), 1)
-	return parseOK(t, yaml)
+	return parseOK(t, top+yaml)
 }
 
 // Their example's alert is posted with their templates rendered, their
 // priority, the key in a GenieKey header: the request their SDK makes.
 func TestOpsgenieCreatesTheAlertOfTheirExample(t *testing.T) {
 	f := newFakeOpsgenie(t, "xxx")
-	c := theirOpsgenie(t, f)
+	c := theirOpsgenie(t, f, "")
 	s, err := c.Receivers[0].build("prod")
 	if err != nil {
 		t.Fatal(err)
@@ -97,6 +100,44 @@ func TestOpsgenieCreatesTheAlertOfTheirExample(t *testing.T) {
 	got := f.received()
 	if len(got) != 2 || !reflect.DeepEqual(got[0], want) {
 		t.Errorf("alerts %d, first:\n%v\nwant\n%v", len(got), got[0], want)
+	}
+}
+
+// With compat kubernetes-event-exporter the alert is theirs: the
+// templates of their example give what their code gives for the same
+// event (their record has no fanout object: toPrettyJson . shows none).
+func TestOpsgenieWithTheirStreamRendersTheirRecordWithoutTheFanoutObject(t *testing.T) {
+	f := newFakeOpsgenie(t, "xxx")
+	c := theirOpsgenie(t, f, "compat: kubernetes-event-exporter\nclusterName: prod\n")
+	s, err := c.Receivers[0].build(c.ClusterName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(t.Context())
+	o := onObject("e1", 1, "web")
+	if n, err := s.Write(t.Context(), []*Occurrence{o}); n != 1 || err != nil {
+		t.Fatal(n, err)
+	}
+	e := o.coreEvent()
+	ev := &kee.EnhancedEvent{Event: *e, ClusterName: "prod", InvolvedObject: kee.EnhancedObjectReference{ObjectReference: e.InvolvedObject}}
+	render := func(text string) string {
+		s, err := kee.GetString(ev, text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	cfg := c.Receivers[0].Opsgenie
+	want := map[string]any{"message": render(cfg.Message), "alias": render(cfg.Alias),
+		"description": render(cfg.Description), "priority": "P3"}
+	var tags []any
+	for _, tag := range cfg.Tags {
+		tags = append(tags, render(tag))
+	}
+	want["tags"] = tags
+	got := f.received()
+	if len(got) != 1 || !reflect.DeepEqual(got[0], want) || strings.Contains(want["description"].(string), "fanout") {
+		t.Errorf("alert:\n%v\nwant theirs:\n%v", got, want)
 	}
 }
 

@@ -42,8 +42,8 @@ type WebhookConfig struct {
 	// record ([EventEncoder] without a cluster name).
 	Encode Encoder `yaml:"-"`
 
-	array   bool
-	cluster string // the clusterName of header templates' data
+	array bool
+	data  recordData // the data of header templates
 	// check, if set, checks the body of a 2xx response (a preset's
 	// service answers some failures with 200).
 	check func(body []byte) error
@@ -278,7 +278,7 @@ func (s *WebhookSink) post(ctx context.Context, batch []*Occurrence, sc *scratch
 // setHeaders sets the configured headers, templates executed against o;
 // the error of a value that cannot be sent is [Permanent].
 func (s *WebhookSink) setHeaders(req *http.Request, o *Occurrence, hbuf *bytes.Buffer) error {
-	hs, err := s.headers.render(o, s.cfg.cluster, hbuf)
+	hs, err := s.headers.render(o, s.cfg.data, hbuf)
 	if err != nil {
 		return fmt.Errorf("webhook %s: %w", s.cfg.Endpoint, err)
 	}
@@ -312,16 +312,16 @@ func newHeaderSet(h map[string]string) headerSet {
 }
 
 // render returns the headers of o's request, sorted by name: templates
-// executed against o's record with clusterName cluster (a template that
+// executed against o's record as data makes it (a template that
 // fails is sent as it is). Without templates, it returns the same slice
 // for every occurrence. A value that is not a valid header value (a
 // newline in the event's message, say) can never be sent: the error is
 // [Permanent].
-func (h headerSet) render(o *Occurrence, cluster string, buf *bytes.Buffer) ([]header, error) {
+func (h headerSet) render(o *Occurrence, d recordData, buf *bytes.Buffer) ([]header, error) {
 	if len(h.tmpls) == 0 {
 		return h.static, nil
 	}
-	data := o.Enhanced(cluster)
+	data := d.of(o)
 	out := make([]header, 0, len(h.names))
 	for _, k := range h.names {
 		v := h.values[k]

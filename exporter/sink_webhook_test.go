@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -70,6 +71,23 @@ func TestWebhookPostsObjectsOrArraysWithHeaders(t *testing.T) {
 	}
 	if h.idem[0] != "a/2|sre" || h.idem[1] != "|" {
 		t.Errorf("headers %v: want the key as Idempotency-Key of a single occurrence, and the configured header", h.idem)
+	}
+}
+
+// Header templates see the receiver's record: with compat
+// kubernetes-event-exporter theirs, which has no fanout object.
+func TestWebhookHeaderTemplatesSeeTheirRecordWithTheirStream(t *testing.T) {
+	for compat, want := range map[string]string{CompatKEE: "a/1|theirs", CompatFanout: "a/1|ours"} {
+		h := newHook(t)
+		c := parseOK(t, "compat: "+compat+"\nreceivers:\n  - name: w\n    webhook:\n      endpoint: "+h.srv.URL+
+			"\n      headers: {X-Team: \"{{ if .Fanout }}ours{{ else }}theirs{{ end }}\"}\n")
+		s := built(c.Receivers[0].build(c.ClusterName))(t)
+		if n, err := s.Write(t.Context(), []*Occurrence{occ("a", 1, "ns")}); n != 1 || err != nil {
+			t.Fatal(n, err)
+		}
+		if !slices.Equal(h.idem, []string{want}) {
+			t.Errorf("compat %s: Idempotency-Key|X-Team %q, want %q", compat, h.idem, want)
+		}
 	}
 }
 

@@ -41,34 +41,19 @@ func (*LokiConfig) headersOnly()    {}
 func (*TeamsConfig) headersOnly()   {}
 
 // templateProblems executes every template of the receivers against the
-// sample event, adding a warning for a template that fails in a function,
-// and returns a problem for each that fails on the data's structure.
+// sample event's record (kubernetes-event-exporter's, without the fanout
+// object, for a receiver with its compat), adding a warning for a template
+// that fails in a function, and returns a problem for each that fails on
+// the data's structure.
 func (c *Config) templateProblems() []string {
-	data := sampleOccurrence().Enhanced(c.ClusterName)
+	sample := sampleOccurrence()
 	var p []string
 	for _, r := range c.Receivers {
 		if r == nil {
 			continue
 		}
-		_, headers := r.kindConfig().(headersTemplated)
-		report := func(line int, key, text string, err error) {
-			if err == nil {
-				return
-			}
-			msg, everyEvent := templateFailure(err)
-			if everyEvent && headers && strings.HasPrefix(key, "headers.") {
-				c.Warnings = append(c.Warnings, fmt.Sprintf("line %d: receiver %q: %s: template %q fails on every "+
-					"event: the header is sent as written, as kubernetes-event-exporter sends it: %s", line, r.Name, key, text, msg))
-				return
-			}
-			if everyEvent {
-				p = append(p, fmt.Sprintf("line %d: receiver %q: %s: template %q fails on every event: %s",
-					line, r.Name, key, text, msg))
-				return
-			}
-			c.Warnings = append(c.Warnings, fmt.Sprintf("line %d: receiver %q: %s: template %q fails on a sample "+
-				"event (it may succeed on others): %s", line, r.Name, key, text, msg))
-		}
+		data := recordData{c.ClusterName, r.kee}.of(sample)
+		report := c.templateReporter(r, &p)
 		if pl := r.payload(); pl != nil && pl.Layout != nil && r.Format != FormatFanout {
 			d := data
 			if pl.DeDot.V {
@@ -85,6 +70,34 @@ func (c *Config) templateProblems() []string {
 		}
 	}
 	return p
+}
+
+// templateReporter returns the function that reports the failure of one
+// of r's templates: a problem appended to *p when it fails on every event
+// (a header's is a warning: the header is sent as written), else a
+// warning.
+func (c *Config) templateReporter(r *Receiver, p *[]string) func(line int, key, text string, err error) {
+	_, headers := r.kindConfig().(headersTemplated)
+	return func(line int, key, text string, err error) {
+		if err == nil {
+			return
+		}
+		msg, everyEvent := templateFailure(err)
+		if r.kee && strings.Contains(text, ".Fanout") {
+			msg += " (with compat " + CompatKEE + " the record has no fanout object, as theirs)"
+		}
+		switch {
+		case everyEvent && headers && strings.HasPrefix(key, "headers."):
+			c.Warnings = append(c.Warnings, fmt.Sprintf("line %d: receiver %q: %s: template %q fails on every "+
+				"event: the header is sent as written, as kubernetes-event-exporter sends it: %s", line, r.Name, key, text, msg))
+		case everyEvent:
+			*p = append(*p, fmt.Sprintf("line %d: receiver %q: %s: template %q fails on every event: %s",
+				line, r.Name, key, text, msg))
+		default:
+			c.Warnings = append(c.Warnings, fmt.Sprintf("line %d: receiver %q: %s: template %q fails on a sample "+
+				"event (it may succeed on others): %s", line, r.Name, key, text, msg))
+		}
+	}
 }
 
 // check executes the layout's templates against data, reporting each
@@ -152,6 +165,37 @@ func (c *SlackConfig) templateTexts() map[string]string {
 	}
 	for k, v := range c.Fields {
 		out["fields."+k] = v
+	}
+	return out
+}
+
+// templateTexts returns the opsgenie receiver's templates.
+func (c *OpsgenieConfig) templateTexts() map[string]string {
+	out := map[string]string{"message": c.Message, "alias": c.Alias, "description": c.Description}
+	for i, tag := range c.Tags {
+		out[fmt.Sprintf("tags[%d]", i)] = tag
+	}
+	for k, v := range c.Details {
+		out["details."+k] = v
+	}
+	return out
+}
+
+// templateTexts returns the opscenter receiver's templates.
+func (c *OpsCenterConfig) templateTexts() map[string]string {
+	out := map[string]string{"title": c.Title, "description": c.Description, "source": c.Source,
+		"category": c.Category, "severity": c.Severity, "priority": c.Priority}
+	for k, v := range c.OperationalData {
+		out["operationalData."+k] = v
+	}
+	for k, v := range c.Tags {
+		out["tags."+k] = v
+	}
+	for i, v := range c.Notifications {
+		out[fmt.Sprintf("notifications[%d]", i)] = v
+	}
+	for i, v := range c.RelatedOpsItems {
+		out[fmt.Sprintf("relatedOpsItems[%d]", i)] = v
 	}
 	return out
 }

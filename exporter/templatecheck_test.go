@@ -11,11 +11,27 @@ func TestTemplateThatFailsOnEveryEventIsRefusedWithItsLine(t *testing.T) {
 			"fails on every event: at <.InvolvedObject.Labelz>: can't evaluate field Labelz",
 		"slack:\n      token: t\n      channel: c\n      title: \"{{ .GetTimestampMs 3 }}\"\n      fields: {a: b}": `receiver "r": title: ` +
 			"template \"{{ .GetTimestampMs 3 }}\" fails on every event: at <.GetTimestampMs>: wrong number of args",
+		"opsgenie:\n      apiKey: k\n      message: m\n      details: {kind: \"{{ .InvolvedObject.Kindd }}\"}": `receiver "r": ` +
+			"details.kind: template \"{{ .InvolvedObject.Kindd }}\" fails on every event",
+		"opscenter:\n      title: t\n      source: s\n      description: \"{{ .Labelz }}\"": `receiver "r": ` +
+			"description: template \"{{ .Labelz }}\" fails on every event",
 	} {
 		_, err := ParseConfig("c.yaml", []byte("route: {match: [{receiver: r}]}\nreceivers:\n  - name: r\n    "+doc+"\n"))
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s:\nerr %v\nwant %q", doc, err, want)
 		}
+	}
+}
+
+// Their records have no fanout object: with compat
+// kubernetes-event-exporter, a template of it fails on every event.
+func TestTemplateOfTheFanoutObjectIsRefusedWithTheirStream(t *testing.T) {
+	const doc = "route: {match: [{receiver: r}]}\nreceivers:\n  - name: r\n    stdout:\n      layout: {key: \"{{ .Fanout.Key }}\"}\n"
+	parseOK(t, doc)
+	_, err := ParseConfig("c.yaml", []byte("compat: kubernetes-event-exporter\n"+doc))
+	if err == nil || !strings.Contains(err.Error(), `fails on every event`) ||
+		!strings.Contains(err.Error(), "the record has no fanout object") {
+		t.Errorf("err %v, want the fanout template refused with their stream", err)
 	}
 }
 

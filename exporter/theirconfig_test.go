@@ -39,6 +39,12 @@ func TestTheirExampleConfigsLoadUnchangedWithWarningsOnly(t *testing.T) {
 					!strings.HasPrefix(w, "route: no rule names a receiver") { // their README's examples without a route
 					t.Errorf("warning without a line: %q", w)
 				}
+				// Every key and receiver of theirs takes effect: only a
+				// key outside their schema is ignored (as there).
+				if strings.Contains(w, "not supported") || strings.Contains(w, "skipped") ||
+					strings.Contains(w, "ignored") && !strings.Contains(w, "unknown field") {
+					t.Errorf("warning %q: a key or receiver of theirs without effect", w)
+				}
 			}
 		})
 	}

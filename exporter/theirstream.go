@@ -35,6 +35,32 @@ func compatProblem(key, v string) string {
 	return fmt.Sprintf("%s %q is unknown (want %s or %s)", key, v, CompatFanout, CompatKEE)
 }
 
+// CompatNote says which record stream applies (--check-config prints it):
+// this exporter's or kubernetes-event-exporter's, for the route and every
+// receiver, naming the receivers whose own compat differs.
+func (c *Config) CompatNote() string {
+	theirs := c.Compat == CompatKEE
+	note := "fanout-eventer's (compat: " + CompatFanout + ", the default): a record per count raise, with the " +
+		"fanout object; a receiver gets an occurrence once however many rules name it (compat: " + CompatKEE +
+		" for kubernetes-event-exporter's)"
+	other := "kubernetes-event-exporter's"
+	if theirs {
+		note = "kubernetes-event-exporter's (compat: " + CompatKEE + "): its records, one per event at first " +
+			"sighting, once per matching rule naming the receiver; the route matches component, host and minCount as it does"
+		other = "fanout-eventer's"
+	}
+	var others []string
+	for _, r := range c.Receivers {
+		if r != nil && r.kee != theirs {
+			others = append(others, r.Name)
+		}
+	}
+	if len(others) > 0 {
+		note += "; " + other + " for receivers " + strings.Join(others, ", ") + " (their own compat)"
+	}
+	return note
+}
+
 // applyCompat sets whether the receiver gets kubernetes-event-exporter's
 // stream (its own compat, else global, the configuration's), and the
 // defaults that go with it; it returns the problems.

@@ -253,6 +253,10 @@ func compact[T any](s []*T) []*T {
 	return out
 }
 
+// sinkKindList names every sink kind a receiver may set, for messages.
+const sinkKindList = "stdout, file, pipe, webhook, elasticsearch, opensearch, kafka, otlp, slack, teams, loki, " +
+	"nats, log, syslog, opsgenie, pubsub, bigquery, inMemory, sqs, sns, kinesis, firehose, eventbridge or opscenter"
+
 // validate sets the receiver's defaults and returns its problems.
 func (r *Receiver) validate() []string {
 	var p []string
@@ -263,7 +267,7 @@ func (r *Receiver) validate() []string {
 	case r.Sink != nil && kinds > 0:
 		p = append(p, "a receiver with a Sink cannot also configure one")
 	case r.Sink == nil && kinds == 0:
-		p = append(p, "a sink is required: one of stdout, file, pipe, webhook, elasticsearch, opensearch, kafka, otlp, slack, teams, loki, nats, log, syslog, opsgenie, pubsub, bigquery or inMemory")
+		p = append(p, "a sink is required: one of "+sinkKindList)
 	}
 	p = append(p, r.validateFormat()...)
 	if r.BigQuery != nil {
@@ -460,7 +464,7 @@ func (r *Receiver) build(cluster string) (Sink, error) {
 		return NewFileSink(c)
 	case r.Webhook != nil:
 		c := *r.Webhook
-		c.array, c.Encode, c.cluster = r.Batch > 1, enc, cluster
+		c.array, c.Encode, c.data = r.Batch > 1, enc, recordData{cluster, r.kee}
 		return r.messageSink(NewWebhookSink(c))
 	case r.NATS != nil:
 		c := *r.NATS
@@ -484,15 +488,15 @@ func (r *Receiver) build(cluster string) (Sink, error) {
 		return NewOTLPSink(c)
 	case r.Slack != nil:
 		w := r.Slack.webhook()
-		w.Encode, w.cluster = r.Slack.encoder(cluster, r.kee), cluster
+		w.Encode, w.data = r.Slack.encoder(cluster, r.kee), recordData{cluster, r.kee}
 		return r.messageSink(NewWebhookSink(*w))
 	case r.Teams != nil:
 		w := r.Teams.webhook()
-		w.Encode, w.cluster = teamsEncoder(enc), cluster
+		w.Encode, w.data = teamsEncoder(enc), recordData{cluster, r.kee}
 		return r.messageSink(NewWebhookSink(*w))
 	case r.Loki != nil:
 		c := *r.Loki
-		c.Encode, c.cluster = enc, cluster
+		c.Encode, c.data = enc, recordData{cluster, r.kee}
 		return NewLokiSink(c)
 	case r.awsKind():
 		return r.buildAWS(cluster, enc)
@@ -510,7 +514,9 @@ func (r *Receiver) buildTheirs(enc Encoder, cluster string) (Sink, error) {
 		c.Encode = enc
 		return NewSyslogSink(c)
 	case r.Opsgenie != nil:
-		return NewOpsgenieSink(*r.Opsgenie, cluster)
+		c := *r.Opsgenie
+		c.kee = r.kee
+		return NewOpsgenieSink(c, cluster)
 	case r.InMemory != nil:
 		r.InMemory.Ref = NewMemorySink(r.InMemory.Limit, enc)
 		return r.InMemory.Ref, nil
