@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -51,5 +53,18 @@ func TestParseRefusesABurstThatObjectsDoNotDivide(t *testing.T) {
 	o, err := parse(nil)
 	if err != nil || o.events != 1000 || len(o.writers) != 4 {
 		t.Errorf("defaults %+v, %v", o, err)
+	}
+}
+
+// The results file may be in a directory that does not exist yet (make
+// bench-e2e writes to bench/out on a fresh clone).
+func TestWriteJSONMakesTheFilesDirectory(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out", "e2e.json")
+	if err := writeJSON(path, []result{{API: "core/v1", System: "fanout", Writers: 8}}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil || !strings.Contains(string(b), `"writers":8`) {
+		t.Errorf("file %q, %v", b, err)
 	}
 }
