@@ -67,7 +67,8 @@ type Wait struct {
 // the broadcaster does (but the drops it settles, as Stats does), and costs
 // what Stats and each [Watcher.Stats] cost: it holds the broadcaster's lock
 // for Stats, then once more to list the watchers and the waits, each time
-// for O(watchers); the watchers' own counters are read after.
+// for O(watchers); the watchers' own counters are read after, as
+// [Watcher.Stats] reads them (a channel watcher's under the lock, briefly).
 func (b *Broadcaster[T]) Snapshot() Snapshot {
 	s := Snapshot{Stats: b.Stats()}
 	now := time.Now()
