@@ -224,7 +224,7 @@ func watcherRows(k seriesKey, bs BroadcasterSnapshot, blocking map[uint64]float6
 			written = wv.Runner.Written
 		}
 		k.row, k.watcher = true, w.ID
-		if ps, ok, _ := r.observe(k, now, [nvals]uint64{w.Delivered, w.Dropped + runnerDrops(wv.Runner), written}); ok {
+		if ps, ok, _ := r.observe(k, now, [nvals]uint64{w.Delivered, w.Dropped, written}); ok {
 			wv.DeliveredPS, wv.DroppedPS = &ps[0], &ps[1]
 			if wv.Runner != nil {
 				wv.Runner.WrittenPS = &ps[2]
@@ -252,15 +252,6 @@ func blockSecs(w WatcherView) float64 {
 		return -1
 	}
 	return *w.BlockingSecs
-}
-
-// runnerDrops returns what a runner dropped beyond its watcher's drops,
-// which its own counters include.
-func runnerDrops(r *RunnerView) uint64 {
-	if r == nil {
-		return 0
-	}
-	return r.DroppedBy.Spam + r.DroppedBy.Rejected + r.DroppedBy.Retries + r.DroppedBy.Shutdown
 }
 
 // watcherView returns the view of a watcher, and of its runner if it has
