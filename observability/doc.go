@@ -10,7 +10,10 @@
 //     running programs, loads the rules, and answers every dashboard
 //     panel's query; each query must return data, and each alerting rule
 //     must be pending or firing for what it describes and for nothing
-//     else.
+//     else;
+//   - a real headless Chromium (Debian's package, internal/chromiumtest)
+//     loads the live view (github.com/fanout-go/fanout/debug) of a running
+//     program with a stalled watcher.
 //
 // Files, in FS:
 //
@@ -20,7 +23,7 @@
 //	prometheus/fanout-eventer-alerts.yaml  and for fanout-eventer
 //
 // It is a module of its own, so that what its tests need (Prometheus's API
-// client, the exporter) is linked into nothing else.
+// client, a browser driver, the exporter) is linked into nothing else.
 package observability
 
 import "embed"

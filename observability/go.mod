@@ -15,6 +15,8 @@ replace github.com/fanout-go/fanout/exporter => ../exporter
 replace github.com/fanout-go/fanout/nats => ../nats
 
 require (
+	github.com/chromedp/cdproto v0.160.1
+	github.com/chromedp/chromedp v0.23.1
 	github.com/fanout-go/fanout v0.1.0
 	github.com/fanout-go/fanout/exporter v0.1.0
 	github.com/fanout-go/fanout/k8s v0.1.0
@@ -68,6 +70,7 @@ require (
 	github.com/fanout-go/fanout/nats v0.1.0 // indirect
 	github.com/felixge/httpsnoop v1.1.0 // indirect
 	github.com/fxamacker/cbor/v2 v2.9.1 // indirect
+	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
 	github.com/go-openapi/jsonpointer v1.0.1 // indirect
 	github.com/go-openapi/jsonreference v1.0.1 // indirect
