@@ -232,6 +232,29 @@ func TestSnapshotKeepsWhenItFirstSawAWaitAcrossTheCallsWakeUps(t *testing.T) {
 	})
 }
 
+func TestSnapshotListsEveryPublisherWaitingForTheSameValue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := fanout.New[int](fanout.WithQueueLength(2))
+		defer b.Shutdown()
+		slow, err := b.Watch(fanout.WithName("slow"))
+		require.NoError(t, err)
+		done := stalled(t, slow, b)
+		second := make(chan error, 1)
+		go func() { second <- b.Action(4) }()
+		synctest.Wait()
+		s := b.Snapshot()
+		assert.Equal(t, 2, s.Publishers)
+		require.Len(t, s.Waiting, 2, "one Wait per call")
+		for _, w := range s.Waiting {
+			assert.Equal(t, slow.ID(), w.WatcherID)
+			assert.Equal(t, uint64(2), w.Seq, "both wait to publish the value of sequence 2")
+		}
+		slow.Stop()
+		require.NoError(t, <-done)
+		require.NoError(t, <-second)
+	})
+}
+
 func TestSnapshotCountsThePublishersQueuedForTheTurn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := fanout.New[int](fanout.WithQueueLength(2))

@@ -88,15 +88,25 @@ type blocker[T any] struct {
 
 // blockersLocked returns, for each listed call, the watchers it waits for
 // now, and stamps the calls no snapshot had seen with now. Caller holds
-// b.mu.
+// b.mu. The calls waiting in waitFull for one sequence wait for the same
+// watchers, worked out once: with many publishers waiting, the lock is
+// held for O(watchers) per sequence waited for, not per call.
 func (b *Broadcaster[T]) blockersLocked(now time.Time) []blocker[T] {
 	var out []blocker[T]
+	full := map[uint64][]*Watcher[T]{}
 	for i := range b.waits {
 		e := &b.waits[i]
 		if e.since.IsZero() {
 			e.since = now
 		}
-		for _, w := range b.waitedFor(e) {
+		ws, ok := full[e.seq]
+		if e.how != waitsFull {
+			ws = b.waitedFor(e)
+		} else if !ok {
+			ws = b.waitFullFor(e.seq)
+			full[e.seq] = ws
+		}
+		for _, w := range ws {
 			out = append(out, blocker[T]{w: w, seq: e.seq, since: e.since, timed: e.timed})
 		}
 	}
