@@ -41,13 +41,7 @@ func BenchmarkPublishWithTheViewMounted(b *testing.B) {
 func benchPublish(b *testing.B, watchers int, mounted bool) {
 	bc := fanout.New[*benchEvent]()
 	if mounted {
-		h, err := debug.New()
-		if err != nil {
-			b.Fatal(err)
-		}
-		h.Register(debug.Broadcaster("bench", bc))
-		srv := httptest.NewServer(h)
-		defer srv.Close()
+		serve(b, bc)
 	}
 	var wg sync.WaitGroup
 	received := make([]int, watchers)
@@ -94,13 +88,7 @@ func benchPublish(b *testing.B, watchers int, mounted bool) {
 func BenchmarkPageLoad10000Watchers(b *testing.B) {
 	bc, stop := stalledBroadcaster(b, 10000)
 	defer stop()
-	h, err := debug.New()
-	if err != nil {
-		b.Fatal(err)
-	}
-	h.Register(debug.Broadcaster("bench", bc))
-	srv := httptest.NewServer(h)
-	defer srv.Close()
+	srv := serve(b, bc)
 	b.Run("stats", func(b *testing.B) {
 		b.ReportAllocs()
 		cpu := cpuTime()
@@ -170,4 +158,17 @@ func stalledBroadcaster(b *testing.B, n int) (*fanout.Broadcaster[*benchEvent], 
 		bc.Shutdown()
 		<-done
 	}
+}
+
+// serve serves the view of bc, registered as "bench", on a running HTTP
+// server closed when b ends.
+func serve(b *testing.B, bc *fanout.Broadcaster[*benchEvent]) *httptest.Server {
+	h, err := debug.New()
+	if err != nil {
+		b.Fatal(err)
+	}
+	h.Register(debug.Broadcaster("bench", bc))
+	srv := httptest.NewServer(h)
+	b.Cleanup(srv.Close)
+	return srv
 }
