@@ -111,7 +111,7 @@ func decreased(a, b [nvals]uint64) bool {
 // history returns the rate per second of counter i between each two
 // consecutive samples of s, oldest first: a sparkline's points.
 func (s *series) history(i int) []float64 {
-	var out []float64
+	out := []float64{} // [] in the JSON, not null
 	for j := 1; j < len(s.samples); j++ {
 		a, b := s.samples[j-1], s.samples[j]
 		if dt := b.at.Sub(a.at).Seconds(); dt > 0 {
