@@ -39,15 +39,20 @@ check: fmt-check tidy-check vet staticcheck
 ## the exporter's Loki sink), from the Go module proxy into the user cache dir (the first time about
 ## 7 minutes, and a minute more for VictoriaLogs, with throwaway build caches; nothing when cached), and
 ## unpack Debian's rsyslog there (the syslog daemon of the exporter's syslog sink tests; seconds), and
-## install the AWS emulators of the exporter's AWS receivers (fauxqs, kinesalite) from npm (10 to 30 s).
+## install the AWS emulators of the exporter's AWS receivers (fauxqs, kinesalite) from npm (10 to 30 s), and
+## unpack Debian's prometheus (the dashboards' and alerting rules' tests) and chromium (the live view's
+## browser test, with the libraries it needs that the machine lacks; about a minute) there.
 ## The tests would install them too (k8s/apiservertest, exporter/internal/vlogstest,
-## exporter/internal/rsyslogtest and exporter/internal/awstest embed the same scripts); doing it first
-## keeps them out of go test's timeout.
+## exporter/internal/rsyslogtest, exporter/internal/awstest, observability/internal/promtest and
+## observability/internal/chromiumtest embed the same scripts); doing it first keeps them out of go test's
+## timeout.
 e2e-binaries:
 	@bash k8s/apiservertest/binaries.sh >/dev/null
 	@bash exporter/internal/vlogstest/binary.sh >/dev/null
 	@bash exporter/internal/rsyslogtest/binary.sh >/dev/null
 	@bash exporter/internal/awstest/emulators.sh >/dev/null
+	@bash observability/internal/promtest/binary.sh >/dev/null
+	@bash observability/internal/chromiumtest/binary.sh >/dev/null
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

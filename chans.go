@@ -132,6 +132,7 @@ func (p *pub[T]) sendBlocked(v T) error {
 	}
 	rep := p.reporter(p.blockedWatchers())
 	defer rep.stop()
+	p.listWait(waitsSend, p.seq-1)
 	b.unlock()
 	p.announce()
 	var err error
@@ -145,6 +146,7 @@ func (p *pub[T]) sendBlocked(v T) error {
 		sent++
 	}
 	b.mu.Lock()
+	p.unlistWait()
 	if t != nil {
 		b.putTimer(t)
 	}

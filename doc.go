@@ -281,6 +281,13 @@
 // and [Stats].WaitReports counts them. It costs nothing until a publisher
 // has to wait.
 //
+// [Broadcaster.Snapshot] shows the same at any moment, with or without
+// WithWaitReport: each publish call waiting now, the watchers it waits
+// for, and every watcher's counters, strategy and parked readers
+// ([Snapshot]); [Topics.Snapshot], [Recorder.Snapshot] and
+// [Runner.Snapshot] do so for what is built on broadcasters. The package
+// github.com/fanout-go/fanout/debug serves them as a live web page.
+//
 // # Filters
 //
 // A watcher registered [WithFilter] receives only the values its filter

@@ -150,6 +150,11 @@ type Broadcaster[T any] struct {
 	panics      atomic.Uint64
 	waitReports atomic.Uint64 // WithWaitReport's reports made
 
+	// waits are the publish calls sleeping for a full watcher, for
+	// Snapshot (waiting.go). Guarded by mu; last, so that the fields
+	// above keep their places on their cache lines.
+	waits []waitEntry
+
 	//lint:ignore U1000 what the fanoutcheck build keeps; nothing without it
 	checkState
 }

@@ -3,6 +3,7 @@ package fanout
 import (
 	"slices"
 	"strconv"
+	"time"
 )
 
 // MetricType is the Prometheus type of a [Metric].
@@ -69,14 +70,26 @@ func gaugeMetric(name, help string, v float64, labels ...Label) Metric {
 // watcher, as Prometheus samples: fanout_values_accepted_total,
 // fanout_publishes_refused_total, fanout_values_dropped_total (every
 // watcher, those gone included), fanout_callback_panics_total,
-// fanout_wait_reports_total, the gauge fanout_watchers, and per watcher
-// (labels watcher_id, and watcher: its name, see [WithName])
+// fanout_wait_reports_total, the gauges fanout_watchers,
+// fanout_publishers_waiting (the publish calls waiting now for a full
+// watcher) and fanout_publish_wait_seconds (the longest of those waits so
+// far, a lower bound unless timed: see [Wait]), and per watcher (labels
+// watcher_id, and watcher: its name, see [WithName])
 // fanout_watcher_values_total{result=delivered|filtered},
 // fanout_watcher_dropped_total{reason}, and the gauges
-// fanout_watcher_queued and fanout_watcher_queue_length. It costs what
-// [Broadcaster.Stats] and each [Watcher.Stats] cost.
+// fanout_watcher_queued, fanout_watcher_queue_length and
+// fanout_watcher_publishers_waiting (the calls waiting for it now: who
+// holds the publishers back). It reads a [Broadcaster.Snapshot] and costs
+// what that costs.
 func (b *Broadcaster[T]) Metrics() []Metric {
-	s := b.Stats()
+	snap := b.Snapshot()
+	s := snap.Stats
+	var longest time.Duration
+	waitingFor := map[uint64]int{}
+	for _, w := range snap.Waiting {
+		longest = max(longest, w.Waited)
+		waitingFor[w.WatcherID]++
+	}
 	m := []Metric{
 		counterMetric("fanout_values_accepted_total", "Values accepted for delivery.", s.Accepted),
 		counterMetric("fanout_publishes_refused_total", "ActionOrDrop calls that returned false.", s.Refused),
@@ -84,15 +97,19 @@ func (b *Broadcaster[T]) Metrics() []Metric {
 		counterMetric("fanout_callback_panics_total", "Panics recovered in OnFull, filters, drop handlers and wait reports.", s.Panics),
 		counterMetric("fanout_wait_reports_total", "Publishes reported waiting for a full watcher (WithWaitReport).", s.WaitReports),
 		gaugeMetric("fanout_watchers", "Registered watchers.", float64(s.Watchers)),
+		gaugeMetric("fanout_publishers_waiting", "Publish calls waiting now for a full watcher.", float64(snap.Publishers)),
+		gaugeMetric("fanout_publish_wait_seconds", "The longest wait so far of the publish calls waiting now (0: none waits).",
+			longest.Seconds()),
 	}
-	for _, ws := range b.watcherStats() {
-		m = append(m, ws.metrics()...)
+	for _, ws := range snap.Watchers {
+		m = append(m, ws.metrics(waitingFor[ws.ID])...)
 	}
 	return m
 }
 
-// metrics returns a watcher's samples.
-func (s WatcherStats) metrics() []Metric {
+// metrics returns a watcher's samples; waiting counts the publish calls
+// waiting for it now.
+func (s WatcherStats) metrics(waiting int) []Metric {
 	id := Label{"watcher_id", strconv.FormatUint(s.ID, 10)}
 	name := Label{"watcher", s.Name}
 	const values, drops = "fanout_watcher_values_total", "fanout_watcher_dropped_total"
@@ -102,6 +119,8 @@ func (s WatcherStats) metrics() []Metric {
 		counterMetric(values, vhelp, s.Filtered, id, name, Label{"result", "filtered"}),
 		gaugeMetric("fanout_watcher_queued", "Values waiting in a watcher's queue.", float64(s.Queued), id, name),
 		gaugeMetric("fanout_watcher_queue_length", "A watcher's queue capacity.", float64(s.QueueLength), id, name),
+		gaugeMetric("fanout_watcher_publishers_waiting", "Publish calls waiting now for this watcher's room.",
+			float64(waiting), id, name),
 	}
 	for _, d := range []struct {
 		r DropReason
@@ -111,24 +130,6 @@ func (s WatcherStats) metrics() []Metric {
 		m = append(m, counterMetric(drops, dhelp, d.n, id, name, Label{"reason", d.r.String()}))
 	}
 	return m
-}
-
-// watcherStats returns the stats of every registered watcher. The watchers
-// are listed under b.mu, then asked with no lock held: a channel watcher's
-// Stats takes b.mu itself.
-func (b *Broadcaster[T]) watcherStats() []WatcherStats {
-	b.mu.Lock()
-	ws := make([]*Watcher[T], 0, len(b.readers)+len(b.chans))
-	ws = append(ws, b.readers...)
-	for i := range b.chans {
-		ws = append(ws, b.chans[i].w)
-	}
-	b.mu.Unlock() // nothing fastBound reads changed
-	out := make([]WatcherStats, len(ws))
-	for i, w := range ws {
-		out[i] = w.Stats()
-	}
-	return out
 }
 
 // Metrics returns the recorder's counters as Prometheus samples, which

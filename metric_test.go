@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -77,6 +79,34 @@ func TestBroadcasterMetricsCountPerWatcherByName(t *testing.T) {
 	assert.Equal(t, 1.0, v["fanout_watchers{}"])
 	assert.Equal(t, 2.0, v["fanout_watcher_dropped_total{watcher=slow,reason=full}"])
 	assert.Equal(t, 1.0, v["fanout_watcher_queued{watcher=slow}"])
+}
+
+func TestBroadcasterMetricsNameTheWatcherAWaitingPublisherWaitsFor(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := fanout.New[int](fanout.WithQueueLength(2))
+		defer b.Shutdown()
+		slow, err := b.Watch(fanout.WithName("slow"))
+		require.NoError(t, err)
+		_, err = b.Watch(fanout.WithName("lossy"), fanout.WithFullChannelBehavior(fanout.DropIfChannelFull))
+		require.NoError(t, err)
+		v := sampleValues(t, b.Metrics())
+		assert.Equal(t, 0.0, v["fanout_publishers_waiting{}"])
+		assert.Equal(t, 0.0, v["fanout_watcher_publishers_waiting{watcher=slow}"], "every watcher has the gauge")
+		done := stalled(t, slow, b)
+		b.Metrics() // the first look at the untimed wait starts its clock
+		time.Sleep(4 * time.Second)
+		v = sampleValues(t, b.Metrics())
+		assert.Equal(t, 1.0, v["fanout_publishers_waiting{}"])
+		assert.Equal(t, 4.0, v["fanout_publish_wait_seconds{}"])
+		assert.Equal(t, 1.0, v["fanout_watcher_publishers_waiting{watcher=slow}"])
+		assert.Equal(t, 0.0, v["fanout_watcher_publishers_waiting{watcher=lossy}"])
+		_, err = slow.Next(context.Background())
+		require.NoError(t, err)
+		require.NoError(t, <-done)
+		v = sampleValues(t, b.Metrics())
+		assert.Equal(t, 0.0, v["fanout_publishers_waiting{}"])
+		assert.Equal(t, 0.0, v["fanout_publish_wait_seconds{}"])
+	})
 }
 
 func TestRecorderMetricsCountRunnersAndKeepTotalsAfterTheyExit(t *testing.T) {

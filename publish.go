@@ -223,6 +223,11 @@ type pub[T any] struct {
 	rewake    bool     // publishers waiting for room must look again (see tookBlocked)
 	reported  []uint64 // the watchers its waits were reported for (WithWaitReport): once per call and watcher
 
+	// When a snapshot first saw the untimed wait for the value of
+	// generation seenGen, kept across its wake-ups (waiting.go).
+	seen    time.Time
+	seenGen uint64
+
 	// The value in hand: its sequence number plus one, and the generation
 	// that tags the decisions taken for it.
 	seq, gen uint64

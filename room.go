@@ -84,12 +84,14 @@ func (p *pub[T]) waitFull(s uint64) error {
 	}
 	rep := p.reporter(b.fullWaiters(s))
 	defer rep.stop()
+	p.listWait(waitsFull, s)
 	b.unlock()
 	p.announce()
 	hook(hookRoomSleep)
 	err := p.sleep(wake, &rep)
 	hook(hookRoomWoken)
 	b.mu.Lock()
+	p.unlistWait()
 	if err == nil {
 		b.putChan(wake) // a reader took it off the list and signalled it
 	} else {
@@ -118,13 +120,7 @@ func (b *Broadcaster[T]) fullWaiters(s uint64) []*Watcher[T] {
 	if b.cfg.waitReport == nil {
 		return nil
 	}
-	var ws []*Watcher[T]
-	for _, w := range b.limiters {
-		if w.kind == kindWait && !w.inFull && w.fullAt.Load() <= s {
-			ws = append(ws, w)
-		}
-	}
-	return ws
+	return b.waitFullFor(s)
 }
 
 // sleep waits, with no lock held, until wake is signalled or the call's ctx
@@ -188,12 +184,14 @@ func (p *pub[T]) waitRoom(s uint64) error {
 	}
 	rep := p.reporter(p.blockedWatchers())
 	defer rep.stop()
+	p.listWait(waitsRoom, s)
 	b.unlock()
 	p.announce()
 	hook(hookRoomSleep)
 	err := p.sleepFor(wake, timeout, &rep)
 	hook(hookRoomWoken)
 	b.mu.Lock()
+	p.unlistWait()
 	if err == nil && !p.deadline.IsZero() && !time.Now().Before(p.deadline) {
 		p.expire(s)
 	}

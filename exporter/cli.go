@@ -109,7 +109,7 @@ func parseFlags(args []string, stderr io.Writer) (*flags, error) {
 	fs.StringVar(&f.config, "config", "", "configuration file (YAML; required)")
 	fs.StringVar(&f.config, "conf", "", "the same as --config (kubernetes-event-exporter's name)")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster, else $KUBECONFIG or ~/.kube/config)")
-	fs.StringVar(&f.listen, "listen", ":9102", "address for /metrics, /healthz and /readyz, also served as /-/healthy and /-/ready (empty: none)")
+	fs.StringVar(&f.listen, "listen", ":9102", "address for /metrics, /healthz and /readyz (also served as /-/healthy and /-/ready) and the live view /debug/fanout (empty: none)")
 	fs.StringVar(&f.listen, "metrics-address", ":9102", "the same as --listen (kubernetes-event-exporter's name; its default is :2112)")
 	fs.StringVar(&f.api, "events-api", "", `Event API to watch, "v1" or "events.k8s.io/v1" (overrides the configuration's api)`)
 	fs.StringVar(&f.namespace, "namespace", "", "watch only this namespace (overrides the configuration)")

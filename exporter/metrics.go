@@ -30,6 +30,8 @@ var (
 	descDedup    = desc("sink_deduplicated_total", "Occurrences not written again after a crash: the sink had stored them.", "sink")
 	descDepth    = desc("sink_queue_depth", "Occurrences in the sink's queue.", "sink")
 	descCapacity = desc("sink_queue_capacity", "Capacity of the sink's queue.", "sink")
+	descBlocking = desc("sink_blocking", "1 while the source waits for room in the sink's queue.", "sink")
+	descBlocked  = desc("source_blocked_seconds", "How long the source has waited so far for room in a sink's queue (0: it does not wait).")
 	descLists    = desc("source_lists_total", "List requests made by the source.")
 	descWatches  = desc("source_watches_total", "Watch requests made by the source.")
 	descRestarts = desc("source_watch_restarts_total", "Watches started after the first (after a watch ended or failed).")
@@ -70,7 +72,7 @@ func NewMetrics() *Metrics {
 // Describe sends every descriptor.
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descSent, descDropped, descRetries, descDedup, descDepth, descCapacity,
-		descLists, descWatches, descRestarts, descRelists, descCollapse, descOccur, descIgnored, descDeletes, descTooOld, descSynced, descRouteDr,
+		descBlocking, descBlocked, descLists, descWatches, descRestarts, descRelists, descCollapse, descOccur, descIgnored, descDeletes, descTooOld, descSynced, descRouteDr,
 		descRouteNo, descCkWrites, descCkFails, descCkLag, descCkLast, descAbandon, descLeader, descLkReqs, descLkHits, descLkErrors, descLkGone, descBuild} {
 		ch <- d
 	}
@@ -122,6 +124,11 @@ func (m *Metrics) collectPipeline(ch chan<- prometheus.Metric, p *Pipeline) {
 			ch <- counter(descDropped, s.Dropped[r], s.Name, DropLabel(r))
 		}
 	}
+	blocking, waited := p.blocking()
+	for _, r := range p.runners {
+		ch <- gauge(descBlocking, b2f(blocking[r.name]), r.name)
+	}
+	ch <- gauge(descBlocked, waited.Seconds())
 	ps := p.PipelineStats()
 	ch <- counter(descRouteDr, ps.DroppedByRule)
 	ch <- counter(descRouteNo, ps.RoutedNowhere)

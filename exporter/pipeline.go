@@ -124,7 +124,8 @@ func NewPipeline(cfg *Config, opts PipelineOptions) (*Pipeline, error) {
 }
 
 func (p *Pipeline) newRunner(i int, rc *Receiver, s Sink, ck *Checkpoint) (*runner, error) {
-	w, err := p.b.Watch(fanout.WithQueueLength(rc.Queue.Length), fanout.WithFullChannelBehavior(rc.Queue.behavior()))
+	w, err := p.b.Watch(fanout.WithName(rc.Name), fanout.WithQueueLength(rc.Queue.Length),
+		fanout.WithFullChannelBehavior(rc.Queue.behavior()))
 	if err != nil {
 		return nil, err
 	}

@@ -36,7 +36,8 @@ type Options struct {
 	Discovery discovery.DiscoveryInterface
 	// Logger logs; nil discards.
 	Logger *slog.Logger
-	// Listener, if set, serves /metrics, /healthz and /readyz.
+	// Listener, if set, serves /metrics, /healthz, /readyz and the live
+	// view ([DebugViewPath]).
 	Listener net.Listener
 	// Metrics is the collector to fill; nil makes one. Run registers it
 	// (and the Go and process collectors) on its own registry for
@@ -294,6 +295,14 @@ func (l *acquiredLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRec
 	return r, raw, err
 }
 
+// holderSeen returns the Lease's holder as the last read showed it ("":
+// none, or the read failed).
+func (l *acquiredLock) holderSeen() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.holder
+}
+
 // following reports whether this replica stands by behind a live leader:
 // its last read of the Lease succeeded and showed another holder, whose
 // renewal it saw less than a lease duration ago (by its own clock, as
@@ -320,8 +329,8 @@ func orDefault(d, def time.Duration) time.Duration {
 }
 
 // serve serves /metrics, /healthz and /readyz (and their
-// kubernetes-event-exporter names, /-/healthy and /-/ready) on l until
-// stop is called.
+// kubernetes-event-exporter names, /-/healthy and /-/ready) and the live
+// view ([DebugViewPath]) on l until stop is called.
 func (e *exporter) serve(l net.Listener) (stop func(), err error) {
 	reg := prometheus.NewRegistry()
 	if err := reg.Register(e.metrics); err != nil {
@@ -330,6 +339,11 @@ func (e *exporter) serve(l net.Listener) (stop func(), err error) {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	view, err := e.newView()
+	if err != nil {
+		return nil, err
+	}
+	mux.Handle(DebugViewPath, view)
 	healthy := func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) }
 	mux.HandleFunc("/healthz", healthy)
 	mux.HandleFunc("/-/healthy", healthy)

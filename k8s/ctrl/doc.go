@@ -37,6 +37,9 @@
 //     ([github.com/fanout-go/fanout/k8s/metrics]) with controller-runtime's
 //     metrics registry, served by the manager's metrics server:
 //     fanout_k8s_events_dropped_total{api="events.k8s.io/v1",reason="queue_full"}, ...
+//   - [WithDebugView] serves the live view of both broadcasters
+//     ([github.com/fanout-go/fanout/debug]) on the manager's metrics
+//     server, at /debug/fanout.
 //
 // # Goroutines
 //

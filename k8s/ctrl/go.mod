@@ -9,6 +9,7 @@ replace github.com/fanout-go/fanout/k8s => ..
 replace github.com/fanout-go/fanout/k8s/metrics => ../metrics
 
 require (
+	github.com/fanout-go/fanout v0.1.0
 	github.com/fanout-go/fanout/k8s v0.1.0
 	github.com/fanout-go/fanout/k8s/metrics v0.1.0
 	github.com/go-logr/logr v1.4.3
@@ -28,7 +29,6 @@ require (
 	github.com/davecgh/go-spew v1.1.2-0.20180830191138-d8f796af33cc // indirect
 	github.com/emicklei/go-restful/v3 v3.13.0 // indirect
 	github.com/evanphx/json-patch/v5 v5.9.11 // indirect
-	github.com/fanout-go/fanout v0.1.0 // indirect
 	github.com/fsnotify/fsnotify v1.9.0 // indirect
 	github.com/fxamacker/cbor/v2 v2.9.1 // indirect
 	github.com/go-openapi/jsonpointer v1.0.0 // indirect

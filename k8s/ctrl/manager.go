@@ -26,6 +26,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	ctrlrecorder "sigs.k8s.io/controller-runtime/pkg/recorder"
 
+	"github.com/fanout-go/fanout/debug"
 	"github.com/fanout-go/fanout/k8s/events"
 	"github.com/fanout-go/fanout/k8s/metrics"
 	"github.com/fanout-go/fanout/k8s/record"
@@ -72,6 +73,7 @@ type Manager struct {
 	startOnce  sync.Once
 	started    atomic.Bool // Start was called
 	collectors []prometheus.Collector
+	unview     []func() // take the broadcasters off WithDebugView's handler
 
 	// graceful is the manager's GracefulShutdownTimeout (negative: no
 	// bound); stopping, when Start's context ended.
@@ -155,6 +157,11 @@ func NewManager(config *rest.Config, options manager.Options, opts ...Option) (*
 	}
 	inner, err := m.newInner(config, options)
 	if err != nil {
+		m.unregisterMetrics()
+		m.shutdownBroadcasters()
+		return nil, err
+	}
+	if err := m.mountView(inner, options); err != nil {
 		m.unregisterMetrics()
 		m.shutdownBroadcasters()
 		return nil, err
@@ -245,6 +252,33 @@ func (m *Manager) registerMetrics() error {
 			m.collectors = nil
 			return fmt.Errorf("fanoutctrl: registering the event metrics: %w", err)
 		}
+	}
+	return nil
+}
+
+// mountView serves the live view on inner's metrics server, with both
+// broadcasters registered (see WithDebugView).
+func (m *Manager) mountView(inner manager.Manager, options manager.Options) error {
+	v := m.cfg.view
+	if v == nil {
+		return nil
+	}
+	if options.Metrics.BindAddress == "0" {
+		return errors.New(`fanoutctrl: WithDebugView: the metrics server is off (Metrics.BindAddress "0"): nowhere to serve the view`)
+	}
+	h := v.h
+	if h == nil {
+		var err error
+		if h, err = debug.New(); err != nil {
+			return err
+		}
+	}
+	if err := inner.AddMetricsServerExtraHandler(v.path, h); err != nil {
+		return fmt.Errorf("fanoutctrl: WithDebugView: %w", err)
+	}
+	m.unview = []func(){
+		h.Register(debug.Recorder("events "+apiCore, m.record)),
+		h.Register(debug.Recorder("events "+apiEvents, m.events)),
 	}
 	return nil
 }
@@ -388,6 +422,9 @@ func (m *Manager) shutdown(timeout time.Duration) {
 		m.httpClient.CloseIdleConnections()
 	}
 	m.unregisterMetrics()
+	for _, f := range m.unview {
+		f()
+	}
 }
 
 // endWrites cancels the writes of the core/v1 sink the manager made that

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -33,6 +34,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/fanout-go/fanout/debug"
 	"github.com/fanout-go/fanout/k8s/events"
 	"github.com/fanout-go/fanout/k8s/internal/apitest"
 	"github.com/fanout-go/fanout/k8s/record"
@@ -598,4 +600,67 @@ func TestStartWithANilContextIsAnErrorAndStartsNothing(t *testing.T) {
 	m.GetEventRecorder("pods").Eventf(pod("web"), nil, corev1.EventTypeNormal, "R", "A", "m")
 	require.NoError(t, stop())
 	assert.Len(t, f.events.Calls(), 1)
+}
+
+// freeAddr returns a loopback address whose port was free a moment ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	return addr
+}
+
+// WithDebugView serves the live view on the manager's metrics server, both
+// broadcasters in it beside what the program registered itself, until
+// Start returns.
+func TestWithDebugViewServesTheBroadcastersOnTheMetricsServer(t *testing.T) {
+	h, err := debug.New()
+	require.NoError(t, err)
+	h.Register(debug.Fields("app", func() []debug.Field { return []debug.Field{{Name: "mode", Value: "test"}} }))
+	addr := freeAddr(t)
+	m, err := NewManager(offline, manager.Options{Metrics: metricsserver.Options{BindAddress: addr}, Logger: logr.Discard()},
+		withSinks(apitest.NewCoreSink(), &apitest.EventsSink{}), WithDebugView("", h))
+	require.NoError(t, err)
+	stop := run(t, m)
+	m.GetEventRecorderFor("pods").Eventf(pod("web"), corev1.EventTypeNormal, "Synced", "synced")
+	require.NoError(t, m.RecordBroadcaster().Flush(context.Background()))
+
+	var p debug.Page
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		resp, err := http.Get("http://" + addr + DefaultDebugViewPath + "?format=json")
+		if !assert.NoError(c, err) {
+			return
+		}
+		defer resp.Body.Close()
+		assert.Equal(c, http.StatusOK, resp.StatusCode)
+		assert.NoError(c, json.NewDecoder(resp.Body).Decode(&p))
+	}, 10*time.Second, 50*time.Millisecond, "the metrics server serves the view")
+	var names []string
+	for _, s := range p.Sections {
+		names = append(names, s.Name)
+	}
+	assert.Equal(t, []string{"app", "events core/v1", "events events.k8s.io/v1"}, names)
+	core := p.Sections[1]
+	assert.Contains(t, core.Fields, debug.Field{Name: "recorded", Value: 1.0})
+	require.Len(t, core.Broadcasters, 1)
+	require.NotEmpty(t, core.Broadcasters[0].WatcherList)
+	sink := core.Broadcasters[0].WatcherList[0]
+	require.NotNil(t, sink.Runner, "the sink's runner beside its watcher")
+	assert.Equal(t, uint64(1), sink.Runner.Written)
+
+	require.NoError(t, stop())
+	assert.Len(t, h.Page(0).Sections, 1, "the manager's sections leave with it")
+}
+
+// The view needs the metrics server; a path taken is refused too.
+func TestWithDebugViewNeedsTheMetricsServer(t *testing.T) {
+	_, err := NewManager(offline, manager.Options{Metrics: metricsserver.Options{BindAddress: "0"}, Logger: logr.Discard()},
+		withSinks(apitest.NewCoreSink(), &apitest.EventsSink{}), WithDebugView("/debug/fanout", nil))
+	assert.ErrorContains(t, err, "the metrics server is off")
+	_, err = NewManager(offline, manager.Options{Logger: logr.Discard(), Metrics: metricsserver.Options{
+		BindAddress: freeAddr(t), ExtraHandlers: map[string]http.Handler{"/taken": http.NotFoundHandler()}}},
+		withSinks(apitest.NewCoreSink(), &apitest.EventsSink{}), WithDebugView("/taken", nil))
+	assert.ErrorContains(t, err, "WithDebugView")
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/fanout-go/fanout/debug"
 	"github.com/fanout-go/fanout/k8s/events"
 	"github.com/fanout-go/fanout/k8s/record"
 )
@@ -36,6 +37,7 @@ type config struct {
 	shutdownTimeout time.Duration
 	metrics         bool
 	registerer      prometheus.Registerer
+	view            *debugView
 	recordOpts      []record.BroadcasterOption
 	eventsOpts      []events.Option
 	err             error // a bad option value: NewManager returns it
@@ -92,6 +94,41 @@ func WithShutdownTimeout(d time.Duration) Option {
 // default is no metrics.
 func WithMetrics(reg prometheus.Registerer) Option {
 	return optionFunc(func(c *config) { c.metrics, c.registerer = true, reg })
+}
+
+// DefaultDebugViewPath is where [WithDebugView] serves the live view when
+// given no path.
+const DefaultDebugViewPath = "/debug/fanout"
+
+// debugView is what WithDebugView asked for.
+type debugView struct {
+	path string
+	h    *debug.Handler
+}
+
+// WithDebugView serves the live view of the manager's two broadcasters
+// ([github.com/fanout-go/fanout/debug]: their sinks and queues, what they
+// wrote, dropped and retried, who holds a recorder back) on the manager's
+// metrics server, at path ([DefaultDebugViewPath] for ""), as an extra
+// handler of that server: behind its authentication and TLS when it has
+// them (manager.Options.Metrics's FilterProvider and SecureServing). The
+// view shows names and counts, never an event's content.
+//
+// h is the view to serve, so that a program can show its own
+// broadcasters beside the manager's (h.Register); nil makes one. The
+// manager registers its broadcasters with h as the sections
+// "events core/v1" (GetEventRecorderFor) and "events events.k8s.io/v1"
+// (GetEventRecorder), and takes them off when [Manager.Start] returns.
+// NewManager returns an error when the metrics server is off
+// (manager.Options.Metrics.BindAddress "0") or path is taken. The default
+// is no view.
+func WithDebugView(path string, h *debug.Handler) Option {
+	return optionFunc(func(c *config) {
+		if path == "" {
+			path = DefaultDebugViewPath
+		}
+		c.view = &debugView{path: path, h: h}
+	})
 }
 
 // WithRecordOptions tunes the core/v1 broadcaster behind

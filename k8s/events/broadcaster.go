@@ -416,6 +416,14 @@ func (b *Broadcaster) Stats() eventstats.Stats {
 	return adapt.Stats(b.rec.Stats(), &b.counters)
 }
 
+// Snapshot returns the snapshot of the core recorder the broadcaster is
+// built on ([fanout.Recorder.Snapshot]): its watchers (one per sink,
+// handler and watcher), the runners beside them, and its counters, which
+// [Broadcaster.Stats] completes with the adapter's own. It is what the
+// live view shows
+// ([github.com/fanout-go/fanout/debug.Recorder]).
+func (b *Broadcaster) Snapshot() fanout.RecorderSnapshot { return b.rec.Snapshot() }
+
 // SeriesEvicted returns the number of open series (events seen at least
 // twice) that a full series cache forgot before they finished; see
 // [WithCacheSize]. client-go's cache is unbounded and never evicts.

@@ -299,6 +299,14 @@ func (b *Broadcaster) Stats() eventstats.Stats {
 	return adapt.Stats(b.rec.Stats(), &b.counters)
 }
 
+// Snapshot returns the snapshot of the core recorder the broadcaster is
+// built on ([fanout.Recorder.Snapshot]): its watchers (one per sink,
+// handler and watcher), the runners beside them, and its counters, which
+// [Broadcaster.Stats] completes with the adapter's own. It is what the
+// live view shows
+// ([github.com/fanout-go/fanout/debug.Recorder]).
+func (b *Broadcaster) Snapshot() fanout.RecorderSnapshot { return b.rec.Snapshot() }
+
 // runnerWatch is the watch.Interface of a sink or handler.
 type runnerWatch struct {
 	run  *fanout.Runner[*v1.Event]

@@ -1,0 +1,122 @@
+package debug
+
+import "time"
+
+// This file computes the rates the view shows, from the counters of the
+// snapshots that page loads take: nothing samples between page loads.
+// Each counter series keeps the samples taken at least `every` apart, over
+// the rate window (and, for a broadcaster, over its sparklines' history);
+// a rate is the difference between the value now and the oldest sample in
+// the window, over the time between them. A series whose counters go down
+// (a broadcaster replaced under the same name, its counters at zero again)
+// starts afresh; one that a page load no longer sees is forgotten.
+
+// nvals is the number of counters a series samples together.
+const nvals = 3
+
+// sample is the counters of a series at one moment.
+type sample struct {
+	at time.Time
+	v  [nvals]uint64
+}
+
+// series is one row's samples, oldest first.
+type series struct {
+	samples []sample
+	seen    uint64 // the page load that last saw it
+}
+
+// seriesKey names a series: a broadcaster (row false) or one of its
+// watchers, of a registered source; dup tells apart the broadcasters of
+// one section that have the same name.
+type seriesKey struct {
+	src         *registered
+	broadcaster string
+	dup         int
+	row         bool
+	watcher     uint64
+}
+
+// rates holds every series; its owner serializes access.
+type rates struct {
+	every, window time.Duration
+	keep          int // samples a broadcaster's series keeps: its history
+	series        map[seriesKey]*series
+	load          uint64
+}
+
+func newRates(every, window time.Duration, history int) *rates {
+	return &rates{every: every, window: window, keep: history + 1, series: map[seriesKey]*series{}}
+}
+
+// begin starts a page load's observations.
+func (r *rates) begin() { r.load++ }
+
+// end forgets the series the page load did not see.
+func (r *rates) end() {
+	for k, s := range r.series {
+		if s.seen != r.load {
+			delete(r.series, k)
+		}
+	}
+}
+
+// observe records the counters v of series k at now, and returns their
+// rates per second over the window (ok false until a sample is old enough
+// to compare with) and the series.
+func (r *rates) observe(k seriesKey, now time.Time, v [nvals]uint64) (perSec [nvals]float64, ok bool, s *series) {
+	s = r.series[k]
+	if s == nil {
+		s = &series{}
+		r.series[k] = s
+	}
+	s.seen = r.load
+	if n := len(s.samples); n > 0 && decreased(s.samples[n-1].v, v) {
+		s.samples = s.samples[:0]
+	}
+	if n := len(s.samples); n == 0 || now.Sub(s.samples[n-1].at) >= r.every {
+		s.samples = append(s.samples, sample{at: now, v: v})
+	}
+	keep := int(r.window/r.every) + 1
+	if !k.row {
+		keep = max(keep, r.keep)
+	}
+	if extra := len(s.samples) - keep; extra > 0 {
+		s.samples = append(s.samples[:0], s.samples[extra:]...)
+	}
+	for _, b := range s.samples {
+		if now.Sub(b.at) <= r.window+r.every/2 {
+			if dt := now.Sub(b.at).Seconds(); dt > 0 {
+				for i := range v {
+					perSec[i] = float64(v[i]-b.v[i]) / dt
+				}
+				ok = true
+			}
+			break
+		}
+	}
+	return perSec, ok, s
+}
+
+// decreased reports whether a counter went down from a to b.
+func decreased(a, b [nvals]uint64) bool {
+	for i := range a {
+		if b[i] < a[i] {
+			return true
+		}
+	}
+	return false
+}
+
+// history returns the rate per second of counter i between each two
+// consecutive samples of s, oldest first: a sparkline's points.
+func (s *series) history(i int) []float64 {
+	out := []float64{} // [] in the JSON, not null
+	for j := 1; j < len(s.samples); j++ {
+		a, b := s.samples[j-1], s.samples[j]
+		if dt := b.at.Sub(a.at).Seconds(); dt > 0 {
+			out = append(out, float64(b.v[i]-a.v[i])/dt)
+		}
+	}
+	return out
+}

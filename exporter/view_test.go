@@ -1,0 +1,85 @@
+package exporter
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/fanout-go/fanout/debug"
+)
+
+// viewPage returns the live view's JSON.
+func viewPage(t *testing.T, base string) debug.Page {
+	t.Helper()
+	code, body := get(t, base+DebugViewPath+"?format=json")
+	if code != 200 {
+		t.Fatalf("%s: %d %s", DebugViewPath, code, body)
+	}
+	var p debug.Page
+	if err := json.Unmarshal([]byte(body), &p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// field returns the value of the field named name, or nil.
+func field(sec debug.SectionView, name string) any {
+	for _, f := range sec.Fields {
+		if f.Name == name {
+			return f.Value
+		}
+	}
+	return nil
+}
+
+// A sink whose writes hang fills its queue (Wait, 16) and holds the source
+// back: the live view, served beside /metrics, names it as what the source
+// waits for, with the batch its write holds, and shows the checkpoint's pending
+// changes and the leader state; /metrics says the same.
+func TestRunServesTheLiveViewOfASinkHoldingTheSourceBack(t *testing.T) {
+	var objs []runtime.Object
+	for i := range 40 {
+		objs = append(objs, coreEvent(fmt.Sprintf("e%02d", i), 1))
+	}
+	cs := fake.NewClientset(objs...)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &memSink{gate: make(chan struct{})}
+	stop := runExporter(t, Options{Config: testConfig(t, s), Client: cs, Listener: l})
+	base := "http://" + l.Addr().String()
+	var p debug.Page
+	for p = viewPage(t, base); len(p.Sections) != 2 || len(p.Sections[1].Broadcasters) == 0 ||
+		len(p.Sections[1].Broadcasters[0].Waiting) == 0; p = viewPage(t, base) {
+		waitABit()
+	}
+	state, sinks := p.Sections[0], p.Sections[1]
+	if state.Name != "fanout-eventer" || field(state, "leader") != true {
+		t.Errorf("state section %+v: want fanout-eventer, leading", state)
+	}
+	if n, _ := field(state, "checkpoint pending").(float64); n <= 0 {
+		t.Errorf("checkpoint pending %v: the sink holds every change back", field(state, "checkpoint pending"))
+	}
+	b := sinks.Broadcasters[0]
+	if w := b.Waiting[0]; w.WatcherName != "s0" || w.Queued != 16 || w.QueueLength != 16 {
+		t.Errorf("the source waits for %+v, want s0 with its queue of 16 full", w)
+	}
+	first := b.WatcherList[0]
+	if first.Name != "s0" || first.BlockingSecs == nil || first.Runner == nil || first.Runner.InFlight != 4 {
+		t.Errorf("first watcher %+v (runner %+v): want s0, blocking, a batch of 4 in flight", first, first.Runner)
+	}
+	_, metrics := get(t, base+"/metrics")
+	if !strings.Contains(metrics, `fanout_eventer_sink_blocking{sink="s0"} 1`) {
+		t.Errorf("/metrics does not say s0 holds the source back")
+	}
+	close(s.gate)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+}
