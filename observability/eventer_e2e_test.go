@@ -34,11 +34,11 @@ const eventerNS = "obs"
 // a real kube-apiserver while a test makes an event every 20 ms:
 //
 //   - "stuck": a file sink, and a webhook whose server never answers
-//     (Wait, queue 4, a timeout of an hour): it holds the source back, and
+//     (Wait, queue 4, one writer, a timeout of an hour): it holds the source back, and
 //     the checkpoint does not move; its drop rule on labels looks every involved object up
 //     (Widgets, which the API server does not know);
 //   - "failing": a webhook whose server answers 500 after 200 ms
-//     (DropNewest, queue 2, batch 1, two tries): retries, occurrences given up on
+//     (DropNewest, queue 2, batch 1, one writer, two tries): retries, occurrences given up on
 //     and dropped by the queue; its checkpoint (a file) is written;
 //   - "nocheckpoint": a file sink, its checkpoint in a ConfigMap of a
 //     namespace that does not exist: every checkpoint write fails;
@@ -105,6 +105,7 @@ receivers:
     file: {path: %s/stuck.jsonl}
   - name: hook
     webhook: {endpoint: %q, timeout: 1h}
+    writers: 1
     queue: {length: 4, strategy: Wait}
 `
 	failingConfig = `
@@ -118,6 +119,7 @@ receivers:
   - name: flaky
     webhook: {endpoint: %q}
     batch: 1
+    writers: 1
     queue: {length: 2, strategy: DropNewest}
     retry: {maxTries: 2, initialBackoff: 10ms, maxBackoff: 10ms}
 `
