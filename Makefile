@@ -104,7 +104,7 @@ bench-full:
 	cd bench && $(GO) run ./cmd/fanout-bench -json out/bench.json -svg out/bench.svg $(BENCHFLAGS)
 
 ## bench-e2e: the last mile (issue 36), against a real kube-apiserver and etcd (built once by e2e-binaries): a
-## burst of 1,000 events per API from fanout's k8s/record and k8s/events (1, 4, 8, 16 writers) and client-go's
+## burst of 1,000 events per API from fanout's k8s/record and k8s/events (1, 8, 16, 32 writers) and client-go's
 ## tools/record and tools/events until every event is on the server; then fanout-eventer's webhook lag (p50, p99)
 ## on 15,000 occurrences. About 5 minutes on 2 cores; the burst figures also go to bench/out/e2e.json.
 bench-e2e: e2e-binaries

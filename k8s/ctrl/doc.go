@@ -30,7 +30,7 @@
 //     controller-runtime never waits for its broadcasters. The
 //     events.k8s.io series still open get their final count written, so
 //     that a clean stop drops nothing while the backlog fits the bound:
-//     each sink writes up to 8 events at once
+//     each sink writes up to 32 events at once
 //     ([github.com/fanout-go/fanout/k8s/record.WithWriters]), so a burst of
 //     a thousand takes a second or two on a local API server.
 //   - [WithMetrics] registers the counters

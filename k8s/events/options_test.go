@@ -13,7 +13,7 @@ import (
 // negative pause means none); WithCacheSize 0 means the default, as the
 // core's CacheSize.
 func TestOptionsNormaliseOutOfRangeValues(t *testing.T) {
-	def := config{sleep: 10 * time.Second, queue: 1000, cacheSize: 4096, writers: 8}
+	def := config{sleep: 10 * time.Second, queue: 1000, cacheSize: 4096, writers: 32}
 	with := func(f func(*config)) config { c := def; f(&c); return c }
 	for _, tc := range []struct {
 		name string
@@ -54,7 +54,7 @@ func TestNewRefusesOutOfRangeQueueLengthAndCacheSize(t *testing.T) {
 		{WithQueueLength(fanout.MaxQueueLength + 1), "leave the option out for the default, 1000"},
 		{WithCacheSize(-1), "events: WithCacheSize(-1): the size must be 0 (the default, 4096) or more"},
 		{WithWriters(0), "events: WithWriters(0): the number must be 1 to"},
-		{WithWriters(fanout.MaxWriters + 1), "leave the option out for the default, 8"},
+		{WithWriters(fanout.MaxWriters + 1), "leave the option out for the default, 32"},
 	} {
 		b, err := New(newRecordingSink(), tc.opt)
 		assert.Nil(t, b)

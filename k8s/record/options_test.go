@@ -13,7 +13,7 @@ import (
 // The option client-go has, WithSleepDuration, normalises as client-go's
 // does: a negative pause means none.
 func TestBroadcasterOptionsNormaliseOutOfRangeValues(t *testing.T) {
-	def := config{sleep: 10 * time.Second, queueLength: 1000, writers: 8}
+	def := config{sleep: 10 * time.Second, queueLength: 1000, writers: 32}
 	with := func(f func(*config)) config { c := def; f(&c); return c }
 	for _, tc := range []struct {
 		name string
@@ -55,7 +55,7 @@ func TestWithQueueLengthOutOfRangePanicsInNew(t *testing.T) {
 // writers, as WithQueueLength does.
 func TestWithWritersOutOfRangePanicsInNew(t *testing.T) {
 	for _, n := range []int{0, -1, fanout.MaxWriters + 1} {
-		assert.PanicsWithError(t, fmt.Sprintf("record: WithWriters(%d): the number must be 1 to %d; leave the option out for the default, 8", n, fanout.MaxWriters),
+		assert.PanicsWithError(t, fmt.Sprintf("record: WithWriters(%d): the number must be 1 to %d; leave the option out for the default, 32", n, fanout.MaxWriters),
 			func() { New(WithWriters(n)) })
 		b, err := NewChecked(WithWriters(n))
 		assert.Nil(t, b)

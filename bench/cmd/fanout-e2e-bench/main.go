@@ -57,7 +57,7 @@ func parse(args []string) (options, error) {
 	fs.IntVar(&o.queue, "queue", 1000, "fanout's queue length (WithQueueLength); client-go's is 1000")
 	fs.DurationVar(&o.wait, "wait", time.Minute, "how long to wait for a burst to be on the server before counting the rest lost")
 	fs.StringVar(&o.jsonFile, "json", "", "write the results as JSON Lines to `FILE`")
-	list := fs.String("writers", "1,4,8,16", "fanout writer counts to measure, comma-separated")
+	list := fs.String("writers", "1,8,16,32", "fanout writer counts to measure, comma-separated")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
