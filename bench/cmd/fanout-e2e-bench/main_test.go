@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fanout-go/fanout/k8s/record"
 	"go.uber.org/goleak"
 )
 
@@ -18,8 +19,8 @@ func TestTargetsJudgeTheDefaultAgainstOneWriterAndClientGo(t *testing.T) {
 	rs := []result{
 		{API: "core/v1", System: "client-go", Wall: 6 * time.Second},
 		{API: "core/v1", System: "fanout", Writers: 1, Wall: 6 * time.Second, PerSec: 160},
-		{API: "core/v1", System: "fanout", Writers: 8, Wall: time.Second, After: 900 * time.Millisecond, PerSec: 1000},
-		{API: "events.k8s.io/v1", System: "fanout", Writers: 8, Wall: 3 * time.Second, After: 3 * time.Second, PerSec: 300, Lost: 2},
+		{API: "core/v1", System: "fanout", Writers: record.DefaultWriters, Wall: time.Second, After: 900 * time.Millisecond, PerSec: 1000},
+		{API: "events.k8s.io/v1", System: "fanout", Writers: record.DefaultWriters, Wall: 3 * time.Second, After: 3 * time.Second, PerSec: 300, Lost: 2},
 	}
 	got := strings.Join(targets(rs), "\n")
 	for _, want := range []string{
