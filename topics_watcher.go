@@ -232,9 +232,7 @@ func (g *TopicsWatcher[K, T]) All(ctx context.Context) iter.Seq[Message[K, T]] {
 // Stop unregisters its watchers, as [Watcher.Stop]; what they hold stays
 // readable. It is idempotent.
 func (g *TopicsWatcher[K, T]) Stop() {
-	g.t.mu.Lock()
-	delete(g.t.groups, g)
-	g.t.mu.Unlock()
+	g.t.leaveGroups(g)
 	g.stop()
 }
 
@@ -334,8 +332,4 @@ func (g *TopicsWatcher[K, T]) Stats() map[K]WatcherStats {
 	return m
 }
 
-func (t *Topics[K, T]) isStopped() bool {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	return t.stopped
-}
+func (t *Topics[K, T]) isStopped() bool { return t.stopped.Load() }
