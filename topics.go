@@ -51,7 +51,7 @@ type Topics[K comparable, T any] struct {
 }
 
 // Message is a value with the topic it was published to, as a watcher of
-// several topics receives it.
+// several topics receives it, and as [Topics.PublishMessages] takes it.
 type Message[K comparable, T any] struct {
 	Topic K
 	Value T

@@ -216,6 +216,65 @@ func (t *Topics[K, T]) forPublish(topic K, fresh bool) (*Broadcaster[T], error) 
 	return b, nil
 }
 
+// PublishMessages publishes each message's value to its topic: the values
+// of each topic in their order and contiguously, as one
+// [Topics.PublishBatch], the topics in the order of their first message.
+// It returns how many values were accepted and, if not all, why: the
+// error of the first topic that did not accept all of its values, whose
+// first ones, and every value of the topics before it, are those accepted.
+// ms is not retained.
+func (t *Topics[K, T]) PublishMessages(ms []Message[K, T]) (int, error) {
+	if t.err != nil {
+		return 0, t.err
+	}
+	if t.stopped.Load() {
+		return 0, ErrStopped
+	}
+	topics, vs, ends := byTopic(ms)
+	total, from := 0, 0
+	for i, topic := range topics {
+		n, err := t.PublishBatch(topic, vs[from:ends[i]])
+		total += n
+		if err != nil {
+			return total, err
+		}
+		from = ends[i]
+	}
+	return total, nil
+}
+
+// byTopic returns the topics of ms in the order of their first message, and
+// the values of ms grouped by topic, each topic's in their order: topic i's
+// are vs[ends[i-1]:ends[i]].
+func byTopic[K comparable, T any](ms []Message[K, T]) (topics []K, vs []T, ends []int) {
+	group := make([]int, len(ms))
+	index := map[K]int{}
+	for j, m := range ms {
+		i, ok := index[m.Topic]
+		if !ok {
+			i = len(topics)
+			index[m.Topic] = i
+			topics = append(topics, m.Topic)
+			ends = append(ends, 0)
+		}
+		group[j] = i
+		ends[i]++
+	}
+	for i := 1; i < len(ends); i++ {
+		ends[i] += ends[i-1]
+	}
+	next := make([]int, len(ends)) // where group i's next value goes
+	for i := 1; i < len(ends); i++ {
+		next[i] = ends[i-1]
+	}
+	vs = make([]T, len(ms))
+	for j, m := range ms {
+		vs[next[group[j]]] = m.Value
+		next[group[j]]++
+	}
+	return topics, vs, ends
+}
+
 // TopicPublisher publishes to one topic of a [Topics], as the family's
 // publish methods do, without looking the topic up each time: it keeps
 // the topic's broadcaster while the topic exists, and finds the next one

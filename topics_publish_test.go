@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"testing/synctest"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -171,4 +172,98 @@ func assertContiguous(t *testing.T, what string, vs []int) {
 			return
 		}
 	}
+}
+
+// PublishMessages publishes each topic's values in their order, as one
+// batch of that topic; a topic nobody watches counts its values unheard.
+func TestPublishMessagesKeepsEachTopicsOrder(t *testing.T) {
+	tp := fanout.NewTopics[string, int]()
+	a, err := tp.Watch("a")
+	require.NoError(t, err)
+	g, err := tp.WatchTopics([]string{"a", "b"})
+	require.NoError(t, err)
+	n, err := tp.PublishMessages([]fanout.Message[string, int]{{"b", 10}, {"a", 1}, {"c", 20}, {"a", 2}, {"b", 11}, {"a", 3}})
+	require.NoError(t, err)
+	assert.Equal(t, 6, n)
+	n, err = tp.PublishMessages(nil)
+	require.NoError(t, err)
+	assert.Zero(t, n)
+	tp.Shutdown()
+	assert.Equal(t, []int{1, 2, 3}, fanouttest.Drain(a))
+	got := map[string][]int{}
+	for m := range g.All(context.Background()) {
+		got[m.Topic] = append(got[m.Topic], m.Value)
+	}
+	assert.Equal(t, map[string][]int{"a": {1, 2, 3}, "b": {10, 11}}, got)
+	assert.Equal(t, fanout.TopicsStats{Topics: 2, Published: 6, Unheard: 1}, tp.Stats())
+	n, err = tp.PublishMessages([]fanout.Message[string, int]{{"a", 4}})
+	assert.ErrorIs(t, err, fanout.ErrStopped)
+	assert.Zero(t, n)
+}
+
+// Each topic's values of one PublishMessages are contiguous in that topic,
+// whatever other publishers do meanwhile.
+func TestPublishMessagesKeepsEachTopicsValuesTogether(t *testing.T) {
+	const batches, per = 300, 4
+	tp := fanout.NewTopics[string, int](fanout.WithQueueLength(4))
+	topics := []string{"a", "b"}
+	got := make([][]int, len(topics))
+	var rg sync.WaitGroup
+	for i, topic := range topics {
+		w, err := tp.Watch(topic)
+		require.NoError(t, err)
+		rg.Go(func() { got[i], _ = collectAll(w) })
+	}
+	var pg sync.WaitGroup
+	for p := range 3 {
+		pg.Go(func() {
+			for i := range batches {
+				var ms []fanout.Message[string, int]
+				for j := range per { // a and b interleaved; each value says its batch
+					ms = append(ms, fanout.Message[string, int]{Topic: topics[j%2], Value: p*batches + i})
+				}
+				n, err := tp.PublishMessages(ms)
+				assert.NoError(t, err)
+				assert.Equal(t, per, n)
+			}
+		})
+	}
+	pg.Wait()
+	tp.Shutdown()
+	rg.Wait()
+	for k, vs := range got {
+		require.Len(t, vs, 3*batches*per/2, topics[k])
+		for i := 0; i < len(vs); i += per / 2 {
+			assert.Equal(t, vs[i], vs[i+1], "%s: a batch's values are split at %d", topics[k], i)
+		}
+	}
+}
+
+// A PublishMessages cut short by Shutdown returns how many values were
+// accepted: every value of the topics before, the first of the one cut.
+func TestPublishMessagesStoppedReturnsWhatWasAccepted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tp := fanout.NewTopics[string, int](fanout.WithQueueLength(1))
+		a, err := tp.Watch("a")
+		require.NoError(t, err)
+		b, err := tp.Watch("b")
+		require.NoError(t, err)
+		type result struct {
+			n   int
+			err error
+		}
+		done := make(chan result, 1)
+		go func() {
+			n, err := tp.PublishMessages([]fanout.Message[string, int]{{"a", 1}, {"b", 2}, {"b", 3}, {"c", 4}})
+			done <- result{n, err}
+		}()
+		synctest.Wait() // b's watcher is full: 3 waits
+		tp.Shutdown()
+		r := <-done
+		assert.Equal(t, 2, r.n)
+		assert.ErrorIs(t, r.err, fanout.ErrStopped)
+		assert.Equal(t, []int{1}, fanouttest.Drain(a))
+		assert.Equal(t, []int{2}, fanouttest.Drain(b))
+		assert.Equal(t, uint64(2), tp.Stats().Published)
+	})
 }
