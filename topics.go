@@ -23,7 +23,8 @@ import (
 // creation and retirement of topics change ([Topics.Publisher] skips even
 // that), and publishes to the topic's broadcaster.
 //
-// A Topics starts no goroutines. Create one with [NewTopics].
+// A Topics starts no goroutines ([TopicsWatcher.ResultChan] starts one for
+// its watcher). Create one with [NewTopics].
 type Topics[K comparable, T any] struct {
 	opts []Option
 	cfg  config
@@ -270,6 +271,8 @@ func (t *Topics[K, T]) WatchAll(opts ...Option) (*TopicsWatcher[K, T], error) {
 	return g, nil
 }
 
+// newGroup returns a watcher of several topics with opts, checked as Watch
+// checks them, so that a topic created later for a WatchAll takes them.
 func (t *Topics[K, T]) newGroup(opts []Option) (*TopicsWatcher[K, T], error) {
 	if t.err != nil {
 		return nil, t.err
@@ -281,7 +284,10 @@ func (t *Topics[K, T]) newGroup(opts []Option) (*TopicsWatcher[K, T], error) {
 	case cfg.filter != nil:
 		return nil, errors.New("fanout: a watcher of several topics takes no filter: the topics are its filter")
 	}
-	return &TopicsWatcher[K, T]{t: t, opts: opts, wake: make(chan struct{}, 1)}, nil
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &TopicsWatcher[K, T]{t: t, opts: opts, qlen: cfg.queueLen, wake: make(chan struct{}, 1)}, nil
 }
 
 // leaveGroups takes g out of the watchers of every topic.

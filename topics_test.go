@@ -205,6 +205,9 @@ func TestTopicsBadInput(t *testing.T) {
 	assert.ErrorContains(t, err, "queue")
 	_, err = tp.WatchAll(fanout.WithFilter(func(int) bool { return true }))
 	assert.ErrorContains(t, err, "filter")
+	_, err = tp.WatchAll(fanout.WithHistory(1)) // refused now, not by the topic a publish creates for it
+	assert.ErrorContains(t, err, "applies to New")
+	assert.NoError(t, tp.Publish("x", 1))
 	bad := fanout.NewTopics[string, int](fanout.WithQueueLength(-1))
 	assert.ErrorContains(t, bad.Publish("a", 1), "invalid queue length")
 	var nilCtx context.Context
