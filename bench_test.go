@@ -330,3 +330,114 @@ func benchFilter(b *testing.B, filter bool, watchers int) {
 	}
 	b.ReportMetric(float64(total)/b.Elapsed().Seconds(), "kept/s")
 }
+
+// BenchmarkTopics is the harness's topics workload: T topics with
+// benchPerTopic watchers each, every watcher drained by its own goroutine
+// doing no work, P producers publishing round-robin over the topics (each
+// from its own offset), queue length 100. "topics" publishes with
+// Topics.Publish, "publisher" with a TopicPublisher per topic, kept in a
+// map; "by-hand" is the baseline: one Broadcaster per topic, in a map
+// built up front, published to with Action. The three of one size run
+// one after the other, so that a run of one size is a comparison.
+func BenchmarkTopics(b *testing.B) {
+	for _, producers := range []int{1, 4} {
+		for _, topics := range []int{1, 10, 100, 1000} {
+			for _, api := range []string{"topics", "publisher", "by-hand"} {
+				b.Run(fmt.Sprintf("producers=%d/topics=%d/%s", producers, topics, api), func(b *testing.B) {
+					benchTopics(b, api, producers, topics)
+				})
+			}
+		}
+	}
+}
+
+const benchPerTopic = 10
+
+func benchTopics(b *testing.B, api string, producers, topics int) {
+	sys := benchTopicsSystem(api)
+	var wg sync.WaitGroup
+	received := make([]int, topics*benchPerTopic)
+	for i := range received {
+		w, err := sys.watch(i % topics)
+		if err != nil {
+			b.Fatal(err)
+		}
+		wg.Go(func() {
+			buf := make([]*benchEvent, benchQueue)
+			for {
+				n, err := w.Recv(context.Background(), buf)
+				received[i] += n
+				if err != nil {
+					return
+				}
+			}
+		})
+	}
+	publish := sys.publisher(topics)
+	ev := &benchEvent{}
+	b.ReportAllocs()
+	b.ResetTimer()
+	var pg sync.WaitGroup
+	for p := range producers {
+		n := b.N / producers
+		if p < b.N%producers {
+			n++
+		}
+		pg.Go(func() {
+			for i := range n {
+				if err := publish((p*topics/producers+i)%topics, ev); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	pg.Wait()
+	sys.shutdown()
+	wg.Wait()
+	b.StopTimer()
+	reportDeliveries(b, received, benchPerTopic)
+}
+
+// benchTopicsSys is a way of publishing to topics.
+type benchTopicsSys struct {
+	watch     func(topic int) (*fanout.Watcher[*benchEvent], error)
+	publisher func(topics int) func(topic int, v *benchEvent) error
+	shutdown  func()
+}
+
+func benchTopicsSystem(api string) benchTopicsSys {
+	opts := []fanout.Option{fanout.WithQueueLength(benchQueue), fanout.WithFullChannelBehavior(fanout.WaitIfChannelFull)}
+	if api != "by-hand" {
+		tp := fanout.NewTopics[int, *benchEvent](opts...)
+		sys := benchTopicsSys{watch: func(k int) (*fanout.Watcher[*benchEvent], error) { return tp.Watch(k) }, shutdown: tp.Shutdown}
+		sys.publisher = func(int) func(int, *benchEvent) error { return tp.Publish }
+		if api == "publisher" {
+			sys.publisher = func(topics int) func(int, *benchEvent) error {
+				ps := map[int]*fanout.TopicPublisher[int, *benchEvent]{}
+				for k := range topics {
+					ps[k] = tp.Publisher(k)
+				}
+				return func(k int, v *benchEvent) error { return ps[k].Publish(v) }
+			}
+		}
+		return sys
+	}
+	bs := map[int]*fanout.Broadcaster[*benchEvent]{}
+	return benchTopicsSys{
+		watch: func(k int) (*fanout.Watcher[*benchEvent], error) {
+			if bs[k] == nil {
+				bs[k] = fanout.New[*benchEvent](opts...)
+			}
+			return bs[k].Watch()
+		},
+		publisher: func(int) func(int, *benchEvent) error {
+			return func(k int, v *benchEvent) error { return bs[k].Action(v) }
+		},
+		shutdown: func() {
+			for _, b := range bs {
+				b.Shutdown()
+			}
+		},
+	}
+}
