@@ -38,6 +38,8 @@ type Topics[K comparable, T any] struct {
 
 	unheard stripes // values published to a topic that did not exist
 
+	done chan struct{} // closed by Shutdown: wakes readers of watchers with no topic
+
 	mu sync.Mutex // creation, retirement, groups, Shutdown; guards what follows
 	// dirty is the map of topics when it differs from the view's, which
 	// it then replaces once publishers have missed it often enough
@@ -84,7 +86,7 @@ func NewTopics[K comparable, T any](opts ...Option) *Topics[K, T] {
 	if err == nil {
 		_, err = filterOf[T](cfg)
 	}
-	t := &Topics[K, T]{opts: opts, cfg: cfg, err: err, groups: map[*TopicsWatcher[K, T]]struct{}{}}
+	t := &Topics[K, T]{opts: opts, cfg: cfg, err: err, done: make(chan struct{}), groups: map[*TopicsWatcher[K, T]]struct{}{}}
 	t.view.Store(&topicsView[K, T]{})
 	return t
 }
@@ -196,6 +198,9 @@ func (t *Topics[K, T]) Stats() TopicsStats {
 // idempotent and never waits on a consumer.
 func (t *Topics[K, T]) Shutdown() {
 	t.mu.Lock()
+	if !t.stopped.Load() {
+		close(t.done)
+	}
 	t.stopped.Store(true)
 	topics := t.topicsLocked()
 	bs := make([]*Broadcaster[T], 0, len(topics))

@@ -427,3 +427,24 @@ func TestTopicsAllWithANilContextEndsAtOnceAndErrNamesIt(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, fanout.Message[string, int]{Topic: "a", Value: 1}, m, "still queued")
 }
+
+// A reader parked on a watcher that has no topic yet (WatchAll before any
+// topic, WatchTopics of none) learns of Shutdown: no broadcaster of its own
+// wakes it.
+func TestTopicsWatcherOfNoTopicParkedInRecvWakesOnShutdown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tp := fanout.NewTopics[string, int]()
+		all, err := tp.WatchAll()
+		require.NoError(t, err)
+		none, err := tp.WatchTopics(nil)
+		require.NoError(t, err)
+		errs := make(chan error, 2)
+		for _, g := range []*fanout.TopicsWatcher[string, int]{all, none} {
+			go func() { _, err := g.Next(context.Background()); errs <- err }()
+		}
+		synctest.Wait() // both parked
+		tp.Shutdown()
+		assert.ErrorIs(t, <-errs, fanout.ErrStopped)
+		assert.ErrorIs(t, <-errs, fanout.ErrStopped)
+	})
+}

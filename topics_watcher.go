@@ -203,6 +203,8 @@ func (g *TopicsWatcher[K, T]) park(ctx context.Context, subs []topicSub[K, T]) e
 	select {
 	case <-g.wake:
 		return nil
+	case <-g.t.done: // a watcher of no topic has no broadcaster to wake it
+		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
