@@ -60,9 +60,12 @@ func (t *Topics[K, T]) missLocked() {
 // it: the family keeps a history or has watchers of every topic.
 func (t *Topics[K, T]) keep() bool { return t.cfg.history > 0 || t.ngroups.Load() > 0 }
 
-// ready reports whether a publisher that found b may publish to it without
-// looking again: b has watchers, or the family keeps a history. A retired
-// broadcaster has neither (its Shutdown counted its watchers out).
+// ready reports whether a publisher that found b in a view may publish to
+// it without looking again: b has watchers, or the family keeps a history.
+// A retired broadcaster has neither (its Shutdown counted its watchers
+// out). The fast paths of Publish do not ask: a retired broadcaster's fast
+// path fails (it is shut down), and its slow path returns ErrStopped
+// having accepted nothing, after which the publisher looks again.
 func (t *Topics[K, T]) ready(b *Broadcaster[T]) bool {
 	return b != nil && (b.watching() > 0 || t.cfg.history > 0)
 }
@@ -72,9 +75,7 @@ func (t *Topics[K, T]) ready(b *Broadcaster[T]) bool {
 // Shutdown it returns [ErrStopped].
 func (t *Topics[K, T]) Publish(topic K, v T) error {
 	b := t.view.Load().topics[topic]
-	if !t.ready(b) {
-		b = nil
-	} else if b.tryOne(v) {
+	if b != nil && b.tryOne(v) {
 		return nil
 	}
 	return t.action(topic, b, nil, v)
@@ -116,18 +117,18 @@ func (t *Topics[K, T]) PublishContext(ctx context.Context, topic K, v T) error {
 // PublishOrDrop publishes v to topic if that needs no waiting, as
 // [Broadcaster.ActionOrDrop]. With nobody listening, it returns true.
 func (t *Topics[K, T]) PublishOrDrop(topic K, v T) (bool, error) {
-	n, err := t.publish(topic, nil, nil, 1, orDrop(v))
+	n, err := t.publish(topic, nil, nil, 1, func(b *Broadcaster[T]) (int, error) { return orDrop(b, v) })
 	return n == 1, err
 }
 
-func orDrop[T any](v T) func(*Broadcaster[T]) (int, error) {
-	return func(b *Broadcaster[T]) (int, error) {
-		ok, err := b.ActionOrDrop(v)
-		if !ok {
-			return 0, err
-		}
-		return 1, err
+// orDrop publishes v to b as ActionOrDrop, and returns how many values it
+// accepted.
+func orDrop[T any](b *Broadcaster[T], v T) (int, error) {
+	ok, err := b.ActionOrDrop(v)
+	if !ok {
+		return 0, err
 	}
+	return 1, err
 }
 
 // PublishBatch publishes vs to topic in order and contiguously, as
@@ -140,9 +141,9 @@ func (t *Topics[K, T]) PublishBatch(topic K, vs []T) (int, error) {
 // publish runs publish, of n values, on topic's broadcaster, if it exists,
 // and returns how many values publish accepted; with no broadcaster, the n
 // values are unheard. found, if not nil, is the broadcaster the caller
-// found ready. A topic retired between the look-up and the publish (its
-// broadcaster shut down) is looked up again, under t.mu: the values were
-// accepted by nobody. One retired after its publish accepted k values (a
+// found in a view or kept (a TopicPublisher), tried first. A topic retired
+// between the look-up and the publish (its broadcaster shut down) is
+// looked up again, under t.mu: the values were accepted by nobody. One retired after its publish accepted k values (a
 // batch that waited for its last watcher, stopped) counts the rest
 // unheard. p, if not nil, is the Publisher to keep the broadcaster in.
 func (t *Topics[K, T]) publish(topic K, found *Broadcaster[T], p *TopicPublisher[K, T], n int, publish func(*Broadcaster[T]) (int, error)) (int, error) {
@@ -299,9 +300,7 @@ func (p *TopicPublisher[K, T]) Topic() K { return p.topic }
 // Publish is [Topics.Publish] to its topic.
 func (p *TopicPublisher[K, T]) Publish(v T) error {
 	b := p.b.Load()
-	if !p.t.ready(b) {
-		b = nil
-	} else if b.tryOne(v) {
+	if b != nil && b.tryOne(v) {
 		return nil
 	}
 	return p.t.action(p.topic, b, p, v)
@@ -318,7 +317,7 @@ func (p *TopicPublisher[K, T]) PublishContext(ctx context.Context, v T) error {
 
 // PublishOrDrop is [Topics.PublishOrDrop] to its topic.
 func (p *TopicPublisher[K, T]) PublishOrDrop(v T) (bool, error) {
-	n, err := p.t.publish(p.topic, nil, p, 1, orDrop(v))
+	n, err := p.t.publish(p.topic, nil, p, 1, func(b *Broadcaster[T]) (int, error) { return orDrop(b, v) })
 	return n == 1, err
 }
 
