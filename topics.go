@@ -18,10 +18,11 @@ import (
 // ([TopicsStats].Unheard), and a topic whose last watcher stops, or is
 // evicted, goes away. After [Topics.Shutdown] the topics stay as they were.
 //
-// Publishing takes no lock of the family's and writes nothing that other
-// topics' publishers write: it looks the topic up in a map that only the
-// creation and retirement of topics change ([Topics.Publisher] skips even
-// that), and publishes to the topic's broadcaster.
+// Publishing to a topic that exists takes no lock of the family's and
+// writes nothing of the family's: it looks the topic up in a map that only
+// the creation and retirement of topics replace ([Topics.Publisher] skips
+// even that), and publishes to the topic's broadcaster. A value nobody
+// hears is counted in a counter spread over cache lines.
 //
 // A Topics starts no goroutines ([TopicsWatcher.ResultChan] starts one for
 // its watcher). Create one with [NewTopics].
