@@ -127,7 +127,7 @@ func DefaultConfig() Config {
 		RecordEvents:     20_000,
 		RecordProducers:  []int{1, 8},
 		ReplayHistory:    1000,
-		TopicCounts:      []int{1, 10, 100},
+		TopicCounts:      []int{1, 10, 100, 1000},
 		FilterWatchers:   100,
 	}
 }
@@ -294,8 +294,9 @@ type Case struct {
 	// ratios.
 	RatioVsFanout *float64 `json:"ratio_vs_fanout"`
 	// RatioVsByHand is, for the filter kind, DeliveredPerSec over that of
-	// the watchers reading everything and discarding by hand, the median
-	// of per-repetition ratios.
+	// the watchers reading everything and discarding by hand, and for the
+	// topics kind over that of one Broadcaster per topic built by hand:
+	// the median of per-repetition ratios.
 	RatioVsByHand *float64 `json:"ratio_vs_by_hand"`
 	// RatioVsClientGo is, for the record kind, the ratio of events/s
 	// against client-go's tools/record with the same producers: the
@@ -336,6 +337,11 @@ type Case struct {
 	// run's p99, less sensitive than P99LatencyNs to a burst of load from
 	// outside the process.
 	MedianRunP99LatencyNs *int64 `json:"median_run_p99_latency_ns"`
+	// OutOfOrder is, for the topics kind, the values the readers found
+	// out of order over every run of the case: 0 for a system that
+	// delivers each watcher each producer's values in that producer's
+	// order.
+	OutOfOrder *int64 `json:"out_of_order"`
 
 	// IdleBytesPerWatcher is the growth of HeapAlloc+StackInuse per idle
 	// watcher.
@@ -432,9 +438,11 @@ func steps(cfg Config, res *Results) []step {
 	}
 	out = append(out, step{KindStall, fmt.Sprintf("stalled watcher: %d watchers", cfg.StallWatchers),
 		func() ([]Case, error) { return stallGroup(cfg, res, StallSystems()) }})
-	for _, t := range cfg.TopicCounts {
-		out = append(out, step{KindTopics, fmt.Sprintf("topics: %s × %d watchers, 1 producer", plural(t, "topic"), WatchersPerTopic),
-			func() ([]Case, error) { return topicsGroup(cfg, res, t) }})
+	for _, p := range cfg.Producers {
+		for _, t := range cfg.TopicCounts {
+			out = append(out, step{KindTopics, fmt.Sprintf("topics: %s × %d watchers, %s", plural(t, "topic"), WatchersPerTopic,
+				plural(p, "producer")), func() ([]Case, error) { return topicsGroup(cfg, res, t, p) }})
+		}
 	}
 	out = append(out, step{KindFilter, fmt.Sprintf("filter: %d watchers, each keeping 1 value in %d", cfg.FilterWatchers, FilterShare),
 		func() ([]Case, error) { return filterGroup(cfg, res) }})

@@ -104,7 +104,7 @@ type System struct {
 	// Batch is the number of values per publish call: 0 or 1 for
 	// single-value publishing (Action), more for fanout's ActionBatch.
 	Batch int
-	// Topics is, for the topics group (API APITopics), the number of
+	// Topics is, for the topics group (API APITopics or APITopicsByHand), the number of
 	// topics the watchers are spread over, [WatchersPerTopic] each; 0
 	// elsewhere.
 	Topics int
@@ -120,7 +120,7 @@ type System struct {
 // the filter group, else every read watcher.
 func (s System) readers(n, stalled int) int64 {
 	switch {
-	case s.API == APITopics:
+	case isTopicsAPI(s.API):
 		return int64(n-stalled) / int64(max(1, s.Topics))
 	case isFilterAPI(s.API):
 		return int64(n-stalled) / FilterShare
@@ -147,7 +147,7 @@ func (s System) Label() string {
 	switch s.API {
 	case APIReplay, APIPrefix:
 		return replayLabel(s)
-	case APITopics:
+	case APITopics, APITopicsByHand:
 		return topicsLabel(s)
 	case APIFilter, APIByHand, APIFilterChan, APIByHandChan:
 		return filterLabel(s)
@@ -305,7 +305,7 @@ func (s System) validate() error {
 		return fmt.Errorf("harness: %s cannot publish batches of %d", s.Name, s.Batch)
 	}
 	switch {
-	case s.API == APITopics:
+	case isTopicsAPI(s.API):
 		return validateTopics(s)
 	case isFilterAPI(s.API):
 		return validateFilter(s)
@@ -474,6 +474,16 @@ type running struct {
 	wg      sync.WaitGroup
 	counts  []int64   // values received, per consumer; written on exit
 	samples [][]int64 // latency samples, per consumer; written on exit
+	broken  []int64   // values out of order, per ordered consumer; written on exit
+}
+
+// outOfOrder is the number of values the consumers found out of order.
+func (r *running) outOfOrder() int64 {
+	var t int64
+	for _, b := range r.broken {
+		t += b
+	}
+	return t
 }
 
 // consumers starts the consumers of a running system.
@@ -515,11 +525,11 @@ func (s System) start(n, stalled int, rec *recorder) (*running, error) {
 	if stalled > 0 && s.Name == SystemKelindar {
 		return nil, fmt.Errorf("harness: %s has no watcher that can be left unread", s.Label())
 	}
-	c := &consumers{r: &running{counts: make([]int64, n), samples: make([][]int64, n)},
+	c := &consumers{r: &running{counts: make([]int64, n), samples: make([][]int64, n), broken: make([]int64, n)},
 		stalled: stalled, rec: rec, payload: &Event{}}
 	var err error
 	switch {
-	case s.API == APITopics:
+	case isTopicsAPI(s.API):
 		err = c.startTopics(s, n)
 	case isFilterAPI(s.API):
 		err = c.startFilter(s, n)

@@ -27,6 +27,7 @@ type sample struct {
 	counted   int64         // values published while allocations were counted
 	libDrops  uint64        // drops the library counted (fanout only)
 	settled   bool          // every goroutine of the measurement exited
+	broken    int64         // values that readers checking the order found out of order (topics)
 	// long and short are, for a difference ([sample.minus]), the values
 	// the long and the short run published; short is 0 for a single run.
 	long, short int64
@@ -104,6 +105,7 @@ func measure(v variant, n, producers, events int) (sample, error) {
 		counted:   int64((per - first) * producers),
 		libDrops:  r.inst.libDropped(),
 		settled:   settle(base),
+		broken:    r.outOfOrder(),
 	}
 	return s, nil
 }
@@ -161,6 +163,7 @@ func (l sample) minus(s sample) (sample, bool) {
 	d.published, d.expected, d.delivered = l.published-s.published, l.expected-s.expected, max(0, l.delivered-s.delivered)
 	d.pubTime, d.elapsed, d.libDrops = l.pubTime-s.pubTime, l.elapsed-s.elapsed, l.libDrops-s.libDrops
 	d.settled = l.settled && s.settled
+	d.broken = l.broken + s.broken // a value out of order in either run is one
 	d.long, d.short = l.published, s.published
 	if d.published <= 0 || d.elapsed <= 0 || d.pubTime <= 0 {
 		l.long = l.published
@@ -289,6 +292,9 @@ func anomalies(v variant, where string, s sample) []string {
 	}
 	if v.sys.Lossless() && s.delivered != s.expected {
 		out = append(out, fmt.Sprintf("%s: lossless system delivered %d of %d values", where, s.delivered, s.expected))
+	}
+	if s.broken > 0 && !v.sys.reorders() {
+		out = append(out, fmt.Sprintf("%s: readers found %d values out of order", where, s.broken))
 	}
 	return out
 }
