@@ -14,7 +14,7 @@
 //	fanout-bench [-headline] [-watchers 1,10,100,1000] [-producers 1,4] [-reps 5]
 //	             [-duration 60ms] [-record-events 20000] [-json FILE] [-svg FILE]
 //	             [-latency-producers 1,4] [-idle-pull-watchers 100000] [-record-producers 1,8]
-//	             [-topics 1,10,100] [-quick]
+//	             [-topics 1,10,100,1000] [-quick]
 //	             [-only throughput,stall,topics,filter,latency,idle_memory,idle_cpu,replay,record,events]
 //	             [-nats=false]
 //
