@@ -1,8 +1,9 @@
 // Command fanout-bench compares github.com/fanout-go/fanout with
 // k8s.io/apimachinery's watch.Broadcaster and raw channels, in one process,
 // and prints a table of throughput (with ratios against k8s wait q100),
-// stalled-watcher cost, topics (fanout Topics against cskr/pubsub and
-// watermill's GoChannel), filters (WithFilter against discarding by hand),
+// stalled-watcher cost, topics (fanout Topics against one Broadcaster per
+// topic by hand, kelindar/event by type, cskr/pubsub and watermill's
+// GoChannel), filters (WithFilter against discarding by hand),
 // latency, idle memory and idle CPU, then the rate of
 // recording Kubernetes events into a no-op sink with fanout's k8s/record
 // against client-go's tools/record and with k8s/events against
