@@ -63,16 +63,7 @@ func benchBroadcast(b *testing.B, beh fanout.FullChannelBehavior, api string, wa
 			})
 			continue
 		}
-		wg.Go(func() {
-			buf := make([]*benchEvent, benchQueue)
-			for {
-				n, err := w.Recv(context.Background(), buf)
-				received[i] += n
-				if err != nil {
-					return
-				}
-			}
-		})
+		wg.Go(func() { received[i] = drainCount(w) })
 	}
 	ev := &benchEvent{}
 	b.ReportAllocs()
@@ -356,6 +347,20 @@ func BenchmarkTopics(b *testing.B) {
 
 const benchPerTopic = 10
 
+// drainCount reads w with Recv, doing no work with the values, until it
+// closes, and returns how many it read.
+func drainCount(w *fanout.Watcher[*benchEvent]) int {
+	buf := make([]*benchEvent, benchQueue)
+	n := 0
+	for {
+		k, err := w.Recv(context.Background(), buf)
+		n += k
+		if err != nil {
+			return n
+		}
+	}
+}
+
 func benchTopics(b *testing.B, api string, producers, topics int) {
 	sys := benchTopicsSystem(api)
 	var wg sync.WaitGroup
@@ -365,38 +370,13 @@ func benchTopics(b *testing.B, api string, producers, topics int) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		wg.Go(func() {
-			buf := make([]*benchEvent, benchQueue)
-			for {
-				n, err := w.Recv(context.Background(), buf)
-				received[i] += n
-				if err != nil {
-					return
-				}
-			}
-		})
+		wg.Go(func() { received[i] = drainCount(w) })
 	}
 	publish := sys.publisher(topics)
-	ev := &benchEvent{}
 	b.ReportAllocs()
 	b.ResetTimer()
 	defer reportCPU(b)()
-	var pg sync.WaitGroup
-	for p := range producers {
-		n := b.N / producers
-		if p < b.N%producers {
-			n++
-		}
-		pg.Go(func() {
-			for i := range n {
-				if err := publish((p*topics/producers+i)%topics, ev); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		})
-	}
-	pg.Wait()
+	publishRoundRobin(b, producers, topics, publish)
 	sys.shutdown()
 	wg.Wait()
 	b.StopTimer()
@@ -477,6 +457,14 @@ func benchTopicsPublish(b *testing.B, api string, producers, topics int) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	defer reportCPU(b)()
+	publishRoundRobin(b, producers, topics, publish)
+}
+
+// publishRoundRobin publishes b.N values from producers goroutines, each
+// round-robin over the topics from its own offset, and returns once all
+// are done.
+func publishRoundRobin(b *testing.B, producers, topics int, publish func(int, *benchEvent) error) {
+	ev := &benchEvent{}
 	var pg sync.WaitGroup
 	for p := range producers {
 		n := b.N / producers
