@@ -105,7 +105,9 @@
 // the throughput groups are. Each publishing call goes round-robin over
 // the topics from a topic of its own and publishes numbered values; every
 // reader checks that each call's values come in their order on its topic
-// ([Case].OutOfOrder): the same small work per value in every system.
+// ([Case].OutOfOrder): the same small work per value in every system. A
+// run publishes more than the topics' queues hold ([TopicsQueueShare],
+// [TopicsFixedFrom]).
 // fanout.Topics ([FanoutTopics]: Watch(k) read with Recv) is compared
 // with its baseline, one fanout.Broadcaster per topic in a map built by
 // hand ([FanoutTopicsByHand]), with kelindar/event routing by event type,
@@ -115,7 +117,8 @@
 // BlockPublishUntilSubscriberAck ([StrategyAck]: Publish returns once
 // every subscriber has acked, in order, bounded) and without it
 // ([StrategyAsync]: a goroutine per message and subscriber, unbounded; the
-// harness closes GoChannel only once every message is acked). The latter
+// harness closes GoChannel only once every message is acked), up to
+// [WatermillMaxTopics] topics. The latter
 // reorders: it is shown as reordering, and neither ranked nor a target's
 // peer. watermill is measured as a user would use it: a new message with a
 // new UUID and an 8-byte []byte payload ([WatermillPayload]) per publish,

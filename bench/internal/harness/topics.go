@@ -99,11 +99,21 @@ func Watermill(strategy string, topics int) System {
 
 // TopicSystems returns the systems of the topics group with the given
 // topics: fanout Topics first, the by-hand baseline second (the two
-// references of the group's ratios), then the peers.
+// references of the group's ratios), then the peers; watermill up to
+// [WatermillMaxTopics] topics.
 func TopicSystems(topics int) []System {
-	return []System{FanoutTopics(topics), FanoutTopicsByHand(topics), KelindarTopics(topics), Cskr(topics),
-		Watermill(StrategyAck, topics), Watermill(StrategyAsync, topics)}
+	out := []System{FanoutTopics(topics), FanoutTopicsByHand(topics), KelindarTopics(topics), Cskr(topics)}
+	if topics > WatermillMaxTopics {
+		return out
+	}
+	return append(out, Watermill(StrategyAck, topics), Watermill(StrategyAsync, topics))
 }
+
+// WatermillMaxTopics is the most topics watermill is measured with. At
+// 1,000 topics its runs, which must publish 800,000 values (see
+// [TopicsFixedFrom]), would take half a minute each, about 10 minutes in
+// all; it is 30 to 100 times behind fanout at every count below.
+const WatermillMaxTopics = 100
 
 // reorders reports whether the system delivers a producer's values to a
 // watcher out of their order: watermill's GoChannel in its asynchronous
@@ -154,6 +164,7 @@ func topicsGroup(cfg Config, res *Results, topics, producers int) ([]Case, error
 	if producers > maxTopicProducers {
 		return nil, fmt.Errorf("harness: topics group with %d producers (at most %d)", producers, maxTopicProducers)
 	}
+	cfg = topicsConfig(cfg, topics)
 	systems := TopicSystems(topics)
 	variants := make([]variant, len(systems))
 	for i, s := range systems {
@@ -177,6 +188,43 @@ func topicsGroup(cfg Config, res *Results, topics, producers int) ([]Case, error
 	pairRatios(cases, samples, 0, func(c *Case, v float64) { c.RatioVsFanout = ptr(v) })
 	pairRatios(cases, samples, 1, func(c *Case, v float64) { c.RatioVsByHand = ptr(v) })
 	return cases, nil
+}
+
+// TopicsQueueShare is how many times what the topics' queues hold (T ×
+// [DefaultQueue] values) the values a long run adds to its short run are at
+// least: a run that its queues can absorb measures how fast the producers
+// fill them, then how long the readers take to wake for what is left, not
+// the steady rate. Calibrated to 60 ms, kelindar/event by type at 1,000
+// topics was given 600 values, its figure that of its 500 µs ticks (22.5k
+// deliveries/s); with 300,000 it delivered 3.4 M/s, as fanout did.
+const TopicsQueueShare = 2
+
+// TopicsFixedFrom is the topic count from which the topics group does not
+// calibrate its runs but publishes 2 × [ShortShare] times what the
+// topics' queues hold in a long run, and a [ShortShare]th of it in the
+// short one, so that the short run too is past what the queues absorb:
+// with calibrated runs at 1,000 topics, whose short runs the queues held,
+// the same system's figure varied threefold from one repetition to the
+// next.
+const TopicsFixedFrom = 1000
+
+// topicsConfig returns cfg for the topics group with the given topics:
+// from [TopicsFixedFrom] topics, fixed events (see there); below, MinEvents
+// raised so that a calibrated long run adds at least [TopicsQueueShare]
+// times what the topics' queues hold (see minEvents, which scales
+// MinEvents down above 1,000 watchers), within MaxEvents. Events given by
+// the configuration stay.
+func topicsConfig(cfg Config, topics int) Config {
+	held := topics * DefaultQueue
+	switch {
+	case cfg.Events > 0:
+	case topics >= TopicsFixedFrom:
+		cfg.Events = 2 * ShortShare * held
+	default:
+		floor := min(TopicsQueueShare*held, cfg.MaxEvents)
+		cfg.MinEvents = max(cfg.MinEvents, floor*max(1000, topics*WatchersPerTopic)/1000)
+	}
+	return cfg
 }
 
 // reportTopicGroups writes one table per topic count and producers.

@@ -172,3 +172,30 @@ func TestTopicsReportShowsReorderingUnranked(t *testing.T) {
 		t.Errorf("want watermill's two ratios not ranked:\n%s", out)
 	}
 }
+
+// A calibrated run of the topics group adds at least TopicsQueueShare
+// times what its topics' queues hold; from TopicsFixedFrom topics, the
+// short run too is past it; a fixed number of events stays.
+func TestTopicsConfigRunsPastWhatTheQueuesHold(t *testing.T) {
+	def := DefaultConfig()
+	for _, topics := range []int{1, 10, 100} {
+		cfg := topicsConfig(def, topics)
+		if got, want := minEvents(cfg, topics*WatchersPerTopic), TopicsQueueShare*topics*DefaultQueue; got < want || cfg.Events != 0 {
+			t.Errorf("%d topics: at least %d events, want %d; events %d", topics, got, want, cfg.Events)
+		}
+	}
+	if got := topicsConfig(def, 1); got.MinEvents != def.MinEvents {
+		t.Errorf("1 topic: MinEvents %d, want %d", got.MinEvents, def.MinEvents)
+	}
+	if got := topicsConfig(def, TopicsFixedFrom); got.Events/ShortShare < 2*TopicsFixedFrom*DefaultQueue {
+		t.Errorf("%d topics: %d events, a short run of %d", TopicsFixedFrom, got.Events, got.Events/ShortShare)
+	}
+	fixed := def
+	fixed.Events = 1000
+	if got := topicsConfig(fixed, 1000); got.Events != 1000 || got.MinEvents != def.MinEvents {
+		t.Errorf("with fixed events: %+v", got)
+	}
+	if n := len(TopicSystems(WatermillMaxTopics + 1)); n != len(TopicSystems(1))-2 {
+		t.Errorf("%d systems above %d topics", n, WatermillMaxTopics)
+	}
+}
