@@ -63,16 +63,7 @@ func benchBroadcast(b *testing.B, beh fanout.FullChannelBehavior, api string, wa
 			})
 			continue
 		}
-		wg.Go(func() {
-			buf := make([]*benchEvent, benchQueue)
-			for {
-				n, err := w.Recv(context.Background(), buf)
-				received[i] += n
-				if err != nil {
-					return
-				}
-			}
-		})
+		wg.Go(func() { received[i] = drainCount(w) })
 	}
 	ev := &benchEvent{}
 	b.ReportAllocs()
@@ -329,4 +320,200 @@ func benchFilter(b *testing.B, filter bool, watchers int) {
 		total += k
 	}
 	b.ReportMetric(float64(total)/b.Elapsed().Seconds(), "kept/s")
+}
+
+// BenchmarkTopics is the harness's topics workload: T topics with
+// benchPerTopic watchers each, every watcher drained by its own goroutine
+// doing no work, P producers publishing round-robin over the topics (each
+// from its own offset), queue length 100. "topics" publishes with
+// Topics.Publish, "publisher" with a TopicPublisher per topic, kept in a
+// map; "by-hand" is the baseline: one Broadcaster per topic, in a map
+// built up front, published to with Action. The three of one size run
+// one after the other, so that a run of one size is a comparison. A run
+// must publish many times what the queues hold (topics × 10 × 100): at
+// 1,000 topics, -benchtime 2000000x; shorter runs fit in the queues, and
+// their figures vary tenfold with when the readers happen to wake.
+func BenchmarkTopics(b *testing.B) {
+	for _, producers := range []int{1, 4} {
+		for _, topics := range []int{1, 10, 100, 1000} {
+			for _, api := range []string{"topics", "publisher", "by-hand"} {
+				b.Run(fmt.Sprintf("producers=%d/topics=%d/%s", producers, topics, api), func(b *testing.B) {
+					benchTopics(b, api, producers, topics)
+				})
+			}
+		}
+	}
+}
+
+const benchPerTopic = 10
+
+// drainCount reads w with Recv, doing no work with the values, until it
+// closes, and returns how many it read.
+func drainCount(w *fanout.Watcher[*benchEvent]) int {
+	buf := make([]*benchEvent, benchQueue)
+	n := 0
+	for {
+		k, err := w.Recv(context.Background(), buf)
+		n += k
+		if err != nil {
+			return n
+		}
+	}
+}
+
+func benchTopics(b *testing.B, api string, producers, topics int) {
+	sys := benchTopicsSystem(api)
+	var wg sync.WaitGroup
+	received := make([]int, topics*benchPerTopic)
+	for i := range received {
+		w, err := sys.watch(i % topics)
+		if err != nil {
+			b.Fatal(err)
+		}
+		wg.Go(func() { received[i] = drainCount(w) })
+	}
+	publish := sys.publisher(topics)
+	b.ReportAllocs()
+	b.ResetTimer()
+	defer reportCPU(b)()
+	publishRoundRobin(b, producers, topics, publish)
+	sys.shutdown()
+	wg.Wait()
+	b.StopTimer()
+	reportDeliveries(b, received, benchPerTopic)
+}
+
+// benchTopicsSys is a way of publishing to topics.
+type benchTopicsSys struct {
+	watch     func(topic int) (*fanout.Watcher[*benchEvent], error)
+	publisher func(topics int) func(topic int, v *benchEvent) error
+	shutdown  func()
+}
+
+func benchTopicsSystem(api string) benchTopicsSys {
+	opts := []fanout.Option{fanout.WithQueueLength(benchQueue), fanout.WithFullChannelBehavior(fanout.WaitIfChannelFull)}
+	if api != "by-hand" {
+		tp := fanout.NewTopics[int, *benchEvent](opts...)
+		sys := benchTopicsSys{watch: func(k int) (*fanout.Watcher[*benchEvent], error) { return tp.Watch(k) }, shutdown: tp.Shutdown}
+		sys.publisher = func(int) func(int, *benchEvent) error { return tp.Publish }
+		if api == "publisher" {
+			sys.publisher = func(topics int) func(int, *benchEvent) error {
+				ps := map[int]*fanout.TopicPublisher[int, *benchEvent]{}
+				for k := range topics {
+					ps[k] = tp.Publisher(k)
+				}
+				return func(k int, v *benchEvent) error { return ps[k].Publish(v) }
+			}
+		}
+		return sys
+	}
+	bs := map[int]*fanout.Broadcaster[*benchEvent]{}
+	return benchTopicsSys{
+		watch: func(k int) (*fanout.Watcher[*benchEvent], error) {
+			if bs[k] == nil {
+				bs[k] = fanout.New[*benchEvent](opts...)
+			}
+			return bs[k].Watch()
+		},
+		publisher: func(int) func(int, *benchEvent) error {
+			return func(k int, v *benchEvent) error { return bs[k].Action(v) }
+		},
+		shutdown: func() {
+			for _, b := range bs {
+				b.Shutdown()
+			}
+		},
+	}
+}
+
+// BenchmarkTopicsPublish is the publish path alone, without the readers'
+// wake-ups that dominate BenchmarkTopics: every topic keeps a history of
+// one value and has no watcher, so that every publish takes the fast path
+// and wakes nobody. P producers publish round-robin over T topics, each
+// from its own offset, with Topics.Publish, a TopicPublisher per topic,
+// or Action on a Broadcaster per topic kept in a map.
+func BenchmarkTopicsPublish(b *testing.B) {
+	for _, producers := range []int{1, 4} {
+		for _, topics := range []int{1, 10, 100, 1000} {
+			for _, api := range []string{"topics", "publisher", "by-hand"} {
+				b.Run(fmt.Sprintf("producers=%d/topics=%d/%s", producers, topics, api), func(b *testing.B) {
+					benchTopicsPublish(b, api, producers, topics)
+				})
+			}
+		}
+	}
+}
+
+func benchTopicsPublish(b *testing.B, api string, producers, topics int) {
+	publish := benchPublishers(api, topics)
+	ev := &benchEvent{}
+	for range 2 { // creates every topic of a Topics, and lets its view catch up
+		for k := range topics {
+			if err := publish(k, ev); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	defer reportCPU(b)()
+	publishRoundRobin(b, producers, topics, publish)
+}
+
+// publishRoundRobin publishes b.N values from producers goroutines, each
+// round-robin over the topics from its own offset, and returns once all
+// are done.
+func publishRoundRobin(b *testing.B, producers, topics int, publish func(int, *benchEvent) error) {
+	ev := &benchEvent{}
+	var pg sync.WaitGroup
+	for p := range producers {
+		n := b.N / producers
+		if p < b.N%producers {
+			n++
+		}
+		pg.Go(func() {
+			for i := range n {
+				if err := publish((p*topics/producers+i)%topics, ev); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	pg.Wait()
+}
+
+// reportCPU starts counting the process's CPU time; the function it
+// returns reports it per operation, as cpu-ns/op. On a machine that other
+// work loads, the CPU time a run takes varies less than its wall time,
+// which depends on how much of the CPUs the run was given.
+func reportCPU(b *testing.B) func() {
+	c0, ok := processCPU()
+	return func() {
+		if c1, ok1 := processCPU(); ok && ok1 {
+			b.ReportMetric(float64(c1-c0)/float64(b.N), "cpu-ns/op")
+		}
+	}
+}
+
+// benchPublishers returns the publish function of api over topics that
+// keep a history of one value.
+func benchPublishers(api string, topics int) func(int, *benchEvent) error {
+	opts := []fanout.Option{fanout.WithHistory(1)}
+	switch api {
+	case "topics":
+		return fanout.NewTopics[int, *benchEvent](opts...).Publish
+	case "publisher":
+		tp := fanout.NewTopics[int, *benchEvent](opts...)
+		ps := map[int]*fanout.TopicPublisher[int, *benchEvent]{}
+		for k := range topics {
+			ps[k] = tp.Publisher(k)
+		}
+		return func(k int, v *benchEvent) error { return ps[k].Publish(v) }
+	}
+	bs := map[int]*fanout.Broadcaster[*benchEvent]{}
+	for k := range topics {
+		bs[k] = fanout.New[*benchEvent](opts...)
+	}
+	return func(k int, v *benchEvent) error { return bs[k].Action(v) }
 }

@@ -242,9 +242,23 @@
 // comes back later starts afresh, its counters at zero. After Shutdown the
 // topics stay as they were.
 //
+// Publishing costs what publishing to one [Broadcaster] per topic, kept
+// in a map by hand, costs: a publish takes no lock of the family's and
+// writes nothing shared with the other topics' publishers; it looks the
+// topic up in a map that only the creation and retirement of topics
+// replace. A [TopicPublisher] ([Topics.Publisher]) keeps its topic's
+// broadcaster, for a publisher that publishes to one topic over and over;
+// it creates nothing, so that a topic without watchers still costs
+// nothing. [Topics.PublishMessages] publishes a batch across topics: each
+// topic's values in their order and contiguously, as one
+// [Topics.PublishBatch] of that topic.
+//
 // A watcher of several topics ([TopicsWatcher]) is one watcher per topic
 // sharing one wake-up channel, so that its reader parks once for all of
-// them. Its ordering guarantees:
+// them. It is read with Recv, Next or All, or through a channel for a
+// select ([TopicsWatcher.ResultChan]): the channel's goroutine moves the
+// values into it, holding one more while it is full, and Stop leaves what
+// it did not send to Recv. Its ordering guarantees:
 //
 //   - Each topic's values come in that topic's order, and registration is
 //     ordered with each topic's values: for each of its topics, it receives

@@ -169,7 +169,7 @@ func TestProtocolTopicsReaderParkedDuringAFastPathSleepsWithTheBound(t *testing.
 		defer topics.Shutdown()
 		g, err := topics.WatchTopics([]string{"a"})
 		require.NoError(t, err)
-		b, err := topics.forPublish("a")
+		b, err := topics.forPublish("a", false)
 		require.NoError(t, err)
 		var parks atomic.Int32
 		defer setHook(hookReaderParking, func() {

@@ -2,6 +2,7 @@ package fanout
 
 import (
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/fanout-go/fanout/internal/guard"
@@ -168,12 +169,9 @@ type TopicsSnapshot[K comparable] struct {
 // topic that exists now. It holds the family's lock only to list the
 // topics; each topic's snapshot costs what [Broadcaster.Snapshot] costs.
 func (t *Topics[K, T]) Snapshot() TopicsSnapshot[K] {
-	t.mu.RLock()
-	bs := make(map[K]*Broadcaster[T], len(t.topics))
-	for k, b := range t.topics {
-		bs[k] = b
-	}
-	t.mu.RUnlock()
+	t.mu.Lock()
+	bs := maps.Clone(t.topicsLocked())
+	t.mu.Unlock()
 	s := TopicsSnapshot[K]{Stats: t.Stats(), Topics: make(map[K]Snapshot, len(bs))}
 	for k, b := range bs {
 		s.Topics[k] = b.Snapshot()

@@ -1,7 +1,6 @@
 package fanout
 
 import (
-	"context"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -19,23 +18,44 @@ import (
 // ([TopicsStats].Unheard), and a topic whose last watcher stops, or is
 // evicted, goes away. After [Topics.Shutdown] the topics stay as they were.
 //
-// A Topics starts no goroutines. Create one with [NewTopics].
+// Publishing to a topic that exists takes no lock of the family's and
+// writes nothing of the family's: it looks the topic up in a map that only
+// the creation and retirement of topics replace ([Topics.Publisher] skips
+// even that), and publishes to the topic's broadcaster. A value nobody
+// hears is counted in a counter spread over cache lines.
+//
+// A Topics starts no goroutines ([TopicsWatcher.ResultChan] starts one for
+// its watcher). Create one with [NewTopics].
 type Topics[K comparable, T any] struct {
 	opts []Option
 	cfg  config
 	err  error
 
-	mu      sync.RWMutex
-	topics  map[K]*Broadcaster[T]
-	groups  map[*TopicsWatcher[K, T]]struct{} // watchers of every topic (WatchAll)
-	stopped bool
+	// Read by publishers without a lock; written under mu.
+	view    atomic.Pointer[topicsView[K, T]]
+	stopped atomic.Bool
+	ngroups atomicI32 // len(groups)
+	_       [64]byte
 
-	published, unheard atomic.Uint64
-	retired            atomic.Uint64
+	unheard stripes // values published to a topic that did not exist
+
+	done chan struct{} // closed by Shutdown: wakes readers of watchers with no topic
+
+	mu sync.Mutex // creation, retirement, groups, Shutdown; guards what follows
+	// dirty is the map of topics when it differs from the view's, which
+	// it then replaces once publishers have missed it often enough
+	// (see topicsView); nil while the view's is current.
+	dirty   map[K]*Broadcaster[T]
+	misses  int
+	groups  map[*TopicsWatcher[K, T]]struct{} // watchers of every topic (WatchAll)
+	retired uint64
+	// gone is what the retired topics' broadcasters accepted, counted in
+	// Published with the live topics' Accepted and the unheard values.
+	gone uint64
 }
 
 // Message is a value with the topic it was published to, as a watcher of
-// several topics receives it.
+// several topics receives it, and as [Topics.PublishMessages] takes it.
 type Message[K comparable, T any] struct {
 	Topic K
 	Value T
@@ -67,140 +87,37 @@ func NewTopics[K comparable, T any](opts ...Option) *Topics[K, T] {
 	if err == nil {
 		_, err = filterOf[T](cfg)
 	}
-	return &Topics[K, T]{opts: opts, cfg: cfg, err: err, topics: map[K]*Broadcaster[T]{},
-		groups: map[*TopicsWatcher[K, T]]struct{}{}}
+	t := &Topics[K, T]{opts: opts, cfg: cfg, err: err, done: make(chan struct{}), groups: map[*TopicsWatcher[K, T]]struct{}{}}
+	t.view.Store(&topicsView[K, T]{})
+	return t
 }
 
-// Publish publishes v to topic, as [Broadcaster.Action] does. With nobody
-// listening to topic, it counts v as unheard and returns nil. After
-// Shutdown it returns [ErrStopped].
-func (t *Topics[K, T]) Publish(topic K, v T) error {
-	_, err := t.each(topic, 1, func(b *Broadcaster[T]) (int, error) { return one(b.Action(v)) })
-	return err
-}
-
-// one returns how many values a publish of one value accepted: 1 if err is
-// nil.
-func one(err error) (int, error) {
-	if err != nil {
-		return 0, err
+// topicsLocked returns the current map of topics. Caller holds t.mu.
+func (t *Topics[K, T]) topicsLocked() map[K]*Broadcaster[T] {
+	if t.dirty != nil {
+		return t.dirty
 	}
-	return 1, nil
-}
-
-// PublishContext is [Topics.Publish] bounded by ctx, as
-// [Broadcaster.ActionContext].
-func (t *Topics[K, T]) PublishContext(ctx context.Context, topic K, v T) error {
-	if ctx == nil {
-		return errNilContext
-	}
-	_, err := t.each(topic, 1, func(b *Broadcaster[T]) (int, error) { return one(b.ActionContext(ctx, v)) })
-	return err
-}
-
-// PublishOrDrop publishes v to topic if that needs no waiting, as
-// [Broadcaster.ActionOrDrop]. With nobody listening, it returns true.
-func (t *Topics[K, T]) PublishOrDrop(topic K, v T) (bool, error) {
-	n, err := t.each(topic, 1, func(b *Broadcaster[T]) (int, error) {
-		ok, err := b.ActionOrDrop(v)
-		if !ok {
-			return 0, err
-		}
-		return 1, err
-	})
-	return n == 1, err
-}
-
-// PublishBatch publishes vs to topic in order and contiguously, as
-// [Broadcaster.ActionBatch], and returns how many were accepted: all of
-// them with nobody listening to topic, none after Shutdown.
-func (t *Topics[K, T]) PublishBatch(topic K, vs []T) (int, error) {
-	return t.each(topic, len(vs), func(b *Broadcaster[T]) (int, error) { return b.ActionBatch(vs) })
-}
-
-// each runs publish, of n values, on topic's broadcaster, if it exists, and
-// returns and counts how many values publish accepted; with no
-// broadcaster, the n values are unheard. A topic retired between the
-// look-up and the publish (its broadcaster shut down) is looked up again:
-// the values were accepted by nobody. One retired after its publish
-// accepted k values (a batch that waited for its last watcher, stopped)
-// counts the rest unheard.
-func (t *Topics[K, T]) each(topic K, n int, publish func(*Broadcaster[T]) (int, error)) (int, error) {
-	if t.err != nil {
-		return 0, t.err
-	}
-	for {
-		b, err := t.forPublish(topic)
-		if err != nil {
-			return 0, err
-		}
-		if b == nil {
-			t.published.Add(uint64(n))
-			t.unheard.Add(uint64(n))
-			return n, nil
-		}
-		k, err := publish(b)
-		if errors.Is(err, ErrStopped) && t.live() {
-			if k == 0 {
-				continue // retired meanwhile
-			}
-			// Retired while a batch waited (its last watcher stopped):
-			// the rest of it has nobody to go to.
-			t.published.Add(uint64(n))
-			t.unheard.Add(uint64(n - k))
-			return n, nil
-		}
-		t.published.Add(uint64(k))
-		if t.cfg.history == 0 && b.watching() == 0 {
-			t.retire(topic, b) // it evicted its last watcher
-		}
-		return k, err
-	}
-}
-
-// forPublish returns topic's broadcaster, creating it when the family keeps
-// a history or has watchers of every topic, or nil when nobody listens.
-func (t *Topics[K, T]) forPublish(topic K) (*Broadcaster[T], error) {
-	t.mu.RLock()
-	b, stopped := t.topics[topic], t.stopped
-	keep := t.cfg.history > 0 || len(t.groups) > 0
-	t.mu.RUnlock()
-	switch {
-	case stopped:
-		return nil, ErrStopped
-	case b != nil && b.watching() == 0 && !keep:
-		t.retire(topic, b) // its last watcher was evicted: nobody to Stop it
-		return nil, nil
-	case b != nil || !keep:
-		return b, nil
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.topicLocked(topic)
-}
-
-func (t *Topics[K, T]) live() bool {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	return !t.stopped
+	return t.view.Load().topics
 }
 
 // topicLocked returns topic's broadcaster, creating it and registering the
-// watchers of every topic on it. Caller holds t.mu.
+// watchers of every topic on it before publishers can find it. Caller
+// holds t.mu.
 func (t *Topics[K, T]) topicLocked(topic K) (*Broadcaster[T], error) {
-	if t.stopped {
+	if t.stopped.Load() {
 		return nil, ErrStopped
 	}
-	if b := t.topics[topic]; b != nil {
+	if b := t.topicsLocked()[topic]; b != nil {
 		return b, nil
 	}
 	b := New[T](t.opts...)
-	t.topics[topic] = b
 	for g := range t.groups {
 		if err := g.add(topic, b); err != nil {
+			b.Shutdown() // a group that took it sees it stopped
 			return nil, err
 		}
 	}
+	t.changeLocked()[topic] = b
 	return b, nil
 }
 
@@ -234,33 +151,47 @@ func (t *Topics[K, T]) retire(topic K, b *Broadcaster[T]) {
 	t.retireLocked(topic, b)
 }
 
+// retireLocked retires topic, if b is still its broadcaster, with no
+// watcher, in a family without history that is not shut down: nobody can
+// register on b any more (that takes t.mu), and its Shutdown makes a
+// publisher that found it in a view try again. What b accepted moves to
+// gone once b accepts nothing more.
 func (t *Topics[K, T]) retireLocked(topic K, b *Broadcaster[T]) {
-	if t.stopped || t.cfg.history > 0 || t.topics[topic] != b || b.watching() > 0 {
+	if t.stopped.Load() || t.cfg.history > 0 || t.topicsLocked()[topic] != b || b.watching() > 0 {
 		return
 	}
-	delete(t.topics, topic)
+	delete(t.changeLocked(), topic)
 	b.Shutdown()
-	t.retired.Add(1)
+	t.gone += b.head.Load()
+	t.retired++
 }
 
 // Topic returns the counters of topic's broadcaster, and whether the topic
 // exists.
 func (t *Topics[K, T]) Topic(topic K) (Stats, bool) {
-	t.mu.RLock()
-	b := t.topics[topic]
-	t.mu.RUnlock()
+	t.mu.Lock()
+	b := t.topicsLocked()[topic]
+	t.mu.Unlock()
 	if b == nil {
 		return Stats{}, false
 	}
 	return b.Stats(), true
 }
 
-// Stats returns the family's counters.
+// Stats returns the family's counters. It is O(topics): Published adds up
+// what each topic accepted.
 func (t *Topics[K, T]) Stats() TopicsStats {
-	t.mu.RLock()
-	n := len(t.topics)
-	t.mu.RUnlock()
-	return TopicsStats{Topics: n, Published: t.published.Load(), Unheard: t.unheard.Load(), Retired: t.retired.Load()}
+	t.mu.Lock()
+	topics := t.topicsLocked()
+	published := t.gone
+	for _, b := range topics {
+		published += b.head.Load()
+	}
+	s := TopicsStats{Topics: len(topics), Retired: t.retired}
+	t.mu.Unlock()
+	s.Unheard = t.unheard.load()
+	s.Published = published + s.Unheard
+	return s
 }
 
 // Shutdown shuts every topic down, as [Broadcaster.Shutdown]: values
@@ -268,9 +199,13 @@ func (t *Topics[K, T]) Stats() TopicsStats {
 // idempotent and never waits on a consumer.
 func (t *Topics[K, T]) Shutdown() {
 	t.mu.Lock()
-	t.stopped = true
-	bs := make([]*Broadcaster[T], 0, len(t.topics))
-	for _, b := range t.topics {
+	if !t.stopped.Load() {
+		close(t.done)
+	}
+	t.stopped.Store(true)
+	topics := t.topicsLocked()
+	bs := make([]*Broadcaster[T], 0, len(topics))
+	for _, b := range topics {
 		bs = append(bs, b)
 	}
 	t.mu.Unlock()
@@ -297,7 +232,7 @@ func (t *Topics[K, T]) WatchTopics(topics []K, opts ...Option) (*TopicsWatcher[K
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.stopped {
+	if t.stopped.Load() {
 		return nil, ErrStopped
 	}
 	seen := make(map[K]struct{}, len(topics))
@@ -328,19 +263,22 @@ func (t *Topics[K, T]) WatchAll(opts ...Option) (*TopicsWatcher[K, T], error) {
 	g.all = true
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.stopped {
+	if t.stopped.Load() {
 		return nil, ErrStopped
 	}
-	for topic, b := range t.topics {
+	for topic, b := range t.topicsLocked() {
 		if err := g.add(topic, b); err != nil {
 			g.stopLocked()
 			return nil, err
 		}
 	}
 	t.groups[g] = struct{}{}
+	t.ngroups.Store(int32(len(t.groups)))
 	return g, nil
 }
 
+// newGroup returns a watcher of several topics with opts, checked as Watch
+// checks them, so that a topic created later for a WatchAll takes them.
 func (t *Topics[K, T]) newGroup(opts []Option) (*TopicsWatcher[K, T], error) {
 	if t.err != nil {
 		return nil, t.err
@@ -352,5 +290,16 @@ func (t *Topics[K, T]) newGroup(opts []Option) (*TopicsWatcher[K, T], error) {
 	case cfg.filter != nil:
 		return nil, errors.New("fanout: a watcher of several topics takes no filter: the topics are its filter")
 	}
-	return &TopicsWatcher[K, T]{t: t, opts: opts, wake: make(chan struct{}, 1)}, nil
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &TopicsWatcher[K, T]{t: t, opts: opts, qlen: cfg.queueLen, wake: make(chan struct{}, 1)}, nil
+}
+
+// leaveGroups takes g out of the watchers of every topic.
+func (t *Topics[K, T]) leaveGroups(g *TopicsWatcher[K, T]) {
+	t.mu.Lock()
+	delete(t.groups, g)
+	t.ngroups.Store(int32(len(t.groups)))
+	t.mu.Unlock()
 }

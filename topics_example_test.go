@@ -76,3 +76,69 @@ func ExampleTopics_WatchAll() {
 	// Output:
 	// 2 values, 2 topics, 0 unheard
 }
+
+// A TopicPublisher publishes to one topic without looking it up each time,
+// and follows it as it goes away and comes back.
+func ExampleTopics_Publisher() {
+	t := fanout.NewTopics[string, int]()
+	defer t.Shutdown()
+	orders := t.Publisher("orders") // creates nothing
+	_ = orders.Publish(1)           // nobody listens: unheard
+	w, _ := t.Watch("orders")
+	_ = orders.Publish(2)
+	v, _ := w.Next(context.Background())
+	fmt.Println("read", v, "unheard", t.Stats().Unheard)
+	// Output:
+	// read 2 unheard 1
+}
+
+// PublishMessages keeps each topic's values in their order, and together.
+func ExampleTopics_PublishMessages() {
+	t := fanout.NewTopics[string, string]()
+	pods, _ := t.Watch("pods")
+	nodes, _ := t.Watch("nodes")
+	n, err := t.PublishMessages([]fanout.Message[string, string]{
+		{Topic: "pods", Value: "pod-a created"},
+		{Topic: "nodes", Value: "node-1 ready"},
+		{Topic: "pods", Value: "pod-a scheduled"},
+	})
+	fmt.Println(n, err)
+	t.Shutdown()
+	for v := range pods.All(context.Background()) {
+		fmt.Println("pods:", v)
+	}
+	for v := range nodes.All(context.Background()) {
+		fmt.Println("nodes:", v)
+	}
+	// Output:
+	// 3 <nil>
+	// pods: pod-a created
+	// pods: pod-a scheduled
+	// nodes: node-1 ready
+}
+
+// A watcher of several topics read in a select, beside a context.
+func ExampleTopicsWatcher_ResultChan() {
+	t := fanout.NewTopics[string, int]()
+	w, _ := t.WatchTopics([]string{"a", "b"})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_ = t.Publish("a", 1)
+	_ = t.Publish("b", 2)
+	t.Shutdown() // the channel closes after the values
+	sum := 0
+	for {
+		select {
+		case m, ok := <-w.ResultChan():
+			if !ok {
+				fmt.Println("sum", sum, "closed:", w.Err())
+				return
+			}
+			sum += m.Value
+		case <-ctx.Done():
+			return
+		}
+	}
+	// Output:
+	// sum 3 closed: broadcaster already stopped
+}

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"testing/synctest"
 
 	"github.com/fanout-go/fanout"
 )
@@ -23,6 +24,17 @@ import (
 // new or drop old values, and read with Recv. They are not evicted here:
 // the rest of an evicted one stops when its reader sees the eviction, which
 // depends on where Recv's turn stands (topics_test.go covers it).
+//
+// Values are published with the family's methods, through a
+// TopicPublisher kept for each topic across retirements, and several
+// topics at once with PublishMessages. A watcher of several topics may be
+// read through its channel (ResultChan): the model runs in a synctest
+// bubble and waits, after each operation and before each receive, until
+// the channel's goroutine can do no more. Such a watcher waits when full
+// (it never drops, so what it holds does not depend on when that goroutine
+// ran), and which of its values the goroutine took from which topic is not
+// modelled: its reads are checked value by value as the others', and its
+// counters by what they must add up to (see checkChanGroup).
 
 const topicsModelTopics = 3
 
@@ -38,7 +50,9 @@ var topicsBehaviors = []fanout.FullChannelBehavior{
 // tmSub is the model of one watcher of one topic: a watcher of one topic
 // has one, a watcher of several topics one per topic.
 type tmSub struct {
+	w         *tmWatcher
 	topic     int
+	viaChan   bool // read through its TopicsWatcher's channel: queue holds what is in it too
 	q         int
 	beh       int
 	queue     []int
@@ -58,6 +72,7 @@ type tmWatcher struct {
 	q, beh  int
 	subs    []*tmSub
 	stopped bool // a TopicsWatcher stopped by its user
+	quit    bool // a TopicsWatcher's Stop was called: its channel's goroutine ended
 }
 
 // tmTopic is the model of a topic.
@@ -74,6 +89,7 @@ type topicsModel struct {
 	history   int
 	topics    [topicsModelTopics]tmTopic
 	ws        []*tmWatcher
+	pubs      [topicsModelTopics]*fanout.TopicPublisher[int, int]
 	stopped   bool
 	next      int
 	published uint64
@@ -123,7 +139,7 @@ func (m *topicsModel) create(topic int) {
 }
 
 func (m *topicsModel) addSub(mw *tmWatcher, topic int) *tmSub {
-	s := &tmSub{topic: topic, q: mw.q, beh: mw.beh}
+	s := &tmSub{w: mw, topic: topic, q: mw.q, beh: mw.beh, viaChan: mw.g != nil && mw.useChan}
 	mw.subs = append(mw.subs, s)
 	m.topics[topic].subs = append(m.topics[topic].subs, s)
 	return s
@@ -159,10 +175,20 @@ func (m *topicsModel) fits(topic int, vs []int) int {
 	n := len(vs)
 	for _, s := range m.topics[topic].subs {
 		if s.beh == 0 {
-			n = min(n, s.q-len(s.queue))
+			n = min(n, max(0, s.q-s.queued())) // after Shutdown, Stop may queue again what a channel's goroutine held
 		}
 	}
 	return n
+}
+
+// queued returns how many values its watcher holds: for a watcher read
+// through a channel, those its channel's goroutine did not take, as its
+// counters say (checkChanGroup checks what they add up to).
+func (s *tmSub) queued() int {
+	if s.viaChan {
+		return s.w.g.Stats()[s.topic].Queued
+	}
+	return len(s.queue)
 }
 
 // deliver accepts v on topic, which exists.
@@ -175,7 +201,7 @@ func (m *topicsModel) deliver(topic, v int) {
 	}
 	for _, s := range slices.Clone(tt.subs) {
 		switch {
-		case len(s.queue) < s.q:
+		case len(s.queue) < s.q || s.viaChan: // a waiting one: it fits
 			s.queue = append(s.queue, v)
 		case s.beh == 1:
 			s.dropFull++
@@ -197,16 +223,21 @@ func (m *topicsModel) step(op, arg byte) {
 	case 1:
 		m.watchTopics(op, arg)
 	case 2:
-		m.watchAll(arg)
+		m.watchAll(op, arg)
 	case 3, 4:
-		m.publish(int(arg)%topicsModelTopics, op&0x10 != 0)
+		m.publish(int(arg)%topicsModelTopics, op&0x10 != 0, op&0x20 != 0)
 	case 5:
 		m.readOne(arg)
 	case 6:
 		m.stop(op, arg)
 	case 7:
-		m.publishBatch(int(arg)%topicsModelTopics, 1+int(arg>>2)%5)
+		if op&0x40 != 0 {
+			m.publishMessages(op, arg)
+		} else {
+			m.publishBatch(int(arg)%topicsModelTopics, 1+int(arg>>2)%5, op&0x20 != 0)
+		}
 	}
+	synctest.Wait() // the channels' goroutines did what they could
 	m.check()
 }
 
@@ -258,9 +289,13 @@ func (m *topicsModel) watchFailed(err error) bool {
 }
 
 // groupOptions returns the options of a watcher of several topics, and
-// its model: never evicted.
-func groupOptions(arg byte) (*tmWatcher, []fanout.Option) {
-	mw := &tmWatcher{q: 1 + int(arg/8)%3, beh: int(arg/32) % 3}
+// its model: never evicted; read through its channel if op says so, and
+// then waiting when full.
+func groupOptions(op, arg byte) (*tmWatcher, []fanout.Option) {
+	mw := &tmWatcher{q: 1 + int(arg/8)%3, beh: int(arg/32) % 3, useChan: op&0x40 != 0}
+	if mw.useChan {
+		mw.beh = 0
+	}
 	return mw, []fanout.Option{fanout.WithQueueLength(mw.q), fanout.WithFullChannelBehavior(topicsBehaviors[mw.beh])}
 }
 
@@ -282,13 +317,16 @@ func (m *topicsModel) watchTopics(op, arg byte) {
 	if op&0x80 != 0 {
 		slices.Reverse(topics)
 	}
-	mw, opts := groupOptions(arg)
-	m.logf("watchTopics %v q=%d beh=%v", topics, mw.q, topicsBehaviors[mw.beh])
+	mw, opts := groupOptions(op, arg)
+	m.logf("watchTopics %v q=%d beh=%v chan=%v", topics, mw.q, topicsBehaviors[mw.beh], mw.useChan)
 	g, err := m.tp.WatchTopics(topics, opts...)
 	if m.watchFailed(err) {
 		return
 	}
 	mw.g = g
+	if mw.useChan {
+		g.ResultChan()
+	}
 	for _, topic := range topics {
 		m.create(topic)
 		m.addSub(mw, topic)
@@ -297,17 +335,20 @@ func (m *topicsModel) watchTopics(op, arg byte) {
 }
 
 // watchAll registers a watcher of every topic.
-func (m *topicsModel) watchAll(arg byte) {
+func (m *topicsModel) watchAll(op, arg byte) {
 	if len(m.ws) >= 6 {
 		return
 	}
-	mw, opts := groupOptions(arg)
-	m.logf("watchAll q=%d beh=%v", mw.q, topicsBehaviors[mw.beh])
+	mw, opts := groupOptions(op, arg)
+	m.logf("watchAll q=%d beh=%v chan=%v", mw.q, topicsBehaviors[mw.beh], mw.useChan)
 	g, err := m.tp.WatchAll(opts...)
 	if m.watchFailed(err) {
 		return
 	}
 	mw.g, mw.all = g, true
+	if mw.useChan {
+		g.ResultChan()
+	}
 	for topic := range m.topics {
 		if m.topics[topic].exists {
 			m.addSub(mw, topic)
@@ -317,8 +358,9 @@ func (m *topicsModel) watchAll(arg byte) {
 }
 
 // publish publishes a value to topic with Publish when that would not
-// wait, else (or if orDrop) with PublishOrDrop.
-func (m *topicsModel) publish(topic int, orDrop bool) {
+// wait, else (or if orDrop) with PublishOrDrop: the family's methods, or
+// the topic's TopicPublisher's if viaPublisher.
+func (m *topicsModel) publish(topic int, orDrop, viaPublisher bool) {
 	v := m.next
 	m.next++
 	if !m.topics[topic].exists && m.keep() && !m.stopped {
@@ -327,11 +369,20 @@ func (m *topicsModel) publish(topic int, orDrop bool) {
 	fits := m.fits(topic, []int{v}) == 1
 	var ok bool
 	var err error
-	if fits && !orDrop {
-		m.logf("publish %d to %d", v, topic)
-		err = m.tp.Publish(topic, v)
+	p := m.pubs[topic]
+	switch {
+	case fits && !orDrop:
+		m.logf("publish %d to %d (publisher %v)", v, topic, viaPublisher)
+		if viaPublisher {
+			err = p.Publish(v)
+		} else {
+			err = m.tp.Publish(topic, v)
+		}
 		ok = err == nil
-	} else {
+	case viaPublisher:
+		m.logf("publisher.PublishOrDrop %d to %d", v, topic)
+		ok, err = p.PublishOrDrop(v)
+	default:
 		m.logf("publishOrDrop %d to %d", v, topic)
 		ok, err = m.tp.PublishOrDrop(topic, v)
 	}
@@ -366,8 +417,8 @@ func (m *topicsModel) accept(topic int, vs ...int) {
 }
 
 // publishBatch publishes up to k values to topic with PublishBatch, as many
-// as fit without waiting.
-func (m *topicsModel) publishBatch(topic, k int) {
+// as fit without waiting, the topic's TopicPublisher's if viaPublisher.
+func (m *topicsModel) publishBatch(topic, k int, viaPublisher bool) {
 	if !m.topics[topic].exists && m.keep() && !m.stopped {
 		m.create(topic)
 	}
@@ -380,8 +431,14 @@ func (m *topicsModel) publishBatch(topic, k int) {
 		return
 	}
 	m.next += len(vs)
-	m.logf("publishBatch %v to %d", vs, topic)
-	n, err := m.tp.PublishBatch(topic, vs)
+	m.logf("publishBatch %v to %d (publisher %v)", vs, topic, viaPublisher)
+	var n int
+	var err error
+	if viaPublisher {
+		n, err = m.pubs[topic].PublishBatch(vs)
+	} else {
+		n, err = m.tp.PublishBatch(topic, vs)
+	}
 	if m.stopped {
 		if n != 0 || !errors.Is(err, fanout.ErrStopped) {
 			m.fail("publishBatch after Shutdown: %d %v", n, err)
@@ -392,6 +449,51 @@ func (m *topicsModel) publishBatch(topic, k int) {
 		m.fail("publishBatch %v to %d = %d, %v", vs, topic, n, err)
 	}
 	m.accept(topic, vs...)
+}
+
+// publishMessages publishes up to 6 values with PublishMessages, their
+// topics in a cycle from arg with a stride op gives, as many of each
+// topic's as fit without waiting.
+func (m *topicsModel) publishMessages(op, arg byte) {
+	stride := 1 + int(op>>5)&1
+	room := map[int]int{}
+	var order []int // the topics in the order of their first value
+	var ms []fanout.Message[int, int]
+	for i := range 1 + int(arg>>2)%6 {
+		topic := (int(arg) + i*stride) % topicsModelTopics
+		if _, seen := room[topic]; !seen {
+			order = append(order, topic)
+			if !m.topics[topic].exists && m.keep() && !m.stopped {
+				m.create(topic)
+			}
+			room[topic] = m.fits(topic, make([]int, 8))
+		}
+		if room[topic] > 0 {
+			room[topic]--
+			ms = append(ms, fanout.Message[int, int]{Topic: topic, Value: m.next})
+			m.next++
+		}
+	}
+	m.logf("publishMessages %v", ms)
+	n, err := m.tp.PublishMessages(ms)
+	if m.stopped {
+		if n != 0 || !errors.Is(err, fanout.ErrStopped) {
+			m.fail("publishMessages after Shutdown: %d %v", n, err)
+		}
+		return
+	}
+	if n != len(ms) || err != nil {
+		m.fail("publishMessages %v = %d, %v", ms, n, err)
+	}
+	for _, topic := range order {
+		var vs []int
+		for _, msg := range ms {
+			if msg.Topic == topic {
+				vs = append(vs, msg.Value)
+			}
+		}
+		m.accept(topic, vs...)
+	}
 }
 
 // readOne reads up to k values from a watcher without waiting.
@@ -446,6 +548,9 @@ func (mw *tmWatcher) sub(topic int) *tmSub {
 func (m *topicsModel) read(mw *tmWatcher, k int) []fanout.Message[int, int] {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
+	if mw.g != nil && mw.useChan {
+		return readChan(mw.g, k)
+	}
 	if mw.g != nil {
 		buf := make([]fanout.Message[int, int], k)
 		n, _ := mw.g.Recv(ctx, buf)
@@ -476,6 +581,43 @@ func (m *topicsModel) read(mw *tmWatcher, k int) []fanout.Message[int, int] {
 	return got
 }
 
+// readChan takes up to k values from g's channel, one at a time once its
+// goroutine can do no more, and, once the channel is closed, the rest with
+// Recv (what Stop left), without waiting.
+func readChan(g *fanout.TopicsWatcher[int, int], k int) []fanout.Message[int, int] {
+	var got []fanout.Message[int, int]
+	for len(got) < k {
+		synctest.Wait()
+		select {
+		case msg, ok := <-g.ResultChan():
+			if ok {
+				got = append(got, msg)
+				continue
+			}
+			return append(got, recvNow(g, k-len(got))...)
+		default:
+		}
+		break
+	}
+	return got
+}
+
+// recvNow takes up to k values from g with Recv, without waiting.
+func recvNow(g *fanout.TopicsWatcher[int, int], k int) []fanout.Message[int, int] {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	buf := make([]fanout.Message[int, int], k)
+	got := 0
+	for got < k {
+		n, _ := g.Recv(ctx, buf[got:])
+		if n == 0 {
+			break
+		}
+		got += n
+	}
+	return buf[:got]
+}
+
 // stop stops a watcher, or, rarely, shuts the family down.
 func (m *topicsModel) stop(op, arg byte) {
 	if op&0x80 != 0 && arg%4 == 0 {
@@ -491,6 +633,7 @@ func (m *topicsModel) stop(op, arg byte) {
 	m.logf("stop w%d", slices.Index(m.ws, mw))
 	if mw.g != nil {
 		mw.g.Stop()
+		mw.quit = true
 		if !m.stopped {
 			mw.stopped = true
 		}
@@ -547,6 +690,10 @@ func (m *topicsModel) checkWatcher(i int, mw *tmWatcher) {
 		m.fail("watcher %d: Err() = %v, want %v", i, err, want)
 	}
 	stats := map[int]fanout.WatcherStats{}
+	if mw.g != nil && mw.useChan {
+		m.checkChanGroup(i, mw)
+		return
+	}
 	if mw.g != nil {
 		stats = mw.g.Stats()
 	} else {
@@ -558,6 +705,37 @@ func (m *topicsModel) checkWatcher(i int, mw *tmWatcher) {
 			st.DroppedOldest != s.dropOld || st.DroppedEvicted != s.dropEvic {
 			m.fail("watcher %d topic %d stats %+v, model %+v", i, topic, st, s)
 		}
+	}
+}
+
+// checkChanGroup checks the counters of a watcher of several topics read
+// through its channel. Of each topic's values not read yet (the model's
+// queue), those its watcher no longer holds are in the channel or held by
+// its goroutine, and count as delivered. Together they are as many as the
+// channel holds, and one more held if it is full; after Stop, those in the
+// channel (the one held is queued again).
+func (m *topicsModel) checkChanGroup(i int, mw *tmWatcher) {
+	m.t.Helper()
+	total, taken := 0, 0
+	for topic, st := range mw.g.Stats() {
+		s := mw.sub(topic)
+		if s == nil {
+			m.fail("watcher %d has a watcher of topic %d, not the model", i, topic)
+		}
+		k := len(s.queue) - st.Queued
+		if k < 0 || st.Delivered != s.delivered+uint64(k) || st.Dropped != 0 {
+			m.fail("watcher %d topic %d stats %+v, model %+v", i, topic, st, s)
+		}
+		total += len(s.queue)
+		taken += k
+	}
+	inChan := len(mw.g.ResultChan())
+	want, wantChan := min(total, mw.q+1), min(total, mw.q)
+	if mw.quit {
+		want, wantChan = inChan, inChan
+	}
+	if taken != want || inChan != wantChan {
+		m.fail("watcher %d: %d values taken, %d in its channel, of %d; want %d, %d", i, taken, inChan, total, want, wantChan)
 	}
 }
 
@@ -631,11 +809,28 @@ func runTopicsModel(t *testing.T, ops []byte) {
 		m.history = int(ops[0]%8) / 5 * (1 + int(ops[0]%2)) // 0 mostly, else 1 or 2
 		ops = ops[1:]
 	}
-	m.tp = fanout.NewTopics[int, int](fanout.WithHistory(m.history))
-	for i := 0; i+1 < len(ops); i += 2 {
-		m.step(ops[i], ops[i+1])
+	synctest.Test(t, func(t *testing.T) {
+		m.t = t
+		m.tp = fanout.NewTopics[int, int](fanout.WithHistory(m.history))
+		for k := range m.pubs {
+			m.pubs[k] = m.tp.Publisher(k)
+		}
+		t.Cleanup(m.release) // after a failure too
+		for i := 0; i+1 < len(ops); i += 2 {
+			m.step(ops[i], ops[i+1])
+		}
+		m.finish()
+	})
+}
+
+// release ends the goroutines of the watchers' channels.
+func (m *topicsModel) release() {
+	for _, mw := range m.ws {
+		if mw.g != nil {
+			mw.g.Stop()
+		}
 	}
-	m.finish()
+	m.tp.Shutdown()
 }
 
 func FuzzTopicsModel(f *testing.F) {
@@ -646,6 +841,9 @@ func FuzzTopicsModel(f *testing.F) {
 	f.Add([]byte{0, 0, 27, 3, 0, 3, 0, 3, 0, 5, 0})                           // an evicted watcher retires its topic
 	f.Add([]byte{0, 0, 0, 3, 0, 3, 0, 0x13, 0, 7, 0x10, 5, 0x30})             // a full waiting watcher: refused
 	f.Add([]byte{0, 1, 0x47, 7, 0x1c, 7, 0x1d, 7, 0x1e, 5, 0x30, 0x86, 0x04}) // batches, then Shutdown
+	f.Add([]byte{0, 0, 0, 0x23, 0, 0x33, 0, 6, 0, 0x23, 0, 0, 0, 0x23, 0})    // a TopicPublisher across a retirement
+	f.Add([]byte{0, 0, 0, 0, 1, 0x47, 0x1c, 0x67, 0x1d, 5, 0x30, 5, 0x31})    // PublishMessages
+	f.Add([]byte{0, 0x41, 3, 3, 0, 3, 0, 3, 1, 3, 0, 5, 0x10, 6, 0, 5, 0x30}) // a channel: full, read, Stop
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		if len(ops) > 401 {
 			ops = ops[:401]

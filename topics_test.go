@@ -205,6 +205,9 @@ func TestTopicsBadInput(t *testing.T) {
 	assert.ErrorContains(t, err, "queue")
 	_, err = tp.WatchAll(fanout.WithFilter(func(int) bool { return true }))
 	assert.ErrorContains(t, err, "filter")
+	_, err = tp.WatchAll(fanout.WithHistory(1)) // refused now, not by the topic a publish creates for it
+	assert.ErrorContains(t, err, "applies to New")
+	assert.NoError(t, tp.Publish("x", 1))
 	bad := fanout.NewTopics[string, int](fanout.WithQueueLength(-1))
 	assert.ErrorContains(t, bad.Publish("a", 1), "invalid queue length")
 	var nilCtx context.Context
@@ -423,4 +426,25 @@ func TestTopicsAllWithANilContextEndsAtOnceAndErrNamesIt(t *testing.T) {
 	m, err := g.Next(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, fanout.Message[string, int]{Topic: "a", Value: 1}, m, "still queued")
+}
+
+// A reader parked on a watcher that has no topic yet (WatchAll before any
+// topic, WatchTopics of none) learns of Shutdown: no broadcaster of its own
+// wakes it.
+func TestTopicsWatcherOfNoTopicParkedInRecvWakesOnShutdown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tp := fanout.NewTopics[string, int]()
+		all, err := tp.WatchAll()
+		require.NoError(t, err)
+		none, err := tp.WatchTopics(nil)
+		require.NoError(t, err)
+		errs := make(chan error, 2)
+		for _, g := range []*fanout.TopicsWatcher[string, int]{all, none} {
+			go func() { _, err := g.Next(context.Background()); errs <- err }()
+		}
+		synctest.Wait() // both parked
+		tp.Shutdown()
+		assert.ErrorIs(t, <-errs, fanout.ErrStopped)
+		assert.ErrorIs(t, <-errs, fanout.ErrStopped)
+	})
 }

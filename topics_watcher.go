@@ -12,11 +12,13 @@ import (
 // ([Topics.WatchTopics], [Topics.WatchAll]) as [Message]s. It is one
 // watcher per topic, each with its own queue and strategy, read together:
 // the watchers share one wake-up channel, so that a reader parks once for
-// all of them. It starts no goroutine. Reads are serialised; every method
-// is safe for concurrent use.
+// all of them. It starts no goroutine but the one of
+// [TopicsWatcher.ResultChan]. Reads are serialised; every method is safe
+// for concurrent use.
 type TopicsWatcher[K comparable, T any] struct {
 	t    *Topics[K, T]
 	opts []Option
+	qlen int // its watchers' queue length
 	all  bool
 	wake chan struct{} // every one of its watchers' wake-up channel
 	// evictedAny is set when one of its watchers is evicted, by the
@@ -24,10 +26,18 @@ type TopicsWatcher[K comparable, T any] struct {
 	evictedAny atomic.Bool
 	nilCtx     atomic.Bool // a range over All(nil) ended: Err reports it
 
-	mu      sync.Mutex // guards subs, stopped and why
+	mu      sync.Mutex // guards subs, stopped, why, quitted, quit and held
 	subs    []topicSub[K, T]
 	stopped bool
 	why     error // ErrWatcherStopped if stopped before the family shut down
+	quitted bool  // Stop was called
+	// ResultChan's channel, and what ends the goroutine that fills it;
+	// held are the values that goroutine had taken and not sent when
+	// Stop ended it, which Recv returns first.
+	chOnce sync.Once
+	ch     chan Message[K, T]
+	quit   context.CancelFunc
+	held   []Message[K, T]
 
 	readMu sync.Mutex // serialises reads; guards what follows
 	next   int        // the watcher read first next time, for fairness
@@ -100,6 +110,9 @@ func (g *TopicsWatcher[K, T]) Recv(ctx context.Context, buf []Message[K, T]) (in
 	}
 	g.readMu.Lock()
 	defer g.readMu.Unlock()
+	if n := g.takeHeld(buf); n > 0 {
+		return n, nil
+	}
 	for {
 		subs := g.snapshot()
 		n, open := g.poll(subs, buf)
@@ -153,12 +166,13 @@ func (g *TopicsWatcher[K, T]) poll(subs []topicSub[K, T], buf []Message[K, T]) (
 // closedBy records why one of its watchers closed. An evicted one evicts
 // the whole watcher: the others stop, so that no topic is silently missing,
 // and a watcher of every topic leaves the family, which would otherwise
-// create each topic published to for it. Caller holds g.readMu, which
-// Stop does not take.
+// create each topic published to for it; the goroutine of ResultChan goes
+// on until the rest is sent. Caller holds g.readMu, which leave does not
+// take.
 func (g *TopicsWatcher[K, T]) closedBy(err error) {
 	g.err = err
 	if errors.Is(err, ErrEvicted) {
-		g.Stop()
+		g.leave()
 	}
 }
 
@@ -188,6 +202,8 @@ func (g *TopicsWatcher[K, T]) park(ctx context.Context, subs []topicSub[K, T]) e
 	}
 	select {
 	case <-g.wake:
+		return nil
+	case <-g.t.done: // a watcher of no topic has no broadcaster to wake it
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
@@ -230,11 +246,24 @@ func (g *TopicsWatcher[K, T]) All(ctx context.Context) iter.Seq[Message[K, T]] {
 }
 
 // Stop unregisters its watchers, as [Watcher.Stop]; what they hold stays
-// readable. It is idempotent.
+// readable. It is idempotent. It ends the goroutine of
+// [TopicsWatcher.ResultChan], whose channel closes after the values
+// already in it: the others stay readable with Recv.
 func (g *TopicsWatcher[K, T]) Stop() {
-	g.t.mu.Lock()
-	delete(g.t.groups, g)
-	g.t.mu.Unlock()
+	g.mu.Lock()
+	quit := g.quit
+	g.quitted = true
+	g.mu.Unlock()
+	if quit != nil {
+		quit()
+	}
+	g.leave()
+}
+
+// leave unregisters its watchers and takes it out of the watchers of every
+// topic.
+func (g *TopicsWatcher[K, T]) leave() {
+	g.t.leaveGroups(g)
 	g.stop()
 }
 
@@ -316,6 +345,12 @@ func (g *TopicsWatcher[K, T]) Err() error {
 // drained reports whether it is closed and every one of its watchers is
 // closed and drained.
 func (g *TopicsWatcher[K, T]) drained() bool {
+	g.mu.Lock()
+	held := len(g.held)
+	g.mu.Unlock()
+	if held > 0 {
+		return false
+	}
 	for _, s := range g.snapshot() {
 		if s.w.closeErr() == nil || s.w.Stats().Queued > 0 {
 			return false // open, or not drained
@@ -324,18 +359,24 @@ func (g *TopicsWatcher[K, T]) drained() bool {
 	return g.closed()
 }
 
-// Stats returns the counters of its watcher of each topic.
+// Stats returns the counters of its watcher of each topic. A value that
+// the goroutine of [TopicsWatcher.ResultChan] took counts as delivered,
+// unless Stop left it to Recv.
 func (g *TopicsWatcher[K, T]) Stats() map[K]WatcherStats {
 	subs := g.snapshot()
 	m := make(map[K]WatcherStats, len(subs))
 	for _, s := range subs {
 		m[s.topic] = s.w.Stats()
 	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, h := range g.held {
+		st := m[h.Topic]
+		st.Queued++
+		st.Delivered--
+		m[h.Topic] = st
+	}
 	return m
 }
 
-func (t *Topics[K, T]) isStopped() bool {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	return t.stopped
-}
+func (t *Topics[K, T]) isStopped() bool { return t.stopped.Load() }

@@ -1,8 +1,9 @@
 // Command fanout-bench compares github.com/fanout-go/fanout with
 // k8s.io/apimachinery's watch.Broadcaster and raw channels, in one process,
 // and prints a table of throughput (with ratios against k8s wait q100),
-// stalled-watcher cost, topics (fanout Topics against cskr/pubsub and
-// watermill's GoChannel), filters (WithFilter against discarding by hand),
+// stalled-watcher cost, topics (fanout Topics against one Broadcaster per
+// topic by hand, kelindar/event by type, cskr/pubsub and watermill's
+// GoChannel), filters (WithFilter against discarding by hand),
 // latency, idle memory and idle CPU, then the rate of
 // recording Kubernetes events into a no-op sink with fanout's k8s/record
 // against client-go's tools/record and with k8s/events against
@@ -14,7 +15,7 @@
 //	fanout-bench [-headline] [-watchers 1,10,100,1000] [-producers 1,4] [-reps 5]
 //	             [-duration 60ms] [-record-events 20000] [-json FILE] [-svg FILE]
 //	             [-latency-producers 1,4] [-idle-pull-watchers 100000] [-record-producers 1,8]
-//	             [-topics 1,10,100] [-working-watchers 1,10,100,1000] [-quick]
+//	             [-topics 1,10,100,1000] [-working-watchers 1,10,100,1000] [-quick]
 //	             [-only throughput,working,stall,topics,filter,latency,idle_memory,idle_cpu,replay,record,events]
 //	             [-nats=false]
 //

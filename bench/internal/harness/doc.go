@@ -111,20 +111,30 @@
 // # Topics
 //
 // Kind "topics" measures families of topics: T = [Config].TopicCounts (1,
-// 10, 100) topics with [WatchersPerTopic] (10) watchers each, one producer
-// publishing round-robin over the topics, every watcher reading all of its
+// 10, 100, 1000) topics with [WatchersPerTopic] (10) watchers each, with
+// each of [Config].Producers (1, 4), every watcher reading all of its
 // topic, lossless; the figure is delivered values per second, measured as
-// the throughput groups are. fanout.Topics ([FanoutTopics]: Watch(k) read
-// with Recv) is compared with github.com/cskr/pubsub/v2 ([Cskr]: Sub
-// channels of 100, Pub blocking) and watermill's GoChannel ([Watermill]),
-// OutputChannelBuffer 100, in both of its lossless uses:
-// BlockPublishUntilSubscriberAck ([StrategyAck]: Publish returns once every
-// subscriber has acked, in order, bounded) and without it ([StrategyAsync]:
-// a goroutine per message and subscriber, unordered, unbounded; the harness
-// closes GoChannel only once every message is acked). watermill is
-// measured as a user would use it: a new message with a new UUID and an
-// 8-byte []byte payload ([WatermillPayload]) per publish, every message
-// acked by its watcher.
+// the throughput groups are. Each publishing call goes round-robin over
+// the topics from a topic of its own and publishes numbered values; every
+// reader checks that each call's values come in their order on its topic
+// ([Case].OutOfOrder): the same small work per value in every system. A
+// run publishes more than the topics' queues hold ([TopicsQueueShare],
+// [TopicsFixedFrom]).
+// fanout.Topics ([FanoutTopics]: Watch(k) read with Recv) is compared
+// with its baseline, one fanout.Broadcaster per topic in a map built by
+// hand ([FanoutTopicsByHand]), with kelindar/event routing by event type,
+// one type per topic ([KelindarTopics]), github.com/cskr/pubsub/v2
+// ([Cskr]: Sub channels of 100, Pub blocking) and watermill's GoChannel
+// ([Watermill]), OutputChannelBuffer 100, in both of its lossless uses:
+// BlockPublishUntilSubscriberAck ([StrategyAck]: Publish returns once
+// every subscriber has acked, in order, bounded) and without it
+// ([StrategyAsync]: a goroutine per message and subscriber, unbounded; the
+// harness closes GoChannel only once every message is acked), up to
+// [WatermillMaxTopics] topics. The latter
+// reorders: it is shown as reordering, and neither ranked nor a target's
+// peer. watermill is measured as a user would use it: a new message with a
+// new UUID and an 8-byte []byte payload ([WatermillPayload]) per publish,
+// every message acked by its watcher.
 //
 // # Filters
 //

@@ -163,3 +163,21 @@ func validateFilter(s System) error {
 	}
 	return nil
 }
+
+// measureOneProducer measures systems with n watchers and one producer,
+// interleaved, and returns a case of kind per system with the samples.
+func measureOneProducer(cfg Config, res *Results, kind string, systems []System, n int) ([]Case, [][]sample, error) {
+	variants := make([]variant, len(systems))
+	for i, s := range systems {
+		variants[i] = variant{sys: s}
+	}
+	samples, err := runInterleaved(cfg, res, variants, n, 1)
+	if err != nil {
+		return nil, nil, err
+	}
+	cases := make([]Case, len(variants))
+	for i, v := range variants {
+		cases[i] = summarize(kind, v, n, 1, samples[i])
+	}
+	return cases, samples, nil
+}

@@ -149,23 +149,9 @@ func reportStall(b *strings.Builder, res *Results) error {
 	return tw.Flush()
 }
 
-// reportTopics writes one table per topic count.
+// reportTopics writes one table per topic count and producers.
 func reportTopics(b *strings.Builder, res *Results) error {
-	var groups [][]Case
-	for i, c := range casesOf(res.Cases, KindTopics) {
-		if i == 0 || c.Topics != groups[len(groups)-1][0].Topics {
-			groups = append(groups, nil)
-		}
-		groups[len(groups)-1] = append(groups[len(groups)-1], c)
-	}
-	for _, cs := range groups {
-		fmt.Fprintf(b, "\n== topics: %s × %d watchers, 1 producer publishing round-robin over the topics, each watcher reading all of its topic ==\n",
-			plural(cs[0].Topics, "topic"), WatchersPerTopic)
-		if err := rateTable(b, cs, "vs fanout Topics", func(c Case) *float64 { return c.RatioVsFanout }); err != nil {
-			return err
-		}
-	}
-	return nil
+	return reportTopicGroups(b, res) // topics.go
 }
 
 func reportFilter(b *strings.Builder, res *Results) error {

@@ -141,7 +141,7 @@ func DefaultConfig() Config {
 		RecordEvents:     20_000,
 		RecordProducers:  []int{1, 8},
 		ReplayHistory:    1000,
-		TopicCounts:      []int{1, 10, 100},
+		TopicCounts:      []int{1, 10, 100, 1000},
 		FilterWatchers:   100,
 		WorkingWatchers:  []int{1, 10, 100, 1000},
 	}
@@ -329,8 +329,9 @@ type Case struct {
 	// per-repetition ratios.
 	RatioVsFanout *float64 `json:"ratio_vs_fanout"`
 	// RatioVsByHand is, for the filter kind, DeliveredPerSec over that of
-	// the watchers reading everything and discarding by hand, the median
-	// of per-repetition ratios.
+	// the watchers reading everything and discarding by hand, and for the
+	// topics kind over that of one Broadcaster per topic built by hand:
+	// the median of per-repetition ratios.
 	RatioVsByHand *float64 `json:"ratio_vs_by_hand"`
 	// RatioVsClientGo is, for the record kind, the ratio of events/s
 	// against client-go's tools/record with the same producers: the
@@ -390,9 +391,10 @@ type Case struct {
 	// is not negative; null if none (runs of some microseconds, as in the
 	// harness's tests, too short for the process's CPU clock).
 	CPUNsPerDelivered *float64 `json:"cpu_ns_per_delivered"`
-	// OutOfOrder is, for the working kind, the values the readers found
-	// out of order over every run of the case: 0 for a system that
-	// delivers each watcher its values in order.
+	// OutOfOrder is, for the working and topics kinds, the values the
+	// readers found out of order over every run of the case: 0 for a
+	// system that delivers each watcher each producer's values in that
+	// producer's order.
 	OutOfOrder *int64 `json:"out_of_order"`
 
 	// IdleBytesPerWatcher is the growth of HeapAlloc+StackInuse per idle
@@ -506,9 +508,11 @@ func steps(cfg Config, res *Results) []step {
 	}
 	out = append(out, step{KindStall, fmt.Sprintf("stalled watcher: %d watchers", cfg.StallWatchers),
 		func() ([]Case, error) { return stallGroup(cfg, res, StallSystems()) }})
-	for _, t := range cfg.TopicCounts {
-		out = append(out, step{KindTopics, fmt.Sprintf("topics: %s × %d watchers, 1 producer", plural(t, "topic"), WatchersPerTopic),
-			func() ([]Case, error) { return topicsGroup(cfg, res, t) }})
+	for _, p := range cfg.Producers {
+		for _, t := range cfg.TopicCounts {
+			out = append(out, step{KindTopics, fmt.Sprintf("topics: %s × %d watchers, %s", plural(t, "topic"), WatchersPerTopic,
+				plural(p, "producer")), func() ([]Case, error) { return topicsGroup(cfg, res, t, p) }})
+		}
 	}
 	out = append(out, step{KindFilter, fmt.Sprintf("filter: %d watchers, each keeping 1 value in %d", cfg.FilterWatchers, FilterShare),
 		func() ([]Case, error) { return filterGroup(cfg, res) }})

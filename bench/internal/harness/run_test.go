@@ -72,7 +72,7 @@ func TestRunTiny(t *testing.T) {
 		KindReplay:     len(ReplaySystems()),
 		KindRecord:     2 * len(RecordSystems()),
 		KindEvents:     2 * len(EventsSystems()),
-		KindTopics:     len(TopicSystems(1)) + len(TopicSystems(2)),
+		KindTopics:     2 * (len(TopicSystems(1)) + len(TopicSystems(2))),
 		KindFilter:     len(FilterSystems()),
 		KindWorking:    len(WorkingSystems()),
 	}
@@ -108,7 +108,7 @@ func TestRunTiny(t *testing.T) {
 		na := strings.Contains(tg.Name, "N=10:") || strings.Contains(tg.Name, "N=10 ") || strings.Contains(tg.Name, "N=100") ||
 			strings.Contains(tg.Name, "4 producers") || strings.Contains(tg.Name, "8 producers") ||
 			strings.Contains(tg.Name, "N=1000") || strings.Contains(tg.Name, "100000 watchers") ||
-			strings.Contains(tg.Name, "10 topics") || strings.Contains(tg.Name, "100 topics")
+			strings.Contains(tg.Name, "10 topics") || strings.Contains(tg.Name, "100 topics") || strings.Contains(tg.Name, "1000 topics")
 		if na != (tg.Status == NA) {
 			t.Errorf("target %q: status %s", tg.Name, tg.Status)
 		}
@@ -224,7 +224,7 @@ func TestWriteJSON(t *testing.T) {
 		KindIdleCPU:    {"idle_cpu_ms_per_sec"},
 		KindRecord:     {"delivered_per_sec", "ns_per_publish", "allocs_per_event", "ratio_vs_k8s_wait_q100", "ratio_vs_client_go", "spread_pct"},
 		KindReplay:     {"delivered_per_sec", "ns_per_replayed_value", "allocs_per_event", "ratio_vs_k8s_wait_q100", "history", "replay"},
-		KindTopics:     {"delivered_per_sec", "ns_per_publish", "ratio_vs_fanout", "topics", "short_published"},
+		KindTopics:     {"delivered_per_sec", "ns_per_publish", "ratio_vs_fanout", "ratio_vs_by_hand", "out_of_order", "topics", "short_published"},
 		KindFilter:     {"delivered_per_sec", "ns_per_publish", "ratio_vs_by_hand", "short_published"},
 		KindWorking:    {"delivered_per_sec", "ns_per_publish", "ratio_vs_fanout", "ratio_vs_limit", "out_of_order", "short_published"},
 	}

@@ -104,7 +104,7 @@ type System struct {
 	// Batch is the number of values per publish call: 0 or 1 for
 	// single-value publishing (Action), more for fanout's ActionBatch.
 	Batch int
-	// Topics is, for the topics group (API APITopics), the number of
+	// Topics is, for the topics group (API APITopics or APITopicsByHand), the number of
 	// topics the watchers are spread over, [WatchersPerTopic] each; 0
 	// elsewhere.
 	Topics int
@@ -120,7 +120,7 @@ type System struct {
 // the filter group, else every read watcher.
 func (s System) readers(n, stalled int) int64 {
 	switch {
-	case s.API == APITopics:
+	case isTopicsAPI(s.API):
 		return int64(n-stalled) / int64(max(1, s.Topics))
 	case isFilterAPI(s.API):
 		return int64(n-stalled) / FilterShare
@@ -147,7 +147,7 @@ func (s System) Label() string {
 	switch s.API {
 	case APIReplay, APIPrefix:
 		return replayLabel(s)
-	case APITopics:
+	case APITopics, APITopicsByHand:
 		return topicsLabel(s)
 	case APIFilter, APIByHand, APIFilterChan, APIByHandChan:
 		return filterLabel(s)
@@ -308,7 +308,7 @@ func (s System) validate() error {
 		return fmt.Errorf("harness: %s cannot publish batches of %d", s.Name, s.Batch)
 	}
 	switch {
-	case s.API == APITopics:
+	case isTopicsAPI(s.API):
 		return validateTopics(s)
 	case isFilterAPI(s.API):
 		return validateFilter(s)
@@ -556,7 +556,7 @@ func (s System) startWith(n int, su setup) (*running, error) {
 		r: &running{counts: make([]int64, n), samples: make([][]int64, n), broken: make([]int64, n)}}
 	var err error
 	switch {
-	case s.API == APITopics:
+	case isTopicsAPI(s.API):
 		err = c.startTopics(s, n)
 	case isFilterAPI(s.API):
 		err = c.startFilter(s, n)

@@ -340,31 +340,16 @@ func producerTargets(cases []Case) []Target {
 	}
 }
 
-// TargetTopics are the topic counts of the topics targets.
-var TargetTopics = []int{1, 10, 100}
-
-// topicsTargets: fanout Topics ahead of every topic peer (cskr/pubsub and
-// both watermill configurations) with the same topics, from the
-// per-repetition ratios; the measured figure is fanout's over the fastest
-// peer's, named.
+// topicsTargets: at each topic count and producers of the topics
+// targets, fanout Topics at least as fast as one Broadcaster per topic
+// built by hand and ahead of every topic peer that keeps the order (see
+// topicTargets, topics.go).
 func topicsTargets(cases []Case) []Target {
 	var out []Target
-	for _, t := range TargetTopics {
-		worst, best := math.NaN(), ""
-		for _, c := range cases {
-			if c.Kind != KindTopics || c.Topics != t || c.System == SystemFanout || c.RatioVsFanout == nil {
-				continue
-			}
-			if r := 1 / *c.RatioVsFanout; math.IsNaN(worst) || r < worst {
-				worst, best = r, c.Label
-			}
+	for _, p := range TargetTopicProducers {
+		for _, t := range TargetTopics {
+			out = append(out, topicTargets(cases, t, p)...)
 		}
-		tg := check(fmt.Sprintf("topics, %s × %d watchers: fanout Topics / fastest topic peer", plural(t, "topic"), WatchersPerTopic),
-			"> 1×", worst, worst > 1, "%.2f×")
-		if tg.Status != NA {
-			tg.Measured += " (" + best + ")"
-		}
-		out = append(out, tg)
 	}
 	return out
 }

@@ -1,22 +1,17 @@
 package harness
 
 import (
-	"context"
 	"fmt"
-	"strconv"
-	"sync/atomic"
-	"time"
-
-	"github.com/ThreeDotsLabs/watermill"
-	"github.com/ThreeDotsLabs/watermill/message"
-	"github.com/ThreeDotsLabs/watermill/pubsub/gochannel"
-	"github.com/cskr/pubsub/v2"
-	"github.com/fanout-go/fanout"
+	"math"
+	"strings"
+	"text/tabwriter"
 )
 
-// The topics group: T topics with [WatchersPerTopic] watchers each, one
-// producer publishing round-robin over the topics, every watcher reading
-// everything on its topic; the figure is delivered values per second.
+// The topics group: T topics with [WatchersPerTopic] watchers each, P
+// producers each publishing round-robin over the topics from a topic of
+// its own, every watcher reading everything on its topic and checking
+// that each producer's values come in that producer's order; the figure
+// is delivered values per second. The instances are in topics_systems.go.
 
 // Names of the topic systems.
 const (
@@ -28,16 +23,25 @@ const (
 	SystemWatermill = "watermill"
 )
 
-// APITopics is the read path of the topics group: each system's own
-// per-topic subscription.
-const APITopics = "topics"
+// Read paths of the topics group.
+const (
+	// APITopics is each system's own per-topic subscription.
+	APITopics = "topics"
+	// APITopicsByHand is fanout's baseline: one Broadcaster per topic, in
+	// a map built by hand, each watcher a Watch of its topic's.
+	APITopicsByHand = "topics-by-hand"
+)
+
+// isTopicsAPI reports whether api is a read path of the topics group.
+func isTopicsAPI(api string) bool { return api == APITopics || api == APITopicsByHand }
 
 // WatchersPerTopic is the watchers of each topic in the topics group.
 const WatchersPerTopic = 10
 
 // WatermillPayload is the payload of a watermill message: a user of
-// GoChannel publishes []byte, so the harness sends a small one, the same
-// 8 bytes every time, in a new message with a new UUID each publish.
+// GoChannel publishes []byte, so the harness sends a small one, 8 bytes
+// (the value's sequence number, which the reader checks), in a new
+// message with a new UUID each publish.
 const WatermillPayload = 8
 
 // Watermill's GoChannel configurations, as they appear in [System].Strategy.
@@ -48,15 +52,35 @@ const (
 	StrategyAck = "ack"
 	// StrategyAsync is GoChannel without it: Publish starts a goroutine
 	// per message and subscriber and returns; nothing bounds the messages
-	// in flight, and a subscriber may get them out of order. Lossless as
-	// long as GoChannel is not closed before every message is acked.
+	// in flight, and a subscriber gets them out of order (every run the
+	// harness made, one producer and one topic included): it is shown as
+	// reordering, and not ranked. Lossless as long as GoChannel is not
+	// closed before every message is acked.
 	StrategyAsync = "async"
 )
 
 // FanoutTopics is fanout.Topics with the given topics: wait strategy, queue
-// 100, each watcher a Watch(k) read with Recv.
+// 100, each watcher a Watch(k) read with Recv, every value published with
+// Publish(k, v).
 func FanoutTopics(topics int) System {
 	return System{Name: SystemFanout, Strategy: StrategyWait, API: APITopics, Queue: DefaultQueue, Topics: topics}
+}
+
+// FanoutTopicsByHand is the by-hand baseline of fanout.Topics: one
+// fanout.Broadcaster per topic, made up front and kept in a map, wait
+// strategy, queue 100; Action(v) on the topic's broadcaster, each watcher
+// a Watch of it read with Recv. What Topics adds (topics that come and go
+// with their watchers, watchers of several topics, counters) it has not.
+func FanoutTopicsByHand(topics int) System {
+	return System{Name: SystemFanout, Strategy: StrategyWait, API: APITopicsByHand, Queue: DefaultQueue, Topics: topics}
+}
+
+// KelindarTopics is kelindar/event with one event type per topic: each
+// watcher a SubscribeTo of its topic's type, each value published with
+// Publish of an event whose Type is its topic. Each type has its own
+// group, ticker goroutine and queues of [KelindarQueue].
+func KelindarTopics(topics int) System {
+	return System{Name: SystemKelindar, Strategy: StrategyWait, API: APITopics, Queue: KelindarQueue, Topics: topics}
 }
 
 // Cskr is cskr/pubsub with the given topics: New(100), so each Sub channel
@@ -74,221 +98,221 @@ func Watermill(strategy string, topics int) System {
 }
 
 // TopicSystems returns the systems of the topics group with the given
-// topics.
+// topics: fanout Topics first, the by-hand baseline second (the two
+// references of the group's ratios), then the peers; watermill up to
+// [WatermillMaxTopics] topics.
 func TopicSystems(topics int) []System {
-	return []System{FanoutTopics(topics), Cskr(topics), Watermill(StrategyAck, topics), Watermill(StrategyAsync, topics)}
+	out := []System{FanoutTopics(topics), FanoutTopicsByHand(topics), KelindarTopics(topics), Cskr(topics)}
+	if topics > WatermillMaxTopics {
+		return out
+	}
+	return append(out, Watermill(StrategyAck, topics), Watermill(StrategyAsync, topics))
 }
 
+// WatermillMaxTopics is the most topics watermill is measured with. At
+// 1,000 topics its runs, which must publish 800,000 values (see
+// [TopicsFixedFrom]), would take half a minute each, about 10 minutes in
+// all; it is 30 to 100 times behind fanout at every count below.
+const WatermillMaxTopics = 100
+
+// reorders reports whether the system delivers a producer's values to a
+// watcher out of their order: watermill's GoChannel in its asynchronous
+// mode. Such a system is shown as reordering and not ranked.
+func (s System) reorders() bool { return s.Name == SystemWatermill && s.Strategy == StrategyAsync }
+
 func topicsLabel(s System) string {
-	switch s.Name {
-	case SystemFanout:
+	switch {
+	case s.API == APITopicsByHand:
+		return "fanout Broadcaster per topic, by hand"
+	case s.Name == SystemFanout:
 		return "fanout Topics"
-	case SystemWatermill:
+	case s.Name == SystemKelindar:
+		return fmt.Sprintf("kelindar by type q%d", s.Queue)
+	case s.Name == SystemWatermill:
 		return fmt.Sprintf("watermill GoChannel %s q%d", s.Strategy, s.Queue)
 	}
 	return fmt.Sprintf("%s/pubsub q%d", s.Name, s.Queue)
 }
 
 func validateTopics(s System) error {
-	want := StrategyWait
-	if s.Name == SystemWatermill && s.Strategy == StrategyAsync {
-		want = StrategyAsync
-	} else if s.Name == SystemWatermill {
-		want = StrategyAck
-	}
-	if s.Topics < 1 || s.Strategy != want {
-		return fmt.Errorf("harness: %s with %d topics, strategy %q", s.Name, s.Topics, s.Strategy)
-	}
-	return nil
-}
-
-// startTopics builds topic system s with n watchers, n/s.Topics per topic.
-func (c *consumers) startTopics(s System, n int) error {
-	if err := validateTopics(s); err != nil {
-		return err
-	}
-	if n%s.Topics != 0 || c.stalled > 0 {
-		return fmt.Errorf("harness: %d watchers over %d topics, %d stalled", n, s.Topics, c.stalled)
-	}
+	want := System{Name: s.Name, Strategy: StrategyWait, API: APITopics, Queue: s.Queue, Topics: s.Topics}
 	switch s.Name {
 	case SystemFanout:
-		return c.startFanoutTopics(s, n)
+		want.API = s.API
+	case SystemKelindar:
+		want.Queue = KelindarQueue
+	case SystemWatermill:
+		want.Strategy = StrategyAck
+		if s.Strategy == StrategyAsync {
+			want.Strategy = StrategyAsync
+		}
 	case SystemCskr:
-		c.startCskr(s, n)
-		return nil
+	default:
+		return fmt.Errorf("harness: %s has no topics", s.Name)
 	}
-	return c.startWatermill(s, n)
-}
-
-// roundRobin hands out the topics 0..topics-1 in turn.
-type roundRobin struct {
-	topics int
-	n      atomic.Uint64
-}
-
-func (r *roundRobin) next() int { return int(r.n.Add(1) % uint64(r.topics)) }
-
-type fanoutTopicsInstance struct {
-	t *fanout.Topics[int, *Event]
-	e *Event
-	roundRobin
-}
-
-func (f *fanoutTopicsInstance) publishN(n int) {
-	for range n {
-		_ = f.t.Publish(f.next(), f.e)
-	}
-}
-func (f *fanoutTopicsInstance) publish(e *Event) {
-	_ = f.t.Publish(f.next(), e)
-}
-func (f *fanoutTopicsInstance) close()             { f.t.Shutdown() }
-func (f *fanoutTopicsInstance) libDropped() uint64 { return 0 }
-
-func (c *consumers) startFanoutTopics(s System, n int) error {
-	t := fanout.NewTopics[int, *Event](fanout.WithQueueLength(s.Queue), fanout.WithFullChannelBehavior(fanout.WaitIfChannelFull))
-	c.r.inst = &fanoutTopicsInstance{t: t, e: c.payload, roundRobin: roundRobin{topics: s.Topics}}
-	for i := range n {
-		w, err := t.Watch(i % s.Topics)
-		if err != nil {
-			t.Shutdown()
-			return err
-		}
-		buf := make([]*Event, s.Queue)
-		c.consume(i, func(lat []int64) (int64, []int64) { return drainPull(w, buf, c.rec, lat) })
+	if s.Topics < 1 || s.Queue < 1 || s != want {
+		return fmt.Errorf("harness: %s %s %s with %d topics, queue %d", s.Name, s.Strategy, s.API, s.Topics, s.Queue)
 	}
 	return nil
 }
 
-type cskrInstance struct {
-	ps *pubsub.PubSub[int, *Event]
-	e  *Event
-	roundRobin
-}
-
-func (k *cskrInstance) publishN(n int) {
-	for range n {
-		k.ps.Pub(k.e, k.next())
+// topicsGroup measures the topic systems with the given topics and
+// producers, interleaved, and returns one case per system with its ratios
+// to fanout Topics and to the by-hand baseline, and the values its readers
+// found out of order.
+func topicsGroup(cfg Config, res *Results, topics, producers int) ([]Case, error) {
+	if producers > maxTopicProducers {
+		return nil, fmt.Errorf("harness: topics group with %d producers (at most %d)", producers, maxTopicProducers)
 	}
-}
-func (k *cskrInstance) publish(e *Event) { k.ps.Pub(e, k.next()) }
-
-// close asks the library's goroutine to shut down: it does so after the
-// Pubs before, closing every subscriber's channel, and then exits.
-func (k *cskrInstance) close()             { k.ps.Shutdown() }
-func (k *cskrInstance) libDropped() uint64 { return 0 }
-
-func (c *consumers) startCskr(s System, n int) {
-	ps := pubsub.New[int, *Event](s.Queue)
-	c.r.inst = &cskrInstance{ps: ps, e: c.payload, roundRobin: roundRobin{topics: s.Topics}}
-	for i := range n {
-		ch := ps.Sub(i % s.Topics)
-		c.consume(i, func(lat []int64) (int64, []int64) { return drainChan(ch, c.rec, lat, stampOf) })
-	}
-}
-
-type watermillInstance struct {
-	g        *gochannel.GoChannel
-	names    []string // the topics
-	payload  message.Payload
-	next     atomic.Uint64
-	perTopic int
-	acked    []atomic.Int64 // per watcher, messages acked
-}
-
-func (w *watermillInstance) publishN(n int) {
-	for range n {
-		w.publish(nil)
-	}
-}
-
-func (w *watermillInstance) publish(*Event) {
-	topic := w.names[w.next.Add(1)%uint64(len(w.names))]
-	_ = w.g.Publish(topic, message.NewMessage(watermill.NewUUID(), w.payload))
-}
-
-// close waits until every published message has been acked by every
-// watcher of its topic (GoChannel's Close discards those in flight), then
-// closes GoChannel, which closes the subscribers' channels.
-func (w *watermillInstance) close() {
-	want := int64(w.next.Load()) * int64(w.perTopic)
-	for w.ackedAll() < want {
-		time.Sleep(20 * time.Microsecond)
-	}
-	_ = w.g.Close()
-}
-
-func (w *watermillInstance) ackedAll() int64 {
-	var t int64
-	for i := range w.acked {
-		t += w.acked[i].Load()
-	}
-	return t
-}
-
-func (w *watermillInstance) libDropped() uint64 { return 0 }
-
-func (c *consumers) startWatermill(s System, n int) error {
-	g := gochannel.NewGoChannel(gochannel.Config{OutputChannelBuffer: int64(s.Queue),
-		BlockPublishUntilSubscriberAck: s.Strategy == StrategyAck}, watermill.NopLogger{})
-	w := &watermillInstance{g: g, payload: make(message.Payload, WatermillPayload), perTopic: n / s.Topics,
-		acked: make([]atomic.Int64, n)}
-	for t := range s.Topics {
-		w.names = append(w.names, "topic-"+strconv.Itoa(t))
-	}
-	c.r.inst = w
-	for i := range n {
-		ch, err := g.Subscribe(context.Background(), w.names[i%s.Topics])
-		if err != nil {
-			_ = g.Close()
-			return err
-		}
-		acked := &w.acked[i]
-		c.consume(i, func([]int64) (int64, []int64) { return drainWatermill(ch, acked), nil })
-	}
-	return nil
-}
-
-// drainWatermill acks and counts every message of ch until it closes.
-func drainWatermill(ch <-chan *message.Message, acked *atomic.Int64) int64 {
-	var n int64
-	for m := range ch {
-		m.Ack()
-		n++
-		acked.Store(n)
-	}
-	return n
-}
-
-// topicsGroup measures the topic systems with the given topics, one
-// producer, interleaved, and returns one case per system with its ratio to
-// fanout Topics.
-func topicsGroup(cfg Config, res *Results, topics int) ([]Case, error) {
-	cases, samples, err := measureOneProducer(cfg, res, KindTopics, TopicSystems(topics), topics*WatchersPerTopic)
-	if err != nil {
-		return nil, err
-	}
-	for i := range cases {
-		cases[i].Topics = topics
-	}
-	pairRatios(cases, samples, 0, func(c *Case, v float64) { c.RatioVsFanout = ptr(v) })
-	return cases, nil
-}
-
-// measureOneProducer measures systems with n watchers and one producer,
-// interleaved, and returns a case of kind per system with the samples.
-func measureOneProducer(cfg Config, res *Results, kind string, systems []System, n int) ([]Case, [][]sample, error) {
+	cfg = topicsConfig(cfg, topics)
+	systems := TopicSystems(topics)
 	variants := make([]variant, len(systems))
 	for i, s := range systems {
 		variants[i] = variant{sys: s}
 	}
-	samples, err := runInterleaved(cfg, res, variants, n, 1)
+	n := topics * WatchersPerTopic
+	samples, err := runInterleaved(cfg, res, variants, n, producers)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	cases := make([]Case, len(variants))
 	for i, v := range variants {
-		cases[i] = summarize(kind, v, n, 1, samples[i])
+		cases[i] = summarize(KindTopics, v, n, producers, samples[i])
+		cases[i].Topics = topics
+		var broken int64
+		for _, s := range samples[i] {
+			broken += s.broken
+		}
+		cases[i].OutOfOrder = ptr(broken)
 	}
-	return cases, samples, nil
+	pairRatios(cases, samples, 0, func(c *Case, v float64) { c.RatioVsFanout = ptr(v) })
+	pairRatios(cases, samples, 1, func(c *Case, v float64) { c.RatioVsByHand = ptr(v) })
+	return cases, nil
+}
+
+// TopicsQueueShare is how many times what the topics' queues hold (T ×
+// [DefaultQueue] values) the values a long run adds to its short run are at
+// least: a run that its queues can absorb measures how fast the producers
+// fill them, then how long the readers take to wake for what is left, not
+// the steady rate. Calibrated to 60 ms, kelindar/event by type at 1,000
+// topics was given 600 values, its figure that of its 500 µs ticks (22.5k
+// deliveries/s); with 300,000 it delivered 3.4 M/s, as fanout did.
+const TopicsQueueShare = 2
+
+// TopicsFixedFrom is the topic count from which the topics group does not
+// calibrate its runs but publishes 2 × [ShortShare] times what the
+// topics' queues hold in a long run, and a [ShortShare]th of it in the
+// short one, so that the short run too is past what the queues absorb:
+// with calibrated runs at 1,000 topics, whose short runs the queues held,
+// the same system's figure varied threefold from one repetition to the
+// next.
+const TopicsFixedFrom = 1000
+
+// topicsConfig returns cfg for the topics group with the given topics:
+// from [TopicsFixedFrom] topics, fixed events (see there); below, MinEvents
+// raised so that a calibrated long run adds at least [TopicsQueueShare]
+// times what the topics' queues hold (see minEvents, which scales
+// MinEvents down above 1,000 watchers), within MaxEvents. Events given by
+// the configuration stay.
+func topicsConfig(cfg Config, topics int) Config {
+	held := topics * DefaultQueue
+	switch {
+	case cfg.Events > 0:
+	case topics >= TopicsFixedFrom:
+		cfg.Events = 2 * ShortShare * held
+	default:
+		floor := min(TopicsQueueShare*held, cfg.MaxEvents)
+		cfg.MinEvents = max(cfg.MinEvents, floor*max(1000, topics*WatchersPerTopic)/1000)
+	}
+	return cfg
+}
+
+// reportTopicGroups writes one table per topic count and producers.
+func reportTopicGroups(b *strings.Builder, res *Results) error {
+	var groups [][]Case
+	for i, c := range casesOf(res.Cases, KindTopics) {
+		if i == 0 || c.Topics != groups[len(groups)-1][0].Topics || c.Producers != groups[len(groups)-1][0].Producers {
+			groups = append(groups, nil)
+		}
+		groups[len(groups)-1] = append(groups[len(groups)-1], c)
+	}
+	for _, cs := range groups {
+		fmt.Fprintf(b, "\n== topics: %s × %d watchers, %s publishing round-robin over the topics, each watcher reading all "+
+			"of its topic and checking each producer's order ==\n", plural(cs[0].Topics, "topic"), WatchersPerTopic,
+			plural(cs[0].Producers, "producer"))
+		if err := topicsTable(b, cs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// topicsTable writes the table of one topics group. A system that
+// reorders is not ranked: its ratios are not shown.
+func topicsTable(b *strings.Builder, cs []Case) error {
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	head, labels := padLabels(cs)
+	fmt.Fprintf(tw, "%s\tdelivered/s\tvs fanout Topics\tvs by hand\torder\tns/publish\tallocs/event\tspread\tevents long/short\t\n", head)
+	for i, c := range cs {
+		vsFanout, vsByHand := FormatRatio(c.RatioVsFanout), FormatRatio(c.RatioVsByHand)
+		if reordering(c) {
+			vsFanout, vsByHand = "not ranked", "not ranked"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t\n", labels[i], num(c.DeliveredPerSec, FormatRate), vsFanout, vsByHand,
+			orderCell(c), num(c.NsPerPublish, f("%.1f")), num(c.AllocsPerEvent, f("%.2f")), num(c.SpreadPct, f("%.0f%%")),
+			c.Published, c.ShortPublished)
+	}
+	return tw.Flush()
+}
+
+// reordering reports whether c is a case of a system that reorders, or
+// whose readers found values out of order.
+func reordering(c Case) bool {
+	return (c.System == SystemWatermill && c.Strategy == StrategyAsync) || (c.OutOfOrder != nil && *c.OutOfOrder > 0)
+}
+
+// orderCell says whether the readers of c found every value in order.
+func orderCell(c Case) string {
+	switch {
+	case c.OutOfOrder == nil:
+		return "-"
+	case *c.OutOfOrder == 0:
+		return "in order"
+	}
+	return fmt.Sprintf("REORDERED (%d values)", *c.OutOfOrder)
+}
+
+// TargetTopics are the topic counts of the topics targets, and
+// TargetTopicProducers their producers.
+var (
+	TargetTopics         = []int{1, 10, 100, 1000}
+	TargetTopicProducers = []int{1, 4}
+)
+
+// topicTargets are the targets of the topics group with the given topics
+// and producers: fanout Topics at least as fast as one Broadcaster per
+// topic built by hand, and ahead of every topic peer that keeps each
+// producer's order (kelindar/event by type, cskr/pubsub, watermill ack),
+// from the per-repetition ratios; the measured figure of the second is
+// fanout's over the fastest such peer's, named.
+func topicTargets(cases []Case, topics, producers int) []Target {
+	where := fmt.Sprintf("topics, %s × %d watchers, %s", plural(topics, "topic"), WatchersPerTopic, plural(producers, "producer"))
+	byHand, worst, best := math.NaN(), math.NaN(), ""
+	for _, c := range cases {
+		if c.Kind != KindTopics || c.Topics != topics || c.Producers != producers {
+			continue
+		}
+		switch {
+		case c.System == SystemFanout && c.API == APITopics && c.RatioVsByHand != nil:
+			byHand = *c.RatioVsByHand
+		case c.System == SystemFanout || reordering(c) || c.RatioVsFanout == nil:
+		case math.IsNaN(worst) || 1 / *c.RatioVsFanout < worst:
+			worst, best = 1 / *c.RatioVsFanout, c.Label
+		}
+	}
+	peer := check(where+": fanout Topics / fastest topic peer in order", "> 1×", worst, worst > 1, "%.2f×")
+	if peer.Status != NA {
+		peer.Measured += " (" + best + ")"
+	}
+	return []Target{atLeast(where+": fanout Topics / one Broadcaster per topic by hand", byHand, 1), peer}
 }

@@ -1,0 +1,78 @@
+package fanout
+
+import "context"
+
+// ResultChan returns a channel that receives its values, for a select: the
+// values [TopicsWatcher.Recv] would return, in the same orders. Its first
+// call starts a goroutine that moves them from the topics' queues into the
+// channel, whose capacity is the queue length; the goroutine holds one
+// more value while the channel is full. The values it took count as
+// delivered ([TopicsWatcher.Stats]). The channel closes once the watcher
+// is closed ([Topics.Shutdown], an eviction) and every value has gone
+// through it; [TopicsWatcher.Stop] ends the goroutine at once, and the
+// channel closes after the values already in it: the rest, the one it held
+// included, stay readable with Recv. Read the channel until it closes, or
+// call Stop: a channel nobody reads keeps the goroutine waiting.
+//
+// Recv, Next and All still work: each value goes to one reader, the
+// channel's goroutine or another.
+func (g *TopicsWatcher[K, T]) ResultChan() <-chan Message[K, T] {
+	g.chOnce.Do(func() {
+		ch := make(chan Message[K, T], g.qlen)
+		ctx, cancel := context.WithCancel(context.Background())
+		g.mu.Lock()
+		g.ch, g.quit = ch, cancel
+		quitted := g.quitted
+		g.mu.Unlock()
+		if quitted {
+			cancel()
+		}
+		go g.pump(ctx, ch)
+	})
+	return g.ch
+}
+
+// pump moves values into ch until the watcher is closed and drained, or
+// ctx ends (Stop). It takes no more values than ch has room for, but one
+// when ch is full, so that it holds at most one value while it waits.
+func (g *TopicsWatcher[K, T]) pump(ctx context.Context, ch chan Message[K, T]) {
+	defer close(ch)
+	buf := make([]Message[K, T], cap(ch))
+	for ctx.Err() == nil {
+		n, _ := g.Recv(ctx, buf[:max(1, cap(ch)-len(ch))])
+		if n == 0 || !g.send(ctx, ch, buf[:n]) {
+			return // closed and drained, or stopped
+		}
+		clear(buf[:n])
+	}
+}
+
+// send sends ms into ch, in order, unless ctx ends first: then it leaves
+// the values not sent to Recv and returns false.
+func (g *TopicsWatcher[K, T]) send(ctx context.Context, ch chan Message[K, T], ms []Message[K, T]) bool {
+	for i, m := range ms {
+		if ctx.Err() == nil {
+			select {
+			case ch <- m:
+				continue
+			case <-ctx.Done():
+			}
+		}
+		g.mu.Lock()
+		g.held = append(g.held, ms[i:]...)
+		g.mu.Unlock()
+		return false
+	}
+	return true
+}
+
+// takeHeld moves the values ResultChan's goroutine left to Recv into buf.
+// Caller holds g.readMu.
+func (g *TopicsWatcher[K, T]) takeHeld(buf []Message[K, T]) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n := copy(buf, g.held)
+	clear(g.held[:n])
+	g.held = g.held[n:]
+	return n
+}
