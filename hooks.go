@@ -21,6 +21,10 @@ const (
 	// hookRoomWoken: a publisher waiting for room has been woken (or its
 	// wait ended), and is about to lock the broadcaster again.
 	hookRoomWoken
+	// hookReaderYielded: a ring reader of a broadcaster with many readers
+	// found nothing to read, yielded and looked at head parkYields times,
+	// and is about to count itself parked (park).
+	hookReaderYielded
 	// hookReaderParking: a ring reader found nothing to read, counted
 	// itself parked, and is about to look at head a last time (park).
 	hookReaderParking

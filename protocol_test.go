@@ -104,6 +104,57 @@ func TestProtocolPublisherWakesParkedReaders(t *testing.T) {
 	})
 }
 
+// W1 with many readers: a reader that found nothing yields before it
+// lists itself among the parked, and then parks as any reader; the next
+// publish wakes it.
+func TestProtocolReaderThatYieldedInVainParksAndIsWoken(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, w := manyReaders(t)
+		defer b.Shutdown()
+		got := make(chan int, 1)
+		read := async(func() error { v, err := next(w); got <- v; return err })
+		require.True(t, pending(read))
+		require.EqualValues(t, 1, b.nparked.Load(), "the reader listed itself after its yields")
+		require.NoError(t, b.Action(7))
+		require.NoError(t, done(t, read, "the reader parked after its yields"))
+		assert.Equal(t, 7, <-got)
+	})
+}
+
+// W1 with many readers, between the yields and the listing: a value
+// published there finds no parked reader to wake, and the reader's last
+// look at head, after it lists itself, sees it.
+func TestProtocolReaderSeesAValuePublishedBetweenItsYieldsAndItsListing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, w := manyReaders(t)
+		defer b.Shutdown()
+		reached, resume := pauseAt(t, hookReaderYielded)
+		got := make(chan int, 1)
+		read := async(func() error { v, err := next(w); got <- v; return err })
+		<-reached
+		require.Zero(t, b.nparked.Load(), "no reader listed: the publisher wakes nobody")
+		require.NoError(t, b.Action(7))
+		resume()
+		require.NoError(t, done(t, read, "the reader that listed itself after the value"))
+		assert.Equal(t, 7, <-got)
+	})
+}
+
+// manyReaders returns a broadcaster with parkYieldReaders ring readers,
+// whose readers yield before they park, and the last of them.
+func manyReaders(t *testing.T) (*Broadcaster[int], *Watcher[int]) {
+	t.Helper()
+	b := New[int]()
+	var w *Watcher[int]
+	for range parkYieldReaders {
+		var err error
+		w, err = b.Watch()
+		require.NoError(t, err)
+	}
+	require.EqualValues(t, parkYieldReaders, b.nreaders.Load())
+	return b, w
+}
+
 // W1, in flight: a reader that parks while a fast path holds head's bit
 // may not be seen by that publisher, whose plain store of head is no
 // fence; it sleeps with a bound, and wakes when the bound passes with
