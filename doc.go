@@ -9,7 +9,7 @@
 // no value is special, drops are counted, and the full-queue strategy is a
 // pluggable, per-watcher [FullChannelBehavior].
 //
-//	b := fanout.New[Event]()                 // queue 100, WaitIfChannelFull
+//	b := fanout.New[Event]()                 // queue 1024, WaitIfChannelFull
 //	w, _ := b.Watch()
 //	go func() {
 //		for ev := range w.ResultChan() {  // or w.Recv / w.Next / w.All
