@@ -688,12 +688,6 @@ func drainChan[T any](ch <-chan T, rec *recorder, lat []int64, stamp func(T) int
 	return n, lat
 }
 
-// drainPull reads w with Recv and a batch buffer until it closes; see
-// [drainBatches].
-func drainPull(w *fanout.Watcher[*Event], buf []*Event, rec *recorder, lat []int64) (int64, []int64) {
-	return drainBatches(func(dst []*Event) (int, bool) { return recvPull(w, dst) }, buf, rec, lat)
-}
-
 // recvPull is one Recv of w into dst: the values, and false once w is
 // closed.
 func recvPull(w *fanout.Watcher[*Event], dst []*Event) (int, bool) {

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"fmt"
+	"github.com/fanout-go/fanout"
 	"math"
 	"slices"
 	"strings"
@@ -68,13 +69,26 @@ func (o *order) see(stamp int64) {
 var CskrPeer = System{Name: SystemCskr, Strategy: StrategyWait, API: APIChan, Queue: DefaultQueue}
 
 // WorkingSystems returns the systems of the working-reader group, each at
-// its default settings: fanout wait pull (queue 100), [Limit], the peers
-// ([Peers]), [CskrPeer], k8s wait q100, raw channels and fanout wait pull
-// at kelindar's queue length ([FanoutAtKelindarQueue]).
+// its default settings: fanout wait pull at [fanout.DefaultQueueLength]
+// ([FanoutAtDefaultQueue]), [Limit] at the same queue length, the peers
+// ([Peers]), [CskrPeer], k8s wait q100, raw channels, fanout wait pull at
+// 100, its default until v0.1.0, and at kelindar's queue length
+// ([FanoutAtKelindarQueue]).
 func WorkingSystems() []System {
-	out := append([]System{Fanout(StrategyWait, APIPull), Limit}, Peers()...)
-	return append(out, CskrPeer, Reference, Baseline, FanoutAtKelindarQueue)
+	out := append([]System{FanoutAtDefaultQueue, workingLimit()}, Peers()...)
+	return append(out, CskrPeer, Reference, Baseline, Fanout(StrategyWait, APIPull), FanoutAtKelindarQueue)
 }
+
+// workingLimit is [Limit] at fanout's default queue length.
+func workingLimit() System {
+	l := Limit
+	l.Queue = fanout.DefaultQueueLength
+	return l
+}
+
+// FanoutAtDefaultQueue is fanout wait pull at the library's default queue
+// length, as a user who sets none has it.
+var FanoutAtDefaultQueue = fanoutPullAt(fanout.DefaultQueueLength)
 
 // workingGroup measures [WorkingSystems] with n working readers, one
 // producer, interleaved, and returns one case per system with its ratios
@@ -280,11 +294,11 @@ func workingTargets(cases []Case) []Target {
 				worst, which = r, s.Label()
 			}
 		}
-		t := atLeast(fmt.Sprintf("working readers, N=%d: fanout wait pull / kelindar, disruptor (default settings)", n), worst, 1)
+		t := atLeast(fmt.Sprintf("working readers, N=%d: fanout wait pull / kelindar, disruptor (each at its default settings)", n), worst, 1)
 		if t.Status != NA {
 			t.Measured += " (" + which + ")"
 		}
 		out = append(out, t)
 	}
-	return append(out, atLeast("working readers, N=1: fanout wait pull / limit", ratio(Limit, 1), 1))
+	return append(out, atLeast("working readers, N=1: fanout wait pull / limit (the same queue length)", ratio(workingLimit(), 1), 1))
 }

@@ -88,8 +88,8 @@ func TestWorkingGroupReportsRatiosCPUAndOrder(t *testing.T) {
 				t.Errorf("%s: %v ns of CPU per delivery", c.Label, *c.CPUNsPerDelivered)
 			}
 		}
-		if is(&c, Fanout(StrategyWait, APIPull)) && *c.RatioVsFanout != 1 {
-			t.Errorf("fanout wait pull against itself: %v", *c.RatioVsFanout)
+		if is(&c, FanoutAtDefaultQueue) && *c.RatioVsFanout != 1 {
+			t.Errorf("fanout wait pull at its default queue against itself: %v", *c.RatioVsFanout)
 		}
 	}
 	if cpu == 0 {
@@ -116,14 +116,14 @@ func TestWorkingTargets(t *testing.T) {
 		c.Watchers, c.Producers, c.RatioVsFanout = n, 1, ptr(vsFanout)
 		return c
 	}
-	cases := []Case{work(Kelindar, 1, 0.5), work(Disruptor, 1, 0.25), work(Limit, 1, 1.25),
+	cases := []Case{work(Kelindar, 1, 0.5), work(Disruptor, 1, 0.25), work(workingLimit(), 1, 1.25),
 		work(Kelindar, 10, 1.6), work(Disruptor, 10, 0.5)}
 	want := map[string]string{
-		"working readers, N=1: fanout wait pull / kelindar, disruptor (default settings)":    Pass + " 2.00× (kelindar q50000)",
-		"working readers, N=10: fanout wait pull / kelindar, disruptor (default settings)":   Fail + " 0.62× (kelindar q50000)",
-		"working readers, N=100: fanout wait pull / kelindar, disruptor (default settings)":  NA + " -",
-		"working readers, N=1000: fanout wait pull / kelindar, disruptor (default settings)": NA + " -",
-		"working readers, N=1: fanout wait pull / limit":                                     Fail + " 0.80×",
+		"working readers, N=1: fanout wait pull / kelindar, disruptor (each at its default settings)":    Pass + " 2.00× (kelindar q50000)",
+		"working readers, N=10: fanout wait pull / kelindar, disruptor (each at its default settings)":   Fail + " 0.62× (kelindar q50000)",
+		"working readers, N=100: fanout wait pull / kelindar, disruptor (each at its default settings)":  NA + " -",
+		"working readers, N=1000: fanout wait pull / kelindar, disruptor (each at its default settings)": NA + " -",
+		"working readers, N=1: fanout wait pull / limit (the same queue length)":                         Fail + " 0.80×",
 	}
 	got := workingTargets(cases)
 	if len(got) != len(want) {
