@@ -12,10 +12,11 @@ import (
 // watcher; it lets a lossless publisher run that much further ahead of its
 // slowest reader before it waits, and readers that do any work then take
 // long batches rather than parking and being woken every few values.
-// With readers checking the order of their values, one publisher, it was
-// 100 until v0.1.0; at 1024: N=10 1.2-1.9x, N=100 1.5-3x, N=1000 2.3-6x
-// the deliveries/s of 100, N=1 unchanged (BenchmarkWorkingReaders,
-// interleaved runs). What it costs: a watcher moved to a channel
+// It was 100 until v0.1.0. With readers checking the order of their
+// values, one publisher, 1024 made N=10 1.2-2.2x, N=100 2.2-6x and N=1000
+// 6x the deliveries/s of 100, N=1 the same (BenchmarkWorkingReaders, 3
+// runs); in the harness's working group, 1.6-2.2x at N=10, 2.5-4x at
+// N=100, 5-7x at N=1000. What it costs: a watcher moved to a channel
 // ([Watcher.ResultChan]) has a channel of 1024 values (8 KiB of pointers);
 // a lossy watcher drops only 1024 values behind; a lossless publisher
 // waits only 1024 behind; each broadcaster's ring holds 2048 values. Set
