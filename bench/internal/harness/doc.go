@@ -130,7 +130,7 @@
 // every subscriber has acked, in order, bounded) and without it
 // ([StrategyAsync]: a goroutine per message and subscriber, unbounded; the
 // harness closes GoChannel only once every message is acked), up to
-// [WatermillMaxTopics] topics. The latter
+// [WatermillMaxTopics] topics, as cskr/pubsub. The latter
 // reorders: it is shown as reordering, and neither ranked nor a target's
 // peer. watermill is measured as a user would use it: a new message with a
 // new UUID and an 8-byte []byte payload ([WatermillPayload]) per publish,

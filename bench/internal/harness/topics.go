@@ -5,6 +5,8 @@ import (
 	"math"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/fanout-go/fanout"
 )
 
 // The topics group: T topics with [WatchersPerTopic] watchers each, P
@@ -59,20 +61,22 @@ const (
 	StrategyAsync = "async"
 )
 
-// FanoutTopics is fanout.Topics with the given topics: wait strategy, queue
-// 100, each watcher a Watch(k) read with Recv, every value published with
+// FanoutTopics is fanout.Topics with the given topics: wait strategy,
+// fanout's default queue length ([fanout.DefaultQueueLength]), as a user
+// who sets none has it (the peers too are at their defaults), each watcher a Watch(k) read with Recv, every value published with
 // Publish(k, v).
 func FanoutTopics(topics int) System {
-	return System{Name: SystemFanout, Strategy: StrategyWait, API: APITopics, Queue: DefaultQueue, Topics: topics}
+	return System{Name: SystemFanout, Strategy: StrategyWait, API: APITopics, Queue: fanout.DefaultQueueLength, Topics: topics}
 }
 
 // FanoutTopicsByHand is the by-hand baseline of fanout.Topics: one
 // fanout.Broadcaster per topic, made up front and kept in a map, wait
-// strategy, queue 100; Action(v) on the topic's broadcaster, each watcher
+// strategy, fanout's default queue length as Topics has it; Action(v) on
+// the topic's broadcaster, each watcher
 // a Watch of it read with Recv. What Topics adds (topics that come and go
 // with their watchers, watchers of several topics, counters) it has not.
 func FanoutTopicsByHand(topics int) System {
-	return System{Name: SystemFanout, Strategy: StrategyWait, API: APITopicsByHand, Queue: DefaultQueue, Topics: topics}
+	return System{Name: SystemFanout, Strategy: StrategyWait, API: APITopicsByHand, Queue: fanout.DefaultQueueLength, Topics: topics}
 }
 
 // KelindarTopics is kelindar/event with one event type per topic: each
@@ -99,20 +103,21 @@ func Watermill(strategy string, topics int) System {
 
 // TopicSystems returns the systems of the topics group with the given
 // topics: fanout Topics first, the by-hand baseline second (the two
-// references of the group's ratios), then the peers; watermill up to
-// [WatermillMaxTopics] topics.
+// references of the group's ratios), then the peers; cskr/pubsub and
+// watermill up to [WatermillMaxTopics] topics.
 func TopicSystems(topics int) []System {
-	out := []System{FanoutTopics(topics), FanoutTopicsByHand(topics), KelindarTopics(topics), Cskr(topics)}
+	out := []System{FanoutTopics(topics), FanoutTopicsByHand(topics), KelindarTopics(topics)}
 	if topics > WatermillMaxTopics {
 		return out
 	}
-	return append(out, Watermill(StrategyAck, topics), Watermill(StrategyAsync, topics))
+	return append(out, Cskr(topics), Watermill(StrategyAck, topics), Watermill(StrategyAsync, topics))
 }
 
-// WatermillMaxTopics is the most topics watermill is measured with. At
-// 1,000 topics its runs, which must publish 800,000 values (see
-// [TopicsFixedFrom]), would take half a minute each, about 10 minutes in
-// all; it is 30 to 100 times behind fanout at every count below.
+// WatermillMaxTopics is the most topics watermill and cskr/pubsub are
+// measured with. At 1,000 topics the runs must publish what fanout's
+// queues hold (see [TopicsFixedFrom]), 8 million values: cskr's would take
+// about 20 s each, watermill's minutes; both are 30 to 100 times behind
+// fanout at every count below.
 const WatermillMaxTopics = 100
 
 // reorders reports whether the system delivers a producer's values to a
@@ -191,7 +196,7 @@ func topicsGroup(cfg Config, res *Results, topics, producers int) ([]Case, error
 }
 
 // TopicsQueueShare is how many times what the topics' queues hold (T ×
-// [DefaultQueue] values) the values a long run adds to its short run are at
+// [fanout.DefaultQueueLength] values) the values a long run adds to its short run are at
 // least: a run that its queues can absorb measures how fast the producers
 // fill them, then how long the readers take to wake for what is left, not
 // the steady rate. Calibrated to 60 ms, kelindar/event by type at 1,000
@@ -215,7 +220,7 @@ const TopicsFixedFrom = 1000
 // MinEvents down above 1,000 watchers), within MaxEvents. Events given by
 // the configuration stay.
 func topicsConfig(cfg Config, topics int) Config {
-	held := topics * DefaultQueue
+	held := topics * fanout.DefaultQueueLength
 	switch {
 	case cfg.Events > 0:
 	case topics >= TopicsFixedFrom:

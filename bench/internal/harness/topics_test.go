@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/fanout-go/fanout"
 )
 
 // Every topic system delivers each value to every watcher of its topic,
@@ -180,14 +182,14 @@ func TestTopicsConfigRunsPastWhatTheQueuesHold(t *testing.T) {
 	def := DefaultConfig()
 	for _, topics := range []int{1, 10, 100} {
 		cfg := topicsConfig(def, topics)
-		if got, want := minEvents(cfg, topics*WatchersPerTopic), TopicsQueueShare*topics*DefaultQueue; got < want || cfg.Events != 0 {
+		if got, want := minEvents(cfg, topics*WatchersPerTopic), TopicsQueueShare*topics*fanout.DefaultQueueLength; got < want || cfg.Events != 0 {
 			t.Errorf("%d topics: at least %d events, want %d; events %d", topics, got, want, cfg.Events)
 		}
 	}
-	if got := topicsConfig(def, 1); got.MinEvents != def.MinEvents {
-		t.Errorf("1 topic: MinEvents %d, want %d", got.MinEvents, def.MinEvents)
+	if got, want := topicsConfig(def, 1).MinEvents, max(def.MinEvents, TopicsQueueShare*fanout.DefaultQueueLength); got != want {
+		t.Errorf("1 topic: MinEvents %d, want %d (raised only as far as the queues need)", got, want)
 	}
-	if got := topicsConfig(def, TopicsFixedFrom); got.Events/ShortShare < 2*TopicsFixedFrom*DefaultQueue {
+	if got := topicsConfig(def, TopicsFixedFrom); got.Events/ShortShare < 2*TopicsFixedFrom*fanout.DefaultQueueLength {
 		t.Errorf("%d topics: %d events, a short run of %d", TopicsFixedFrom, got.Events, got.Events/ShortShare)
 	}
 	fixed := def
@@ -195,7 +197,7 @@ func TestTopicsConfigRunsPastWhatTheQueuesHold(t *testing.T) {
 	if got := topicsConfig(fixed, 1000); got.Events != 1000 || got.MinEvents != def.MinEvents {
 		t.Errorf("with fixed events: %+v", got)
 	}
-	if n := len(TopicSystems(WatermillMaxTopics + 1)); n != len(TopicSystems(1))-2 {
+	if n := len(TopicSystems(WatermillMaxTopics + 1)); n != len(TopicSystems(1))-3 {
 		t.Errorf("%d systems above %d topics", n, WatermillMaxTopics)
 	}
 }
