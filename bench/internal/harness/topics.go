@@ -184,11 +184,7 @@ func topicsGroup(cfg Config, res *Results, topics, producers int) ([]Case, error
 	for i, v := range variants {
 		cases[i] = summarize(KindTopics, v, n, producers, samples[i])
 		cases[i].Topics = topics
-		var broken int64
-		for _, s := range samples[i] {
-			broken += s.broken
-		}
-		cases[i].OutOfOrder = ptr(broken)
+		cases[i].OutOfOrder = outOfOrder(samples[i])
 	}
 	pairRatios(cases, samples, 0, func(c *Case, v float64) { c.RatioVsFanout = ptr(v) })
 	pairRatios(cases, samples, 1, func(c *Case, v float64) { c.RatioVsByHand = ptr(v) })

@@ -106,15 +106,21 @@ func workingGroup(cfg Config, res *Results, n int) ([]Case, error) {
 	cases := make([]Case, len(variants))
 	for i, v := range variants {
 		cases[i] = summarize(KindWorking, v, n, 1, samples[i])
-		var broken int64
-		for _, s := range samples[i] {
-			broken += s.broken
-		}
-		cases[i].OutOfOrder = ptr(broken)
+		cases[i].OutOfOrder = outOfOrder(samples[i])
 	}
 	pairRatios(cases, samples, 0, func(c *Case, v float64) { c.RatioVsFanout = ptr(v) })
 	pairRatios(cases, samples, 1, func(c *Case, v float64) { c.RatioVsLimit = ptr(v) })
 	return cases, nil
+}
+
+// outOfOrder returns the values found out of order over every run of a
+// case's samples.
+func outOfOrder(samples []sample) *int64 {
+	var broken int64
+	for _, s := range samples {
+		broken += s.broken
+	}
+	return ptr(broken)
 }
 
 // consumeOrdered starts the ordered consumer of watcher i, unless i is
