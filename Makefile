@@ -96,7 +96,7 @@ invariants:
 bench:
 	cd bench && $(GO) run ./cmd/fanout-bench -headline -json out/bench.json -svg out/bench.svg $(BENCHFLAGS)
 
-## bench-full: everything the harness measures, with its defaults (about 11 minutes on 2 cores): 1 and 4
+## bench-full: everything the harness measures, with its defaults (about 26 minutes on 2 cores): 1 and 4
 ## producers, every strategy and read path, batches, topics, filters, latency, idle memory and CPU, replay,
 ## k8s/record and k8s/events against client-go, the NATS group, and every target. Same files and exit status
 ## as make bench.
@@ -106,7 +106,7 @@ bench-full:
 ## bench-e2e: the last mile (issue 36), against a real kube-apiserver and etcd (built once by e2e-binaries): a
 ## burst of 1,000 events per API from fanout's k8s/record and k8s/events (1, 8, 16, 32 writers) and client-go's
 ## tools/record and tools/events until every event is on the server; then fanout-eventer's webhook lag (p50, p99)
-## on 15,000 occurrences. About 5 minutes on 2 cores; the burst figures also go to bench/out/e2e.json.
+## on 15,000 occurrences. About 4 minutes on 2 cores; the burst figures also go to bench/out/e2e.json.
 bench-e2e: e2e-binaries
 	cd bench && $(GO) run ./cmd/fanout-e2e-bench -json out/e2e.json
 	cd exporter && $(GO) run ./cmd/fanout-eventer-bench -lag 15000

@@ -22,7 +22,7 @@ func HeadlineSystems() []System {
 // producer (at c's watcher counts), measuring [HeadlineSystems] only, and
 // a report of the headline table and the targets measured. It is what
 // `make bench` runs (fanout-bench -headline), about 2 minutes on 2 cores
-// against about 11 for the full run.
+// against about 26 for the full run.
 func Headline(c Config) Config {
 	c.Producers = []int{1}
 	c.Only = []string{KindThroughput}
@@ -157,7 +157,7 @@ func reportHeadlineTargets(b *strings.Builder, res *Results) error {
 	}
 	fmt.Fprintf(b, "%d of %d targets met; the other %d need the full run\n", pass, measured, len(res.Targets)-measured)
 	b.WriteString("\nThis was the headline. Everything (4 producers, lossy strategies, batches, topics, filters, latency, idle memory\n")
-	b.WriteString("and CPU, replay, Kubernetes events, NATS and all the targets): make bench-full, about 11 minutes on 2 cores\n")
+	b.WriteString("and CPU, replay, Kubernetes events, NATS and all the targets): make bench-full, about 26 minutes on 2 cores\n")
 	b.WriteString("(in bench/: go run ./cmd/fanout-bench, without -headline).\n")
 	return nil
 }
