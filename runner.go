@@ -342,7 +342,10 @@ func (run *Runner[T]) giveUp(err error, tries int) (DropReason, error, bool) {
 		return DropRejected, err, true
 	case tries >= p.MaxTries:
 		return DropRetries, err, true
-	case run.ctx.Err() != nil:
+	case run.ctx.Err() != nil || run.sinkCtx.Err() != nil:
+		// sinkCtx too: a batch runner's ctx is a child of it, cancelled
+		// a moment after it, and a write that ended because sinkCtx did
+		// is no failure to retry (nor to report to OnRetry).
 		return DropShutdown, err, true
 	}
 	return 0, nil, false
