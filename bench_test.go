@@ -325,14 +325,14 @@ func benchFilter(b *testing.B, filter bool, watchers int) {
 // BenchmarkTopics is the harness's topics workload: T topics with
 // benchPerTopic watchers each, every watcher drained by its own goroutine
 // doing no work, P producers publishing round-robin over the topics (each
-// from its own offset), queue length 100. "topics" publishes with
-// Topics.Publish, "publisher" with a TopicPublisher per topic, kept in a
-// map; "by-hand" is the baseline: one Broadcaster per topic, in a map
-// built up front, published to with Action. The three of one size run
-// one after the other, so that a run of one size is a comparison. A run
-// must publish many times what the queues hold (topics × 10 × 100): at
-// 1,000 topics, -benchtime 2000000x; shorter runs fit in the queues, and
-// their figures vary tenfold with when the readers happen to wake.
+// from its own offset), at the default queue length. "topics" publishes
+// with Topics.Publish, "publisher" with a TopicPublisher per topic, kept
+// in a map; "by-hand" is the baseline: one Broadcaster per topic, in a map
+// built up front, published to with Action. The three of one size run one
+// after the other, so that a run of one size is a comparison. A run must
+// publish many times what the queues hold (topics × 1,024): at 1,000
+// topics, -benchtime 4000000x; shorter runs fit in the queues, and their
+// figures vary tenfold with when the readers happen to wake.
 func BenchmarkTopics(b *testing.B) {
 	for _, producers := range []int{1, 4} {
 		for _, topics := range []int{1, 10, 100, 1000} {
@@ -350,7 +350,7 @@ const benchPerTopic = 10
 // drainCount reads w with Recv, doing no work with the values, until it
 // closes, and returns how many it read.
 func drainCount(w *fanout.Watcher[*benchEvent]) int {
-	buf := make([]*benchEvent, benchQueue)
+	buf := make([]*benchEvent, fanout.DefaultQueueLength)
 	n := 0
 	for {
 		k, err := w.Recv(context.Background(), buf)
@@ -391,7 +391,7 @@ type benchTopicsSys struct {
 }
 
 func benchTopicsSystem(api string) benchTopicsSys {
-	opts := []fanout.Option{fanout.WithQueueLength(benchQueue), fanout.WithFullChannelBehavior(fanout.WaitIfChannelFull)}
+	opts := []fanout.Option{fanout.WithQueueLength(fanout.DefaultQueueLength), fanout.WithFullChannelBehavior(fanout.WaitIfChannelFull)}
 	if api != "by-hand" {
 		tp := fanout.NewTopics[int, *benchEvent](opts...)
 		sys := benchTopicsSys{watch: func(k int) (*fanout.Watcher[*benchEvent], error) { return tp.Watch(k) }, shutdown: tp.Shutdown}

@@ -60,7 +60,12 @@ type Broadcaster[T any] struct {
 	// registered, ring readers and channel watchers, for a Topics. Both
 	// stored under mu.
 	nreaders, nwatch atomicI32
-	_                [64]byte
+	// family, for the broadcaster of a topic, counts the ring readers of
+	// every topic of its Topics: nreaders is added to it as it changes
+	// (setReaders). Set before the first watcher registers; nil for a
+	// broadcaster of New.
+	family *atomicI32
+	_      [64]byte
 
 	// mu makes acceptance of a value, the registration of a watcher and
 	// its removal one total order, and guards everything down to head.

@@ -108,36 +108,57 @@ func TestProtocolPublisherWakesParkedReaders(t *testing.T) {
 // lists itself among the parked, and then parks as any reader; the next
 // publish wakes it.
 func TestProtocolReaderThatYieldedInVainParksAndIsWoken(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		b, w := manyReaders(t)
-		defer b.Shutdown()
-		got := make(chan int, 1)
-		read := async(func() error { v, err := next(w); got <- v; return err })
-		require.True(t, pending(read))
-		require.EqualValues(t, 1, b.nparked.Load(), "the reader listed itself after its yields")
-		require.NoError(t, b.Action(7))
-		require.NoError(t, done(t, read, "the reader parked after its yields"))
-		assert.Equal(t, 7, <-got)
-	})
+	for name, setup := range yieldingReaders {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b, w, stop := setup(t)
+				defer stop()
+				reached, resume := pauseAt(t, hookReaderYielded)
+				got := make(chan int, 1)
+				read := async(func() error { v, err := next(w); got <- v; return err })
+				<-reached // the reader yields: it would hang here otherwise
+				resume()
+				require.True(t, pending(read))
+				require.EqualValues(t, 1, b.nparked.Load(), "the reader listed itself after its yields")
+				require.NoError(t, b.Action(7))
+				require.NoError(t, done(t, read, "the reader parked after its yields"))
+				assert.Equal(t, 7, <-got)
+			})
+		})
+	}
 }
 
 // W1 with many readers, between the yields and the listing: a value
 // published there finds no parked reader to wake, and the reader's last
 // look at head, after it lists itself, sees it.
 func TestProtocolReaderSeesAValuePublishedBetweenItsYieldsAndItsListing(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	for name, setup := range yieldingReaders {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b, w, stop := setup(t)
+				defer stop()
+				reached, resume := pauseAt(t, hookReaderYielded)
+				got := make(chan int, 1)
+				read := async(func() error { v, err := next(w); got <- v; return err })
+				<-reached
+				require.Zero(t, b.nparked.Load(), "no reader listed: the publisher wakes nobody")
+				require.NoError(t, b.Action(7))
+				resume()
+				require.NoError(t, done(t, read, "the reader that listed itself after the value"))
+				assert.Equal(t, 7, <-got)
+			})
+		})
+	}
+}
+
+// yieldingReaders are the ways of making readers yield before they park:
+// each returns a broadcaster, one of its readers, and what shuts it down.
+var yieldingReaders = map[string]func(*testing.T) (*Broadcaster[int], *Watcher[int], func()){
+	"many readers": func(t *testing.T) (*Broadcaster[int], *Watcher[int], func()) {
 		b, w := manyReaders(t)
-		defer b.Shutdown()
-		reached, resume := pauseAt(t, hookReaderYielded)
-		got := make(chan int, 1)
-		read := async(func() error { v, err := next(w); got <- v; return err })
-		<-reached
-		require.Zero(t, b.nparked.Load(), "no reader listed: the publisher wakes nobody")
-		require.NoError(t, b.Action(7))
-		resume()
-		require.NoError(t, done(t, read, "the reader that listed itself after the value"))
-		assert.Equal(t, 7, <-got)
-	})
+		return b, w, b.Shutdown
+	},
+	"a topic with many readers in others": topicAmongMany,
 }
 
 // manyReaders returns a broadcaster with parkYieldReaders ring readers,
@@ -153,6 +174,25 @@ func manyReaders(t *testing.T) (*Broadcaster[int], *Watcher[int]) {
 	}
 	require.EqualValues(t, parkYieldReaders, b.nreaders.Load())
 	return b, w
+}
+
+// topicAmongMany returns the broadcaster of a topic with one reader, in a
+// Topics whose other topic has familyYieldReaders, the reader, and the
+// family's Shutdown.
+func topicAmongMany(t *testing.T) (*Broadcaster[int], *Watcher[int], func()) {
+	t.Helper()
+	tp := NewTopics[int, int]()
+	for range familyYieldReaders {
+		_, err := tp.Watch(2)
+		require.NoError(t, err)
+	}
+	w, err := tp.Watch(1)
+	require.NoError(t, err)
+	tp.mu.Lock()
+	b := tp.topicsLocked()[1]
+	tp.mu.Unlock()
+	require.EqualValues(t, 1, b.nreaders.Load())
+	return b, w, tp.Shutdown
 }
 
 // W1, in flight: a reader that parks while a fast path holds head's bit

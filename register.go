@@ -138,7 +138,7 @@ func (b *Broadcaster[T]) addReader(w *Watcher[T], prefix []T, from uint64) {
 	w.o, w.c = from, uint64(w.q-len(prefix))
 	w.publishMarks()
 	b.readers = append(b.readers, w)
-	b.nreaders.Store(int32(len(b.readers)))
+	b.setReaders(len(b.readers))
 	if !w.lazy {
 		b.limiters = append(b.limiters, w)
 	}
@@ -263,7 +263,7 @@ func (b *Broadcaster[T]) toChanLocked(w *Watcher[T], log *dropLog) {
 // removeReader unregisters a ring reader. Caller holds b.mu.
 func (b *Broadcaster[T]) removeReader(w *Watcher[T]) {
 	b.readers = deleteWatcher(b.readers, w)
-	b.nreaders.Store(int32(len(b.readers)))
+	b.setReaders(len(b.readers))
 	b.limiters = deleteWatcher(b.limiters, w)
 	b.lappers = deleteWatcher(b.lappers, w)
 	if b.blocker == w {
@@ -422,7 +422,7 @@ func (b *Broadcaster[T]) Shutdown() {
 		w.mu.Unlock()
 	}
 	b.readers, b.limiters, b.lappers, b.full, b.blocker = nil, nil, nil, nil, nil
-	b.nreaders.Store(0)
+	b.setReaders(0)
 	b.nwatch.Store(0) // the channel watchers counted themselves out above
 	b.unlock()
 	b.wakeParked()
@@ -435,5 +435,15 @@ func (b *Broadcaster[T]) isDone() bool {
 		return true
 	default:
 		return false
+	}
+}
+
+// setReaders stores n, the number of ring readers, in nreaders, and adds
+// the change to the family's count if b is a topic's. Caller holds b.mu.
+func (b *Broadcaster[T]) setReaders(n int) {
+	d := int32(n) - b.nreaders.Load()
+	b.nreaders.Store(int32(n))
+	if b.family != nil && d != 0 {
+		b.family.Add(d)
 	}
 }

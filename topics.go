@@ -35,6 +35,11 @@ type Topics[K comparable, T any] struct {
 	view    atomic.Pointer[topicsView[K, T]]
 	stopped atomic.Bool
 	ngroups atomicI32 // len(groups)
+	// readers counts the ring readers of every topic, which each topic's
+	// broadcaster keeps (Broadcaster.family): its readers yield before
+	// they park when the other topics have many (familyYieldReaders).
+	// Written when watchers come and go, never by a publish.
+	readers atomicI32
 	_       [64]byte
 
 	unheard stripes // values published to a topic that did not exist
@@ -111,6 +116,7 @@ func (t *Topics[K, T]) topicLocked(topic K) (*Broadcaster[T], error) {
 		return b, nil
 	}
 	b := New[T](t.opts...)
+	b.family = &t.readers // before any watcher: readers load it without a lock
 	for g := range t.groups {
 		if err := g.add(topic, b); err != nil {
 			b.Shutdown() // a group that took it sees it stopped
