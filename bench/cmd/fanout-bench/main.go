@@ -66,6 +66,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -144,7 +145,14 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if o.quiet {
 		progress = nil
 	}
+	stop, err := startCPUProfile(o.cpuProfile)
+	if err != nil {
+		return err
+	}
 	res, err := harness.Run(o.cfg, progress)
+	if serr := stop(); err == nil {
+		err = serr
+	}
 	if err != nil {
 		return err
 	}
@@ -165,12 +173,33 @@ func run(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
+// startCPUProfile starts writing a CPU profile of the measurements to
+// file, if not empty, and returns what stops it and closes the file.
+func startCPUProfile(file string) (stop func() error, err error) {
+	if file == "" {
+		return func() error { return nil }, nil
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		return f.Close()
+	}, nil
+}
+
 // options is what the command line asked for.
 type options struct {
 	cfg                  harness.Config
 	quick, quiet, strict bool
 	nats                 bool // run the nats group
 	jsonFile, svgFile    string
+	cpuProfile           string // write a CPU profile of the run to this file
 }
 
 // flags are the command's flags, as parsed.
@@ -182,7 +211,7 @@ type flags struct {
 	stallWatch, idleWatch, recEvents, latHigh *int
 	schedRuns                                 *int
 	duration, latency, idleCPU                *time.Duration
-	jsonFile, svgFile, only                   *string
+	jsonFile, svgFile, only, cpuProfile       *string
 }
 
 // register declares the flags on fs, with def's values as defaults.
@@ -207,6 +236,7 @@ func (f *flags) register(fs *flag.FlagSet, def harness.Config) {
 	f.recEvents = fs.Int("record-events", def.RecordEvents, "Kubernetes events recorded per measurement of the k8s record and events comparisons")
 	f.jsonFile = fs.String("json", "", "write the cases as JSON Lines (one object per case) to `FILE`")
 	f.svgFile = fs.String("svg", "", "draw delivered/s against watchers as SVG to `FILE`")
+	f.cpuProfile = fs.String("cpuprofile", "", "write a CPU profile of the measurements (not the nats group) to `FILE`, for go tool pprof")
 	f.quiet = fs.Bool("q", false, "no progress lines on stderr")
 	f.strict = fs.Bool("strict", false, "exit with status 3 if a target fails")
 	f.only = fs.String("only", "", "comma-separated kinds of case to measure, of "+strings.Join(harness.Kinds, ","))
@@ -278,7 +308,7 @@ func parseArgs(args []string, stderr io.Writer) (options, error) {
 	return options{
 		cfg: cfg, quick: *f.quick, quiet: *f.quiet, strict: *f.strict,
 		nats:     *f.nats && (!set["only"] && !*f.headline || set["nats"]),
-		jsonFile: *f.jsonFile, svgFile: *f.svgFile,
+		jsonFile: *f.jsonFile, svgFile: *f.svgFile, cpuProfile: *f.cpuProfile,
 	}, nil
 }
 

