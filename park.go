@@ -97,15 +97,10 @@ const maxSpareParked = 4
 // after: readers checking the order of their values, N=1000, 1 publisher,
 // queue 100, 75-81 against 88-106 M deliveries/s (3 interleaved runs of
 // BenchmarkWorkingReaders); enterPark's lock had been 17% of the CPU
-// profile, 1% after. The bound was 128 until a reader of a lossy
-// strategy was measured: its publisher never waits, so a reader that took
-// its queue finds more after a yield. N=100, queue 100, 5 interleaved runs
-// of one binary, medians, M deliveries/s, 128 against 100: drop 149
-// against 195, drop-oldest 165 against 231, wait 249 against 250. Below
-// 100, yields cost the lossless readers: 72-90 readers, 75-95 against 73-75.
+// profile, 1% after.
 const (
 	parkYields       = 2
-	parkYieldReaders = 100
+	parkYieldReaders = 128
 )
 
 // familyYieldReaders is how many ring readers the other topics of a
