@@ -96,7 +96,7 @@ invariants:
 bench:
 	cd bench && $(GO) run ./cmd/fanout-bench -headline -json out/bench.json -svg out/bench.svg $(BENCHFLAGS)
 
-## bench-full: everything the harness measures, with its defaults (about 26 minutes on 2 cores): 1 and 4
+## bench-full: everything the harness measures, with its defaults (about 32 minutes on 2 cores): 1 and 4
 ## producers, every strategy and read path, batches, topics, filters, latency, idle memory and CPU, replay,
 ## k8s/record and k8s/events against client-go, the NATS group, and every target. Same files and exit status
 ## as make bench.

@@ -33,7 +33,7 @@
 // Recv and through ResultChan, k8s wait q100, the limit ring, raw channels,
 // the peers and fanout at kelindar's queue length); it prints the headline
 // table, the targets those cases measure and how to run everything. The
-// full run, without it, is `make bench-full` (about 26 minutes).
+// full run, without it, is `make bench-full` (about 32 minutes).
 //
 // Run it with -h for the other flags.
 //

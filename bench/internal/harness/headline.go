@@ -157,7 +157,7 @@ func reportHeadlineTargets(b *strings.Builder, res *Results) error {
 	}
 	fmt.Fprintf(b, "%d of %d targets met; the other %d need the full run\n", pass, measured, len(res.Targets)-measured)
 	b.WriteString("\nThis was the headline. Everything (4 producers, lossy strategies, batches, topics, filters, latency, idle memory\n")
-	b.WriteString("and CPU, replay, Kubernetes events, NATS and all the targets): make bench-full, about 26 minutes on 2 cores\n")
+	b.WriteString("and CPU, replay, Kubernetes events, NATS and all the targets): make bench-full, about 32 minutes on 2 cores\n")
 	b.WriteString("(in bench/: go run ./cmd/fanout-bench, without -headline).\n")
 	return nil
 }

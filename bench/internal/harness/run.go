@@ -115,7 +115,7 @@ func (c Config) runs(kind string) bool { return len(c.Only) == 0 || slices.Conta
 // system with 1 and 4 producers, 100,000 idle fanout pull watchers and
 // 10,000 of the other systems, 1 s of idle CPU per system, replay of 1000
 // values and 20,000 recorded Kubernetes events per record measurement from
-// 1 and 8 goroutines. It takes about 26 minutes on a 2-core machine
+// 1 and 8 goroutines. It takes about 32 minutes on a 2-core machine
 // (bench/README.md).
 func DefaultConfig() Config {
 	return Config{
