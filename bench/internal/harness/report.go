@@ -224,8 +224,8 @@ func reportIdleCPU(b *strings.Builder, res *Results) error {
 	if len(cs) == 0 {
 		return nil
 	}
-	fmt.Fprintf(b, "\n== idle CPU: %s parked, process CPU over %s per system ==\n",
-		plural(res.Config.IdleCPUWatchers, "watcher"), res.Config.IdleCPUDuration)
+	fmt.Fprintf(b, "\n== idle CPU: %s parked, process CPU over %s per system, the lowest of %d rounds ==\n",
+		plural(res.Config.IdleCPUWatchers, "watcher"), res.Config.IdleCPUDuration, IdleCPURounds)
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	head, labels := padLabels(cs)
 	fmt.Fprintf(tw, "%s\tCPU ms/s\t\n", head)
