@@ -108,30 +108,34 @@ func TestProtocolPublisherWakesParkedReaders(t *testing.T) {
 // lists itself among the parked, and then parks as any reader; the next
 // publish wakes it.
 func TestProtocolReaderThatYieldedInVainParksAndIsWoken(t *testing.T) {
-	for name, setup := range yieldingReaders {
-		t.Run(name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				b, w, stop := setup(t)
-				defer stop()
-				reached, resume := pauseAt(t, hookReaderYielded)
-				got := make(chan int, 1)
-				read := async(func() error { v, err := next(w); got <- v; return err })
-				<-reached // the reader yields: it would hang here otherwise
-				resume()
-				require.True(t, pending(read))
-				require.EqualValues(t, 1, b.nparked.Load(), "the reader listed itself after its yields")
-				require.NoError(t, b.Action(7))
-				require.NoError(t, done(t, read, "the reader parked after its yields"))
-				assert.Equal(t, 7, <-got)
-			})
-		})
-	}
+	forEachYieldingReader(t, func(t *testing.T, b *Broadcaster[int], resume func(), read <-chan error, got <-chan int) {
+		resume() // the reader yielded: it would hang at the hook otherwise
+		require.True(t, pending(read))
+		require.EqualValues(t, 1, b.nparked.Load(), "the reader listed itself after its yields")
+		require.NoError(t, b.Action(7))
+		require.NoError(t, done(t, read, "the reader parked after its yields"))
+		assert.Equal(t, 7, <-got)
+	})
 }
 
 // W1 with many readers, between the yields and the listing: a value
 // published there finds no parked reader to wake, and the reader's last
 // look at head, after it lists itself, sees it.
 func TestProtocolReaderSeesAValuePublishedBetweenItsYieldsAndItsListing(t *testing.T) {
+	forEachYieldingReader(t, func(t *testing.T, b *Broadcaster[int], resume func(), read <-chan error, got <-chan int) {
+		require.Zero(t, b.nparked.Load(), "no reader listed: the publisher wakes nobody")
+		require.NoError(t, b.Action(7))
+		resume()
+		require.NoError(t, done(t, read, "the reader that listed itself after the value"))
+		assert.Equal(t, 7, <-got)
+	})
+}
+
+// forEachYieldingReader runs body, in a bubble, for each way of making a
+// reader yield, once a read of that reader has reached hookReaderYielded
+// and waits there for resume; the read's result arrives on read, its
+// value on got.
+func forEachYieldingReader(t *testing.T, body func(t *testing.T, b *Broadcaster[int], resume func(), read <-chan error, got <-chan int)) {
 	for name, setup := range yieldingReaders {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -141,11 +145,7 @@ func TestProtocolReaderSeesAValuePublishedBetweenItsYieldsAndItsListing(t *testi
 				got := make(chan int, 1)
 				read := async(func() error { v, err := next(w); got <- v; return err })
 				<-reached
-				require.Zero(t, b.nparked.Load(), "no reader listed: the publisher wakes nobody")
-				require.NoError(t, b.Action(7))
-				resume()
-				require.NoError(t, done(t, read, "the reader that listed itself after the value"))
-				assert.Equal(t, 7, <-got)
+				body(t, b, resume, read, got)
 			})
 		})
 	}
