@@ -21,8 +21,9 @@ const (
 	// hookRoomWoken: a publisher waiting for room has been woken (or its
 	// wait ended), and is about to lock the broadcaster again.
 	hookRoomWoken
-	// hookReaderYielded: a ring reader of a broadcaster with many readers,
-	// or of a topic with many in its family's other topics (yieldsBeforePark),
+	// hookReaderYielded: a ring reader of a broadcaster with many readers
+	// (fewer for a reader that drops), or of a topic with many in its
+	// family's other topics (yieldsBeforePark),
 	// found nothing to read, yielded and looked at head parkYields times,
 	// and is about to count itself parked (park).
 	hookReaderYielded

@@ -14,20 +14,12 @@ import (
 func TestReadersYieldBeforeParkingWhenOtherTopicsHaveManyReaders(t *testing.T) {
 	few := New[int]()
 	defer few.Shutdown()
-	for range 10 {
-		_, err := few.Watch()
-		require.NoError(t, err)
-	}
-	assert.False(t, few.yieldsBeforePark(), "a broadcaster of 10 readers")
+	w := watchB(t, few, 10)
+	assert.False(t, w.yieldsBeforePark(), "a broadcaster of 10 readers")
 
 	tp := NewTopics[string, int]()
 	defer tp.Shutdown()
-	watchN(t, tp, "a", 10)
-	a := tp.view.Load().topics["a"]
-	if a == nil {
-		a = tp.dirty["a"]
-	}
-	require.NotNil(t, a)
+	a := watchN(t, tp, "a", 10)
 	assert.False(t, a.yieldsBeforePark(), "a topic of 10 readers, alone")
 	watchN(t, tp, "b", familyYieldReaders-1)
 	assert.False(t, a.yieldsBeforePark(), "one reader short elsewhere")
@@ -35,6 +27,27 @@ func TestReadersYieldBeforeParkingWhenOtherTopicsHaveManyReaders(t *testing.T) {
 	assert.True(t, a.yieldsBeforePark(), "familyYieldReaders readers in other topics")
 	last.Stop()
 	assert.False(t, a.yieldsBeforePark(), "the count follows a watcher that stops")
+}
+
+// A reader that drops yields before it parks from lossyYieldReaders
+// readers of its broadcaster, a reader that waits only from
+// parkYieldReaders, whatever the strategies of the others.
+func TestDroppingReadersYieldBeforeParkingFromAFewDozenReaders(t *testing.T) {
+	for name, beh := range map[string]FullChannelBehavior{"drop": DropIfChannelFull, "drop oldest": DropOldestIfChannelFull} {
+		t.Run(name, func(t *testing.T) {
+			b := New[int](WithFullChannelBehavior(beh))
+			defer b.Shutdown()
+			lossy := watchB(t, b, lossyYieldReaders-2)
+			lossless, err := b.Watch(WithFullChannelBehavior(WaitIfChannelFull))
+			require.NoError(t, err)
+			assert.False(t, lossy.yieldsBeforePark(), "one reader short")
+			last := watchB(t, b, 1)
+			assert.True(t, lossy.yieldsBeforePark(), "lossyYieldReaders readers")
+			assert.False(t, lossless.yieldsBeforePark(), "a reader that waits, among them")
+			last.Stop()
+			assert.False(t, lossy.yieldsBeforePark(), "the count follows a watcher that stops")
+		})
+	}
 }
 
 // The family's count of ring readers is the sum of its topics' as watchers
@@ -75,6 +88,18 @@ func watchN[K comparable](t *testing.T, tp *Topics[K, int], topic K, n int) *Wat
 	for range n {
 		var err error
 		w, err = tp.Watch(topic)
+		require.NoError(t, err)
+	}
+	return w
+}
+
+// watchB registers n watchers of b and returns the last.
+func watchB(t *testing.T, b *Broadcaster[int], n int) *Watcher[int] {
+	t.Helper()
+	var w *Watcher[int]
+	for range n {
+		var err error
+		w, err = b.Watch()
 		require.NoError(t, err)
 	}
 	return w

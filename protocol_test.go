@@ -159,6 +159,7 @@ var yieldingReaders = map[string]func(*testing.T) (*Broadcaster[int], *Watcher[i
 		return b, w, b.Shutdown
 	},
 	"a topic with many readers in others": topicAmongMany,
+	"a few dozen dropping readers":        droppingReaders,
 }
 
 // manyReaders returns a broadcaster with parkYieldReaders ring readers,
@@ -174,6 +175,17 @@ func manyReaders(t *testing.T) (*Broadcaster[int], *Watcher[int]) {
 	}
 	require.EqualValues(t, parkYieldReaders, b.nreaders.Load())
 	return b, w
+}
+
+// droppingReaders returns a broadcaster with lossyYieldReaders ring
+// readers that drop, whose readers yield before they park, the last of
+// them, and its Shutdown.
+func droppingReaders(t *testing.T) (*Broadcaster[int], *Watcher[int], func()) {
+	t.Helper()
+	b := New[int](WithFullChannelBehavior(DropIfChannelFull))
+	w := watchB(t, b, lossyYieldReaders)
+	require.Less(t, b.nreaders.Load(), int32(parkYieldReaders), "yields for dropping, not for many")
+	return b, w, b.Shutdown
 }
 
 // topicAmongMany returns the broadcaster of a topic with one reader, in a
