@@ -218,18 +218,15 @@ func (kw *keyedWriters[T]) waitRoom() int {
 // dropped as DropShutdown instead.
 func (kw *keyedWriters[T]) accept(received []T) {
 	run := kw.run
-	g := &group[T]{n: len(received)}
-	if kw.keep {
-		g.received = slices.Clone(received)
-	}
 	shutdown := run.sinkCtx.Err() != nil
 	vs, ok := run.pick(received)
+	cut := false
 	switch {
 	case !ok:
 		vs = nil
 	case shutdown:
 		run.drop(DropShutdown, vs, nil)
-		vs, g.cut = nil, true
+		vs, cut = nil, true
 	}
 	ps := kw.scratch[:0]
 	for _, v := range vs {
@@ -238,6 +235,14 @@ func (kw *keyedWriters[T]) accept(received []T) {
 		}
 	}
 	kw.scratch = ps
+	clear(run.picked)
+	if len(ps) == 0 && kw.settleAtOnce(received, cut) {
+		return
+	}
+	g := &group[T]{n: len(received), cut: cut}
+	if kw.keep {
+		g.received = slices.Clone(received)
+	}
 	kw.mu.Lock()
 	kw.groups = append(kw.groups, g)
 	for _, p := range ps {
@@ -249,10 +254,30 @@ func (kw *keyedWriters[T]) accept(received []T) {
 	empty := g.left == 0
 	kw.mu.Unlock()
 	clear(ps)
-	clear(run.picked)
 	if empty {
 		kw.settle()
 	}
+}
+
+// settleAtOnce settles a batch with nothing to write (merged, skipped or
+// dropped, as a sink runner's repeats mostly are) without making it a
+// group, when no earlier group is left to settle and no writer is
+// settling one: every earlier batch is then settled, and it is next. It
+// reports whether it did. Only dispatch adds groups, so that no writer
+// can find one to settle meanwhile. A group and its settling took two
+// more locks and an allocation per batch.
+func (kw *keyedWriters[T]) settleAtOnce(received []T, cut bool) bool {
+	kw.mu.Lock()
+	next := len(kw.groups) == 0 && !kw.settling
+	kw.mu.Unlock()
+	if !next {
+		return false
+	}
+	run := kw.run
+	run.cut = run.cut || cut
+	run.finish(received)
+	run.markHandled(uint64(len(received)))
+	return true
 }
 
 // batchKey is the prepare function of a batch runner: key orders the
