@@ -121,8 +121,8 @@ const (
 const familyYieldReaders = 32
 
 // lossyYieldReaders is how many ring readers a broadcaster has at least
-// for a reader that drops (DropIfChannelFull, DropOldestIfChannelFull) to
-// yield before it parks. A lossless reader's publisher waits for the
+// for a reader that drops (DropIfChannelFull, DropOldestIfChannelFull,
+// with or without a drop handler or filter) to yield before it parks. A lossless reader's publisher waits for the
 // slowest reader, and the readers run out of values together; a lossy
 // reader's publisher never waits for it, so that parking only has the
 // publisher wake it again at its next value, a value at a time: a yield
@@ -141,7 +141,7 @@ const lossyYieldReaders = 32
 func (w *Watcher[T]) yieldsBeforePark() bool {
 	b := w.b
 	n := b.nreaders.Load()
-	if n >= parkYieldReaders || (w.lazy && n >= lossyYieldReaders) {
+	if n >= parkYieldReaders || (w.kind.lazy() && n >= lossyYieldReaders) { // lazy: the two that drop
 		return true
 	}
 	f := b.family

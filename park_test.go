@@ -30,19 +30,23 @@ func TestReadersYieldBeforeParkingWhenOtherTopicsHaveManyReaders(t *testing.T) {
 }
 
 // A reader that drops yields before it parks from lossyYieldReaders
-// readers of its broadcaster, a reader that waits only from
-// parkYieldReaders, whatever the strategies of the others.
+// readers of its broadcaster, with a drop handler and a filter too; a
+// reader that waits only from parkYieldReaders, whatever the strategies
+// of the others.
 func TestDroppingReadersYieldBeforeParkingFromAFewDozenReaders(t *testing.T) {
 	for name, beh := range map[string]FullChannelBehavior{"drop": DropIfChannelFull, "drop oldest": DropOldestIfChannelFull} {
 		t.Run(name, func(t *testing.T) {
 			b := New[int](WithFullChannelBehavior(beh))
 			defer b.Shutdown()
-			lossy := watchB(t, b, lossyYieldReaders-2)
+			lossy := watchB(t, b, lossyYieldReaders-3)
 			lossless, err := b.Watch(WithFullChannelBehavior(WaitIfChannelFull))
+			require.NoError(t, err)
+			handled, err := b.Watch(WithDropHandler(func(Drop) {}), WithFilter(func(int) bool { return true }))
 			require.NoError(t, err)
 			assert.False(t, lossy.yieldsBeforePark(), "one reader short")
 			last := watchB(t, b, 1)
 			assert.True(t, lossy.yieldsBeforePark(), "lossyYieldReaders readers")
+			assert.True(t, handled.yieldsBeforePark(), "one with a drop handler and a filter")
 			assert.False(t, lossless.yieldsBeforePark(), "a reader that waits, among them")
 			last.Stop()
 			assert.False(t, lossy.yieldsBeforePark(), "the count follows a watcher that stops")
