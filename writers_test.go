@@ -611,3 +611,37 @@ func BenchmarkWriters(b *testing.B) {
 		})
 	}
 }
+
+// A sink runner with several writers settles a repeat merged into its
+// record, which makes no write, without allocating: a burst of repeats
+// costs Flush's few allocations, not one or more per repeat.
+func TestSinkWritersSettleMergedRepeatsWithoutAllocating(t *testing.T) {
+	r, err := fanout.NewRecorder[benchLog]()
+	require.NoError(t, err)
+	defer func() { require.NoError(t, r.Shutdown(context.Background())) }()
+	c, err := fanout.NewCorrelator(fanout.CorrelatorConfig[benchLog]{
+		Dedup: &fanout.DedupStage[benchLog]{ // a series: written twice, then merged
+			Key:        func(e benchLog) string { return e.obj },
+			Merge:      func(rec benchLog, n int, _ time.Time) benchLog { rec.count = n; return rec },
+			WriteFirst: 2,
+		},
+	})
+	require.NoError(t, err)
+	_, err = r.StartSink(benchSink{}, c, fanout.WithWriters[benchLog](4, nil))
+	require.NoError(t, err)
+	e := benchLog{obj: "pod", reason: "BackOff", msg: "restarting"}
+	require.NoError(t, r.Record(e)) // a Create, then an Update; the rest is merged
+	require.NoError(t, r.Record(e))
+	require.NoError(t, r.Flush(context.Background()))
+	const repeats = 100
+	allocs := testing.AllocsPerRun(20, func() {
+		for range repeats {
+			_ = r.Record(e)
+		}
+		_ = r.Flush(context.Background())
+	})
+	assert.Less(t, allocs, float64(repeats)/4, "allocations per burst of %d repeats", repeats)
+	st := r.Stats()
+	assert.Zero(t, st.Dropped)
+	assert.EqualValues(t, 2, st.Written, "the repeats after the second are merged")
+}
