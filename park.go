@@ -122,16 +122,17 @@ const familyYieldReaders = 32
 
 // lossyYieldReaders is how many ring readers a broadcaster has at least
 // for a reader that drops (DropIfChannelFull, DropOldestIfChannelFull,
-// with or without a drop handler or filter) to yield before it parks. A lossless reader's publisher waits for the
-// slowest reader, and the readers run out of values together; a lossy
-// reader's publisher never waits for it, so that parking only has the
-// publisher wake it again at its next value, a value at a time: a yield
-// lets the publisher store a batch first. Pull at queue 100, one
-// publisher, interleaved runs of one binary, M deliveries/s without
-// yields against with: drop N=50 137-143 against 172-184, drop-oldest
-// 143-180 against 186-206; N=100 drop 63-159 against 189-255,
-// drop-oldest 52-160 against 224-233; N=32 a wash (114-166 against
-// 140-157), N=10 and 20 noise either way (why the bound is not lower).
+// with or without a drop handler or filter) to yield before it parks. A
+// lossless reader's publisher waits for the slowest reader, and the
+// readers run out of values together; a lossy reader's publisher never
+// waits for it, so that parking only has the publisher wake it again at
+// its next value, a value at a time: a yield lets the publisher store a
+// batch first. Pull at queue 100, one publisher, interleaved runs of one
+// binary, M deliveries/s without yields against with: drop N=50 137-143
+// against 172-184, drop-oldest 143-180 against 186-206; N=100 drop 63-159
+// against 189-255, drop-oldest 52-160 against 224-233; N=32 a wash
+// (114-166 against 140-157), N=10 and 20 noise either way (why the bound
+// is not lower).
 const lossyYieldReaders = 32
 
 // yieldsBeforePark reports whether reader w with nothing to read yields
