@@ -39,9 +39,10 @@
 // with a sentinel value that each handler signals (not counted), then the
 // subscriptions are cancelled and the dispatcher closed once the
 // subscribers' goroutines have exited. The peer targets compare each peer
-// with fanout wait pull at the peer's queue length: kelindar with
-// [FanoutAtKelindarQueue] ("fanout wait pull q50000"), measured with one
-// producer, the others with fanout's default of 100.
+// with fanout wait pull at the peer's queue length, measured with one
+// producer: kelindar with [FanoutAtKelindarQueue] ("fanout wait pull
+// q50000"), go-disruptor with [FanoutAtDisruptorRing] ("fanout wait pull
+// q128"), teivah with the harness's queue of 100.
 //
 // The ceiling reference, [Limit] ("limit q100"): a minimal lossless
 // broadcast ring written plainly in the harness ([limitRing], one mutex, a

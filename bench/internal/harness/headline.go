@@ -10,12 +10,13 @@ import (
 // HeadlineSystems returns the systems of the headline run, in the column
 // order of its table (the README's): k8s wait q100 (the reference), fanout
 // wait pull, [Limit], fanout wait chan, the raw-channel baseline, the peers
-// ([Peers]) and fanout wait pull at kelindar's queue length
-// ([FanoutAtKelindarQueue]): every lossless system the one-producer
-// targets compare.
+// ([Peers]) and fanout wait pull at kelindar's queue length and at
+// go-disruptor's ring length ([FanoutAtKelindarQueue],
+// [FanoutAtDisruptorRing]): every lossless system the one-producer targets
+// compare.
 func HeadlineSystems() []System {
 	out := []System{Reference, Fanout(StrategyWait, APIPull), Limit, Fanout(StrategyWait, APIChan), Baseline}
-	return append(append(out, Peers()...), FanoutAtKelindarQueue)
+	return append(append(out, Peers()...), atPeerQueues()...)
 }
 
 // Headline restricts c to the headline: the throughput groups of one
@@ -50,8 +51,8 @@ type headlineColumn struct {
 
 // headlineColumns returns the columns of the headline table: each system
 // of [HeadlineSystems] with its ratio against k8s wait q100, but limit's
-// column gives fanout wait pull over limit, fanout at kelindar's queue
-// length is set against kelindar (a ratio of medians), and k8s and the
+// column gives fanout wait pull over limit, fanout at a peer's queue
+// length is set against that peer (a ratio of medians), and k8s and the
 // peers show their rate alone, as in the README.
 func headlineColumns() []headlineColumn {
 	pull := Fanout(StrategyWait, APIPull)
@@ -65,13 +66,10 @@ func headlineColumns() []headlineColumn {
 			col.ratio = func(_ Case, row map[System]Case) *float64 { return row[pull].RatioVsLimit }
 		case s == FanoutAtKelindarQueue:
 			col.head += " (/ kelindar)"
-			col.ratio = func(c Case, row map[System]Case) *float64 {
-				k, ok := row[Kelindar]
-				if !ok || c.DeliveredPerSec == nil || k.DeliveredPerSec == nil {
-					return nil
-				}
-				return ptr(*c.DeliveredPerSec / *k.DeliveredPerSec)
-			}
+			col.ratio = againstPeer(Kelindar)
+		case s == FanoutAtDisruptorRing:
+			col.head += " (/ disruptor)"
+			col.ratio = againstPeer(Disruptor)
 		case s.Name == SystemFanout || s == Baseline:
 			col.head += " (× k8s)"
 			col.ratio = vsK8s
@@ -79,6 +77,18 @@ func headlineColumns() []headlineColumn {
 		out = append(out, col)
 	}
 	return out
+}
+
+// againstPeer returns the ratio of a headline cell against peer's cell of
+// the same row (nil if either rate is missing).
+func againstPeer(peer System) func(c Case, row map[System]Case) *float64 {
+	return func(c Case, row map[System]Case) *float64 {
+		k, ok := row[peer]
+		if !ok || c.DeliveredPerSec == nil || k.DeliveredPerSec == nil {
+			return nil
+		}
+		return ptr(*c.DeliveredPerSec / *k.DeliveredPerSec)
+	}
 }
 
 // reportHeadline writes the headline table: one row per N of the

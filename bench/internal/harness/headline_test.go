@@ -84,6 +84,8 @@ func TestHeadlineTableGivesEachColumnItsRatio(t *testing.T) {
 		at(Teivah, 20e6, ptr(2.0), nil),
 		at(Kelindar, 50e6, ptr(5.0), nil),
 		at(FanoutAtKelindarQueue, 100e6, ptr(10.0), nil),
+		at(Disruptor, 40e6, ptr(4.0), nil),
+		at(FanoutAtDisruptorRing, 60e6, ptr(6.0), nil),
 	}}
 	var b strings.Builder
 	if err := reportHeadline(&b, res); err != nil {
@@ -97,12 +99,14 @@ func TestHeadlineTableGivesEachColumnItsRatio(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"10.0M ", "100.0M (10.0×)", "80.0M (1.25×)", "20.0M ", "50.0M ", "100.0M (2.00×)",
-		"limit q100 (fanout pull / limit)", "kelindar q50000", "fanout wait pull q50000 (/ kelindar)"} {
+		"limit q100 (fanout pull / limit)", "kelindar q50000", "fanout wait pull q50000 (/ kelindar)",
+		"60.0M (1.50×)", "fanout wait pull q128 (/ disruptor)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("headline table lacks %q:\n%s", want, out)
 		}
 	}
-	if row == "" || strings.Contains(row, "(8.00×)") || strings.Contains(row, "(5.00×)") || strings.Count(row, "(2.00×)") != 1 {
+	if row == "" || strings.Contains(row, "(8.00×)") || strings.Contains(row, "(5.00×)") || strings.Contains(row, "(4.00×)") ||
+		strings.Contains(row, "(6.00×)") || strings.Count(row, "(2.00×)") != 1 {
 		t.Errorf("a column shows a ratio its heading does not name:\n%s", out)
 	}
 	if strings.Contains(out, "fanout wait chan") {

@@ -45,6 +45,17 @@ var Kelindar = System{Name: SystemKelindar, Strategy: StrategyWait, API: APIHand
 // watcher; its readers take at most [MaxReadBatch] values per Recv.
 var FanoutAtKelindarQueue = System{Name: SystemFanout, Strategy: StrategyWait, API: APIPull, Queue: KelindarQueue}
 
+// FanoutAtDisruptorRing is fanout wait pull with go-disruptor's ring
+// length as its queue length ([DisruptorRing]): the two at the same
+// buffering, as [FanoutAtKelindarQueue] is for kelindar/event. fanout's
+// default queue is longer (1,024), the harness's usual one shorter (100,
+// [DefaultQueue]).
+var FanoutAtDisruptorRing = fanoutPullAt(DisruptorRing)
+
+// atPeerQueues are the systems of fanout at a peer's queue length, there
+// for the one-producer peer targets.
+func atPeerQueues() []System { return []System{FanoutAtKelindarQueue, FanoutAtDisruptorRing} }
+
 // Peers returns the peer systems.
 func Peers() []System { return []System{Teivah, Kelindar, Disruptor} }
 

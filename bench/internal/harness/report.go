@@ -96,7 +96,8 @@ func reportHeader(b *strings.Builder, res *Results) error {
 	fmt.Fprintf(b, "          kelindar = github.com/kelindar/event Publish to Subscribe handlers (queue %d, fixed; woken by a 500 µs ticker);\n", KelindarQueue)
 	fmt.Fprintf(b, "          disruptor = github.com/smarty/go-disruptor, ring %d, one handler per watcher, readers and writer yielding (never parked);\n", DisruptorRing)
 	b.WriteString("          cskr = github.com/cskr/pubsub/v2, every watcher on one topic (working readers and latency);\n")
-	fmt.Fprintf(b, "          fanout wait pull q%d = fanout at kelindar's queue length, its readers taking up to %d values per Recv (the peer targets compare each peer with fanout at its queue length)\n", KelindarQueue, MaxReadBatch)
+	fmt.Fprintf(b, "          fanout wait pull q%d = fanout at kelindar's queue length, its readers taking up to %d values per Recv; fanout wait pull q%d = fanout at disruptor's ring length\n", KelindarQueue, MaxReadBatch, DisruptorRing)
+	b.WriteString("          (the peer targets compare each peer with fanout at its queue length)\n")
 	return nil
 }
 

@@ -211,8 +211,9 @@ var LossyStrategies = []string{StrategyDrop, StrategyDropOldest, StrategyEvict}
 // report order: fanout (each strategy, pull then chan, with [Limit], the
 // ceiling reference, next to fanout wait pull), fanout wait pull publishing
 // batches of [DefaultBatch], k8s (wait and drop, queue 100 and 1000), the
-// peers ([Peers]), fanout wait pull at kelindar's queue length
-// ([FanoutAtKelindarQueue]) and the raw-channel baseline.
+// peers ([Peers]), fanout wait pull at kelindar's queue length and at
+// go-disruptor's ring length ([FanoutAtKelindarQueue],
+// [FanoutAtDisruptorRing]) and the raw-channel baseline.
 func ThroughputSystems() []System {
 	var out []System
 	for _, st := range Strategies {
@@ -224,21 +225,23 @@ func ThroughputSystems() []System {
 	}
 	out = append(out, FanoutBatch(DefaultBatch), K8s(StrategyWait, 100), K8s(StrategyDrop, 100),
 		K8s(StrategyWait, 1000), K8s(StrategyDrop, 1000))
-	return append(append(out, Peers()...), FanoutAtKelindarQueue, Baseline)
+	return append(append(append(out, Peers()...), atPeerQueues()...), Baseline)
 }
 
 // LargeSystems returns the systems of a throughput group with
 // [LargeWatchers] or more: the lossless ones the targets compare, fanout wait
-// pull, [Limit], k8s wait q100, the peers, [FanoutAtKelindarQueue] and the
-// raw-channel baseline.
+// pull, [Limit], k8s wait q100, the peers, fanout at their queue lengths
+// ([FanoutAtKelindarQueue], [FanoutAtDisruptorRing]) and the raw-channel
+// baseline.
 func LargeSystems() []System {
-	return append(append([]System{Fanout(StrategyWait, APIPull), Limit, Reference}, Peers()...), FanoutAtKelindarQueue, Baseline)
+	out := append([]System{Fanout(StrategyWait, APIPull), Limit, Reference}, Peers()...)
+	return append(append(out, atPeerQueues()...), Baseline)
 }
 
 // ThroughputSystemsFor returns the systems of the throughput group with n
 // watchers and the given producers: [ThroughputSystems], or [LargeSystems]
-// from [LargeWatchers] on; [Limit], a one-producer ring, and
-// [FanoutAtKelindarQueue], there for a one-producer target, only with one
+// from [LargeWatchers] on; [Limit], a one-producer ring, and fanout at
+// the peers' queue lengths, there for one-producer targets, only with one
 // producer.
 func ThroughputSystemsFor(n, producers int) []System {
 	out := ThroughputSystems()
@@ -246,7 +249,7 @@ func ThroughputSystemsFor(n, producers int) []System {
 		out = LargeSystems()
 	}
 	if producers > 1 {
-		out = slices.DeleteFunc(out, func(s System) bool { return s == Limit || s == FanoutAtKelindarQueue })
+		out = slices.DeleteFunc(out, func(s System) bool { return s == Limit || slices.Contains(atPeerQueues(), s) })
 	}
 	return out
 }

@@ -22,6 +22,7 @@ func TestLabels(t *testing.T) {
 		Kelindar:                            "kelindar q50000",
 		Disruptor:                           "disruptor q128",
 		FanoutAtKelindarQueue:               "fanout wait pull q50000",
+		FanoutAtDisruptorRing:               "fanout wait pull q128",
 		Limit:                               "limit q100",
 		ReplayFanout:                        "fanout WithReplay",
 		ReplayFanoutPrefix:                  "fanout WatchWithPrefix + app history",
@@ -289,7 +290,7 @@ func TestThroughputSystemsFor(t *testing.T) {
 		t.Errorf("N=%d: %d systems", LargeWatchers-1, len(got))
 	}
 	for _, n := range []int{1, LargeWatchers} {
-		for _, one := range []System{Limit, FanoutAtKelindarQueue} {
+		for _, one := range []System{Limit, FanoutAtKelindarQueue, FanoutAtDisruptorRing} {
 			if !slices.Contains(ThroughputSystemsFor(n, 1), one) || slices.Contains(ThroughputSystemsFor(n, 2), one) {
 				t.Errorf("N=%d: %s with 1 producer %v, with 2 %v", n, one.Label(),
 					slices.Contains(ThroughputSystemsFor(n, 1), one), slices.Contains(ThroughputSystemsFor(n, 2), one))

@@ -296,8 +296,9 @@ var TargetWatchers = []int{1, 10, 100, 1000, 10_000}
 // lossless peer measured with it (k8s wait, teivah, kelindar; not the limit
 // ring, a reference of the harness's own, see [limitTargets]) at each N,
 // each at the peer's queue length where fanout was measured at it
-// (kelindar/event's fixed 50,000: [FanoutAtKelindarQueue]) and otherwise at
-// fanout's default of 100, never longer than the peer's. (At N=1 it was
+// (kelindar/event's fixed 50,000: [FanoutAtKelindarQueue]; go-disruptor's
+// ring of 128: [FanoutAtDisruptorRing]) and otherwise at the harness's
+// queue of 100, never longer than the peer's. (At N=1 it was
 // also to be 3 times raw channels: issue 38 retired that target for one
 // against the limit ring, [limitTargets].)
 func peerTargets(cases []Case) []Target {

@@ -115,6 +115,9 @@ func TestEvaluateTargetsPeersProducersBatchesAndScale(t *testing.T) {
 		thr(pull, 100, 200e6), thr(Kelindar, 100, 300e6), thr(FanoutAtKelindarQueue, 100, 900e6),
 		thr(Fanout(StrategyDrop, APIPull), 100, 120e6), thr(Fanout(StrategyDropOldest, APIPull), 100, 90e6),
 		thr(K8s(StrategyDrop, 100), 100, 10e6), thr(K8s(StrategyDrop, 100), 100, 10e6),
+		// At N=1000 go-disruptor is ahead of fanout at queue 100, and compared
+		// with fanout at its own ring length.
+		thr(pull, 1000, 80e6), thr(Disruptor, 1000, 90e6), thr(FanoutAtDisruptorRing, 1000, 117e6),
 		thr(pull, 10_000, 310e6), thr(Reference, 10_000, 10e6),
 		thrP(pull, 10, 4, 60e6), thrP(Reference, 10, 4, 10e6), thrP(Baseline, 10, 4, 50e6),
 		thrP(pull, 100, 4, 150e6), thrP(Reference, 100, 4, 10e6),
@@ -146,6 +149,7 @@ func TestEvaluateTargetsPeersProducersBatchesAndScale(t *testing.T) {
 		"p99 latency at light load: fanout wait pull / k8s wait q100":                                 NA + " -",
 		"k8s record vs client-go record":                                                              NA + " -",
 		"1 producer, lossless N=10000: fanout wait pull / fastest lossless peer, at its queue length": Pass + " 31.00× (k8s wait q100)",
+		"1 producer, lossless N=1000: fanout wait pull / fastest lossless peer, at its queue length":  Pass + " 1.30× (disruptor q128)",
 		"allocations per published event, worst fanout case, wait/drop/drop-oldest/evict":             Pass + " 0.0000 (fanout wait pull, N=1, P=1)",
 		"lossless N=10: fanout wait pull / k8s wait q100":                                             NA + " -",
 		"idle memory per watcher: fanout wait pull":                                                   Pass + " 280 B",
