@@ -88,7 +88,7 @@ invariants:
 	@echo "== test . (no tag, no race detector: the build that ships)"; $(GO) test -count=1 -timeout 30m .
 
 ## bench: the main command: the headline of the comparison harness bench/cmd/fanout-bench (-headline, about
-## 2 minutes on 2 cores with warm caches): one producer at 1, 10, 100 and 1,000 watchers, fanout against k8s
+## 3 minutes on 2 cores with warm caches): one producer at 1, 10, 100 and 1,000 watchers, fanout against k8s
 ## watch.Broadcaster, raw channels, the limit ring and the peers, the targets those cases decide, and how to
 ## run everything (make bench-full). The report goes to stdout; bench.json (JSON Lines) and the chart
 ## bench.svg go to bench/out/, which git ignores. Exit status 0 when the run completed; BENCHFLAGS=-strict

@@ -27,7 +27,7 @@
 // unless -nats=false, or -only is given without -nats; its JSON lines have
 // kinds "nats", "nats_latency" and "nats_jetstream".
 //
-// -headline (what `make bench` runs, about 2 minutes on 2 cores) measures
+// -headline (what `make bench` runs, about 3 minutes on 2 cores) measures
 // only the one-producer throughput groups, and of them only the lossless
 // systems the headline compares (harness.HeadlineSystems: fanout read with
 // Recv and through ResultChan, k8s wait q100, the limit ring, raw channels,

@@ -22,7 +22,7 @@ func HeadlineSystems() []System {
 // Headline restricts c to the headline: the throughput groups of one
 // producer (at c's watcher counts), measuring [HeadlineSystems] only, and
 // a report of the headline table and the targets measured. It is what
-// `make bench` runs (fanout-bench -headline), about 2 minutes on 2 cores
+// `make bench` runs (fanout-bench -headline), about 3 minutes on 2 cores
 // against about 26 for the full run.
 func Headline(c Config) Config {
 	c.Producers = []int{1}
