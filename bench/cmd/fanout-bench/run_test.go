@@ -33,7 +33,7 @@ func TestRunWritesReportJSONAndSVG(t *testing.T) {
 	for _, want := range []string{"== throughput: 2 watchers, 1 producer ==", "== targets ==", "machine: ",
 		"== k8s record: 300 events about 200 pods", "200 Create + 100 Patch", "k8s record vs client-go record",
 		"== k8s record: 296 events about 200 pods into a no-op sink, 8 producers", "200 Create + 96 Patch",
-		"== publish→receive latency: 2 watchers, 2 producers", "== replay:", "teivah q100", "kelindar q50000", "fanout wait pull q50000",
+		"== publish→receive latency: 2 watchers, 2 producers", "== replay:", "teivah q100", "kelindar q50000", "fanout wait pull q50000", "fanout wait pull q128",
 		"fanout wait pull b16", "limit q100", "events long/short", "== topics: 2 topics × 10 watchers", "watermill GoChannel ack q100",
 		"== filter: 100 watchers"} {
 		if !strings.Contains(stdout.String(), want) {
@@ -72,7 +72,7 @@ func TestRunWritesReportJSONAndSVG(t *testing.T) {
 	}
 	// Latency: light with 1 and 2 producers, high with 1, and the second run of
 	// the light rate's fanout wait pull and chan and k8s wait q100.
-	if kinds["throughput"] != 21 || kinds["stall"] != 14 || kinds["latency"] != 2*len(harness.LatencySystems(1))+len(harness.LatencySystems(2))+2*3 || kinds["idle_memory"] != 8 || kinds["idle_cpu"] != 8 ||
+	if kinds["throughput"] != len(harness.ThroughputSystemsFor(2, 1)) || kinds["stall"] != 14 || kinds["latency"] != 2*len(harness.LatencySystems(1))+len(harness.LatencySystems(2))+2*3 || kinds["idle_memory"] != 8 || kinds["idle_cpu"] != 8 ||
 		kinds["replay"] != 3 || kinds["record"] != 4 || kinds["working"] != len(harness.WorkingSystems()) {
 		t.Errorf("JSON cases per kind: %v", kinds)
 	}
