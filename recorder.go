@@ -51,11 +51,10 @@ type Recorder[T any] struct {
 	cancel, sinkCancel context.CancelFunc
 
 	// mu guards the runners and orders their start with Shutdown.
-	mu       sync.Mutex
-	stopped  bool
-	runners  []*Runner[T]
-	recorded atomic.Uint64
-	refused  atomic.Uint64
+	mu      sync.Mutex
+	stopped bool
+	runners []*Runner[T]
+	refused atomic.Uint64
 	// exited accumulates the counters of runners that have exited.
 	exited RunnerStats
 }
@@ -130,7 +129,6 @@ func (r *Recorder[T]) RecordBatch(vs []T) (int, error) {
 		}
 	}
 	n, err := r.b.publish(context.Background(), vs, pubTry)
-	r.recorded.Add(uint64(n))
 	if errors.Is(err, errRefused) {
 		r.refused.Add(uint64(len(vs) - n))
 		for range len(vs) - n {
@@ -352,13 +350,21 @@ func (r *Recorder[T]) Stats() RecorderStats {
 	return r.snapshot(nil)
 }
 
+// recorded returns how many values the recorder accepted. Each took the
+// next sequence number of its broadcaster, which only RecordBatch
+// publishes to: head counts them, and recording writes no counter of its
+// own. (One that every producer added to was 3.5% of k8s/events' time per
+// event with 8 producers: 1,690 against 1,630 ns, medians of 5 interleaved
+// runs of one binary, 40 measurements each.)
+func (r *Recorder[T]) recorded() uint64 { return r.b.head.Load() }
+
 // snapshot returns the recorder's counters, and passes each running
 // runner's to each, if set, all read under r.mu so that no runner is
 // counted both as running and as exited.
 func (r *Recorder[T]) snapshot(each func(*Runner[T], RunnerStats)) RecorderStats {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	s := RecorderStats{Recorded: r.recorded.Load(), Refused: r.refused.Load(), Runners: len(r.runners), RunnerStats: r.exited}
+	s := RecorderStats{Recorded: r.recorded(), Refused: r.refused.Load(), Runners: len(r.runners), RunnerStats: r.exited}
 	for _, run := range r.runners {
 		rs := run.Stats()
 		s.RunnerStats.add(rs)
