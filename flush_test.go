@@ -105,6 +105,7 @@ func TestFlushDoesNotWaitForDroppedValues(t *testing.T) {
 		sink.Block <- struct{}{}
 		require.NoError(t, <-done)
 		st := r.Stats()
+		assert.Equal(t, uint64(3), st.Recorded, "the refused value is not recorded")
 		assert.Equal(t, uint64(1), st.Refused)
 		assert.Equal(t, uint64(1), st.DroppedFull)
 		assert.Equal(t, uint64(2), st.Written)

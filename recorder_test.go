@@ -248,7 +248,9 @@ func TestShutdownCutsRetryPausesAndStopsIntake(t *testing.T) {
 		assert.Equal(t, uint64(1), st.Written)
 		<-run.Done()
 
+		recorded := r.Stats().Recorded
 		assert.ErrorIs(t, r.Record(ev{}), fanout.ErrStopped)
+		assert.Equal(t, recorded, r.Stats().Recorded, "a value refused after Shutdown is not recorded")
 		_, err = r.StartSink(sink, nil)
 		assert.ErrorIs(t, err, fanout.ErrStopped)
 		_, err = r.StartHandler(func(ev) {})
