@@ -314,3 +314,13 @@ func (b *Broadcaster[T]) Stats() Stats {
 }
 
 func (b *Broadcaster[T]) countPanic() { b.panics.Add(1) }
+
+// countPanics adds n recovered panics to b's count. It writes the counter
+// only if n > 0: filtered readers call it after every read, and the
+// counter shares a cache line with parkMu, which the readers contend for
+// (an Add of 0 cost a filtered read 1–6%).
+func (b *Broadcaster[T]) countPanics(n int) {
+	if n > 0 {
+		b.panics.Add(uint64(n))
+	}
+}

@@ -112,7 +112,7 @@ func (b *Broadcaster[T]) countPrefix(w *Watcher[T], filtered uint64, panics []er
 	for _, err := range panics {
 		w.count(DropPanic, 1, log, err)
 	}
-	b.panics.Add(uint64(len(panics)))
+	b.countPanics(len(panics))
 }
 
 // addFiltered registers the filtered hand-off watcher w: it has a channel
