@@ -19,7 +19,8 @@ import (
 // Recv is the fastest way to read: on the shared ring it costs one
 // uncontended lock per batch, not per value. With a filter ([WithFilter])
 // it returns once the filter has kept at least one value of a batch, so it
-// may return fewer values than are queued.
+// may return fewer values than are queued; the filter works in buf, whose
+// elements past the n returned may then hold values it rejected.
 func (w *Watcher[T]) Recv(ctx context.Context, buf []T) (int, error) {
 	if ctx == nil {
 		return 0, errNilContext
