@@ -1,6 +1,10 @@
 package harness
 
-import "fmt"
+import (
+	"context"
+	"fmt"
+	"runtime/pprof"
+)
 
 // The window guard. A pair's figure is the difference of its two runs
 // ([sample.minus]), which a burst of outside load on one of them can throw
@@ -125,7 +129,11 @@ func guardedPair(cfg Config, res *Results, v variant, n, producers int, p *plan,
 		res.Warnings = append(res.Warnings, anomalies(v, where, s)...)
 		return l, s, err
 	}
-	g, err := remeasure(*p, pair, func() (plan, error) { return calibrate(cfg, v, n, producers) })
+	var g guarded
+	var err error
+	labelled(v.sys, func() {
+		g, err = remeasure(*p, pair, func() (plan, error) { return calibrate(cfg, v, n, producers) })
+	})
 	if err != nil {
 		return sample{}, err
 	}
@@ -137,4 +145,12 @@ func guardedPair(cfg Config, res *Results, v variant, n, producers int, p *plan,
 		res.Warnings = append(res.Warnings, where+": "+shortAsLong)
 	}
 	return g.d, nil
+}
+
+// labelled runs f with the profiler label system=s.Label() on its
+// goroutine, inherited by the goroutines it starts, so that a CPU profile
+// of a run (-cpuprofile) can be cut by system: go tool pprof
+// -tagfocus=system=....
+func labelled(s System, f func()) {
+	pprof.Do(context.Background(), pprof.Labels("system", s.Label()), func(context.Context) { f() })
 }
