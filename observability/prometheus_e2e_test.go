@@ -140,6 +140,80 @@ func checkRules(t *testing.T, prom *promtest.Server, want []wantAlert, files ...
 	for _, p := range problems {
 		t.Error(p)
 	}
+	if len(problems) > 0 {
+		logInactiveInputs(t, prom, want)
+	}
+}
+
+// metricRE matches the names of fanout's metrics in a rule's expression.
+var metricRE = regexp.MustCompile(`\bfanout_[a-z0-9_]+`)
+
+// logInactiveInputs logs, for each alert of want that is not active, the
+// last three minutes of every fanout series its rule reads, narrowed to
+// the alert's labels: what a failure needs to be told from a race of
+// the test's (a flake under CI load left only "not active" to go on).
+func logInactiveInputs(t *testing.T, prom *promtest.Server, want []wantAlert) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := prom.API.Rules(ctx, nil)
+	if err != nil {
+		t.Logf("rules: %v", err)
+		return
+	}
+	for _, g := range res.Groups {
+		for _, r := range g.Rules {
+			ar, ok := r.(v1.AlertingRule)
+			if !ok {
+				continue
+			}
+			for _, w := range want {
+				if w.name != ar.Name || slices.ContainsFunc(ar.Alerts, func(a *v1.Alert) bool { return w.matches(ar.Name, a.Labels) }) {
+					continue
+				}
+				for _, m := range slices.Compact(slices.Sorted(slices.Values(metricRE.FindAllString(ar.Query, -1)))) {
+					q := m + selector(w.labels) + "[3m]"
+					v, _, _, err := prom.API.Query(ctx, q, time.Now())
+					t.Logf("inactive %s: %s: %s (err %v)", w, q, summary(v), err)
+				}
+			}
+		}
+	}
+}
+
+// summary describes each series of a range query's result by its first
+// and last samples and the values it went through.
+func summary(v model.Value) string {
+	m, ok := v.(model.Matrix)
+	if !ok {
+		return fmt.Sprint(v)
+	}
+	var out []string
+	for _, ss := range m {
+		if len(ss.Values) == 0 {
+			continue
+		}
+		first, last := ss.Values[0], ss.Values[len(ss.Values)-1]
+		var seen []string
+		for _, p := range ss.Values {
+			if v := p.Value.String(); len(seen) == 0 || seen[len(seen)-1] != v {
+				seen = append(seen, v)
+			}
+		}
+		out = append(out, fmt.Sprintf("%s: %d samples %s..%s, values %s", ss.Metric, len(ss.Values),
+			first.Timestamp.Time().Format(time.TimeOnly), last.Timestamp.Time().Format(time.TimeOnly), strings.Join(seen, " → ")))
+	}
+	return fmt.Sprintf("%d series; %s", len(m), strings.Join(out, "; "))
+}
+
+// selector returns labels as a PromQL label matcher, {} for none.
+func selector(labels model.LabelSet) string {
+	var ms []string
+	for k, v := range labels {
+		ms = append(ms, fmt.Sprintf("%s=%q", k, v))
+	}
+	slices.Sort(ms)
+	return "{" + strings.Join(ms, ",") + "}"
 }
 
 // ruleProblems returns what differs between prom's rules and want.
