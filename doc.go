@@ -314,7 +314,9 @@
 //     nothing per filtered watcher while the reader keeps up. A rejected
 //     value takes a queue slot until the reader or a publisher has asked
 //     about it, so [WatcherStats].Queued counts those values too, and
-//     [Broadcaster.Taken] passes them then.
+//     [Broadcaster.Taken] passes them then. The reader filters in the
+//     buffer it reads into: past the n values [Watcher.Recv] returns, buf
+//     may hold values the filter rejected.
 //   - A publisher that finds such a watcher full, with values the filter
 //     has not seen, sifts them itself (holding the publish turn: no other
 //     value is accepted meanwhile), unless the watcher is lossless and a
