@@ -137,6 +137,7 @@ func TestFilterThatPanicsOftenCountsEveryValueOnce(t *testing.T) {
 			assert.Equal(t, uint64(4), st.DroppedPanic, "5, 10, 15 and 20")
 			assert.Equal(t, uint64(8), st.Filtered, "the odd values but 5 and 15")
 			assert.Equal(t, uint64(8), st.Delivered)
+			assert.Equal(t, uint64(4), b.Stats().Panics, "the broadcaster counts each, several in one read")
 		})
 	}
 }

@@ -209,7 +209,7 @@ func (b *Broadcaster[T]) filterStart(w *Watcher[T], prefix []T, from, h uint64, 
 			w.x.filtered.Add(1)
 		default:
 			w.count(DropPanic, 1, log, err)
-			b.panics.Add(1)
+			b.countPanic()
 		}
 	}
 	return vals, seqs

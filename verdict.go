@@ -160,7 +160,7 @@ func (p *pub[T]) record(u *undecided[T]) {
 		ps.pre, ps.preErr, ps.preGen = u.d, u.err, p.gen
 	}
 	if u.err != nil {
-		p.b.panics.Add(1)
+		p.b.countPanic()
 	}
 }
 
