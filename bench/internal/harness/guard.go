@@ -131,7 +131,7 @@ func guardedPair(cfg Config, res *Results, v variant, n, producers int, p *plan,
 	}
 	var g guarded
 	var err error
-	labelled(v.sys, func() {
+	labelled(v.sys, func(context.Context) {
 		g, err = remeasure(*p, pair, func() (plan, error) { return calibrate(cfg, v, n, producers) })
 	})
 	if err != nil {
@@ -148,9 +148,9 @@ func guardedPair(cfg Config, res *Results, v variant, n, producers int, p *plan,
 }
 
 // labelled runs f with the profiler label system=s.Label() on its
-// goroutine, inherited by the goroutines it starts, so that a CPU profile
-// of a run (-cpuprofile) can be cut by system: go tool pprof
-// -tagfocus=system=....
-func labelled(s System, f func()) {
-	pprof.Do(context.Background(), pprof.Labels("system", s.Label()), func(context.Context) { f() })
+// goroutine (and in the context it is given), inherited by the goroutines
+// it starts, so that a CPU profile of a run (-cpuprofile) can be cut by
+// system: go tool pprof -tagfocus=system=....
+func labelled(s System, f func(context.Context)) {
+	pprof.Do(context.Background(), pprof.Labels("system", s.Label()), f)
 }

@@ -1,6 +1,8 @@
 package harness
 
 import (
+	"context"
+	"runtime/pprof"
 	"strings"
 	"testing"
 	"time"
@@ -130,5 +132,16 @@ func TestGuardedPairCalibratesAnewACaseNoPairAgreesWith(t *testing.T) {
 	}
 	if len(res.Warnings) == 0 || !strings.Contains(res.Warnings[0], "chan q100 N=2 P=1: its windows disagreed with its calibration") {
 		t.Errorf("warnings %q", res.Warnings)
+	}
+}
+
+// A measurement runs under the profiler label naming its system, so that
+// -cpuprofile can be cut by system.
+func TestAMeasurementCarriesItsSystemAsAProfilerLabel(t *testing.T) {
+	var got string
+	var ok bool
+	labelled(FanoutFilter, func(ctx context.Context) { got, ok = pprof.Label(ctx, "system") })
+	if !ok || got != FanoutFilter.Label() {
+		t.Errorf("label system = %q (set %v), want %q", got, ok, FanoutFilter.Label())
 	}
 }
