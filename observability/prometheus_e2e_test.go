@@ -216,6 +216,29 @@ func selector(labels model.LabelSet) string {
 	return "{" + strings.Join(ms, ",") + "}"
 }
 
+// The failure log of checkRules: a series is told by its first and last
+// samples and the values it went through, repeats collapsed.
+func TestSummaryGivesEachSeriesItsSpanAndValues(t *testing.T) {
+	at := func(s int64) model.Time { return model.TimeFromUnix(s) }
+	m := model.Matrix{{Metric: model.Metric{"__name__": "fanout_x", "instance": "a"},
+		Values: []model.SamplePair{{Timestamp: at(0), Value: 4}, {Timestamp: at(1), Value: 4}, {Timestamp: at(2), Value: 5}}}}
+	got := summary(m)
+	for _, want := range []string{"1 series", `instance="a"`, "3 samples", "values 4 → 5"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("summary = %q, lacks %q", got, want)
+		}
+	}
+}
+
+func TestSelectorMatchesEveryLabelInOrder(t *testing.T) {
+	if got, want := selector(model.LabelSet{"sink": "hook", "instance": "a:1"}), `{instance="a:1",sink="hook"}`; got != want {
+		t.Errorf("selector = %s, want %s", got, want)
+	}
+	if got := selector(nil); got != "{}" {
+		t.Errorf("selector(nil) = %s, want {}", got)
+	}
+}
+
 // ruleProblems returns what differs between prom's rules and want.
 func ruleProblems(t *testing.T, prom *promtest.Server, want []wantAlert) []string {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
