@@ -115,8 +115,18 @@ func deliveredPerSec(cases []Case, s System, n, producers int) float64 {
 }
 
 // throughputRatio is the ratio of a's to b's delivered/s with n watchers
-// and the given producers, or NaN if either was not measured.
+// and the given producers, or NaN if either was not measured. Against the
+// reference, k8s wait q100, it is a's [Case].RatioVsK8s where the run has
+// it: the median of the ratios of the two measured in the same repetition,
+// the figure the report and the README show beside a's, which a drift of
+// the machine's speed between repetitions moves less than the ratio of
+// the two medians.
 func throughputRatio(cases []Case, a, b System, n, producers int) float64 {
+	if b == Reference {
+		if c := findCase(cases, KindThroughput, a, n, producers, 0); c != nil && c.RatioVsK8s != nil {
+			return *c.RatioVsK8s
+		}
+	}
 	return deliveredPerSec(cases, a, n, producers) / deliveredPerSec(cases, b, n, producers)
 }
 

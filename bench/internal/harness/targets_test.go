@@ -319,3 +319,23 @@ func TestFilterTargetsWantFourFifthsWithRecvAndOneThroughResultChan(t *testing.T
 		}
 	}
 }
+
+// The targets against k8s judge the median of the ratios of the same
+// repetitions (RatioVsK8s, the figure shown beside fanout's), not the
+// ratio of the two medians, which a drift of the machine between
+// repetitions moves.
+func TestTargetsAgainstK8sJudgeThePairedRatio(t *testing.T) {
+	ch := Fanout(StrategyWait, APIChan)
+	paired := thr(ch, 100, 28e6)
+	paired.RatioVsK8s = ptr(3.1)
+	cases := []Case{paired, thr(Reference, 100, 10e6)}
+	got := targetNamed(t, EvaluateTargets(cases), "ResultChan N=100: fanout wait chan / k8s wait q100")
+	if got.Status != Pass || got.Measured != "3.1×" {
+		t.Errorf("with a paired ratio of 3.1× (2.8× of the medians): %s %s, want PASS 3.1×", got.Status, got.Measured)
+	}
+	paired.RatioVsK8s = nil
+	got = targetNamed(t, EvaluateTargets([]Case{paired, thr(Reference, 100, 10e6)}), "ResultChan N=100: fanout wait chan / k8s wait q100")
+	if got.Status != Fail || got.Measured != "2.8×" {
+		t.Errorf("without a paired ratio: %s %s, want FAIL 2.8× (the ratio of the medians)", got.Status, got.Measured)
+	}
+}
