@@ -112,9 +112,11 @@ bench-e2e: e2e-binaries
 	cd exporter && $(GO) run ./cmd/fanout-eventer-bench -lag 15000
 
 ## bench-readme: a full run like `make bench-full` that also redraws the README's chart, the tracked
-## bench/bench.svg. Deliberate: copy the report's figures into README.md and bench/README.md from the same run.
+## bench/bench.svg, and writes the README's tables from the same run, in Markdown, to bench/out/tables.md
+## (bench/cmd/fanout-tables). Deliberate: copy them into README.md from that file.
 bench-readme:
 	cd bench && $(GO) run ./cmd/fanout-bench -json out/bench.json -svg bench.svg $(BENCHFLAGS)
+	cd bench && $(GO) run ./cmd/fanout-tables out/bench.json > out/tables.md && echo "README tables written to bench/out/tables.md"
 
 ## histories: the long run of the root module's concurrent histories checked against their model with
 ## porcupine (history_test.go; `go test` checks 100 of them): the fuzz target FuzzHistories under -race for

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -365,4 +366,23 @@ func WriteJSON(w io.Writer, res *Results) error {
 		}
 	}
 	return nil
+}
+
+// ReadCases reads the JSON Lines [WriteJSON] writes back into cases, the
+// reruns among them. Lines of other kinds in the same file (the nats
+// group's) are kept as cases of their kind, which no table or target
+// reads.
+func ReadCases(r io.Reader) ([]Case, error) {
+	dec := json.NewDecoder(r)
+	var cases []Case
+	for {
+		var c Case
+		switch err := dec.Decode(&c); {
+		case errors.Is(err, io.EOF):
+			return cases, nil
+		case err != nil:
+			return cases, fmt.Errorf("case %d: %w", len(cases)+1, err)
+		}
+		cases = append(cases, c)
+	}
 }
