@@ -19,8 +19,10 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 ## test: everything CI runs (.ci/run): gofmt, go mod tidy, go vet, the e2e binaries, go test -race of every
 ## module including the end-to-end tests (-tags e2e) and the release test, the core's tests once more with
 ## its invariant checks (make invariants), then staticcheck.
-## staticcheck comes last so that a lint finding does not hide a test failure.
+## staticcheck comes last so that a lint finding does not hide a test failure. Each step prints its start
+## time (UTC) after "==", so that a slow run says where its time went.
 test: fmt-check tidy-check vet e2e-binaries race invariants staticcheck
+	@echo "== $$(date -u +%T) make test: done"
 
 ## quick: the edit-test loop: go test -race -short of every module, without the e2e tests and their binaries,
 ## the modules side by side (one job per core; each module's output is printed when it is done). -short skips
@@ -30,7 +32,7 @@ quick:
 	@$(MAKE) --no-print-directory -j$(JOBS) -Otarget $(addprefix quick-module/,$(MODULES))
 
 quick-module/%:
-	@echo "== test -race -short $*"; cd $* && $(GO) test -race -short -timeout 20m $(GOTESTFLAGS) ./...
+	@echo "== $$(date -u +%T) test -race -short $*"; cd $* && $(GO) test -race -short -timeout 20m $(GOTESTFLAGS) ./...
 
 ## check: the static checks of `make test`, without tests: gofmt, go mod tidy, go vet, staticcheck.
 check: fmt-check tidy-check vet staticcheck
@@ -47,33 +49,31 @@ check: fmt-check tidy-check vet staticcheck
 ## observability/internal/chromiumtest embed the same scripts); doing it first keeps them out of go test's
 ## timeout.
 e2e-binaries:
-	@bash k8s/apiservertest/binaries.sh >/dev/null
-	@bash exporter/internal/vlogstest/binary.sh >/dev/null
-	@bash exporter/internal/rsyslogtest/binary.sh >/dev/null
-	@bash exporter/internal/awstest/emulators.sh >/dev/null
-	@bash observability/internal/promtest/binary.sh >/dev/null
-	@bash observability/internal/chromiumtest/binary.sh >/dev/null
+	@set -e; for s in k8s/apiservertest/binaries.sh exporter/internal/vlogstest/binary.sh \
+		exporter/internal/rsyslogtest/binary.sh exporter/internal/awstest/emulators.sh \
+		observability/internal/promtest/binary.sh observability/internal/chromiumtest/binary.sh; do \
+		echo "== $$(date -u +%T) install $$s"; bash $$s >/dev/null; done
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 
 tidy-check:
-	@set -e; for m in $(MODULES); do echo "== tidy $$m"; (cd $$m && $(GO) mod tidy -diff); done
+	@set -e; for m in $(MODULES); do echo "== $$(date -u +%T) tidy $$m"; (cd $$m && $(GO) mod tidy -diff); done
 
 vet:
-	@set -e; for m in $(MODULES); do echo "== vet $$m"; (cd $$m && GOFLAGS="$(CHECK_GOFLAGS)" $(GO) vet -tags $(E2E_TAG) ./...); done
-	@echo "== vet -tags $(CHECK_TAG) ."; GOFLAGS="$(CHECK_GOFLAGS)" $(GO) vet -tags $(CHECK_TAG) .
+	@set -e; for m in $(MODULES); do echo "== $$(date -u +%T) vet $$m"; (cd $$m && GOFLAGS="$(CHECK_GOFLAGS)" $(GO) vet -tags $(E2E_TAG) ./...); done
+	@echo "== $$(date -u +%T) vet -tags $(CHECK_TAG) ."; GOFLAGS="$(CHECK_GOFLAGS)" $(GO) vet -tags $(CHECK_TAG) .
 
 ## staticcheck: every module, e2e files included; reports every module before failing.
 staticcheck:
-	@fail=0; for m in $(MODULES); do echo "== staticcheck $$m"; \
+	@fail=0; for m in $(MODULES); do echo "== $$(date -u +%T) staticcheck $$m"; \
 	(cd $$m && GOFLAGS="$(CHECK_GOFLAGS)" $(GO) run $(STATICCHECK) -tags $(E2E_TAG) ./...) || fail=1; done; \
-	echo "== staticcheck -tags $(CHECK_TAG) ."; GOFLAGS="$(CHECK_GOFLAGS)" $(GO) run $(STATICCHECK) -tags $(CHECK_TAG) . || fail=1; \
+	echo "== $$(date -u +%T) staticcheck -tags $(CHECK_TAG) ."; GOFLAGS="$(CHECK_GOFLAGS)" $(GO) run $(STATICCHECK) -tags $(CHECK_TAG) . || fail=1; \
 	exit $$fail
 
 race:
-	@set -e; for m in $(MODULES); do echo "== test -race -tags $(E2E_TAG) $$m"; \
+	@set -e; for m in $(MODULES); do echo "== $$(date -u +%T) test -race -tags $(E2E_TAG) $$m"; \
 	(cd $$m && $(GO) test -race -tags $(E2E_TAG) -count=1 -timeout 30m ./...); done
 
 ## invariants: the core's tests built with the fanoutcheck tag (DESIGN.md, section 9): the lock order and
@@ -83,9 +83,9 @@ race:
 ## on amd64 the fast path's release is then the plain store of head_release_amd64.s, which a -race build
 ## replaces with an atomic one. Seconds each.
 invariants:
-	@echo "== test -race -tags $(CHECK_TAG) ."; $(GO) test -race -tags $(CHECK_TAG) -count=1 -timeout 30m .
-	@echo "== test -tags $(CHECK_TAG) . (no race detector)"; $(GO) test -tags $(CHECK_TAG) -count=1 -timeout 30m .
-	@echo "== test . (no tag, no race detector: the build that ships)"; $(GO) test -count=1 -timeout 30m .
+	@echo "== $$(date -u +%T) test -race -tags $(CHECK_TAG) ."; $(GO) test -race -tags $(CHECK_TAG) -count=1 -timeout 30m .
+	@echo "== $$(date -u +%T) test -tags $(CHECK_TAG) . (no race detector)"; $(GO) test -tags $(CHECK_TAG) -count=1 -timeout 30m .
+	@echo "== $$(date -u +%T) test . (no tag, no race detector: the build that ships)"; $(GO) test -count=1 -timeout 30m .
 
 ## bench: the main command: the headline of the comparison harness bench/cmd/fanout-bench (-headline, about
 ## 3 minutes on 2 cores with warm caches): one producer at 1, 10, 100 and 1,000 watchers, fanout against k8s
