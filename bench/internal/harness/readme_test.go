@@ -87,3 +87,17 @@ func TestSig3KeepsThreeSignificantDigits(t *testing.T) {
 		t.Errorf("groupN(1e6) = %s", got)
 	}
 }
+
+// A full run's JSON holds the nats group's lines too: they are read as
+// cases of their kind, which no table shows.
+func TestReadCasesKeepsTheNATSGroupsLinesOutOfTheTables(t *testing.T) {
+	const natsLine = "{\"kind\":\"nats\",\"label\":\"fanout+nats N=10\",\"system\":\"fanout+nats\",\"api\":\"Subscriber → Broadcaster, Recv\",\"queue\":100,\"watchers\":30,\"subscribers\":3,\"watchers_per_subscriber\":10,\"producers\":1,\"reps\":5,\"published\":32808,\"delivered_per_sec\":7556451.875484346,\"published_per_sec\":251881.72918281157,\"spread_pct\":20.584675627726806,\"ratio_vs_nats\":8.381230336743975,\"ratio_vs_raw\":null,\"frame\":0,\"p50_latency_ns\":null,\"p99_latency_ns\":null,\"median_run_p99_latency_ns\":null,\"latency_samples\":null,\"acks\":null,\"network_msgs\":131232,\"network_msgs_per_value\":4,\"lost\":0,\"strategy\":\"\",\"stalled_watchers\":0,\"short_published\":0,\"batch\":0,\"topics\":0,\"history\":0,\"replay\":0,\"run\":0,\"ratio_vs_k8s_wait_q100\":null,\"ratio_vs_limit\":null,\"ratio_vs_fanout\":null,\"ratio_vs_by_hand\":null,\"ratio_vs_client_go\":null,\"ns_per_publish\":null,\"producer_ns_per_publish\":null,\"stall_ratio\":null,\"allocs_per_event\":null,\"drop_pct\":null,\"ns_per_replayed_value\":null,\"p999_latency_ns\":null,\"latency_rate\":0,\"cpu_ns_per_delivered\":null,\"out_of_order\":null,\"idle_bytes_per_watcher\":null,\"idle_cpu_ms_per_sec\":null,\"peak_goroutines\":null}\n"
+	cases, err := ReadCases(strings.NewReader(natsLine))
+	if err != nil || len(cases) != 1 || cases[0].Kind != "nats" {
+		t.Fatalf("ReadCases of a nats line: %v, %v", cases, err)
+	}
+	var md bytes.Buffer
+	if err := WriteReadmeTables(&md, cases); err != nil || strings.Contains(md.String(), "|") {
+		t.Errorf("a nats case reached a table (%v):\n%s", err, md.String())
+	}
+}
