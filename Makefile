@@ -2,15 +2,24 @@
 # them, so modules added later are included without editing this file.
 MODULES := $(patsubst %/go.mod,%,$(shell find . -name go.mod -not -path '*/testdata/*' -not -path './.git/*' | sort))
 GO ?= go
-STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # The build tag of the tests that need a real kube-apiserver and etcd
 # (k8s/apiservertest); only `make test` sets it.
 E2E_TAG := e2e
 # The build tag of the core's invariant checks and protocol tests (DESIGN.md).
 CHECK_TAG := fanoutcheck
-# The checks compile with -trimpath, as the release test's consumer builds do
-# (internal/release), so that those reuse the checks' compiled dependencies.
-CHECK_GOFLAGS := $(strip $(GOFLAGS) -trimpath)
+# go vet, the tests, staticcheck and the release test's consumer builds
+# (internal/release) all compile with the race detector and -trimpath, so
+# that every module's dependencies are compiled once, in one configuration,
+# and each step reuses what the one before it compiled: from empty caches,
+# a second configuration (the checks without the race detector) cost
+# make test about 10 minutes. -trimpath lets the consumer builds, which
+# have a module cache of their own, reuse them too.
+TEST_GOFLAGS := $(strip $(GOFLAGS) -trimpath)
+# staticcheck is installed once (without the race detector: it runs on
+# every module) into .tools, which git ignores; it loads the packages it
+# checks with TEST_GOFLAGS and -race, reusing the compiled dependencies.
+STATICCHECK_VERSION := v0.8.2
+STATICCHECK := $(CURDIR)/.tools/staticcheck-$(STATICCHECK_VERSION)/staticcheck
 # Modules `make quick` tests at once.
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
@@ -32,7 +41,7 @@ quick:
 	@$(MAKE) --no-print-directory -j$(JOBS) -Otarget $(addprefix quick-module/,$(MODULES))
 
 quick-module/%:
-	@echo "== $$(date -u +%T) test -race -short $*"; cd $* && $(GO) test -race -short -timeout 20m $(GOTESTFLAGS) ./...
+	@echo "== $$(date -u +%T) test -race -short $*"; cd $* && GOFLAGS="$(TEST_GOFLAGS)" $(GO) test -race -short -timeout 20m $(GOTESTFLAGS) ./...
 
 ## check: the static checks of `make test`, without tests: gofmt, go mod tidy, go vet, staticcheck.
 check: fmt-check tidy-check vet staticcheck
@@ -61,20 +70,27 @@ fmt-check:
 tidy-check:
 	@set -e; for m in $(MODULES); do echo "== $$(date -u +%T) tidy $$m"; (cd $$m && $(GO) mod tidy -diff); done
 
+## vet: every module as the tests build it (-race), e2e files included; then the core's fanoutcheck build
+## without the race detector, which also vets the files that build only without it (head_release_amd64.go).
 vet:
-	@set -e; for m in $(MODULES); do echo "== $$(date -u +%T) vet $$m"; (cd $$m && GOFLAGS="$(CHECK_GOFLAGS)" $(GO) vet -tags $(E2E_TAG) ./...); done
-	@echo "== $$(date -u +%T) vet -tags $(CHECK_TAG) ."; GOFLAGS="$(CHECK_GOFLAGS)" $(GO) vet -tags $(CHECK_TAG) .
+	@set -e; for m in $(MODULES); do echo "== $$(date -u +%T) vet -race $$m"; (cd $$m && GOFLAGS="$(TEST_GOFLAGS)" $(GO) vet -race -tags $(E2E_TAG) ./...); done
+	@echo "== $$(date -u +%T) vet -tags $(CHECK_TAG) ."; GOFLAGS="$(TEST_GOFLAGS)" $(GO) vet -tags $(CHECK_TAG) .
 
-## staticcheck: every module, e2e files included; reports every module before failing.
-staticcheck:
+## staticcheck: every module as the tests build it (-race), e2e files included, then the core's fanoutcheck
+## build without the race detector (as vet); reports every module before failing.
+staticcheck: $(STATICCHECK)
 	@fail=0; for m in $(MODULES); do echo "== $$(date -u +%T) staticcheck $$m"; \
-	(cd $$m && GOFLAGS="$(CHECK_GOFLAGS)" $(GO) run $(STATICCHECK) -tags $(E2E_TAG) ./...) || fail=1; done; \
-	echo "== $$(date -u +%T) staticcheck -tags $(CHECK_TAG) ."; GOFLAGS="$(CHECK_GOFLAGS)" $(GO) run $(STATICCHECK) -tags $(CHECK_TAG) . || fail=1; \
+	(cd $$m && GOFLAGS="$(TEST_GOFLAGS) -race" $(STATICCHECK) -tags $(E2E_TAG) ./...) || fail=1; done; \
+	echo "== $$(date -u +%T) staticcheck -tags $(CHECK_TAG) ."; GOFLAGS="$(TEST_GOFLAGS)" $(STATICCHECK) -tags $(CHECK_TAG) . || fail=1; \
 	exit $$fail
+
+$(STATICCHECK):
+	@echo "== $$(date -u +%T) install staticcheck $(STATICCHECK_VERSION)"
+	@GOBIN="$(dir $(STATICCHECK))" GOFLAGS="$(TEST_GOFLAGS)" $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
 race:
 	@set -e; for m in $(MODULES); do echo "== $$(date -u +%T) test -race -tags $(E2E_TAG) $$m"; \
-	(cd $$m && $(GO) test -race -tags $(E2E_TAG) -count=1 -timeout 30m ./...); done
+	(cd $$m && GOFLAGS="$(TEST_GOFLAGS)" $(GO) test -race -tags $(E2E_TAG) -count=1 -timeout 30m ./...); done
 
 ## invariants: the core's tests built with the fanoutcheck tag (DESIGN.md, section 9): the lock order and
 ## the engine's invariants checked at every release of the broadcaster's lock, and the deterministic
@@ -83,9 +99,9 @@ race:
 ## on amd64 the fast path's release is then the plain store of head_release_amd64.s, which a -race build
 ## replaces with an atomic one. Seconds each.
 invariants:
-	@echo "== $$(date -u +%T) test -race -tags $(CHECK_TAG) ."; $(GO) test -race -tags $(CHECK_TAG) -count=1 -timeout 30m .
-	@echo "== $$(date -u +%T) test -tags $(CHECK_TAG) . (no race detector)"; $(GO) test -tags $(CHECK_TAG) -count=1 -timeout 30m .
-	@echo "== $$(date -u +%T) test . (no tag, no race detector: the build that ships)"; $(GO) test -count=1 -timeout 30m .
+	@echo "== $$(date -u +%T) test -race -tags $(CHECK_TAG) ."; GOFLAGS="$(TEST_GOFLAGS)" $(GO) test -race -tags $(CHECK_TAG) -count=1 -timeout 30m .
+	@echo "== $$(date -u +%T) test -tags $(CHECK_TAG) . (no race detector)"; GOFLAGS="$(TEST_GOFLAGS)" $(GO) test -tags $(CHECK_TAG) -count=1 -timeout 30m .
+	@echo "== $$(date -u +%T) test . (no tag, no race detector: the build that ships)"; GOFLAGS="$(TEST_GOFLAGS)" $(GO) test -count=1 -timeout 30m .
 
 ## bench: the main command: the headline of the comparison harness bench/cmd/fanout-bench (-headline, about
 ## 3 minutes on 2 cores with warm caches): one producer at 1, 10, 100 and 1,000 watchers, fanout against k8s

@@ -120,6 +120,10 @@ func newConsumerEnv(t *testing.T, proxy string, mods []Module) *consumerEnv {
 	// shared cache's download directory (a proxy in its own right) before
 	// the network, and -trimpath keeps build-cache entries valid across
 	// module cache directories, so a second run compiles almost nothing.
+	// Built as this test is (raceFlag), the consumers reuse the packages
+	// make test compiled for the tests, with the race detector and
+	// -trimpath (see the Makefile): from empty caches, building every
+	// module's dependencies once more without it took minutes.
 	proxies := []string{"file://" + filepath.ToSlash(proxy),
 		"file://" + filepath.ToSlash(filepath.Join(goenv("GOMODCACHE"), "cache", "download"))}
 	if real := goenv("GOPROXY"); real != "" && real != "off" {
@@ -134,7 +138,7 @@ func newConsumerEnv(t *testing.T, proxy string, mods []Module) *consumerEnv {
 		return false
 	})
 	env = append(env,
-		"GOFLAGS=-mod=mod -modcacherw -trimpath",
+		"GOFLAGS=-mod=mod -modcacherw -trimpath"+raceFlag,
 		"GOPROXY="+strings.Join(proxies, ","),
 		"GOMODCACHE="+filepath.Join(t.TempDir(), "modcache"),
 		// The packaged modules are not in the checksum database.
