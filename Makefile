@@ -16,9 +16,10 @@ CHECK_TAG := fanoutcheck
 # lets the consumer builds, which have a module cache of their own, reuse
 # them too.
 TEST_GOFLAGS := $(strip $(GOFLAGS) -trimpath)
-# staticcheck is installed once (without the race detector: it runs on
-# every module) into .tools, which git ignores; it loads the packages it
-# checks with TEST_GOFLAGS and -race, reusing the compiled dependencies.
+# staticcheck is installed once into .tools, which git ignores, built
+# without the race detector (go run would build it with GOFLAGS, -race
+# included); it loads the packages it checks with TEST_GOFLAGS and -race,
+# reusing the compiled dependencies.
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(CURDIR)/.tools/staticcheck-$(STATICCHECK_VERSION)/staticcheck
 # Modules `make quick` tests at once.
