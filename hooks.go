@@ -41,6 +41,11 @@ const (
 	// readers off their queues, unlocked, and is about to ask their
 	// filters (sift).
 	hookSifting
+	// hookPublisherYielding: a publisher whose fast path another
+	// publisher closed (it held head's bit or b.mu, the turn, or waited
+	// for room) is about to yield its processor and try again
+	// (yieldFast). It holds nothing.
+	hookPublisherYielding
 	// hookReadLeaving: a Recv of a filtered reader is returning and about
 	// to count itself out of the goroutines reading it (leaveRead).
 	hookReadLeaving

@@ -419,6 +419,106 @@ func TestProtocolTurnIsHandedOnInOrder(t *testing.T) {
 	})
 }
 
+// countAt counts the goroutines that reach p until the test ends.
+func countAt(t *testing.T, p hookPoint) *atomic.Int32 {
+	var n atomic.Int32
+	t.Cleanup(setHook(p, func() { n.Add(1) }))
+	return &n
+}
+
+// A publisher whose fast path another publisher closed, waiting for room,
+// yields publishYields times, trying again after each, then goes on to the
+// slow path, where the two wait for room as concurrent publishers do
+// (whichever the room lets in first is accepted first).
+func TestProtocolPublisherBehindAWaitingPublisherYieldsThenQueues(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := New[int](WithQueueLength(1))
+		defer b.Shutdown()
+		r, _ := b.Watch()
+		require.NoError(t, b.Action(0))
+		first := async(func() error { return b.Action(1) })
+		require.True(t, pending(first))
+		yields := countAt(t, hookPublisherYielding)
+		second := async(func() error { return b.Action(2) })
+		require.True(t, pending(second))
+		assert.EqualValues(t, publishYields, yields.Load())
+		var got []int
+		for range 3 {
+			v, err := next(r)
+			require.NoError(t, err)
+			got = append(got, v)
+		}
+		assert.Equal(t, 0, got[0])
+		assert.ElementsMatch(t, []int{1, 2}, got[1:])
+		require.NoError(t, done(t, first, "the first publisher"))
+		require.NoError(t, done(t, second, "the second publisher"))
+	})
+}
+
+// A publisher that yielded to one waiting for room, and finds the fast path
+// open when it tries again, takes it: it accepts its value without the slow
+// path, after the other's.
+func TestProtocolYieldingPublisherTakesTheFastPathOnceTheOtherIsDone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := New[int](WithQueueLength(2))
+		defer b.Shutdown()
+		r, _ := b.Watch()
+		require.NoError(t, b.Action(0))
+		require.NoError(t, b.Action(1))
+		first := async(func() error { return b.Action(2) })
+		require.True(t, pending(first))
+		reached, resume := pauseAt(t, hookPublisherYielding)
+		second := async(func() error { return b.Action(3) })
+		<-reached
+		buf := make([]int, 2)
+		n, err := r.Recv(context.Background(), buf)
+		require.NoError(t, err)
+		assert.Equal(t, []int{0, 1}, buf[:n])
+		require.NoError(t, done(t, first, "the first publisher"))
+		slow := countAt(t, hookAccepted)
+		resume()
+		require.NoError(t, done(t, second, "the yielding publisher"))
+		assert.Zero(t, slow.Load(), "accepted on the slow path")
+		n, err = r.Recv(context.Background(), buf)
+		require.NoError(t, err)
+		assert.Equal(t, []int{2, 3}, buf[:n])
+	})
+}
+
+// A publisher never yields to what no publisher holds: alone before a full
+// reader, or behind a publisher blocked on a channel watcher (the channel
+// keeps the fast path closed after the other is done).
+func TestProtocolPublisherDoesNotYieldToAFullReaderOrAChannel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		yields := countAt(t, hookPublisherYielding)
+		b := New[int](WithQueueLength(1))
+		defer b.Shutdown()
+		r, _ := b.Watch()
+		require.NoError(t, b.Action(0))
+		alone := async(func() error { return b.Action(1) })
+		require.True(t, pending(alone))
+		_, err := next(r)
+		require.NoError(t, err)
+		require.NoError(t, done(t, alone, "the publisher"))
+
+		c := New[int](WithQueueLength(1))
+		defer c.Shutdown()
+		w, _ := c.Watch()
+		ch := w.ResultChan()
+		require.NoError(t, c.Action(0))
+		first := async(func() error { return c.Action(1) })
+		require.True(t, pending(first))
+		second := async(func() error { return c.Action(2) })
+		require.True(t, pending(second))
+		for want := range 3 {
+			assert.Equal(t, want, <-ch)
+		}
+		require.NoError(t, done(t, first, "the first publisher"))
+		require.NoError(t, done(t, second, "the second publisher"))
+		assert.Zero(t, yields.Load())
+	})
+}
+
 // W7: stopping the reader a publisher waits for releases it.
 func TestProtocolStopOfTheAwaitedReaderReleasesThePublisher(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

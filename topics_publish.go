@@ -75,7 +75,7 @@ func (t *Topics[K, T]) ready(b *Broadcaster[T]) bool {
 // Shutdown it returns [ErrStopped].
 func (t *Topics[K, T]) Publish(topic K, v T) error {
 	b := t.view.Load().topics[topic]
-	if b != nil && b.tryOne(v) {
+	if b != nil && (b.tryOne(v) || b.yieldOne(v)) {
 		return nil
 	}
 	return t.action(topic, b, nil, v)
@@ -300,7 +300,7 @@ func (p *TopicPublisher[K, T]) Topic() K { return p.topic }
 // Publish is [Topics.Publish] to its topic.
 func (p *TopicPublisher[K, T]) Publish(v T) error {
 	b := p.b.Load()
-	if b != nil && b.tryOne(v) {
+	if b != nil && (b.tryOne(v) || b.yieldOne(v)) {
 		return nil
 	}
 	return p.t.action(p.topic, b, p, v)
