@@ -357,12 +357,8 @@ func TestProtocolLastReaderToMakeRoomWakesThePublisher(t *testing.T) {
 // finds no sequence waited for and wakes nobody.
 func TestProtocolPublisherThatTakesTheWaitedSequenceWakesTheWaiter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := New[int](WithQueueLength(1))
+		b, r, first := publisherWaitingForRoom(t, 1)
 		defer b.Shutdown()
-		r, _ := b.Watch()
-		require.NoError(t, b.Action(0))
-		first := async(func() error { return b.Action(1) })
-		require.True(t, pending(first)) // waits for r, which is full
 		reached, resume := pauseAt(t, hookReaderMarked)
 		read := async(func() error { _, err := next(r); return err })
 		<-reached // r took 0 and has room, but has not looked at the waiters
@@ -419,6 +415,22 @@ func TestProtocolTurnIsHandedOnInOrder(t *testing.T) {
 	})
 }
 
+// publisherWaitingForRoom returns a broadcaster with queue length n, its
+// one reader, full with the values 0 to n-1, and the result channel of an
+// Action(n) that waits for that reader's room. Inside a bubble.
+func publisherWaitingForRoom(t *testing.T, n int) (*Broadcaster[int], *Watcher[int], <-chan error) {
+	t.Helper()
+	b := New[int](WithQueueLength(n))
+	r, err := b.Watch()
+	require.NoError(t, err)
+	for v := range n {
+		require.NoError(t, b.Action(v))
+	}
+	first := async(func() error { return b.Action(n) })
+	require.True(t, pending(first), "Action(%d) waits for the full reader", n)
+	return b, r, first
+}
+
 // countAt counts the goroutines that reach p until the test ends.
 func countAt(t *testing.T, p hookPoint) *atomic.Int32 {
 	var n atomic.Int32
@@ -432,12 +444,8 @@ func countAt(t *testing.T, p hookPoint) *atomic.Int32 {
 // (whichever the room lets in first is accepted first).
 func TestProtocolPublisherBehindAWaitingPublisherYieldsThenQueues(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := New[int](WithQueueLength(1))
+		b, r, first := publisherWaitingForRoom(t, 1)
 		defer b.Shutdown()
-		r, _ := b.Watch()
-		require.NoError(t, b.Action(0))
-		first := async(func() error { return b.Action(1) })
-		require.True(t, pending(first))
 		yields := countAt(t, hookPublisherYielding)
 		second := async(func() error { return b.Action(2) })
 		require.True(t, pending(second))
@@ -460,13 +468,8 @@ func TestProtocolPublisherBehindAWaitingPublisherYieldsThenQueues(t *testing.T) 
 // path, after the other's.
 func TestProtocolYieldingPublisherTakesTheFastPathOnceTheOtherIsDone(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := New[int](WithQueueLength(2))
+		b, r, first := publisherWaitingForRoom(t, 2)
 		defer b.Shutdown()
-		r, _ := b.Watch()
-		require.NoError(t, b.Action(0))
-		require.NoError(t, b.Action(1))
-		first := async(func() error { return b.Action(2) })
-		require.True(t, pending(first))
 		reached, resume := pauseAt(t, hookPublisherYielding)
 		second := async(func() error { return b.Action(3) })
 		<-reached

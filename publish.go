@@ -239,6 +239,16 @@ const publishYields = 3
 // waits for make room, and the publisher finish. It reports whether it
 // accepted vs, and the sequence number of the first. A yield is no wait:
 // nothing parks, so no wake-up is owed (DESIGN.md, section 3).
+//
+// Its first try repeats the fast path that just failed, at once: that
+// costs a publisher facing a channel watcher one more look at head per
+// value (within the noise: 0.94-0.99x), but tells why it failed, and
+// another fast path holds head's bit only for a few stores. Having tryOne
+// and the batch fast path report why they failed instead (looking at the
+// turn and the waiters while holding the bit), with or without a first
+// try before yielding, measured 0.76-0.82x with 4 producers on one topic
+// (interleaved runs of two binaries, 209-316 against 285-372 M
+// deliveries/s), so the fast paths stay as they are.
 func (b *Broadcaster[T]) yieldFast(vs []T) (uint64, bool) {
 	if b.err != nil {
 		return 0, false
