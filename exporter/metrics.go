@@ -46,7 +46,7 @@ var (
 	descRouteNo  = desc("route_unmatched_total", "Occurrences no match rule sent to any receiver.")
 	descCkWrites = desc("checkpoint_writes_total", "Checkpoints written.")
 	descCkFails  = desc("checkpoint_failures_total", "Checkpoint writes that failed.")
-	descCkLag    = desc("checkpoint_pending", "Changes (occurrences and deletions) not covered by the checkpoint yet.")
+	descCkLag    = desc("checkpoint_pending", "Changes (occurrences and deletions) no written checkpoint covers yet: what a restart would forward again.")
 	descCkLast   = desc("checkpoint_last_write_timestamp_seconds", "When the last checkpoint was written.")
 	descAbandon  = desc("sinks_abandoned_total", "Sinks abandoned at shutdown: their write did not return after the deadline.")
 	descLeader   = desc("leader", "1 while this replica runs the pipeline (always, without leader election).")

@@ -270,7 +270,7 @@ func (p *Pipeline) checkpointLoop() {
 }
 
 // saveCheckpoint commits what every sink has finished with and saves it if
-// it changed.
+// it changed or the last save failed.
 func (p *Pipeline) saveCheckpoint(ctx context.Context) {
 	p.tr.commit(p.watermark())
 	if !p.tr.takeChanged() {
@@ -284,6 +284,7 @@ func (p *Pipeline) saveCheckpoint(ctx context.Context) {
 		}
 	}
 	if p.store == nil {
+		p.tr.savedThrough(through) // the committed state is the checkpoint
 		return
 	}
 	ck := p.tr.snapshot()
@@ -295,9 +296,11 @@ func (p *Pipeline) saveCheckpoint(ctx context.Context) {
 	defer cancel()
 	if err := p.store.Save(ctx, ck); err != nil {
 		p.ckFailures.Add(1)
+		p.tr.saveFailed() // written at the next tick, even if nothing changes by then
 		p.log.Error("checkpoint not written", "err", err)
 		return
 	}
+	p.tr.savedThrough(ck.Seq)
 	p.ckWrites.Add(1)
 	p.ckLast.Store(ck.Written.UnixNano())
 }
@@ -425,7 +428,10 @@ type PipelineStats struct {
 	// those no match rule sent anywhere.
 	Changes, DroppedByRule, RoutedNowhere uint64
 	// CheckpointWrites and CheckpointFailures count checkpoint saves;
-	// CheckpointLag is the number of changes not checkpointed yet.
+	// CheckpointLag is the number of changes no written checkpoint
+	// covers yet: those a sink has not finished with, and those finished
+	// since the last checkpoint written (all of them while every write
+	// fails). A restart would forward them again.
 	CheckpointWrites, CheckpointFailures uint64
 	CheckpointLag                        int
 	// LastCheckpoint is when the last checkpoint was written (zero if

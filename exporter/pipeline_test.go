@@ -487,3 +487,59 @@ func TestLossyCheckpointPassesWhatIsOlderThanItsQueueAndBatch(t *testing.T) {
 		t.Errorf("checkpoint counts %v: want through b, older than the last 3 published (queue 2 and batch 1), and not c", ck.Counts)
 	}
 }
+
+// storeDown is a checkpoint store whose writes fail while down is set.
+type storeDown struct {
+	down  atomic.Bool
+	saved atomic.Pointer[Checkpoint]
+}
+
+func (s *storeDown) Load(context.Context) (*Checkpoint, error) { return s.saved.Load(), nil }
+
+func (s *storeDown) Save(_ context.Context, c *Checkpoint) error {
+	if s.down.Load() {
+		return errors.New("store down")
+	}
+	s.saved.Store(c)
+	return nil
+}
+
+// While checkpoint writes fail, every change stays pending — a restart
+// would forward it again — even those every sink has finished with; the
+// failed write is tried again at the next tick though nothing changed
+// since, and once one succeeds nothing is pending. The pending count read
+// zero after each failed write, and a failed write was not tried again
+// until a new change came.
+func TestCheckpointPendingCountsChangesUntilACheckpointIsWritten(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := &storeDown{}
+		store.down.Store(true)
+		c := testConfig(t, NewMemorySink(0, nil))
+		c.Checkpoint.Interval = Duration(time.Hour)
+		p, err := NewPipeline(c, PipelineOptions{Store: store})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = p.Shutdown(context.Background()) }()
+		for _, uid := range []string{"a", "b", "c"} {
+			if err := p.Occurred(t.Context(), occ(uid, 1, "ns")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p.Deleted("a", "")
+		synctest.Wait() // the sink has written a, b and c
+		p.saveCheckpoint(t.Context())
+		if st := p.PipelineStats(); st.CheckpointLag != 4 || st.CheckpointFailures != 1 {
+			t.Fatalf("after a failed write: %d pending, %d failures; want 4 and 1", st.CheckpointLag, st.CheckpointFailures)
+		}
+		store.down.Store(false)
+		p.saveCheckpoint(t.Context())
+		st := p.PipelineStats()
+		if st.CheckpointLag != 0 || st.CheckpointWrites != 1 {
+			t.Errorf("after the store came back: %d pending, %d written; want 0 and 1", st.CheckpointLag, st.CheckpointWrites)
+		}
+		if ck := store.saved.Load(); ck == nil || ck.Counts["b"] != 1 || ck.Counts["c"] != 1 || len(ck.Counts) != 2 {
+			t.Errorf("checkpoint written %+v: want b and c, not the deleted a", ck)
+		}
+	})
+}

@@ -28,6 +28,7 @@ type tracker struct {
 	rv        string
 	seq       uint64 // last Seq given out
 	through   uint64 // last Seq committed
+	saved     uint64 // last Seq a written checkpoint covers
 	changed   bool   // committed changed since takeChanged
 }
 
@@ -107,9 +108,28 @@ func (t *tracker) committedThrough() uint64 {
 	return t.through
 }
 
-// lag returns the number of changes not committed yet.
+// savedThrough records that a checkpoint covering the changes through
+// seq was written.
+func (t *tracker) savedThrough(seq uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.saved = max(t.saved, seq)
+}
+
+// saveFailed records that writing the committed state failed, so that
+// the next takeChanged reports it again even if nothing more is
+// committed by then.
+func (t *tracker) saveFailed() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.changed = true
+}
+
+// lag returns the number of changes no written checkpoint covers: those
+// not committed yet, and those committed since the last checkpoint
+// written (all of them while every write fails).
 func (t *tracker) lag() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return len(t.pending) - t.off
+	return int(t.seq - t.saved)
 }
