@@ -234,6 +234,13 @@ func grants(objs []runtime.Object, ns, name string) []grant {
 
 func TestManifestsApplyAndTheExporterRunsWithExactlyTheirRBAC(t *testing.T) {
 	cfg, client := cluster(t)
+	if _, err := client.CoreV1().Namespaces().Get(t.Context(), "fanout-eventer", metav1.GetOptions{}); err == nil {
+		// The manifests' namespace and cluster roles are applied as
+		// shipped, and namespaces are never gone (no namespace
+		// controller runs): the process ran this test before.
+		t.Fatal("namespace fanout-eventer exists already: the shipped manifests apply once per API server; " +
+			"repeat this test in a new process (a loop of go test -count 1), not with -count")
+	}
 	objs := manifests(t)
 	if err := apply(t.Context(), client, objs); err != nil {
 		t.Fatalf("applying exporter/deploy: %v", err)

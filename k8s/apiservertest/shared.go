@@ -11,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 )
@@ -70,13 +71,31 @@ func RunTests(m *testing.M, opts ...goleak.Option) int {
 	return code
 }
 
-// Namespace creates the namespace name with client for one test, failing t
-// if it cannot, and returns name.
+// Namespace creates a namespace for one test with client and returns its
+// name: name, or, if a namespace of that name exists already, name-2,
+// name-3 and so on — a test run again in the same process (go test
+// -count 2) shares the API server with its earlier run, whose namespaces
+// are never gone (no namespace controller runs to finish deleting them).
+// It fails t if it cannot create one.
 func Namespace(t testing.TB, client kubernetes.Interface, name string) string {
 	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if _, err := client.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+	for i := 1; i <= maxNamespaceTries; i++ {
+		try := name
+		if i > 1 {
+			try = fmt.Sprintf("%s-%d", name, i)
+		}
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: try}}
+		_, err := client.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{})
+		switch {
+		case err == nil:
+			return try
+		case !apierrors.IsAlreadyExists(err):
+			t.Fatal(err)
+		}
 	}
-	return name
+	t.Fatalf("namespaces %s to %s-%d exist already", name, name, maxNamespaceTries)
+	return ""
 }
+
+// maxNamespaceTries bounds the names [Namespace] tries.
+const maxNamespaceTries = 100
