@@ -130,6 +130,8 @@ func TestShutdownDefaultTimeout(t *testing.T) {
 }
 
 // Shutdown gives each queued event one more attempt, without retries.
+// One writer, so that good waits in the queue behind bad's retry: with
+// more, good was written beside bad's first attempt, in either order.
 func TestShutdownLastAttempt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		sink := newRecordingSink()
@@ -139,10 +141,10 @@ func TestShutdownLastAttempt(t *testing.T) {
 			}
 			return nil
 		}
-		b, r := startQuiet(t, sink)
+		b, r := startQuiet(t, sink, WithWriters(1))
 		r.Eventf(pod("bad", "ns"), nil, corev1.EventTypeNormal, "R", "A", "n")
 		r.Eventf(pod("good", "ns"), nil, corev1.EventTypeNormal, "R", "A", "n")
-		synctest.Wait() // bad failed once and sleeps before its retry
+		synctest.Wait() // bad failed once and sleeps before its retry; good is queued
 		require.NoError(t, b.ShutdownContext(context.Background()))
 		ops := sink.ops()
 		require.Len(t, ops, 2)

@@ -1,10 +1,12 @@
 package events
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -58,11 +60,19 @@ type summary struct {
 	RV    string
 }
 
+// summarize returns the sink's writes in the order a test can expect:
+// by time, and at one instant by series name. The sink's writers write
+// different series side by side, so two writes made at the same
+// (synctest) instant land in either order; the writes of one series keep
+// theirs (the sort is stable).
 func summarize(ops []op) []summary {
 	out := make([]summary, len(ops))
 	for i, o := range ops {
 		out[i] = summary{o.At, o.Verb, o.Name, o.Count, o.Observed, o.RV}
 	}
+	slices.SortStableFunc(out, func(a, b summary) int {
+		return cmp.Or(cmp.Compare(a.At, b.At), strings.Compare(a.Name, b.Name))
+	})
 	return out
 }
 
