@@ -371,7 +371,11 @@ func (w *Watcher[T]) decide(st FullState) (d Decision, err error) {
 			d, err = Decision{Verdict: verdictPanic}, guard.PanicError(p)
 		}
 	}()
-	return w.behavior.OnFull(st), nil
+	d = w.behavior.OnFull(st)
+	if d.Verdict > VerdictEvict {
+		d.Verdict = VerdictDropFull // any other value; verdictPanic is ours
+	}
+	return d, nil
 }
 
 // fullState describes the watcher to its behaviour. Caller holds b.mu.
