@@ -102,7 +102,11 @@ type Broadcaster[T any] struct {
 	nextID  uint64
 	gen     uint64 // publish attempts of one value, to tag decisions
 	refused uint64
-	dropped uint64 // drops of the watchers no longer registered
+	dropped uint64 // drops of the watchers no longer registered, at their close
+	// lateDropped counts the drops of closed watchers after their close
+	// (see Watcher.count): a filter that panics as what stays queued is
+	// drained. Stats adds it to dropped.
+	lateDropped atomicU64
 	// filterChans are the channel watchers with a filter: a publisher asks
 	// their filters about every value (no lock held) before the channel
 	// pass.
@@ -291,7 +295,7 @@ func (b *Broadcaster[T]) Stats() Stats {
 	b.mu.Lock()
 	h := b.head.Load()
 	// Every accepted value took the next sequence number: head counts them.
-	s := Stats{Accepted: h, Refused: b.refused, Dropped: b.dropped, Watchers: len(b.readers) + len(b.chans)}
+	s := Stats{Accepted: h, Refused: b.refused, Dropped: b.dropped + b.lateDropped.Load(), Watchers: len(b.readers) + len(b.chans)}
 	for _, w := range b.readers {
 		if w.lazy {
 			w.mu.Lock()

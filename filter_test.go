@@ -116,6 +116,47 @@ func TestFilterThatPanicsDropsThatValueOnly(t *testing.T) {
 	}
 }
 
+// A filter that panics while a closed watcher's queue is drained (by Recv,
+// or by the first ResultChan, after Stop or Shutdown) costs that value, and
+// the broadcaster's Dropped counts it as the watcher's does: Dropped counts
+// the drops of watchers that are no longer registered too.
+func TestFilterThatPanicsAfterTheCloseCountsInTheBroadcastersDropped(t *testing.T) {
+	for _, close := range []string{"Stop", "Shutdown"} {
+		for _, r := range []string{"chan", "pull", "ResultChan after the close"} {
+			t.Run(close+"/"+r, func(t *testing.T) {
+				b := fanout.New[int]()
+				w, err := b.Watch(fanout.WithFilter(func(v int) bool {
+					if v == 3 {
+						panic("three")
+					}
+					return true
+				}))
+				require.NoError(t, err)
+				if r == "chan" {
+					w.ResultChan()
+				}
+				publish(t, b, 1, 2, 3, 4)
+				if close == "Stop" {
+					w.Stop()
+				} else {
+					b.Shutdown()
+				}
+				var got []int
+				if r == "pull" {
+					got = fanouttest.Drain(w)
+				} else {
+					got, _ = fanouttest.DrainChan(w.ResultChan())
+				}
+				assert.Equal(t, []int{1, 2, 4}, got)
+				assert.Equal(t, uint64(1), w.Stats().DroppedPanic)
+				assert.Equal(t, uint64(1), b.Stats().Dropped, "the broadcaster's total")
+				assert.Equal(t, uint64(1), b.Stats().Panics)
+				b.Shutdown()
+			})
+		}
+	}
+}
+
 // Panics among kept and rejected values: each value is counted once, as
 // delivered, filtered or dropped, whatever the order of the three.
 func TestFilterThatPanicsOftenCountsEveryValueOnce(t *testing.T) {

@@ -299,11 +299,12 @@ func (b *Broadcaster[T]) closeQueue(w *Watcher[T], reason error, log *dropLog) b
 	if w.err != nil {
 		return false
 	}
-	w.err = reason
 	if reason == ErrEvicted && w.x != nil && w.x.evicted != nil {
 		w.x.evicted.Store(true)
 	}
 	if w.mode == modeChan {
+		w.err = reason
+		b.dropped += w.totalDrops() // the drops from now on are late (see count)
 		w.closeChan()
 		w.signal()
 		return true
@@ -312,6 +313,8 @@ func (b *Broadcaster[T]) closeQueue(w *Watcher[T], reason error, log *dropLog) b
 	if n, r := w.settle(h); n > 0 {
 		w.count(r, n, log, nil)
 	}
+	w.err = reason
+	b.dropped += w.totalDrops()  // as above
 	w.evacuate(h, b.ring.Load()) // the ring will be reused
 	w.end = h
 	w.publishMarks()
@@ -332,7 +335,6 @@ func (b *Broadcaster[T]) unlist(w *Watcher[T], reason error) {
 		// until they have read what stays queued (see Taken).
 		b.holders = deleteWatcher(b.holders, w)
 	}
-	b.dropped += w.totalDrops() // its last drops were counted by closeQueue
 	if w.mode == modeChan {
 		if i := slices.IndexFunc(b.chans, func(s chanSlot[T]) bool { return s.w == w }); i >= 0 {
 			w.cs.in += b.chans[i].sent
@@ -414,7 +416,7 @@ func (b *Broadcaster[T]) Shutdown() {
 		if n, r := w.settle(h); n > 0 {
 			w.count(r, n, &log, nil)
 		}
-		b.dropped += w.totalDrops()
+		b.dropped += w.totalDrops() // in the hold that closes it (see count)
 		w.end, w.err = h, ErrStopped
 		w.setInFull(false)
 		w.publishMarks()

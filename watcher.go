@@ -264,9 +264,16 @@ func (w *Watcher[T]) closeErr() error {
 }
 
 // count records n missed values for reason r and notes them for the drop
-// handler.
+// handler. A closed watcher's drops until its close are in its
+// broadcaster's total (b.dropped, added in the hold of w.mu that set
+// w.err); those it makes later, a filter panicking as its queue is
+// drained, go to b.lateDropped too. Caller holds w.mu or b.mu (w.err is
+// set under both).
 func (w *Watcher[T]) count(r DropReason, n uint64, log *dropLog, err error) {
 	w.drops[r].Add(n)
+	if w.err != nil {
+		w.b.lateDropped.Add(n)
+	}
 	if w.onDrop != nil {
 		log.add(w.onDrop, Drop{WatcherID: w.id, WatcherName: w.nameOf(), Reason: r, Err: err}, n)
 	}
