@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"slices"
 
 	"github.com/fanout-go/fanout/internal/guard"
 	"github.com/fanout-go/fanout/internal/ring"
@@ -111,6 +112,7 @@ func (k *keepRun[T]) run(vals []T, meta []uint64) {
 type rawRead struct {
 	meta     [privChunk]uint64
 	fromPriv int
+	from     uint64 // the sequence number of the first value taken
 }
 
 // privChunk bounds the values of priv a filtered reader's read takes.
@@ -146,7 +148,7 @@ func (w *Watcher[T]) tryRecvKept(ctx context.Context, buf []T) (int, chan struct
 			return 0, wake, h, err
 		}
 		k, rejected, panics := w.keepRaw(part[:n], rr.meta[:rr.fromPriv])
-		w.counted(uint64(n), uint64(k), rejected, panics)
+		w.counted(rr.from, uint64(n), uint64(k), rejected, panics)
 		if k > 0 {
 			return k, nil, h, nil
 		}
@@ -187,12 +189,40 @@ func (w *Watcher[T]) setInFull(in bool) {
 	}
 }
 
-// counted moves n values taken off the queue by tryRecvKept from its
-// filtering count to what became of them.
-func (w *Watcher[T]) counted(n, kept, rejected uint64, panics []error) {
+// firstQueued returns the sequence number of the first value queued for
+// the ring reader w, the first that take would take: priv's, else the
+// first closed range's, else the window's. Caller holds w.mu.
+func (w *Watcher[T]) firstQueued() uint64 {
+	if w.x != nil {
+		if m, ok := w.x.meta.Front(); ok {
+			return m &^ rawBit
+		}
+	}
+	if len(w.segs) > 0 {
+		return w.segs[0].a
+	}
+	return w.o
+}
+
+// startReading counts the n values, from the sequence number from on,
+// that a filtered reader's read took into rr and is about to filter: until
+// counted, Taken stays below them (see keptFloor). Caller holds w.mu.
+func (w *Watcher[T]) startReading(rr *rawRead, n, from uint64) {
+	w.x.reading += n
+	w.x.readingFrom = append(w.x.readingFrom, from)
+	rr.from = from
+}
+
+// counted moves n values taken off the queue by tryRecvKept, from the
+// sequence number from on, from its filtering count to what became of
+// them.
+func (w *Watcher[T]) counted(from, n, kept, rejected uint64, panics []error) {
 	var log dropLog
 	w.mu.Lock()
 	w.x.reading -= n
+	if i := slices.Index(w.x.readingFrom, from); i >= 0 {
+		w.x.readingFrom = slices.Delete(w.x.readingFrom, i, i+1)
+	}
 	w.taken += kept
 	w.x.filtered.Add(rejected)
 	for _, err := range panics {
@@ -418,12 +448,16 @@ func (p *pub[T]) applyFiltered(w *Watcher[T], v T, s uint64) bool {
 	return false
 }
 
-// keptFloor lowers f, a filtered reader's progress on the ring, to the
-// sequence number of the oldest value of priv or of a sift (see progress).
-// Caller holds b.mu, not w.mu.
+// keptFloor lowers f, a filtered reader's progress, to the sequence number
+// of the oldest value of priv, of a sift, or of a read that is filtering
+// what it took (see progress): a value is taken once Recv returned it, or
+// the filter rejected it. Caller holds b.mu, not w.mu.
 func (w *Watcher[T]) keptFloor(f uint64) uint64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	for _, s := range w.x.readingFrom {
+		f = min(f, s)
+	}
 	if m, ok := w.x.meta.Front(); ok {
 		f = min(f, m&^rawBit)
 	}

@@ -77,18 +77,11 @@ func (w *Watcher[T]) takenFloor(h uint64) uint64 {
 // to a channel before it was accepted. Caller holds b.mu.
 func (w *Watcher[T]) progress(h uint64) uint64 {
 	if w.mode == modeChan {
-		n := uint64(len(w.cs.ch))
-		switch {
-		case n == 0:
-			return h
-		case w.cs.seqs != nil:
-			// A filter leaves gaps: the channel's values are not the
-			// last n sequences.
-			return min(h, max(w.regSeq, w.cs.seqs.unreceived(n)))
+		f := w.chanProgress(h)
+		if w.filtering() {
+			f = w.keptFloor(f) // a read of the ring may still be filtering
 		}
-		// Values enter the channel in order, every one of them for a
-		// lossless watcher: what is still in it is the newest.
-		return max(w.regSeq, h-min(h, n))
+		return f
 	}
 	// pin is the first ring value the reader still holds: nothing is
 	// skipped or moved off the ring for a lossless reader that is open,
@@ -98,6 +91,23 @@ func (w *Watcher[T]) progress(h uint64) uint64 {
 		f = w.keptFloor(f)
 	}
 	return min(h, max(w.regSeq, f))
+}
+
+// chanProgress is progress for a watcher moved to a channel. Caller holds
+// b.mu.
+func (w *Watcher[T]) chanProgress(h uint64) uint64 {
+	n := uint64(len(w.cs.ch))
+	switch {
+	case n == 0:
+		return h
+	case w.cs.seqs != nil:
+		// A filter leaves gaps: the channel's values are not the
+		// last n sequences.
+		return min(h, max(w.regSeq, w.cs.seqs.unreceived(n)))
+	}
+	// Values enter the channel in order, every one of them for a
+	// lossless watcher: what is still in it is the newest.
+	return max(w.regSeq, h-min(h, n))
 }
 
 // Commit tells the broadcaster that the consumer is done with every value

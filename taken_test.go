@@ -254,3 +254,49 @@ func TestTakenNeverPassesACommittedValue(t *testing.T) {
 	wg.Wait()
 	assert.Equal(t, uint64(values), b.Taken())
 }
+
+// A filtered reader's Recv takes raw values off its queue and asks the
+// filter about them with no lock held: until it has, the values are
+// neither returned nor rejected, so Taken (and a Commit made meanwhile
+// from another goroutine) stays below them, also if the watcher moves to
+// a channel while the filter runs.
+func TestTakenWaitsForTheValuesAFilteredReadIsStillFiltering(t *testing.T) {
+	for _, during := range []string{"Taken", "Commit", "ResultChan"} {
+		t.Run(during, func(t *testing.T) {
+			b := fanout.New[int](fanout.WithQueueLength(8))
+			entered, release := make(chan struct{}), make(chan struct{})
+			var once sync.Once
+			opts := []fanout.Option{fanout.WithFilter(func(int) bool {
+				once.Do(func() { close(entered); <-release })
+				return true
+			})}
+			if during == "Commit" {
+				opts = append(opts, fanout.WithCommit())
+			}
+			w, err := b.Watch(opts...)
+			require.NoError(t, err)
+			publish(t, b, 0, 1, 2)
+			got := make(chan []int, 1)
+			go func() {
+				buf := make([]int, 8)
+				n, _ := w.Recv(context.Background(), buf)
+				got <- buf[:n]
+			}()
+			<-entered // the read took 0, 1 and 2 and asks the filter about 0
+			switch during {
+			case "Commit":
+				w.Commit()
+			case "ResultChan":
+				w.ResultChan()
+			}
+			assert.Zero(t, b.Taken(), "while the filter is asked about the values")
+			close(release)
+			assert.Equal(t, []int{0, 1, 2}, <-got)
+			if during == "Commit" {
+				w.Commit()
+			}
+			assert.EqualValues(t, 3, b.Taken(), "once Recv returned them")
+			b.Shutdown()
+		})
+	}
+}

@@ -84,16 +84,20 @@ type watcherExtra[T any] struct {
 	// rejected. A filtered ring reader (sift.go) keeps, guarded by mu, the
 	// sequence number of each value of priv in meta (rawBit set while
 	// the filter has not seen it), and in reading the values its readers
-	// took and are filtering. sift and siftMeta are the raw values a
+	// took and are filtering, and in readingFrom the sequence number of
+	// the first of each batch being filtered (for Taken: see keptFloor).
+	// sift and siftMeta are the raw values a
 	// publisher sifts, from siftFrom (see sift): their slice headers
 	// change under b.mu and mu.
 	keep     func(T) bool
 	filtered atomicU64
 	meta     fifo.FIFO[uint64]
 	reading  uint64
-	sift     []T
-	siftMeta []uint64
-	siftFrom uint64
+	// readingFrom has an entry per read in flight, a few at most.
+	readingFrom []uint64
+	sift        []T
+	siftMeta    []uint64
+	siftFrom    uint64
 	// active counts the goroutines reading a filtered reader: a
 	// lossless one that a goroutine reads makes room by itself, and a
 	// publisher waits for it rather than sift it. perValue is inFull,
