@@ -11,7 +11,9 @@ import "context"
 // is closed ([Topics.Shutdown], an eviction) and every value has gone
 // through it; [TopicsWatcher.Stop] ends the goroutine at once, and the
 // channel closes after the values already in it: the rest, the one it held
-// included, stay readable with Recv. Read the channel until it closes, or
+// included, stay readable with Recv (which, called after Stop, first waits
+// for the goroutine to have returned them: at once, unless it is in a
+// filter or a behaviour of yours). Read the channel until it closes, or
 // call Stop: a channel nobody reads keeps the goroutine waiting.
 //
 // Recv, Next and All still work: each value goes to one reader, the
@@ -20,26 +22,29 @@ func (g *TopicsWatcher[K, T]) ResultChan() <-chan Message[K, T] {
 	g.chOnce.Do(func() {
 		ch := make(chan Message[K, T], g.qlen)
 		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
 		g.mu.Lock()
-		g.ch, g.quit = ch, cancel
+		g.ch, g.quit, g.pumped = ch, cancel, done
 		quitted := g.quitted
 		g.mu.Unlock()
 		if quitted {
 			cancel()
 		}
-		go g.pump(ctx, ch)
+		go g.pump(ctx, ch, done)
 	})
 	return g.ch
 }
 
 // pump moves values into ch until the watcher is closed and drained, or
 // ctx ends (Stop). It takes no more values than ch has room for, but one
-// when ch is full, so that it holds at most one value while it waits.
-func (g *TopicsWatcher[K, T]) pump(ctx context.Context, ch chan Message[K, T]) {
+// when ch is full, so that it holds at most one value while it waits. It
+// closes done when it returns, having left what it held to Recv.
+func (g *TopicsWatcher[K, T]) pump(ctx context.Context, ch chan Message[K, T], done chan struct{}) {
+	defer close(done)
 	defer close(ch)
 	buf := make([]Message[K, T], cap(ch))
 	for ctx.Err() == nil {
-		n, _ := g.Recv(ctx, buf[:max(1, cap(ch)-len(ch))])
+		n, _ := g.recv(ctx, buf[:max(1, cap(ch)-len(ch))])
 		if n == 0 || !g.send(ctx, ch, buf[:n]) {
 			return // closed and drained, or stopped
 		}
@@ -64,6 +69,39 @@ func (g *TopicsWatcher[K, T]) send(ctx context.Context, ch chan Message[K, T], m
 		return false
 	}
 	return true
+}
+
+// pumpEnding returns, while the goroutine of ResultChan that Stop ended
+// may still hold values it took (it leaves them to Recv as it returns),
+// the channel closed when it has returned; nil otherwise. Recv waits for
+// it, so that a read after Stop finds those values, in their order.
+func (g *TopicsWatcher[K, T]) pumpEnding() chan struct{} {
+	g.mu.Lock()
+	done, quitted := g.pumped, g.quitted
+	g.mu.Unlock()
+	if !quitted || done == nil {
+		return nil
+	}
+	select {
+	case <-done:
+		return nil
+	default:
+		return done
+	}
+}
+
+// awaitPump waits until pumpEnding has nothing to wait for, or ctx ends.
+func (g *TopicsWatcher[K, T]) awaitPump(ctx context.Context) error {
+	done := g.pumpEnding()
+	if done == nil {
+		return nil
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // takeHeld moves the values ResultChan's goroutine left to Recv into buf.

@@ -34,10 +34,12 @@ type TopicsWatcher[K comparable, T any] struct {
 	// ResultChan's channel, and what ends the goroutine that fills it;
 	// held are the values that goroutine had taken and not sent when
 	// Stop ended it, which Recv returns first.
+	// pumped is closed when that goroutine has ended.
 	chOnce sync.Once
 	ch     chan Message[K, T]
 	quit   context.CancelFunc
 	held   []Message[K, T]
+	pumped chan struct{}
 
 	readMu sync.Mutex // serialises reads; guards what follows
 	next   int        // the watcher read first next time, for fairness
@@ -108,6 +110,16 @@ func (g *TopicsWatcher[K, T]) Recv(ctx context.Context, buf []Message[K, T]) (in
 	if ctx == nil {
 		return 0, errNilContext
 	}
+	if err := g.awaitPump(ctx); err != nil {
+		return 0, err
+	}
+	return g.recv(ctx, buf)
+}
+
+// recv is Recv once ctx is checked and the goroutine of ResultChan, if
+// Stop ended it, has left what it held to Recv; that goroutine reads with
+// recv.
+func (g *TopicsWatcher[K, T]) recv(ctx context.Context, buf []Message[K, T]) (int, error) {
 	g.readMu.Lock()
 	defer g.readMu.Unlock()
 	if n := g.takeHeld(buf); n > 0 {
@@ -348,7 +360,7 @@ func (g *TopicsWatcher[K, T]) drained() bool {
 	g.mu.Lock()
 	held := len(g.held)
 	g.mu.Unlock()
-	if held > 0 {
+	if held > 0 || g.pumpEnding() != nil {
 		return false
 	}
 	for _, s := range g.snapshot() {
