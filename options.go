@@ -85,7 +85,18 @@ type config struct {
 	// newOnly names the option of New's that was applied, if any: an
 	// error for a watcher.
 	newOnly string
+	// extra: the watcher gets its watcherExtra when it is made (see
+	// withExtra).
+	extra bool
 }
+
+// withExtra is the internal option with which Topics registers its
+// watchers: they get their watcherExtra before they are shared, so that
+// Topics can set its fields (onStop, evicted) after Watch returns without
+// writing w.x, which publishers read.
+type withExtra struct{}
+
+func (withExtra) applyOption(c *config) { c.extra = true }
 
 func defaultConfig() config {
 	return config{queueLen: DefaultQueueLength, behavior: WaitIfChannelFull}

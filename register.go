@@ -80,7 +80,7 @@ func (b *Broadcaster[T]) newWatcher(cfg config, keep func(T) bool, h uint64, npr
 	b.nwatch.Add(1) // every path of watch registers the watcher
 	w := &Watcher[T]{b: b, id: b.nextID, q: cfg.queueLen, kind: kindOf(cfg.behavior), behavior: cfg.behavior,
 		onDrop: cfg.onDrop, end: math.MaxUint64}
-	if cfg.name != "" || cfg.commit || keep != nil {
+	if cfg.name != "" || cfg.commit || keep != nil || cfg.extra {
 		w.x = &watcherExtra[T]{name: cfg.name, commit: cfg.commit, keep: keep}
 		w.keeps = keep != nil
 		w.x.committed.Store(h)

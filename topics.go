@@ -140,12 +140,12 @@ func (t *Topics[K, T]) Watch(topic K, opts ...Option) (*Watcher[T], error) {
 	if err != nil {
 		return nil, err
 	}
-	w, err := b.Watch(opts...)
+	w, err := b.Watch(append(opts[:len(opts):len(opts)], withExtra{})...)
 	if err != nil {
 		t.retireLocked(topic, b)
 		return nil, err
 	}
-	w.extra().onStop = func() { t.retire(topic, b) }
+	w.x.onStop = func() { t.retire(topic, b) } // not yet shared with a Stop
 	return w, nil
 }
 

@@ -2,6 +2,7 @@ package fanout_test
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -447,4 +448,48 @@ func TestTopicsWatcherOfNoTopicParkedInRecvWakesOnShutdown(t *testing.T) {
 		assert.ErrorIs(t, <-errs, fanout.ErrStopped)
 		assert.ErrorIs(t, <-errs, fanout.ErrStopped)
 	})
+}
+
+// Watch and WatchTopics register a watcher of a topic that publishers are
+// publishing to: they finish setting it up before any publisher can see
+// it, so the race detector (make test runs it) finds nothing, with
+// watchers whose publishers look at them in two ways: hand-off channel
+// watchers (the channel pass) and full ones with a behaviour of the
+// user's (its FullState names the watcher).
+func TestTopicsWatchIsSafeBesidePublishers(t *testing.T) {
+	tp := fanout.NewTopics[string, int]()
+	defer tp.Shutdown()
+	first, err := tp.Watch("a", fanout.WithFullChannelBehavior(fanout.DropIfChannelFull))
+	require.NoError(t, err) // the topic exists as the publisher starts
+	defer first.Stop()
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				_, _ = tp.PublishOrDrop("a", 1)
+			}
+		}
+	}()
+	publishedPast := func(n uint64) {
+		for tp.Stats().Published < n {
+			runtime.Gosched()
+		}
+	}
+	for i := range 20 {
+		publishedPast(uint64(100 * i))
+		w, err := tp.Watch("a", fanout.WithQueueLength(0))
+		require.NoError(t, err)
+		g, err := tp.WatchTopics([]string{"a"}, fanout.WithQueueLength(1), fanout.WithFullChannelBehavior(verdictBehavior(fanout.VerdictDropFull)))
+		require.NoError(t, err)
+		publishedPast(uint64(100*i + 50)) // the publisher has looked at both
+		w.Stop()
+		g.Stop()
+	}
+	close(stop)
+	<-done
+	assert.Zero(t, first.Stats().DroppedPanic)
 }

@@ -62,13 +62,13 @@ func (g *TopicsWatcher[K, T]) add(topic K, b *Broadcaster[T]) error {
 	if g.evicted() {
 		return nil
 	}
-	w, err := b.Watch(g.opts...)
+	w, err := b.Watch(append(g.opts[:len(g.opts):len(g.opts)], withExtra{})...)
 	if err != nil {
 		return err
 	}
 	w.mu.Lock()
-	w.wake = g.wake // before any read: its parks wake g's reader
-	w.extra().evicted = &g.evictedAny
+	w.wake = g.wake                   // before any read: its parks wake g's reader
+	w.x.evicted = &g.evictedAny       // under w.mu, which closeQueue holds
 	if errors.Is(w.err, ErrEvicted) { // evicted before the flag was set
 		g.evictedAny.Store(true)
 	}
@@ -76,7 +76,7 @@ func (g *TopicsWatcher[K, T]) add(topic K, b *Broadcaster[T]) error {
 	g.mu.Lock()
 	stopped := g.stopped
 	if !stopped {
-		w.extra().onStop = func() { g.t.retire(topic, b) }
+		w.x.onStop = func() { g.t.retire(topic, b) }
 		g.subs = append(g.subs, topicSub[K, T]{topic, b, w})
 	}
 	g.mu.Unlock()
@@ -309,7 +309,7 @@ func (g *TopicsWatcher[K, T]) stopLocked() {
 	g.stopped = true
 	g.mu.Unlock()
 	for _, s := range subs {
-		s.w.extra().onStop = nil
+		s.w.x.onStop = nil
 		s.w.Stop()
 		g.t.retireLocked(s.topic, s.b)
 	}

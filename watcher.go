@@ -106,14 +106,6 @@ type watcherExtra[T any] struct {
 	perValue atomic.Bool
 }
 
-// extra returns w.x, made on first use. Called before w is shared.
-func (w *Watcher[T]) extra() *watcherExtra[T] {
-	if w.x == nil {
-		w.x = &watcherExtra[T]{}
-	}
-	return w.x
-}
-
 // nameOf returns the watcher's name, "" for none.
 func (w *Watcher[T]) nameOf() string {
 	if w.x == nil {
