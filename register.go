@@ -71,6 +71,16 @@ func (b *Broadcaster[T]) watch(prefix []T, opts []Option) (*Watcher[T], error) {
 	return w, nil
 }
 
+// watchErr returns the error Watch would return for the options that made
+// cfg, nil if it would take them.
+func watchErr[T any](cfg config) error {
+	if err := cfg.validate(); err != nil {
+		return err
+	}
+	_, err := filterOf[T](cfg)
+	return err
+}
+
 // newWatcher makes the watcher that watch registers, with the head at h,
 // npre values given as its prefix (kept of them left by its filter keep)
 // and k values replayed, and counts it where b counts watchers by kind.

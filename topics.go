@@ -134,6 +134,9 @@ func (t *Topics[K, T]) Watch(topic K, opts ...Option) (*Watcher[T], error) {
 	if t.err != nil {
 		return nil, t.err
 	}
+	if err := watchErr[T](t.cfg.with(opts)); err != nil {
+		return nil, err // before the topic is made: no topic made and retired
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	b, err := t.topicLocked(topic)

@@ -211,10 +211,30 @@ func (t *Topics[K, T]) forPublish(topic K, fresh bool) (*Broadcaster[T], error) 
 		t.retireLocked(topic, b) // its last watcher was evicted: nobody to Stop it
 		return nil, nil
 	}
-	if b == nil && t.keep() {
+	if b == nil && t.keep() && t.liveGroupsLocked() {
 		return t.topicLocked(topic)
 	}
 	return b, nil
+}
+
+// liveGroupsLocked reports whether the family has a multi-topic watcher
+// that takes new topics, or a history, forgetting the watchers one of
+// whose watchers was evicted (they take no new topic, see add; their
+// reader's Stop would forget them, but a reader that was evicted is often
+// one that does not look): with only those left, a publish to a topic
+// nobody watches is unheard again, on the fast path, rather than create
+// a topic and retire it at once. Caller holds t.mu.
+func (t *Topics[K, T]) liveGroupsLocked() bool {
+	if t.cfg.history > 0 {
+		return true
+	}
+	for g := range t.groups {
+		if g.evicted() {
+			delete(t.groups, g)
+		}
+	}
+	t.ngroups.Store(int32(len(t.groups)))
+	return len(t.groups) > 0
 }
 
 // PublishMessages publishes each message's value to its topic: the values

@@ -307,6 +307,28 @@ func TestEvictedWatchAllNoLongerCreatesTopics(t *testing.T) {
 	assert.Equal(t, uint64(1), s.Unheard, "nobody watches b: no topic is created for it")
 }
 
+// The same before the evicted WatchAll's reader has looked (the reader of
+// an evicted watcher is often one that does not): a publish to a topic
+// nobody watches is unheard, and no topic is made and retired for it.
+func TestEvictedWatchAllUnreadCreatesNoTopics(t *testing.T) {
+	tp := fanout.NewTopics[string, int](fanout.WithQueueLength(1), fanout.WithFullChannelBehavior(fanout.EvictIfChannelFull))
+	defer tp.Shutdown()
+	g, err := tp.WatchAll()
+	require.NoError(t, err)
+	defer g.Stop()
+	for v := range 3 {
+		require.NoError(t, tp.Publish("a", v)) // evicts g's watcher of a
+	}
+	before := tp.Stats()
+	for v := range 100 {
+		require.NoError(t, tp.Publish("nobody", v))
+	}
+	after := tp.Stats()
+	assert.EqualValues(t, 100, after.Unheard-before.Unheard)
+	assert.Equal(t, before.Retired, after.Retired, "no topic retired: none was made")
+	assert.Zero(t, after.Topics)
+}
+
 // A WatchAll whose watcher of a topic was evicted takes no topic created
 // after that, even before its reader has seen the eviction: the topic
 // retired with the evicted watcher, and its next value, accepted after the
@@ -492,4 +514,18 @@ func TestTopicsWatchIsSafeBesidePublishers(t *testing.T) {
 	close(stop)
 	<-done
 	assert.Zero(t, first.Stats().DroppedPanic)
+}
+
+// A Watch that its options make fail leaves the family as it was: it
+// neither makes the topic nor counts a retirement.
+func TestTopicsWatchWithAnInvalidOptionMakesNoTopic(t *testing.T) {
+	tp := fanout.NewTopics[string, int]()
+	defer tp.Shutdown()
+	for _, opt := range []fanout.Option{fanout.WithQueueLength(-1), fanout.WithFilter(func(string) bool { return true })} {
+		_, err := tp.Watch("x", opt)
+		require.Error(t, err)
+	}
+	s := tp.Stats()
+	assert.Zero(t, s.Topics)
+	assert.Zero(t, s.Retired)
 }
