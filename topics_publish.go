@@ -105,13 +105,28 @@ func one(err error) (int, error) {
 }
 
 // PublishContext is [Topics.Publish] bounded by ctx, as
-// [Broadcaster.ActionContext].
+// [Broadcaster.ActionContext]: a ctx done when it is called makes it
+// return ctx.Err() having published nothing, whether anyone listens to
+// topic or not (after Shutdown, [ErrStopped]).
 func (t *Topics[K, T]) PublishContext(ctx context.Context, topic K, v T) error {
-	if ctx == nil {
-		return errNilContext
+	if err := t.ctxErr(ctx); err != nil {
+		return err
 	}
 	_, err := t.publish(topic, nil, nil, 1, func(b *Broadcaster[T]) (int, error) { return one(b.ActionContext(ctx, v)) })
 	return err
+}
+
+// ctxErr is what PublishContext returns before it looks the topic up: the
+// error of a nil ctx, else, unless the family's options are invalid or it
+// is shut down (those errors come first, as in ActionContext), ctx.Err().
+func (t *Topics[K, T]) ctxErr(ctx context.Context) error {
+	switch {
+	case ctx == nil:
+		return errNilContext
+	case t.err != nil || t.stopped.Load():
+		return nil // publish returns their error
+	}
+	return ctx.Err()
 }
 
 // PublishOrDrop publishes v to topic if that needs no waiting, as
@@ -328,8 +343,8 @@ func (p *TopicPublisher[K, T]) Publish(v T) error {
 
 // PublishContext is [Topics.PublishContext] to its topic.
 func (p *TopicPublisher[K, T]) PublishContext(ctx context.Context, v T) error {
-	if ctx == nil {
-		return errNilContext
+	if err := p.t.ctxErr(ctx); err != nil {
+		return err
 	}
 	_, err := p.t.publish(p.topic, nil, p, 1, func(b *Broadcaster[T]) (int, error) { return one(b.ActionContext(ctx, v)) })
 	return err

@@ -267,3 +267,26 @@ func TestPublishMessagesStoppedReturnsWhatWasAccepted(t *testing.T) {
 		assert.Equal(t, uint64(2), tp.Stats().Published)
 	})
 }
+
+// PublishContext with a ctx already done publishes nothing and returns
+// ctx.Err(), whether the topic has watchers or not, as ActionContext does
+// on a broadcaster with or without watchers; after Shutdown it returns
+// ErrStopped. The same for a TopicPublisher.
+func TestTopicsPublishContextWithADoneContextPublishesNothing(t *testing.T) {
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	tp := fanout.NewTopics[string, int]()
+	w, err := tp.Watch("watched")
+	require.NoError(t, err)
+	for _, topic := range []string{"watched", "nobody"} {
+		assert.ErrorIs(t, tp.PublishContext(done, topic, 1), context.Canceled, topic)
+		assert.ErrorIs(t, tp.Publisher(topic).PublishContext(done, 1), context.Canceled, topic)
+	}
+	s := tp.Stats()
+	assert.Zero(t, s.Published)
+	assert.Zero(t, s.Unheard)
+	assert.Zero(t, w.Stats().Queued)
+	tp.Shutdown()
+	assert.ErrorIs(t, tp.PublishContext(done, "watched", 1), fanout.ErrStopped)
+	assert.ErrorIs(t, tp.Publisher("nobody").PublishContext(done, 1), fanout.ErrStopped)
+}
