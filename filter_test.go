@@ -204,6 +204,52 @@ func TestFilterThatPanicsWhileAPublisherSiftsCostsThatValueOnly(t *testing.T) {
 	assert.Equal(t, uint64(3), st.Delivered)
 }
 
+// ResultChan called while a publisher sifts the watcher's full queue, by
+// the filter that sift asks (on its own watcher) or by another goroutine,
+// returns at once: the sift moves the watcher to that channel as it ends,
+// and the channel gets every kept value in order, what the sift kept
+// included, and what comes after.
+func TestResultChanDuringASiftReturnsAtOnceAndGetsEveryKeptValue(t *testing.T) {
+	for _, caller := range []string{"the filter", "another goroutine"} {
+		t.Run(caller, func(t *testing.T) {
+			b := fanout.New[int](fanout.WithQueueLength(2))
+			var w *fanout.Watcher[int]
+			var asked atomic.Int32
+			sifting, release := make(chan struct{}), make(chan struct{})
+			w, err := b.Watch(fanout.WithFilter(func(v int) bool {
+				if asked.Add(1) == 1 { // the first value asked: the sift's
+					if caller == "the filter" {
+						w.ResultChan()
+					} else {
+						close(sifting)
+						<-release
+					}
+				}
+				return v != 2
+			}))
+			require.NoError(t, err)
+			publish(t, b, 1, 2) // the queue is full of values the filter has not seen
+			done := make(chan error, 1)
+			go func() { done <- b.Action(3) }() // sifts: the filter keeps 1, rejects 2
+			var ch <-chan int
+			if caller == "another goroutine" {
+				<-sifting
+				ch = w.ResultChan() // does not wait for the sift
+				close(release)
+			}
+			require.NoError(t, <-done)
+			publish(t, b, 4)
+			b.Shutdown()
+			got, _ := fanouttest.DrainChan(w.ResultChan())
+			assert.Equal(t, []int{1, 3, 4}, got)
+			if ch != nil {
+				assert.Equal(t, w.ResultChan(), ch, "the channel returned during the sift")
+			}
+			assert.Equal(t, uint64(1), w.Stats().Filtered)
+		})
+	}
+}
+
 func TestFilterOfAnotherTypeIsAnError(t *testing.T) {
 	b := fanouttest.New[int](t)
 	_, err := b.Watch(fanout.WithFilter(func(string) bool { return true }))

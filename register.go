@@ -64,7 +64,7 @@ func (b *Broadcaster[T]) watch(prefix []T, opts []Option) (*Watcher[T], error) {
 		w.lead = uint64(npre) + k // the values given: those left out are counted
 	}
 	if w.q == 0 {
-		b.addChan(w, 0, nil, nil)
+		b.addChan(w, 0, nil, nil, nil)
 		return w, nil
 	}
 	b.addReader(w, prefix, h-k)
@@ -132,7 +132,7 @@ func (b *Broadcaster[T]) countPrefix(w *Watcher[T], filtered uint64, panics []er
 // reader, see sift.go.) Caller holds b.mu.
 func (b *Broadcaster[T]) addFiltered(w *Watcher[T], prefix []T, from, h uint64, log *dropLog) {
 	vals, seqs := b.filterStart(w, prefix, from, h, log)
-	b.addChan(w, w.q, vals, seqs)
+	b.addChan(w, w.q, vals, seqs, nil)
 }
 
 // addReader registers w as a ring reader holding prefix, then the values of
@@ -164,8 +164,8 @@ func (b *Broadcaster[T]) addReader(w *Watcher[T], prefix []T, from uint64) {
 
 // addChan makes w a channel watcher of the given capacity holding vals, and
 // registers it. Caller holds b.mu (and w.mu once w is published).
-func (b *Broadcaster[T]) addChan(w *Watcher[T], capacity int, vals []T, seqs []uint64) {
-	cs := w.newChan(capacity, vals, seqs)
+func (b *Broadcaster[T]) addChan(w *Watcher[T], capacity int, vals []T, seqs []uint64, ch chan T) {
+	cs := w.newChan(capacity, vals, seqs, ch)
 	w.cs, w.mode = cs, modeChan
 	if w.ps == nil {
 		w.ps = &pubState{}
@@ -227,8 +227,12 @@ func (b *Broadcaster[T]) filterStart(w *Watcher[T], prefix []T, from, h uint64, 
 
 // newChan returns a channel of the given capacity for w holding vals, of
 // sequence numbers seqs (needed for a lossless watcher with a filter only).
-func (w *Watcher[T]) newChan(capacity int, vals []T, seqs []uint64) *chanState[T] {
-	cs := &chanState[T]{ch: make(chan T, capacity), stopCh: make(chan struct{}), in: uint64(len(vals))}
+func (w *Watcher[T]) newChan(capacity int, vals []T, seqs []uint64, ch chan T) *chanState[T] {
+	if ch == nil {
+		ch = make(chan T, capacity)
+	}
+	capacity = cap(ch)
+	cs := &chanState[T]{ch: ch, stopCh: make(chan struct{}), in: uint64(len(vals))}
 	for _, v := range vals {
 		cs.ch <- v // cannot block: capacity >= len(vals)
 	}
@@ -242,9 +246,10 @@ func (w *Watcher[T]) newChan(capacity int, vals []T, seqs []uint64) *chanState[T
 }
 
 // toChanLocked moves a ring watcher to channel mode: its queued values go
-// into a new channel of its queue capacity (or more, if more are queued).
-// Caller holds b.mu and w.mu.
-func (b *Broadcaster[T]) toChanLocked(w *Watcher[T], log *dropLog) {
+// into ch, or if nil a new channel of its queue capacity (or more, if more
+// are queued). ch, made by chanAfterSift, has room for them. Caller holds
+// b.mu and w.mu.
+func (b *Broadcaster[T]) toChanLocked(w *Watcher[T], log *dropLog, ch chan T) {
 	h := min(b.head.Load(), w.end)
 	if n, r := w.settle(h); n > 0 {
 		w.count(r, n, log, nil)
@@ -258,12 +263,12 @@ func (b *Broadcaster[T]) toChanLocked(w *Watcher[T], log *dropLog) {
 	}
 	if w.err == nil {
 		b.removeReader(w)
-		b.addChan(w, max(w.q, len(vals)), vals, w.keptSeqs(len(vals)))
+		b.addChan(w, max(w.q, len(vals)), vals, w.keptSeqs(len(vals)), ch)
 		if b.roomWait.Load() > 0 {
 			b.signalRoom() // a publisher may wait on this watcher's ring room
 		}
 	} else {
-		w.cs = w.newChan(len(vals), vals, nil)
+		w.cs = w.newChan(len(vals), vals, nil, ch)
 		w.mode = modeChan
 		w.closeChan()
 	}

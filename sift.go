@@ -3,7 +3,6 @@ package fanout
 import (
 	"context"
 	"errors"
-	"runtime"
 	"slices"
 
 	"github.com/fanout-go/fanout/internal/guard"
@@ -337,7 +336,8 @@ func (w *Watcher[T]) siftValues() siftResult {
 }
 
 // reload puts the kept values of a sift at the end of priv, makes room for
-// the others, and wakes the reader. It reports whether the reader then has
+// the others, and wakes the reader; if ResultChan was called meanwhile, it
+// then moves w to that channel. It reports whether the reader then has
 // room. Caller holds b.mu.
 func (w *Watcher[T]) reload(r siftResult, log *dropLog) bool {
 	x := w.x
@@ -355,6 +355,12 @@ func (w *Watcher[T]) reload(r siftResult, log *dropLog) bool {
 	x.sift, x.siftMeta = x.sift[:0], x.siftMeta[:0]
 	w.publishMarks()
 	w.signal()
+	if ch := x.afterSift; ch != nil {
+		x.afterSift = nil
+		w.b.toChanLocked(w, log, ch) // sifting no more: the queue is whole
+		w.exposed.Store(true)
+		return true
+	}
 	return w.fullAt.Load() > w.b.head.Load()
 }
 
@@ -381,23 +387,25 @@ func (w *Watcher[T]) filteredFull(gen uint64) bool {
 	return w.mode == modeRing && w.filtering() && w.ps.keepGen == gen
 }
 
-// waitSift waits until no publisher sifts w, with w.mu held on return.
-// Caller holds b.mu and w.mu; they are released while it waits.
-func (b *Broadcaster[T]) waitSift(w *Watcher[T]) {
-	for w.sifting() > 0 {
-		w.mu.Unlock()
-		b.unlock()
-		runtime.Gosched()
-		b.mu.Lock()
-		w.mu.Lock()
+// chanAfterSift returns the channel of the first ResultChan called while a
+// publisher sifts w, with the head at h: made once, with room for every
+// value queued and being sifted, for reload to move w to as the sift ends.
+// ResultChan cannot move w itself, as a sift holds values off its queue,
+// nor wait for the sift: its caller may be the filter the sift asks.
+// Caller holds b.mu and w.mu.
+func (w *Watcher[T]) chanAfterSift(h uint64) chan T {
+	x := w.x
+	if x.afterSift == nil {
+		x.afterSift = make(chan T, max(w.q, w.queued(h)+len(x.sift)))
 	}
+	return x.afterSift
 }
 
 // takeFiltered takes every value queued for the filtered reader w, with
 // the head at h, for its move to a channel: the raw ones go through the
 // filter there, holding the locks (see WithFilter). The sequence numbers
 // of the values kept are left in w.x.siftMeta for keptSeqs. Caller holds
-// b.mu and w.mu, and no publisher sifts w (see waitSift).
+// b.mu and w.mu, and no publisher sifts w (see chanAfterSift).
 func (b *Broadcaster[T]) takeFiltered(w *Watcher[T], h uint64, log *dropLog) []T {
 	n := w.queued(h)
 	vals, meta := make([]T, n), make([]uint64, n)

@@ -96,8 +96,11 @@ type watcherExtra[T any] struct {
 	// readingFrom has an entry per read in flight, a few at most.
 	readingFrom []uint64
 	sift        []T
-	siftMeta    []uint64
-	siftFrom    uint64
+	// afterSift is the channel a ResultChan called during a sift
+	// returned, which the sift moves the watcher to (chanAfterSift).
+	afterSift chan T
+	siftMeta  []uint64
+	siftFrom  uint64
 	// active counts the goroutines reading a filtered reader: a
 	// lossless one that a goroutine reads makes room by itself, and a
 	// publisher waits for it rather than sift it. perValue is inFull,
@@ -195,11 +198,16 @@ func (w *Watcher[T]) ResultChan() <-chan T {
 	var log dropLog
 	b.mu.Lock()
 	w.mu.Lock()
-	if w.filtering() {
-		b.waitSift(w) // its queue is whole again, and stays so: b.mu is held
+	if w.mode == modeRing && w.sifting() > 0 {
+		// A publisher is sifting it, asking its filter (that filter may be
+		// the caller): the sift moves it to the channel as it ends.
+		ch := w.chanAfterSift(b.head.Load())
+		w.mu.Unlock()
+		b.unlock()
+		return ch
 	}
 	if w.mode == modeRing {
-		b.toChanLocked(w, &log)
+		b.toChanLocked(w, &log, nil)
 	}
 	ch := w.cs.ch
 	w.exposed.Store(true)
