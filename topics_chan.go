@@ -76,6 +76,9 @@ func (g *TopicsWatcher[K, T]) send(ctx context.Context, ch chan Message[K, T], m
 // the channel closed when it has returned; nil otherwise. Recv waits for
 // it, so that a read after Stop finds those values, in their order.
 func (g *TopicsWatcher[K, T]) pumpEnding() chan struct{} {
+	if !g.quittedOnce.Load() { // no lock on a read of a watcher not stopped
+		return nil
+	}
 	g.mu.Lock()
 	done, quitted := g.pumped, g.quitted
 	g.mu.Unlock()

@@ -31,6 +31,8 @@ type TopicsWatcher[K comparable, T any] struct {
 	stopped bool
 	why     error // ErrWatcherStopped if stopped before the family shut down
 	quitted bool  // Stop was called
+	// quittedOnce is quitted, for a read that takes no lock (Recv).
+	quittedOnce atomic.Bool
 	// ResultChan's channel, and what ends the goroutine that fills it;
 	// held are the values that goroutine had taken and not sent when
 	// Stop ended it, which Recv returns first.
@@ -265,6 +267,7 @@ func (g *TopicsWatcher[K, T]) Stop() {
 	g.mu.Lock()
 	quit := g.quit
 	g.quitted = true
+	g.quittedOnce.Store(true)
 	g.mu.Unlock()
 	if quit != nil {
 		quit()
