@@ -25,9 +25,10 @@ const ShutdownTimeout = 5 * time.Second
 
 // Broadcaster is the [EventBroadcaster] that [NewBroadcaster] returns,
 // built on a [fanout.Recorder]: recorders never block and start no
-// goroutines; each sink, watcher and logger has one goroutine (two once
-// its watch's ResultChan is called) and its own queue; every event that
-// is not written is counted by cause ([Stats]).
+// goroutines; each watcher and logger has one goroutine (two once its
+// watch's ResultChan is called), each sink its runner and up to
+// [WithWriters] writers, and each its own queue; every event that is not
+// written is counted by cause ([Stats]).
 // Beyond client-go's interface it has [Broadcaster.Flush],
 // [Broadcaster.ShutdownContext] and [Broadcaster.Stats].
 type Broadcaster struct {
@@ -183,7 +184,7 @@ func (b *Broadcaster) StartRecordingToSink(sink EventSink) watch.Interface {
 		b.logger().Error(nil, "Unable to start recording to a nil event sink")
 		return watch.NewEmptyWatch()
 	}
-	run, err := b.rec.StartSink(&sinkAdapter{sink: sink, logger: b.logger()}, sinkCorrelator(b.opts),
+	run, err := b.rec.StartSink(newSinkAdapter(sink, b.logger(), b.opts.LRUCacheSize), sinkCorrelator(b.opts),
 		fanout.WithWriters[*v1.Event](b.writers, nil))
 	return b.runnerWatch(run, err)
 }

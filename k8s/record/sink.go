@@ -3,7 +3,9 @@ package record
 import (
 	"context"
 
+	"github.com/fanout-go/fanout/k8s/internal/adapt"
 	"github.com/fanout-go/fanout/k8s/record/util"
+	lru "github.com/hashicorp/golang-lru/v2"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	restclient "k8s.io/client-go/rest"
@@ -14,9 +16,30 @@ import (
 // occurrence, Patch (Create on a 404) for a repeat, as client-go's
 // recordEvent. client-go's sinks take no context: a write in flight runs to
 // its end.
+//
+// It remembers, by deduplication key, the name and resourceVersion of what
+// the sink stored, and patches a repeat of that key with them, as
+// client-go does: there the correlator learns them (UpdateState, under the
+// key of the stored event) before it correlates the next repeat, as it
+// writes one event at a time. With several writers the correlator may have
+// correlated later repeats before the write before them ended, and ignores
+// the stored state it learns then, older than its count (see
+// fanout.Correlator.Observe); but the writes of one event are never
+// concurrent, so the one before a repeat has ended when the repeat is
+// written, and what it stored is here.
 type sinkAdapter struct {
 	sink   EventSink
 	logger klog.Logger
+	stored *lru.Cache[string, storedRef] // by eventKey of what was stored
+}
+
+// storedRef is what the sink stored for an event: the name and version
+// its next patch refers to.
+type storedRef struct{ name, resourceVersion string }
+
+func newSinkAdapter(sink EventSink, logger klog.Logger, cacheSize int) *sinkAdapter {
+	c, _ := lru.New[string, storedRef](adapt.CacheSize(cacheSize)) // errs only for a size <= 0
+	return &sinkAdapter{sink: sink, logger: logger, stored: c}
 }
 
 func (s *sinkAdapter) Create(_ context.Context, e *v1.Event) (*v1.Event, error) {
@@ -31,7 +54,16 @@ func (s *sinkAdapter) create(e *v1.Event) (*v1.Event, error) {
 	return s.result(&c, stored, err)
 }
 
+// refer makes e, a repeat about to be patched (the runner's own copy),
+// refer to what the sink last stored under its key, if it remembers.
+func (s *sinkAdapter) refer(e *v1.Event) {
+	if r, ok := s.stored.Get(eventKey(e)); ok {
+		e.Name, e.ResourceVersion = r.name, r.resourceVersion
+	}
+}
+
 func (s *sinkAdapter) Update(_ context.Context, e *v1.Event) (*v1.Event, error) {
+	s.refer(e)
 	patch, err := repeatPatch(e)
 	if err != nil {
 		// As client-go, which logs the failed diff and patches with nothing.
@@ -40,8 +72,10 @@ func (s *sinkAdapter) Update(_ context.Context, e *v1.Event) (*v1.Event, error) 
 	stored, err := s.sink.Patch(e, patch)
 	if util.IsKeyNotFoundError(err) {
 		// On the runner's own copy, as client-go clears it on its copy:
-		// a retry then patches without the stale version too.
+		// a retry then patches without the stale version too, and what
+		// the sink stored is gone.
 		e.ResourceVersion = ""
+		s.stored.Remove(eventKey(e))
 		return s.create(e)
 	}
 	return s.result(e, stored, err)
@@ -49,12 +83,13 @@ func (s *sinkAdapter) Update(_ context.Context, e *v1.Event) (*v1.Event, error) 
 
 // result logs a failed write as client-go does and stands in the written
 // event for a sink that returned none, so that the correlator always
-// learns what was stored.
+// learns what was stored, and remembers it (see refer).
 func (s *sinkAdapter) result(sent, stored *v1.Event, err error) (*v1.Event, error) {
 	if err == nil {
 		if stored == nil {
 			stored = sent
 		}
+		s.stored.Add(eventKey(stored), storedRef{stored.Name, stored.ResourceVersion})
 		return stored, nil
 	}
 	switch err.(type) {
