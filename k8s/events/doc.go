@@ -36,11 +36,14 @@
 //     v0.38.0-alpha.2 no longer does (#140448, #140868). Here a recorder builds
 //     the event and queues it on the caller's goroutine without ever
 //     blocking; a full queue drops the event, counted.
-//   - One write at a time per sink, in order, with client-go's retries on
-//     the sink's own goroutine. A failing API server delays that sink's
-//     queue (which then drops new events, counted) instead of piling up
-//     goroutines; events recorded during a retry pause are written after
-//     it, not meanwhile.
+//   - Writes bounded per sink ([WithWriters], 32 by default), one at a time
+//     and in order per Event or series, with client-go's retries on the
+//     writer's goroutine. A failing API server delays that sink's queue
+//     (which then drops new events, counted) instead of piling up
+//     goroutines; an Event whose write is retried holds back only itself:
+//     events of other Events recorded during its retry pause are written
+//     meanwhile, those of the same Event after it. [WithWriters](1) writes
+//     one event at a time.
 //   - A bounded series cache ([WithCacheSize], default 4096 keys, least
 //     recently seen forgotten first); client-go's grows without bound.
 //   - No lock held during API calls: the refresh and finish passes copy

@@ -35,9 +35,11 @@
 //
 // # Better than client-go
 //
-//   - Goroutines are bounded by sinks and watchers: one each (two once the
-//     watch's ResultChan is called), never one per event. Recording never
-//     blocks and starts nothing.
+//   - Goroutines are bounded by sinks and watchers, never one per event: a
+//     watcher or logger has one (two once the watch's ResultChan is
+//     called), a sink its runner and up to [WithWriters] writers (32 by
+//     default: see "Goroutines"). Recording never blocks and starts
+//     nothing.
 //   - Nothing is lost silently. Every event that is not written is counted by
 //     cause (queue full, spam-filtered, rejected, retries exhausted, invalid
 //     input, shutdown): see [Broadcaster.Stats] and the Prometheus collector
@@ -110,9 +112,15 @@
 // start one goroutine, the runner, which runs until the returned watch is
 // stopped and the events queued before have been handled (a sink's with
 // their retries, as in client-go), or the broadcaster shuts down (a write
-// still in flight when a bounded Shutdown gives up ends on its own). A sink's writes, retries
-// included, run on its runner, one at a time, so a failing API server
-// delays only that sink's queue.
+// still in flight when a bounded Shutdown gives up ends on its own). A
+// sink's runner correlates its events in order, on its own goroutine, and
+// hands the writes to up to [WithWriters] writer goroutines (default
+// [DefaultWriters]; client-go writes one event at a time): the writes of
+// one Event, retries included, one at a time and in order (it is created
+// before it is patched), those of other Events in parallel. A failing API
+// server delays only that sink, and an Event whose writes are retried
+// holds back only itself; [WithWriters](1) writes one event at a time, as
+// client-go.
 //
 // The first call of the returned watch's ResultChan starts a second
 // goroutine, which waits for the runner to exit, closes the channel and
@@ -130,8 +138,11 @@
 //
 // # Ordering
 //
-// Each sink and watcher receives the events in the order they were recorded
-// (one total order across recorders of a broadcaster), minus those it
-// dropped. A sink or watcher started after an event was recorded does not
-// receive it.
+// Each watcher, and each sink's correlator, receives the events in the
+// order they were recorded (one total order across recorders of a
+// broadcaster), minus those it dropped. A sink's writes keep that order per
+// Event (its create, then its patches, in order); writes of different
+// Events may end in another order with more than one writer, as a retried
+// one is overtaken ([WithWriters](1) keeps the recorded order for all). A
+// sink or watcher started after an event was recorded does not receive it.
 package record
