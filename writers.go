@@ -37,7 +37,8 @@ func (o writersOption[T]) applySink(c *sinkConfig[T]) { c.writers, c.key = o.n, 
 // at once, 1 to [MaxWriters] (default: one), in order per key, as
 // [BatchConfig].Writers does. The runner's goroutine still passes every
 // value through the [SinkCorrelator], in order, so that its decisions are
-// exactly those of one writer; the writes that follow go to up to n
+// exactly those of one writer (what it skips, merges and counts); the
+// writes that follow go to up to n
 // writers, one write per key at a time: a value is written only once every
 // earlier value of its key is written or dropped, so that a record is
 // created before it is updated, while other keys are written in parallel
@@ -51,7 +52,13 @@ func (o writersOption[T]) applySink(c *sinkConfig[T]) { c.writers, c.key = o.n, 
 // once, and the correlator's Observe from the writers, possibly after
 // later values of the same key were correlated ([Correlator.Observe]
 // never lowers a count for that reason): both must be safe for concurrent
-// use.
+// use. So a repeat may be correlated before the write of the value before
+// it has ended: its [DedupStage].Repeat then gets that value as it was
+// sent, not as the sink stored it (with one writer, the stored one). A
+// sink that needs what it stored for the previous write of a key (an ID it
+// assigned, a version) keeps it itself and applies it as it writes the
+// repeat: the writes of one key never overlap, so the one before has
+// ended by then (k8s/record does so for the resourceVersion).
 func WithWriters[T any](n int, key func(T) string) SinkOption[T] {
 	return writersOption[T]{n, key}
 }
@@ -393,9 +400,29 @@ func (kw *keyedWriters[T]) take(b *writerBatch[T]) {
 		}
 		clear(q.items[q.head:end])
 		q.head = end
+		q.compact()
 	}
 	kw.queued.Add(-int64(len(b.values)))
 	kw.run.inflight.Add(int64(len(b.values)))
+}
+
+// compactFrom is the taken values a key's queue holds at least before it
+// compacts (see compact).
+const compactFrom = 64
+
+// compact moves a busy key's queued values to the front of its slice once
+// the values taken before them fill half of it. A key that never runs
+// empty (written slower than it is recorded) is reset only when it does
+// (release), and append would otherwise keep copying its dead prefix,
+// growing with every value it ever held rather than with the runner's
+// bound. Amortised, a value is moved once.
+func (q *keyQueue[T]) compact() {
+	if q.head < compactFrom || q.head*2 < len(q.items) {
+		return
+	}
+	n := copy(q.items, q.items[q.head:])
+	clear(q.items[n:])
+	q.items, q.head = q.items[:n], 0
 }
 
 // writeOut writes values with handle, or, once the runner's context has
