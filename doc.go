@@ -499,7 +499,10 @@
 //
 //   - The runner's goroutine takes values from the queue in order, passes
 //     them through the Select hook and, for a sink runner, the correlator
-//     (so that its decisions are those of one writer), and appends each to
+//     (so that its decisions are those of one writer: what it skips,
+//     merges and counts; but a repeat correlated before the write of the
+//     value before it ended refers to that value as it was sent, not as the
+//     sink stored it, see [WithWriters]), and appends each to
 //     its key's queue. A writer takes the oldest keys that have values and
 //     no writer, up to Batch values, holds those keys while it writes, and
 //     gives them back; so the values of one key are written one write at a

@@ -8,8 +8,9 @@ import (
 // Flush waits until every runner has written, skipped or dropped every value
 // recorded before the call, or until ctx ends, and then returns ctx.Err().
 // A runner that has exited counts as done. Flush does not wait for plain
-// watchers (see [Recorder.Watch]). Called from a sink or handler, it waits
-// for its own runner, which cannot progress: give it a context that ends.
+// watchers (see [Recorder.Watch]). Called from a sink, a handler or a drop
+// handler ([WithDropHandler]: runners call it), it waits for its own
+// runner, which cannot progress: give it a context that ends.
 func (r *Recorder[T]) Flush(ctx context.Context) error {
 	if ctx == nil {
 		return errNilContext

@@ -191,7 +191,8 @@ func (o dropHandlerOption) applyRecorder(c *recorderConfig) { c.onDrop = o }
 //
 // Passed to [NewRecorder], it receives every value the recorder or one of
 // its runners drops, for any [DropReason], from the same goroutines and from
-// runner goroutines.
+// runner goroutines: there, a call of the recorder's Flush or Shutdown
+// waits for the runner calling it, so give it a context that ends.
 func WithDropHandler(f func(Drop)) CommonOption { return dropHandlerOption(f) }
 
 type historyOption int

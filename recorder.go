@@ -314,8 +314,9 @@ func (r *Recorder[T]) start(name string, attach func(*Runner[T]) error, install 
 // a second Shutdown waits for that. Call [Recorder.Flush] first to wait for
 // retries to play out.
 //
-// Called from a sink or handler, Shutdown waits for that very runner, so
-// give it a context that ends.
+// Called from a sink, a handler or a drop handler ([WithDropHandler]:
+// runners call it), Shutdown waits for that very runner, so give it a
+// context that ends.
 func (r *Recorder[T]) Shutdown(ctx context.Context) error {
 	if ctx == nil {
 		return errNilContext
