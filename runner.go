@@ -15,7 +15,12 @@ import (
 // repeat (a [Correlation] with Count > 1), and passes what they return to the
 // correlator's [Correlator.Observe]; a sink that stores nothing new may return
 // v itself. ctx is cancelled only when [Recorder.Shutdown]'s context ends
-// before the runners have finished.
+// before the runners have finished. A panic in Create or Update drops that
+// value, counted; a call that never returns holds its runner (or writer)
+// until it does, Shutdown's bound excepted; one that ends its goroutine
+// (runtime.Goexit: t.FailNow or t.Fatal in a test's sink, which package
+// testing allows only on the test's goroutine) is not supported: the value
+// it held is not counted, and with several writers Flush waits for it.
 type Sink[T any] interface {
 	Create(ctx context.Context, v T) (T, error)
 	Update(ctx context.Context, v T) (T, error)
