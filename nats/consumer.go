@@ -256,9 +256,14 @@ func deliverPolicy(s Start, info *jetstream.StreamInfo) (jetstream.DeliverPolicy
 
 // lastN returns the stream sequence of the n-th last message the stream
 // holds (its first, if it holds fewer), skipping the sequences deleted in
-// between (info.State.Deleted, fetched when there are any).
+// between (info.State.Deleted, fetched when there are any). A stream that
+// holds none (purged, or every message expired: its first sequence is
+// then one past its last) gives that first sequence: the next one stored.
 func lastN(info *jetstream.StreamInfo, n uint64) uint64 {
 	first, last := max(info.State.FirstSeq, 1), info.State.LastSeq
+	if first > last {
+		return first
+	}
 	deleted := info.State.Deleted // ascending
 	if len(deleted) == 0 {
 		if n > last-first {

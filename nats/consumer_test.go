@@ -391,6 +391,33 @@ func TestStartLastCountsMessagesNotSequences(t *testing.T) {
 	}
 }
 
+// StartLast(n) on a stream that holds nothing, having held messages (purged,
+// or all expired: its first sequence is then one past its last), starts
+// with the next message stored, ordered or durable (it started at a
+// sequence wrapped around below zero, and delivered nothing ever after).
+func TestStartLastOnAPurgedStreamStartsWithTheNextMessage(t *testing.T) {
+	srv := natstest.New(t)
+	admin := natstest.JetStream(t, srv.Connect(t))
+	st := natstest.Stream(t, admin, "EV", "ev")
+	jsPublish(t, admin, "ev", events(1, 6)...)
+	if err := st.Purge(guardCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	var ws []*fanout.Watcher[event]
+	for _, durable := range []string{"", "d"} {
+		b := fanout.New[event](fanout.WithQueueLength(64))
+		w, _ := b.Watch()
+		consume(t, admin, b, fanoutnats.ConsumeConfig[event]{Stream: "EV", Durable: durable, Start: fanoutnats.StartLast(10)})
+		ws = append(ws, w)
+	}
+	jsPublish(t, admin, "ev", event{Seq: 6})
+	for i, w := range ws {
+		if got := seqs(recv(t, w, 1)); !slices.Equal(got, []int{6}) {
+			t.Errorf("durable %v: got %v, want [6]", i == 1, got)
+		}
+	}
+}
+
 // A durable that an operator deletes while Consume runs ends the consumer,
 // and Err says why: the consumer was deleted (it said only that the
 // messages iterator had closed).
