@@ -164,6 +164,9 @@ func Consume[T any](ctx context.Context, js jetstream.JetStream, b *fanout.Broad
 		setting{name: "ConsumeConfig.MaxAckPending", value: int64(cfg.MaxAckPending)}); err != nil {
 		return nil, err
 	}
+	if err := filterErr("Consume", "ConsumeConfig.FilterSubjects", cfg.FilterSubjects...); err != nil {
+		return nil, err
+	}
 	c := &Consumer[T]{js: js, stream: cfg.Stream, durable: cfg.Durable}
 	var err error
 	c.cons, err = setUp(ctx, js, cfg)

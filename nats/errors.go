@@ -157,6 +157,34 @@ func ValidSubject(s string) bool {
 	return true
 }
 
+// validFilter reports whether s is a subject a subscription or a consumer
+// may filter on: as [ValidSubject], but a token may be the wildcard *, and
+// the last one >. A server answers any other with an error that makes the
+// client close the whole connection, which belongs to the caller.
+func validFilter(s string) bool {
+	if s == "" || strings.ContainsAny(s, " \t\r\n\f\v") {
+		return false
+	}
+	toks := strings.Split(s, ".")
+	for i, tok := range toks {
+		if tok == "" || tok == ">" && i < len(toks)-1 {
+			return false
+		}
+	}
+	return true
+}
+
+// filterErr returns an error naming the first subject of subjects that
+// validFilter refuses, for op's setting name; nil if there is none.
+func filterErr(op, name string, subjects ...string) error {
+	for _, s := range subjects {
+		if !validFilter(s) {
+			return fmt.Errorf("fanoutnats: %s: %s %q is not a subject to subscribe to (empty, white space, an empty token, or > before the last token)", op, name, s)
+		}
+	}
+	return nil
+}
+
 // denied returns the connection's last error if it is a permissions
 // violation for verb ("Publish" or "Subscription") on subject that the
 // server reported since before was read from nc.LastError, and nil

@@ -80,6 +80,9 @@ func Subscribe[T any](nc *nats.Conn, b *fanout.Broadcaster[T], cfg SubscribeConf
 	if err := checkSettings("Subscribe", bounded("SubscribeConfig.Buffer", cfg.Buffer, "MaxBuffer", MaxBuffer)); err != nil {
 		return nil, err
 	}
+	if err := filterErr("Subscribe", "SubscribeConfig.Subject", cfg.Subject); err != nil {
+		return nil, err
+	}
 	s := &Subscriber[T]{nc: nc, subject: cfg.Subject, closing: make(chan struct{})}
 	s.ch = make(chan *nats.Msg, orDefault(cfg.Buffer, DefaultBuffer))
 	before := nc.LastError()

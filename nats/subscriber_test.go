@@ -400,3 +400,36 @@ func TestSubscriberDeliversTheGoodValuesOfAFrameAndCountsTheRest(t *testing.T) {
 		t.Fatalf("OnError got %v", errs)
 	}
 }
+
+// Subscribe and Consume refuse a subject no subscription can have (empty,
+// white space, an empty token, > before the last token) with an error of
+// their own, and the caller's connection stays open: sent to the server,
+// such a subject made the client close the connection ("ev.>.x"), or, as
+// a consumer's filter, meant every subject of the stream ("").
+func TestSubscribeAndConsumeRefuseAnInvalidFilterSubjectAndKeepTheConnection(t *testing.T) {
+	srv := natstest.New(t)
+	nc := srv.Connect(t)
+	js := natstest.JetStream(t, nc)
+	natstest.Stream(t, js, "EV", "ev", "ev.>")
+	for _, subject := range []string{"", "ev.>.x", "ev..x", "ev x", ">.ev"} {
+		_, err := fanoutnats.Subscribe(nc, fanout.New[event](), fanoutnats.SubscribeConfig[event]{Subject: subject})
+		if err == nil || !strings.Contains(err.Error(), "SubscribeConfig.Subject") {
+			t.Errorf("Subscribe(%q) = %v, want an error naming SubscribeConfig.Subject", subject, err)
+		}
+		_, err = fanoutnats.Consume(guardCtx(t), js, fanout.New[event](), fanoutnats.ConsumeConfig[event]{Stream: "EV", FilterSubjects: []string{"ev", subject}})
+		if err == nil || !strings.Contains(err.Error(), "ConsumeConfig.FilterSubjects") {
+			t.Errorf("Consume(FilterSubjects %q) = %v, want an error naming ConsumeConfig.FilterSubjects", subject, err)
+		}
+	}
+	if nc.IsClosed() {
+		t.Fatalf("the caller's connection was closed: %v", nc.LastError())
+	}
+	for _, subject := range []string{"ev", "ev.*", "ev.>", "*.x", ">"} {
+		s, err := fanoutnats.Subscribe(nc, fanout.New[event](), fanoutnats.SubscribeConfig[event]{Subject: subject})
+		if err != nil {
+			t.Errorf("Subscribe(%q): %v", subject, err)
+			continue
+		}
+		closeWithin(s, time.Second)
+	}
+}
