@@ -55,7 +55,11 @@ type ForwardConfig[T any] struct {
 	// does to local producers when NATS is slower than they are:
 	// [fanout.WaitIfChannelFull] makes them wait (back-pressure),
 	// [fanout.DropOldestIfChannelFull] never slows them and counts what the
-	// forwarder missed.
+	// forwarder missed. With [fanout.WithCommit] the forwarder's watcher
+	// takes a value, for [fanout.Broadcaster.Taken], once the forwarder is
+	// done with it: published (with JetStream, stored: acknowledged),
+	// failed or abandoned, not when it reads it; so a broadcaster fed by a
+	// durable [Consume] acknowledges upstream only what went on.
 	Watch []fanout.Option
 	// Batch is the most values published before one flush (core NATS) or
 	// one round of acks (JetStream). The default is [DefaultBatch], the
@@ -300,6 +304,7 @@ func (f *Forwarder[T]) run() {
 		} else {
 			f.sendCore(buf[:n])
 		}
+		f.w.Commit() // done with them (WithCommit; nothing otherwise)
 		clear(buf[:n])
 		if f.nc.IsClosed() {
 			f.stop(nats.ErrConnectionClosed, buf)

@@ -739,3 +739,25 @@ func frameEvents(t *testing.T, m *nats.Msg) []event {
 	}
 	return evs
 }
+
+// A forwarder whose watcher is registered WithCommit commits what it has
+// published, so that Taken follows it (it never committed: Taken stayed
+// at 0, and a durable Consume feeding the broadcaster acknowledged
+// nothing).
+func TestForwarderWithCommitCommitsWhatItPublished(t *testing.T) {
+	srv := natstest.New(t)
+	b := fanout.New[event]()
+	sub := rawSub(t, srv.Connect(t), "ev")
+	f, err := fanoutnats.Forward(b, srv.Connect(t), fanoutnats.ForwardConfig[event]{Subject: "ev", Watch: []fanout.Option{fanout.WithCommit()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeWithin(f, time.Second)
+	for i := range 3 {
+		if err := b.Action(event{Seq: i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nextEvents(t, sub, 3)
+	natstest.Eventually(t, "Taken to follow what was published", func() bool { return b.Taken() == 3 })
+}
