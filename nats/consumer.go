@@ -95,8 +95,10 @@ type ConsumeConfig[T any] struct {
 	MaxAckPending int
 	// OnError, if set, is called with an [*Error] for every message that
 	// did not decode or that the broadcaster refused, and for errors of the
-	// consumer. It runs on the consumer's goroutine; a panic in it is
-	// contained and counted.
+	// consumer. It runs on the consumer's goroutine, and for an
+	// acknowledgement that failed or went unconfirmed on its acknowledger's
+	// (a durable's): never two calls at once. A panic in it is contained
+	// and counted.
 	OnError func(error)
 	// Logger, if set, logs the same failures at level Warn.
 	Logger *slog.Logger

@@ -210,7 +210,8 @@
 //
 // The OnError callbacks, loggers, codecs and subject and message-ID
 // functions run on the bridge's goroutine (or the recorder's runner, for a
-// Sink). A panic in any of them is contained: the value concerned is
+// Sink; a durable consumer's OnError and logger also on its acknowledger's,
+// never two calls at once). A panic in any of them is contained: the value concerned is
 // counted as failed (or not decoded), a panicking callback is counted in
 // CallbackPanics, and the bridge goes on.
 //
