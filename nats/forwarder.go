@@ -259,7 +259,10 @@ func randomID() string {
 // Close stops the forwarder. It unregisters the watcher at once, so that
 // values accepted by the broadcaster from then on are not forwarded, and
 // waits until every value the watcher had already taken is published and
-// flushed (core NATS) or acknowledged (JetStream). If ctx ends first, it
+// flushed (core NATS: while the client reconnects, values wait in its
+// buffer, so Close waits for the server to come back; a flush that fails
+// is counted in FlushErrors and reported) or acknowledged (JetStream). If
+// ctx ends first, it
 // gives up the values left, counts them as abandoned, and returns
 // ctx.Err() without waiting further: the goroutine then exits as soon as
 // the NATS call in flight returns (see [Forwarder.Done]). Close never
@@ -318,7 +321,8 @@ func (f *Forwarder[T]) run() {
 func (f *Forwarder[T]) stop(reason error, buf []T) {
 	switch {
 	case errors.Is(reason, fanout.ErrWatcherStopped):
-		return // Close, and the queue is drained
+		f.flushLeft() // Close, and the queue is drained
+		return
 	case f.ctx.Err() != nil:
 		reason = nil
 		f.discard(buf, &f.abandoned, ErrClosed)
@@ -429,6 +433,22 @@ func (f *Forwarder[T]) sendCore(batch []T) {
 		f.bytes.Add(n.bytes)
 		f.frames.Add(n.frames)
 	}
+}
+
+// flushLeft flushes, as Close ends a core NATS forwarder, what the client
+// still holds: values published while it was reconnecting wait in its
+// buffer, which sendCore does not flush. It waits for the server to come
+// back until Close's context (or FlushTimeout) ends; a flush that fails is
+// counted (FlushErrors) and reported, rather than the values being left
+// in a buffer that the connection's Close would drop unseen.
+func (f *Forwarder[T]) flushLeft() {
+	if f.js != nil {
+		return
+	}
+	if n, err := f.nc.Buffered(); err == nil && n == 0 && f.nc.IsConnected() {
+		return
+	}
+	f.flush()
 }
 
 func (f *Forwarder[T]) flush() {

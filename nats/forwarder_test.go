@@ -761,3 +761,38 @@ func TestForwarderWithCommitCommitsWhatItPublished(t *testing.T) {
 	nextEvents(t, sub, 3)
 	natstest.Eventually(t, "Taken to follow what was published", func() bool { return b.Taken() == 3 })
 }
+
+// Close of a core NATS forwarder whose server is down does not return as
+// if done: what it published while the client reconnected is still in the
+// client's buffer, so Close flushes it, waiting for the server until its
+// context ends, and the failed flush is counted and reported (it returned
+// nil at once, counting nothing: the connection's Close then dropped the
+// values unseen).
+func TestForwarderCloseWithTheServerDownCountsTheFlushItCouldNotMake(t *testing.T) {
+	srv := natstest.New(t)
+	nc := srv.Connect(t)
+	b := fanout.New[event]()
+	var log errorLog
+	f, err := fanoutnats.Forward(b, nc, fanoutnats.ForwardConfig[event]{Subject: "ev", OnError: log.add})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Shutdown()
+	natstest.Eventually(t, "the client to see the server gone", func() bool { return !nc.IsConnected() })
+	for i := range 3 {
+		if err := b.Action(event{Seq: i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	err = f.Close(ctx)
+	select {
+	case <-f.Done(): // its flush ends with Close's context
+	case <-time.After(10 * time.Second):
+		t.Fatal("the forwarder's goroutine did not exit after Close gave up")
+	}
+	if st := f.Stats(); err == nil || st.FlushErrors == 0 || len(log.list()) == 0 {
+		t.Fatalf("Close = %v, FlushErrors %d, %d errors reported: the unflushed values went unseen", err, st.FlushErrors, len(log.list()))
+	}
+}
