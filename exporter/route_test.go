@@ -2,6 +2,7 @@ package exporter
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -189,5 +190,24 @@ receivers: [{name: a, stdout: {}}, {name: b, stdout: {}}]
 	}
 	if st := p.PipelineStats(); st.DroppedByRule != 1 {
 		t.Errorf("dropped by rule %d, want 1 (kube-system)", st.DroppedByRule)
+	}
+}
+
+// An empty drop rule (- ~, or a - whose fields are all commented out) is a
+// rule with nothing to check: it matches every event, so its route drops
+// everything, as kubernetes-event-exporter's does (it was left out: the
+// route dropped nothing), with a warning.
+func TestAnEmptyDropRuleDropsEveryEventAsTheirs(t *testing.T) {
+	for _, drop := range []string{"    - ~\n", "    -\n", "    - # namespace: \"^kube-system$\"\n"} {
+		c, err := ParseConfig("r.yaml", []byte("route:\n  drop:\n"+drop+"  match:\n    - receiver: a\nreceivers:\n  - {name: a, stdout: {}}\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, dropped := c.Route.receivers(occ("u", 1, "app")); got != 0 || !dropped {
+			t.Errorf("drop %q: receivers %b (dropped %v), want none, dropped", drop, got, dropped)
+		}
+		if !slices.ContainsFunc(c.Warnings, func(w string) bool { return strings.Contains(w, "empty drop rule") }) {
+			t.Errorf("drop %q: no warning in %q", drop, c.Warnings)
+		}
 	}
 }

@@ -206,10 +206,17 @@ func (c *Config) validateReceiver(r *Receiver, add func(int, string, ...any)) {
 // resolve checks that every rule names a known receiver and sets its bit.
 func (rt *Route) resolve(c *Config, add func(int, string, ...any)) {
 	theirs := c.Compat == CompatKEE
-	for _, d := range rt.Drop {
-		if d != nil {
-			d.theirs = theirs
+	for i, d := range rt.Drop {
+		if d == nil {
+			// An empty entry (- ~, or a - whose fields are all commented
+			// out) is a rule that matches every event, as a match rule's:
+			// kubernetes-event-exporter drops everything with it.
+			d = &Rule{}
+			rt.Drop[i] = d
+			c.Warnings = append(c.Warnings, "an empty drop rule drops every event of its route "+
+				"(as kubernetes-event-exporter does)")
 		}
+		d.theirs = theirs
 		if d != nil && d.Receiver.Name != "" {
 			c.Warnings = append(c.Warnings, fmt.Sprintf("line %d: receiver %q of a drop rule: ignored "+
 				"(a drop rule sends nothing; kubernetes-event-exporter ignores it too)", d.Receiver.line, d.Receiver.Name))
@@ -234,7 +241,6 @@ func (rt *Route) resolve(c *Config, add func(int, string, ...any)) {
 			add(m.Receiver.line, "unknown receiver %q", m.Receiver.Name)
 		}
 	}
-	rt.Drop = compact(rt.Drop)
 	for _, child := range rt.Routes {
 		if child != nil {
 			child.resolve(c, add)
