@@ -312,11 +312,11 @@ func LoadConfig(path string) (*Config, error) {
 // every template is executed against a sample event (see the README).
 func ParseConfig(name string, data []byte) (*Config, error) {
 	var c Config
-	root, err := parseYAML(data)
+	root, kept, err := parseYAML(data)
 	if err != nil {
 		return nil, &ConfigError{File: name, Problems: []string{err.Error()}}
 	}
-	c.Warnings = dedupeKeys(root)
+	c.Warnings = append(kept, dedupeKeys(root)...)
 	if msg := aliasExpansionProblem(root); msg != "" {
 		return nil, &ConfigError{File: name, Problems: []string{msg}, Warnings: sortByLine(c.Warnings)}
 	}

@@ -1,8 +1,10 @@
 package exporter
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"strings"
 
 	goccy "github.com/goccy/go-yaml"
 	goccyparser "github.com/goccy/go-yaml/parser"
@@ -20,18 +22,67 @@ import (
 // with goccy/go-yaml's parser (kubernetes-event-exporter's YAML library),
 // which points at the offending token; yaml.v3's own message is kept
 // when goccy finds no error.
-func parseYAML(data []byte) (*yaml.Node, error) {
-	var root yaml.Node
-	err := yaml.Unmarshal(data, &root)
-	if err == nil {
-		return &root, nil
+//
+// A backslash in double quotes before a character YAML does not escape
+// (\w, \d, \. in a regular expression) is an error in YAML 1.2, but
+// kubernetes-event-exporter's parser (goccy/go-yaml v1.11) keeps it as
+// written: parseYAML does too, escaping each such backslash, with a
+// warning per line.
+func parseYAML(data []byte) (*yaml.Node, []string, error) {
+	var warnings []string
+	for range maxKeptEscapes {
+		var root yaml.Node
+		err := yaml.Unmarshal(data, &root)
+		if err == nil {
+			return &root, warnings, nil
+		}
+		var ge goccy.Error
+		if _, perr := goccyparser.ParseBytes(data, 0); errors.As(perr, &ge) && ge.GetToken() != nil {
+			pos := ge.GetToken().Position
+			if kept, ch, ok := keepEscape(data, ge.GetMessage(), pos.Line, pos.Column); ok {
+				data = kept
+				warnings = append(warnings, fmt.Sprintf(`line %d: \%c in double quotes kept as written, as `+
+					`kubernetes-event-exporter does (YAML 1.2 refuses it: write \\%c, or use single quotes)`, pos.Line, ch, ch))
+				continue
+			}
+			return nil, nil, fmt.Errorf("line %d: %s (column %d)", pos.Line, ge.GetMessage(), pos.Column)
+		}
+		return nil, nil, errors.New(trimYAMLPrefix(err.Error()))
 	}
-	var ge goccy.Error
-	if _, perr := goccyparser.ParseBytes(data, 0); errors.As(perr, &ge) && ge.GetToken() != nil {
-		pos := ge.GetToken().Position
-		return nil, fmt.Errorf("line %d: %s (column %d)", pos.Line, ge.GetMessage(), pos.Column)
+	return nil, nil, fmt.Errorf("more than %d unknown escapes in double quotes", maxKeptEscapes)
+}
+
+// maxKeptEscapes bounds the backslashes parseYAML keeps as written.
+const maxKeptEscapes = 256
+
+// keepEscape returns data with the backslash before column col of line
+// (both from 1, the column of the character after it) doubled, and that
+// character, if msg is the parser's "unknown escape character" and that
+// backslash is there.
+func keepEscape(data []byte, msg string, line, col int) ([]byte, rune, bool) {
+	if !strings.HasPrefix(msg, "found unknown escape character") || line < 1 || col < 2 {
+		return nil, 0, false
 	}
-	return nil, errors.New(trimYAMLPrefix(err.Error()))
+	start := 0
+	for range line - 1 {
+		i := bytes.IndexByte(data[start:], '\n')
+		if i < 0 {
+			return nil, 0, false
+		}
+		start += i + 1
+	}
+	end := len(data)
+	if i := bytes.IndexByte(data[start:], '\n'); i >= 0 {
+		end = start + i
+	}
+	text := []rune(string(data[start:end]))
+	if col-1 >= len(text) || text[col-2] != '\\' {
+		return nil, 0, false
+	}
+	at := start + len(string(text[:col-2]))
+	out := make([]byte, 0, len(data)+1)
+	out = append(append(append(out, data[:at]...), '\\'), data[at:]...)
+	return out, text[col-1], true
 }
 
 // trimYAMLPrefix removes yaml.v3's "yaml: " prefix from a message.

@@ -156,3 +156,49 @@ func TestConfigurationWhoseRouteNamesNoReceiverIsWarned(t *testing.T) {
 	c = parseOK(t, "route:\n  drop: [{namespace: kube-system}]\nreceivers: [{name: a, stdout: {}}]\n")
 	wantWarnings(t, c, "line 1: route: no rule names a receiver")
 }
+
+// A regular expression in double quotes with a backslash YAML does not
+// escape (\w, \d, \.) loads, as in kubernetes-event-exporter, whose parser
+// (goccy/go-yaml v1.11) keeps the backslash as written: the rules then
+// hold those expressions and route as theirs do, with a warning per
+// escape. YAML's own escapes (\t, \") keep their meaning. It refused
+// the whole file ("found unknown escape character").
+func TestDoubleQuotedRegexWithBackslashesLoadsAsTheirs(t *testing.T) {
+	c, err := ParseConfig("c.yaml", []byte(`route:
+  drop:
+    - namespace: "^kube-\w+$"
+  match:
+    - receiver: a
+      message: "Back\.?[Oo]ff\t\d+ \"x\""
+receivers:
+  - name: a
+    stdout: {}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Route.Drop[0].Namespace.re.String(); got != `^kube-\w+$` {
+		t.Errorf("drop namespace %q", got)
+	}
+	if got := c.Route.Match[0].Message.re.String(); got != "Back\\.?[Oo]ff\t\\d+ \"x\"" {
+		t.Errorf("match message %q", got)
+	}
+	o := occ("u", 1, "app")
+	o.Message = "BackOff\t3 \"x\""
+	if set, dropped := c.Route.receivers(o); set != 1 || dropped {
+		t.Errorf("receivers %b (dropped %v), want a", set, dropped)
+	}
+	o.Namespace = "kube-system"
+	if _, dropped := c.Route.receivers(o); !dropped {
+		t.Error("kube-system not dropped")
+	}
+	var warned int
+	for _, w := range c.Warnings {
+		if strings.Contains(w, "in double quotes kept as written") {
+			warned++
+		}
+	}
+	if warned != 3 {
+		t.Errorf("%d warnings about kept escapes, want 3: %q", warned, c.Warnings)
+	}
+}
