@@ -76,17 +76,13 @@ func (w *Watcher[T]) tryRecv(ctx context.Context, buf []T, rr *rawRead, mayPark 
 		w.count(r, n, &log, nil)
 	}
 	before := w.o + w.c
-	var first uint64
-	if rr != nil {
-		first = w.firstQueued()
-	}
 	n = w.takeFor(rr, buf, h, b.ring.Load())
 	wakePublishers := false
 	if n > 0 {
 		if rr == nil {
 			w.taken += uint64(n)
 		} else {
-			w.startReading(rr, uint64(n), first) // counted once filtered (see counted)
+			w.startReading(rr, uint64(n)) // counted once filtered (see counted)
 		}
 		w.publishMarks()
 		hook(hookReaderMarked)

@@ -111,7 +111,7 @@ func (k *keepRun[T]) run(vals []T, meta []uint64) {
 type rawRead struct {
 	meta     [privChunk]uint64
 	fromPriv int
-	from     uint64 // the sequence number of the first value taken
+	from     uint64 // the sequence number of the first value taken (takeFor)
 }
 
 // privChunk bounds the values of priv a filtered reader's read takes.
@@ -124,6 +124,7 @@ func (w *Watcher[T]) takeFor(rr *rawRead, buf []T, h uint64, rg *ring.Ring[T]) i
 		n, _ := w.take(buf, nil, false, h, rg)
 		return n
 	}
+	rr.from = w.firstQueued()
 	n, fromPriv := w.take(buf, rr.meta[:], false, h, rg)
 	rr.fromPriv = fromPriv
 	return n
@@ -203,13 +204,12 @@ func (w *Watcher[T]) firstQueued() uint64 {
 	return w.o
 }
 
-// startReading counts the n values, from the sequence number from on,
-// that a filtered reader's read took into rr and is about to filter: until
-// counted, Taken stays below them (see keptFloor). Caller holds w.mu.
-func (w *Watcher[T]) startReading(rr *rawRead, n, from uint64) {
+// startReading counts the n values, from rr.from on, that a filtered
+// reader's read took into rr and is about to filter: until counted, Taken
+// stays below them (see keptFloor). Caller holds w.mu.
+func (w *Watcher[T]) startReading(rr *rawRead, n uint64) {
 	w.x.reading += n
-	w.x.readingFrom = append(w.x.readingFrom, from)
-	rr.from = from
+	w.x.readingFrom = append(w.x.readingFrom, rr.from)
 }
 
 // counted moves n values taken off the queue by tryRecvKept, from the

@@ -80,9 +80,9 @@ func (g *TopicsWatcher[K, T]) pumpEnding() chan struct{} {
 		return nil
 	}
 	g.mu.Lock()
-	done, quitted := g.pumped, g.quitted
+	done := g.pumped
 	g.mu.Unlock()
-	if !quitted || done == nil {
+	if done == nil {
 		return nil
 	}
 	select {
