@@ -217,7 +217,7 @@ func (rt *Route) resolve(c *Config, add func(int, string, ...any)) {
 				"(as kubernetes-event-exporter does)")
 		}
 		d.theirs = theirs
-		if d != nil && d.Receiver.Name != "" {
+		if d.Receiver.Name != "" {
 			c.Warnings = append(c.Warnings, fmt.Sprintf("line %d: receiver %q of a drop rule: ignored "+
 				"(a drop rule sends nothing; kubernetes-event-exporter ignores it too)", d.Receiver.line, d.Receiver.Name))
 			d.Receiver = ReceiverRef{}
