@@ -95,16 +95,20 @@ func TestFilterDropsOnlyKeptValuesWhenFull(t *testing.T) {
 	}
 }
 
+// panicsOnThree is a filter that keeps every value but 3, on which it
+// panics.
+func panicsOnThree(v int) bool {
+	if v == 3 {
+		panic("three")
+	}
+	return true
+}
+
 func TestFilterThatPanicsDropsThatValueOnly(t *testing.T) {
 	for _, r := range readers {
 		t.Run(r.name, func(t *testing.T) {
 			b := fanout.New[int]()
-			w, err := b.Watch(fanout.WithFilter(func(v int) bool {
-				if v == 3 {
-					panic("three")
-				}
-				return true
-			}))
+			w, err := b.Watch(fanout.WithFilter(panicsOnThree))
 			require.NoError(t, err)
 			r.prepare(w)
 			publish(t, b, 1, 2, 3, 4)
@@ -125,12 +129,7 @@ func TestFilterThatPanicsAfterTheCloseCountsInTheBroadcastersDropped(t *testing.
 		for _, r := range []string{"chan", "pull", "ResultChan after the close"} {
 			t.Run(close+"/"+r, func(t *testing.T) {
 				b := fanout.New[int]()
-				w, err := b.Watch(fanout.WithFilter(func(v int) bool {
-					if v == 3 {
-						panic("three")
-					}
-					return true
-				}))
+				w, err := b.Watch(fanout.WithFilter(panicsOnThree))
 				require.NoError(t, err)
 				if r == "chan" {
 					w.ResultChan()
@@ -208,9 +207,10 @@ func TestFilterThatPanicsWhileAPublisherSiftsCostsThatValueOnly(t *testing.T) {
 // the filter that sift asks (on its own watcher) or by another goroutine,
 // returns at once: the sift moves the watcher to that channel as it ends,
 // and the channel gets every kept value in order, what the sift kept
-// included, and what comes after.
+// included, and what comes after; stopped before the sift ends, the
+// channel gets what was kept before the Stop, then closes.
 func TestResultChanDuringASiftReturnsAtOnceAndGetsEveryKeptValue(t *testing.T) {
-	for _, caller := range []string{"the filter", "another goroutine"} {
+	for _, caller := range []string{"the filter", "another goroutine", "another goroutine, then Stop"} {
 		t.Run(caller, func(t *testing.T) {
 			b := fanout.New[int](fanout.WithQueueLength(2))
 			var w *fanout.Watcher[int]
@@ -232,16 +232,21 @@ func TestResultChanDuringASiftReturnsAtOnceAndGetsEveryKeptValue(t *testing.T) {
 			done := make(chan error, 1)
 			go func() { done <- b.Action(3) }() // sifts: the filter keeps 1, rejects 2
 			var ch <-chan int
-			if caller == "another goroutine" {
+			want := []int{1, 3, 4}
+			if caller != "the filter" {
 				<-sifting
 				ch = w.ResultChan() // does not wait for the sift
+				if caller == "another goroutine, then Stop" {
+					w.Stop()
+					want = []int{1} // 3 is accepted after the Stop
+				}
 				close(release)
 			}
 			require.NoError(t, <-done)
 			publish(t, b, 4)
 			b.Shutdown()
 			got, _ := fanouttest.DrainChan(w.ResultChan())
-			assert.Equal(t, []int{1, 3, 4}, got)
+			assert.Equal(t, want, got)
 			if ch != nil {
 				assert.Equal(t, w.ResultChan(), ch, "the channel returned during the sift")
 			}

@@ -376,17 +376,24 @@ func TestStartLastCountsMessagesNotSequences(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	checkStartLast(t, admin, 3, event{Seq: 11}, []int{6, 7, 10, 11})
+}
+
+// checkStartLast consumes stream EV with StartLast(n), ordered and
+// durable, publishes next, and checks that each consumer delivers want.
+func checkStartLast(t *testing.T, admin jetstream.JetStream, n uint64, next event, want []int) {
+	t.Helper()
 	var ws []*fanout.Watcher[event]
 	for _, durable := range []string{"", "d"} {
 		b := fanout.New[event](fanout.WithQueueLength(64))
 		w, _ := b.Watch()
-		consume(t, admin, b, fanoutnats.ConsumeConfig[event]{Stream: "EV", Durable: durable, Start: fanoutnats.StartLast(3)})
+		consume(t, admin, b, fanoutnats.ConsumeConfig[event]{Stream: "EV", Durable: durable, Start: fanoutnats.StartLast(n)})
 		ws = append(ws, w)
 	}
-	jsPublish(t, admin, "ev", event{Seq: 11})
+	jsPublish(t, admin, "ev", next)
 	for i, w := range ws {
-		if got := seqs(recv(t, w, 4)); !slices.Equal(got, []int{6, 7, 10, 11}) {
-			t.Errorf("durable %v: got %v, want [6 7 10 11]", i == 1, got)
+		if got := seqs(recv(t, w, len(want))); !slices.Equal(got, want) {
+			t.Errorf("durable %v: got %v, want %v", i == 1, got, want)
 		}
 	}
 }
@@ -403,19 +410,7 @@ func TestStartLastOnAPurgedStreamStartsWithTheNextMessage(t *testing.T) {
 	if err := st.Purge(guardCtx(t)); err != nil {
 		t.Fatal(err)
 	}
-	var ws []*fanout.Watcher[event]
-	for _, durable := range []string{"", "d"} {
-		b := fanout.New[event](fanout.WithQueueLength(64))
-		w, _ := b.Watch()
-		consume(t, admin, b, fanoutnats.ConsumeConfig[event]{Stream: "EV", Durable: durable, Start: fanoutnats.StartLast(10)})
-		ws = append(ws, w)
-	}
-	jsPublish(t, admin, "ev", event{Seq: 6})
-	for i, w := range ws {
-		if got := seqs(recv(t, w, 1)); !slices.Equal(got, []int{6}) {
-			t.Errorf("durable %v: got %v, want [6]", i == 1, got)
-		}
-	}
+	checkStartLast(t, admin, 10, event{Seq: 6}, []int{6})
 }
 
 // A durable that an operator deletes while Consume runs ends the consumer,
