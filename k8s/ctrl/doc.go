@@ -24,9 +24,11 @@
 //   - When the manager stops, after its runnables and the leader election
 //     (whose "stopped leading" event is recorded last), [Manager.Start]
 //     flushes both broadcasters and shuts them down within what is left of
-//     the manager's GracefulShutdownTimeout (30 s unless set; at least
-//     5 s; [WithShutdownTimeout] sets another bound; the flush, with
-//     retries, has half of it, the last attempts the rest).
+//     the manager's GracefulShutdownTimeout (30 s unless set, counted
+//     from the start of the stop; at least 5 s, and just that after a
+//     lost leader election, whose grace period controller-runtime skips;
+//     [WithShutdownTimeout] sets another bound; the flush, with retries,
+//     has half of it, the last attempts the rest).
 //     controller-runtime never waits for its broadcasters. The
 //     events.k8s.io series still open get their final count written, so
 //     that a clean stop drops nothing while the backlog fits the bound:
@@ -48,9 +50,10 @@
 // core/v1 sink; the events.k8s.io sink and its series maintenance), and
 // two more, the loggers, when the manager's logger shows V(1), as
 // controller-runtime logs every event there. All of them have ended when
-// Start returns: a core/v1 write still in flight at the shutdown bound is
-// cancelled (the sink the manager makes writes with a context, where
-// client-go's EventSinkImpl writes with context.Background()), and a
+// Start returns, and the broadcasters' Stats are final: a write still in
+// flight at the shutdown bound is cancelled (the core/v1 sink the manager
+// makes writes with a context, where client-go's EventSinkImpl writes with
+// context.Background()) and waited for, and a
 // second Start returns controller-runtime's error without touching them. A manager that records events but is never started keeps
 // its sinks running, as controller-runtime's does.
 //

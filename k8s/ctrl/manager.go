@@ -76,7 +76,9 @@ type Manager struct {
 	unview     []func() // take the broadcasters off WithDebugView's handler
 
 	// graceful is the manager's GracefulShutdownTimeout (negative: no
-	// bound); stopping, when Start's context ended.
+	// bound); stopping, when the manager's stop began: Start's context
+	// ended, or controller-runtime stopped its runnables (a runnable
+	// failed, the leader election was lost).
 	graceful time.Duration
 	stopping atomic.Pointer[time.Time]
 
@@ -162,6 +164,11 @@ func NewManager(config *rest.Config, options manager.Options, opts ...Option) (*
 		return nil, err
 	}
 	if err := m.mountView(inner, options); err != nil {
+		m.unregisterMetrics()
+		m.shutdownBroadcasters()
+		return nil, err
+	}
+	if err := inner.Add(stopMarker{m}); err != nil {
 		m.unregisterMetrics()
 		m.shutdownBroadcasters()
 		return nil, err
@@ -334,20 +341,52 @@ func (m *Manager) Start(ctx context.Context) error {
 		return errAlreadyStarted
 	}
 	m.startRecording()
-	stopWatch := context.AfterFunc(ctx, func() {
-		now := time.Now()
-		m.stopping.Store(&now)
-	})
+	stopWatch := context.AfterFunc(ctx, m.markStopping)
 	err := m.Manager.Start(ctx)
 	stopWatch()
-	m.shutdown(m.shutdownTimeout(time.Now()))
+	lost := ctx.Err() == nil && err != nil && err.Error() == errLeaderElectionLost
+	m.shutdown(m.shutdownTimeout(time.Now(), lost))
 	return err
 }
 
+// errLeaderElectionLost is the text of the error controller-runtime's
+// Start returns when the manager lost its leader election (it makes it
+// with errors.New, so nothing else can tell it).
+const errLeaderElectionLost = "leader election lost"
+
+// markStopping notes that the manager's stop began now, unless it was
+// noted already.
+func (m *Manager) markStopping() {
+	now := time.Now()
+	m.stopping.CompareAndSwap(nil, &now)
+}
+
+// stopMarker is a runnable of the wrapped manager's that notes when its
+// stop begins: controller-runtime cancels its context first thing, also
+// when a runnable failed or the leader election was lost (Start's context
+// still running then). It needs no leader election, so that it runs on
+// every replica.
+type stopMarker struct{ m *Manager }
+
+func (s stopMarker) Start(ctx context.Context) error {
+	<-ctx.Done()
+	s.m.markStopping()
+	return nil
+}
+
+func (stopMarker) NeedLeaderElection() bool { return false }
+
 // shutdownTimeout returns the bound of the broadcasters' shutdown once the
-// manager has stopped at now (see WithShutdownTimeout); 0 for none.
-func (m *Manager) shutdownTimeout(now time.Time) time.Duration {
+// manager has stopped at now (see WithShutdownTimeout); 0 for none. After
+// a lost leader election (lost), controller-runtime skips its grace
+// period, and the bound is ShutdownTimeout, or WithShutdownTimeout's if
+// less.
+func (m *Manager) shutdownTimeout(now time.Time, lost bool) time.Duration {
 	switch {
+	case lost && m.cfg.shutdownTimeout > 0:
+		return min(m.cfg.shutdownTimeout, ShutdownTimeout)
+	case lost:
+		return ShutdownTimeout
 	case m.cfg.shutdownTimeout > 0:
 		return m.cfg.shutdownTimeout
 	case m.graceful < 0:
@@ -355,7 +394,7 @@ func (m *Manager) shutdownTimeout(now time.Time) time.Duration {
 	}
 	since := now
 	if t := m.stopping.Load(); t != nil {
-		since = *t // the manager's stop started when ctx ended
+		since = *t
 	}
 	return max(m.graceful-now.Sub(since), ShutdownTimeout)
 }
@@ -430,14 +469,16 @@ func (m *Manager) shutdown(timeout time.Duration) {
 // endWrites cancels the writes of the core/v1 sink the manager made that
 // are still in flight (an API server that does not answer: client-go's
 // sinks take no context, and the HTTP client has no timeout unless the
-// config sets one), and waits for its runner to end, so that nothing of
-// the recorders outlives Start.
+// config sets one), and waits for its runner to end, and for the
+// events.k8s.io sink and its series maintenance, whose writes in flight
+// the bound cancelled (a second ShutdownContext waits for them), so that
+// nothing of the recorders outlives Start and their Stats are final.
 func (m *Manager) endWrites() {
-	if m.cancelWrites == nil {
-		return
+	if m.cancelWrites != nil {
+		m.cancelWrites()
+		<-m.coreWatch.ResultChan()
 	}
-	m.cancelWrites()
-	<-m.coreWatch.ResultChan()
+	_ = m.events.ShutdownContext(context.Background())
 }
 
 // shutdownBroadcasters shuts down the broadcasters of a manager that

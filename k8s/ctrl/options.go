@@ -69,8 +69,11 @@ func (f optionFunc) apply(c *config) { f(c) }
 // manager's GracefulShutdownTimeout. By default (or for zero; NewManager
 // refuses a negative d) the bound follows controller-runtime's: what is
 // left of the manager's GracefulShutdownTimeout ([DefaultGracefulShutdownTimeout],
-// 30 s, unless set), counted from the end of Start's context, after the
-// runnables and the leader election stopped; never less than
+// 30 s, unless set), counted from the start of the manager's stop (Start's
+// context ended, or a runnable failed), after the runnables and the leader
+// election stopped; after a lost leader election, none is left
+// (controller-runtime skips its grace period then, and so does this bound,
+// d too if more); never less than
 // [ShutdownTimeout] (5 s), so that the events recorded last (the leader
 // election's "stopped leading") get their attempt; no bound when the
 // manager's is negative (controller-runtime waits for ever then). The
