@@ -13,7 +13,8 @@ import (
 
 // MaxWriters is the most writers a runner may have ([BatchConfig].Writers,
 // [WithWriters]). Writers are goroutines, started as the keys waiting for
-// one need them.
+// one need them, that end when no key is left to write: a runner with
+// nothing to write has only its own goroutine.
 const MaxWriters = 1024
 
 // SinkOption configures a runner started by [Recorder.StartSink].
@@ -113,16 +114,13 @@ type keyedWriters[T any] struct {
 	keep       bool
 
 	mu       sync.Mutex
-	work     sync.Cond // writers wait for a ready key
 	room     sync.Cond // dispatch waits for held < limit
 	keys     map[string]*keyQueue[T]
 	ready    []*keyQueue[T] // keys with values queued and no writer, oldest first
 	spare    []*keyQueue[T]
 	groups   []*group[T] // taken and not yet settled, in order
 	held     int
-	writers  int // started
-	idle     int // waiting for work and not yet woken
-	closing  bool
+	writers  int // running
 	settling bool
 	settled  []*group[T] // the settler's scratch
 	wg       sync.WaitGroup
@@ -181,7 +179,7 @@ func newKeyedWriters[T any](run *Runner[T], n int, prepare func(T) (prepared[T],
 	kw := &keyedWriters[T]{run: run, prepare: prepare, newHandler: newHandler, n: n, batch: run.batch,
 		keep: run.hooks.finished != nil, keys: make(map[string]*keyQueue[T])}
 	kw.limit = max(run.w.q, n*run.batch)
-	kw.work.L, kw.room.L = &kw.mu, &kw.mu
+	kw.room.L = &kw.mu
 	return kw
 }
 
@@ -201,11 +199,6 @@ func (kw *keyedWriters[T]) dispatch() {
 		kw.accept(buf[:n])
 		clear(buf[:n])
 	}
-	kw.mu.Lock()
-	kw.closing = true
-	kw.idle = 0
-	kw.work.Broadcast()
-	kw.mu.Unlock()
 	kw.wg.Wait()
 }
 
@@ -334,14 +327,11 @@ func (kw *keyedWriters[T]) queueFor(key string) *keyQueue[T] {
 	return &keyQueue[T]{key: key}
 }
 
-// wake gets a writer for a key that became ready: an idle one, or a new
-// one while fewer than n are started. Caller holds mu.
+// wake starts a writer for a key that became ready while fewer than n
+// run; otherwise a running writer takes the key when it is done with its
+// batch. Caller holds mu.
 func (kw *keyedWriters[T]) wake() {
-	switch {
-	case kw.idle > 0:
-		kw.idle--
-		kw.work.Signal()
-	case kw.writers < kw.n:
+	if kw.writers < kw.n {
 		kw.writers++
 		kw.wg.Add(1)
 		go kw.write()
@@ -349,20 +339,20 @@ func (kw *keyedWriters[T]) wake() {
 }
 
 // write is a writer's goroutine: it writes batches of ready keys until
-// dispatch closes and nothing is left.
+// none is left, and ends; the next key that becomes ready starts a writer
+// again (wake). So writers run only while there are writes to make: a
+// starting goroutine costs what waking a parked one did, and a runner
+// idle after a burst keeps none.
 func (kw *keyedWriters[T]) write() {
 	defer kw.wg.Done()
 	handle := kw.newHandler()
 	var b writerBatch[T]
 	kw.mu.Lock()
 	for {
-		for len(kw.ready) == 0 {
-			if kw.closing {
-				kw.mu.Unlock()
-				return
-			}
-			kw.idle++
-			kw.work.Wait()
+		if len(kw.ready) == 0 {
+			kw.writers--
+			kw.mu.Unlock()
+			return
 		}
 		kw.take(&b)
 		kw.mu.Unlock()

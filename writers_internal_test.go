@@ -3,7 +3,10 @@ package fanout
 import (
 	"context"
 	"runtime"
+	"strconv"
 	"testing"
+	"testing/synctest"
+	"time"
 )
 
 // gateSink writes a value each time its gate lets one through.
@@ -56,4 +59,59 @@ func TestKeyThatNeverRunsEmptyKeepsItsQueueBounded(t *testing.T) {
 	if bound := 4 * max(kw.limit, 64); most > bound {
 		t.Errorf("the key's queue grew to a capacity of %d values; the runner holds at most %d", most, kw.limit)
 	}
+}
+
+// sleepSink takes a while to write each value.
+type sleepSink struct{}
+
+func (sleepSink) Create(context.Context, int) (int, error) {
+	time.Sleep(20 * time.Millisecond)
+	return 0, nil
+}
+func (sleepSink) Update(context.Context, int) (int, error) {
+	time.Sleep(20 * time.Millisecond)
+	return 0, nil
+}
+
+// Writers run while there are writes to make: a burst of distinct keys
+// starts up to n of them, and once it is written none is left, until the
+// next value starts one again.
+func TestWritersEndWhenNothingIsLeftToWrite(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r, err := NewRecorder[int]()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = r.Shutdown(context.Background()) }()
+		run, err := r.StartSink(sleepSink{}, nil, WithWriters(8, strconv.Itoa))
+		if err != nil {
+			t.Fatal(err)
+		}
+		running := func() int {
+			run.kw.mu.Lock()
+			defer run.kw.mu.Unlock()
+			return run.kw.writers
+		}
+		for i := range 64 {
+			_ = r.Record(i)
+		}
+		synctest.Wait()
+		if n := running(); n != 8 {
+			t.Errorf("%d writers run during the burst, want 8", n)
+		}
+		if err := r.Flush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if n := running(); n != 0 {
+			t.Errorf("%d writers left once the burst is written, want 0", n)
+		}
+		_ = r.Record(64)
+		if err := r.Flush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if st := run.Stats(); st.Written != 65 {
+			t.Errorf("written %d of 65", st.Written)
+		}
+	})
 }
