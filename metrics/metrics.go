@@ -15,6 +15,10 @@
 //
 //	reg.MustRegister(metrics.NewCollector(b, prometheus.Labels{"broadcaster": "orders"}))
 //
+// A registry cannot give such a collector back (see [Set]): for sources
+// that come and go as the program runs, register one [Set] and add and
+// remove them.
+//
 // It is an unchecked collector (its Describe sends nothing): the samples a
 // source reports, watchers included, change from scrape to scrape. A label
 // value that is not valid UTF-8 (a watcher's name, say) is exported with
