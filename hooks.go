@@ -49,5 +49,9 @@ const (
 	// hookReadLeaving: a Recv of a filtered reader is returning and about
 	// to count itself out of the goroutines reading it (leaveRead).
 	hookReadLeaving
+	// hookSnapshotLocking: a Snapshot has read the broadcaster's Stats and
+	// is about to lock it to list the watchers and the waits. It holds
+	// nothing.
+	hookSnapshotLocking
 	numHookPoints
 )

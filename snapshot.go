@@ -72,8 +72,12 @@ type Wait struct {
 // [Watcher.Stats] reads them (a channel watcher's under the lock, briefly).
 func (b *Broadcaster[T]) Snapshot() Snapshot {
 	s := Snapshot{Stats: b.Stats()}
-	now := time.Now()
+	hook(hookSnapshotLocking)
 	b.mu.Lock()
+	// now is read under the lock: a wait's since is stamped with the now
+	// of the Snapshot that first saw it (under the lock), so it is never
+	// later than the now of one that takes the lock after.
+	now := time.Now()
 	rs := append([]*Watcher[T](nil), b.readers...)
 	cs := make([]*Watcher[T], len(b.chans))
 	for i := range b.chans {
