@@ -86,7 +86,10 @@
 // the first page load shows no rate (a dash; null in the JSON), and with
 // nobody looking nothing is sampled. Series that a page load no longer
 // sees (a watcher stopped) are forgotten; counters that go down (a
-// broadcaster replaced under the same name) start their series afresh.
+// broadcaster replaced under the same name) start their series afresh. Of
+// two page loads at once, one that read a source before the other kept
+// that source's newer counters shows its rates but keeps none of its
+// counters: an older read is not taken for counters that went down.
 //
 // With 10,000 watchers (BenchmarkPageLoad10000Watchers, on a loaded
 // 2-core VM): a broadcaster's Snapshot takes about 2.5 ms of CPU, of which

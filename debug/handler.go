@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fanout-go/fanout/internal/guard"
@@ -36,10 +37,16 @@ type Handler struct {
 
 	mu      sync.Mutex
 	sources []*registered
-	rates   *rates // guarded by mu
+	rates   *rates        // guarded by mu
+	tickets atomic.Uint64 // numbers the reads of the sources (see stale)
 }
 
-type registered struct{ s Source }
+// registered is a registered source; kept is the ticket of the last read
+// of it whose samples the rates kept (guarded by Handler.mu).
+type registered struct {
+	s    Source
+	kept uint64
+}
 
 // Option configures [New].
 type Option func(*Handler)
@@ -88,7 +95,7 @@ func (h *Handler) Register(s Source) (unregister func()) {
 	if s == nil {
 		return func() {}
 	}
-	r := &registered{s}
+	r := &registered{s: s}
 	h.mu.Lock()
 	h.sources = append(h.sources, r)
 	h.mu.Unlock()
@@ -163,14 +170,31 @@ func (h *Handler) Page(limit int) Page {
 	srcs := slices.Clone(h.sources)
 	h.mu.Unlock()
 	secs := make([]Section, len(srcs))
+	tickets := make([]uint64, len(srcs))
 	for i, r := range srcs {
+		tickets[i] = h.tickets.Add(1) // just before the read: a lower ticket began it earlier
 		secs[i] = section(r.s)
 	}
 	now := time.Now()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return Page{Time: now, RateWindowSeconds: h.window.Seconds(), RefreshSeconds: h.refresh.Seconds(),
-		Sections: viewOf(srcs, secs, h.rates, now, limit)}
+		Sections: viewOf(srcs, secs, h.rates, now, limit, stale(srcs, tickets))}
+}
+
+// stale returns the sources whose read is older than one whose samples the
+// rates already kept (page loads at once), and notes the others' tickets
+// as kept. Caller holds h.mu.
+func stale(srcs []*registered, tickets []uint64) map[*registered]bool {
+	old := map[*registered]bool{}
+	for i, r := range srcs {
+		if tickets[i] < r.kept {
+			old[r] = true
+		} else {
+			r.kept = tickets[i]
+		}
+	}
+	return old
 }
 
 // section returns s's section; a source that panics shows the panic.

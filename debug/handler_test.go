@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -206,6 +207,46 @@ func TestCountersThatGoDownStartTheirRatesAfresh(t *testing.T) {
 		bv := page(t, h, "").Sections[0].Broadcasters[0]
 		assert.Nil(t, bv.AcceptedPS, "no negative rate: the series started again")
 		assert.Equal(t, uint64(0), bv.Accepted)
+	})
+}
+
+// Two page loads at once (two tabs, a tab and a scraper): the one that
+// read the counters first keeps its samples last. Its counters are lower
+// than the last sample, but no counter went down: it has a rate, and the
+// series keeps its history.
+func TestAPageLoadOlderThanTheLastKeptDoesNotResetTheRates(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHandler(t)
+		var accepted atomic.Uint64
+		hold := make(chan chan struct{}, 1) // a read takes one, if any, and waits on it
+		h.Register(debug.SourceFunc(func() debug.Section {
+			sec := debug.Section{Name: "s", Broadcasters: []debug.BroadcasterSnapshot{
+				{Name: "b", Snapshot: fanout.Snapshot{Stats: fanout.Stats{Accepted: accepted.Add(10)}}}}}
+			select {
+			case release := <-hold:
+				<-release
+			default:
+			}
+			return sec
+		}))
+		for range 3 { // 10, 20, 30 a second apart
+			h.Page(0)
+			time.Sleep(time.Second)
+		}
+		release := make(chan struct{})
+		hold <- release
+		older := make(chan debug.Page)
+		go func() { older <- h.Page(0) }() // reads 40, then waits
+		synctest.Wait()
+		h.Page(0) // reads 50, kept first
+		close(release)
+		a := <-older
+		time.Sleep(time.Second)
+		c := h.Page(0).Sections[0].Broadcasters[0] // 60
+
+		require.NotNil(t, a.Sections[0].Broadcasters[0].AcceptedPS, "the older load's rate")
+		assert.Equal(t, 10.0, *a.Sections[0].Broadcasters[0].AcceptedPS, "40 against the oldest sample, 10, 3 s before")
+		assert.Equal(t, []float64{10, 10, 20, 10}, c.AcceptedHistory, "the history is kept, the older load's sample is not")
 	})
 }
 

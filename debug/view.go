@@ -139,10 +139,11 @@ func (d Drops) reasons() []Field {
 }
 
 // viewOf returns the view of the sections, with their rates, at most limit
-// broadcasters per section and watchers per broadcaster (0: all). Caller
+// broadcasters per section and watchers per broadcaster (0: all); the
+// samples of the stale sources are not kept (see [rates.begin]). Caller
 // serializes calls (the rates).
-func viewOf(srcs []*registered, secs []Section, r *rates, now time.Time, limit int) []SectionView {
-	r.begin()
+func viewOf(srcs []*registered, secs []Section, r *rates, now time.Time, limit int, stale map[*registered]bool) []SectionView {
+	r.begin(stale)
 	defer r.end()
 	out := make([]SectionView, 0, len(secs))
 	for i, sec := range secs {
