@@ -386,6 +386,37 @@ func TestTopicsShowEachTopicAsABroadcaster(t *testing.T) {
 	assert.Contains(t, sec.Fields, debug.Field{Name: "published", Value: 1.0})
 }
 
+// Two topics whose keys print alike are two broadcasters of one name: each
+// keeps its own rates, and their order, from one page load to the next.
+func TestTopicsWhoseKeysPrintAlikeKeepTheirRatesAndOrder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		type key struct{ NS, Name string }
+		tp := fanout.NewTopics[key, int]()
+		defer tp.Shutdown()
+		busy, idle := key{"a b", "c"}, key{"a", "b c"} // both print {a b c}
+		for _, k := range []key{idle, busy} {
+			_, err := tp.Watch(k, fanout.WithFullChannelBehavior(fanout.DropIfChannelFull))
+			require.NoError(t, err)
+		}
+		for i := range 100 {
+			require.NoError(t, tp.Publish(busy, i))
+		}
+		h := newHandler(t)
+		h.Register(debug.Topics("t", tp))
+		page(t, h, "")
+		for load := range 20 { // nothing is published any more: every rate is 0
+			time.Sleep(time.Second)
+			bvs := page(t, h, "").Sections[0].Broadcasters
+			require.Len(t, bvs, 2)
+			assert.Equal(t, []uint64{100, 0}, []uint64{bvs[0].Accepted, bvs[1].Accepted}, "load %d: by key: {NS:\"a b\"} first", load)
+			for _, bv := range bvs {
+				require.NotNil(t, bv.AcceptedPS, "load %d", load)
+				require.Zero(t, *bv.AcceptedPS, "load %d: accepted %d", load, bv.Accepted)
+			}
+		}
+	})
+}
+
 func TestARecordersRunnersAreShownBesideTheirWatchers(t *testing.T) {
 	r, err := fanout.NewRecorder[int]()
 	require.NoError(t, err)

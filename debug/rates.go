@@ -30,11 +30,13 @@ type series struct {
 }
 
 // seriesKey names a series: a broadcaster (row false) or one of its
-// watchers, of a registered source; dup tells apart the broadcasters of
-// one section that have the same name.
+// watchers, of a registered source; key (the BroadcasterSnapshot's), else
+// dup (their order), tells apart the broadcasters of one section that
+// have the same name.
 type seriesKey struct {
 	src         *registered
 	broadcaster string
+	key         any
 	dup         int
 	row         bool
 	watcher     uint64

@@ -48,11 +48,18 @@ type Field struct {
 
 // BroadcasterSnapshot is one broadcaster of a [Section]: a name, its
 // [fanout.Snapshot], and the snapshots of the runners reading its
-// watchers, each shown beside its watcher.
+// watchers, each shown beside its watcher. The rates of a section's
+// broadcasters of the same Name are told apart by their order in the
+// section (those of a [Topics] by their keys).
 type BroadcasterSnapshot struct {
 	Name     string
 	Snapshot fanout.Snapshot
 	Runners  []fanout.RunnerSnapshot
+
+	// key, if not nil, is the same for the same broadcaster at each page
+	// load and tells its rates from those of the section's others of the
+	// same Name (a topic's key); without one, their order does.
+	key any
 }
 
 // Broadcaster returns the source of one broadcaster, named name, with the
@@ -77,8 +84,10 @@ func BroadcasterOf[T any](name string, b *fanout.Broadcaster[T], runners ...*fan
 
 // Topics returns the source of a family of topics, named name: its totals,
 // and one broadcaster per topic that exists, named by its key as fmt
-// prints it (%v), in the order of those names. It reads
-// [fanout.Topics.Snapshot] when the page is loaded.
+// prints it (%v), in the order of those names (keys that print alike in
+// the order of their type and Go syntax, %T %#v). Each topic keeps its own
+// rates, whatever its name. It reads [fanout.Topics.Snapshot] when the
+// page is loaded.
 func Topics[K comparable, T any](name string, t *fanout.Topics[K, T]) Source {
 	return SourceFunc(func() Section {
 		s := t.Snapshot()
@@ -87,11 +96,29 @@ func Topics[K comparable, T any](name string, t *fanout.Topics[K, T]) Source {
 			{"unheard", s.Stats.Unheard}, {"retired", s.Stats.Retired},
 		}}
 		for k, snap := range s.Topics {
-			sec.Broadcasters = append(sec.Broadcasters, BroadcasterSnapshot{Name: fmt.Sprint(k), Snapshot: snap})
+			sec.Broadcasters = append(sec.Broadcasters, BroadcasterSnapshot{Name: fmt.Sprint(k), Snapshot: snap, key: topicKey[K]{k}})
 		}
-		slices.SortFunc(sec.Broadcasters, func(a, b BroadcasterSnapshot) int { return cmp.Compare(a.Name, b.Name) })
+		slices.SortFunc(sec.Broadcasters, byTopic[K])
 		return sec
 	})
+}
+
+// topicKey is a topic's key as a [BroadcasterSnapshot]'s key: never nil.
+type topicKey[K comparable] struct{ k K }
+
+// byTopic orders topics by name, then those whose keys print alike by
+// their keys' type and Go syntax.
+func byTopic[K comparable](a, b BroadcasterSnapshot) int {
+	if c := cmp.Compare(a.Name, b.Name); c != 0 {
+		return c
+	}
+	return cmp.Compare(goSyntax[K](a), goSyntax[K](b)) // rare: printed only for names alike
+}
+
+// goSyntax returns the type and Go syntax of a topic's key.
+func goSyntax[K comparable](bs BroadcasterSnapshot) string {
+	k := bs.key.(topicKey[K]).k
+	return fmt.Sprintf("%T %#v", k, k)
 }
 
 // RecorderSnapshotter is what [Recorder] shows: a [fanout.Recorder], or

@@ -150,8 +150,11 @@ func viewOf(srcs []*registered, secs []Section, r *rates, now time.Time, limit i
 		sv := SectionView{Name: sec.Name, Kind: sec.Kind, Fields: sec.Fields}
 		dups := map[string]int{}
 		for _, bs := range sec.Broadcasters {
-			k := seriesKey{src: srcs[i], broadcaster: bs.Name, dup: dups[bs.Name]}
-			dups[bs.Name]++
+			k := seriesKey{src: srcs[i], broadcaster: bs.Name, key: bs.key}
+			if bs.key == nil {
+				k.dup = dups[bs.Name]
+				dups[bs.Name]++
+			}
 			sv.Broadcasters = append(sv.Broadcasters, broadcasterView(k, bs, r, now, limit))
 		}
 		slices.SortStableFunc(sv.Broadcasters, func(a, b BroadcasterView) int {
