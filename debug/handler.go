@@ -1,6 +1,7 @@
 package debug
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -113,7 +114,8 @@ var errBadRequest = errors.New("debug: bad request")
 // refreshes itself with for ?format=fragment, JSON ([Page]) for
 // ?format=json. ?limit=n sets how many watchers per broadcaster (and
 // broadcasters per section) are listed, 0 for all. Any method but GET and
-// HEAD is refused (405): the view changes nothing.
+// HEAD is refused (405): the view changes nothing. A JSON page that cannot
+// be encoded is answered with a 500 and the error.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
@@ -129,12 +131,23 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	if format == "json" {
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(p) // compact: indenting doubled the cost of a large page
+		serveJSON(w, p)
 		return
 	}
 	setPageHeaders(w.Header())
 	_ = render(w, p, format == "fragment")
+}
+
+// serveJSON writes p as JSON, or, if it cannot be encoded, a 500 with the
+// error: never a 200 with an empty or partial body.
+func serveJSON(w http.ResponseWriter, p Page) {
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(p); err != nil { // compact: indenting doubled the cost of a large page
+		http.Error(w, "debug: the page cannot be encoded as JSON: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(buf.Bytes())
 }
 
 // params returns the request's format and limit.

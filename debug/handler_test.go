@@ -3,6 +3,7 @@ package debug_test
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -355,6 +356,30 @@ func TestSourcesAreReadOnlyWhenThePageIsLoaded(t *testing.T) {
 	assert.Empty(t, page(t, h, "").Sections)
 	assert.Equal(t, 1, reads)
 }
+
+// A Fields value that encoding/json refuses (NaN or ±Inf: a ratio over
+// nothing yet) or panics on is served as fmt prints it: the rest of the
+// page is not lost.
+func TestAFieldThatJSONCannotEncodeIsServedAsItPrints(t *testing.T) {
+	b := fanout.New[int]()
+	defer b.Shutdown()
+	h := newHandler(t)
+	h.Register(debug.Broadcaster("orders", b))
+	h.Register(debug.Fields("exporter", func() []debug.Field {
+		return []debug.Field{{Name: "hit ratio", Value: math.NaN()}, {Name: "lag seconds", Value: math.Inf(1)},
+			{Name: "broken", Value: panickyJSON{}}, {Name: "ok", Value: 1}}
+	}))
+	p := page(t, h, "")
+	require.Len(t, p.Sections, 2)
+	assert.Equal(t, "orders", p.Sections[0].Name)
+	assert.Equal(t, []debug.Field{{Name: "hit ratio", Value: "NaN"}, {Name: "lag seconds", Value: "+Inf"},
+		{Name: "broken", Value: "{}"}, {Name: "ok", Value: 1.0}}, p.Sections[1].Fields)
+}
+
+// panickyJSON's MarshalJSON panics.
+type panickyJSON struct{}
+
+func (panickyJSON) MarshalJSON() ([]byte, error) { panic("no JSON") }
 
 func TestASourceThatPanicsShowsThePanic(t *testing.T) {
 	h := newHandler(t)

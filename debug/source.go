@@ -40,7 +40,9 @@ type Section struct {
 // Field is a named value of a [Section]. Value is shown as fmt prints it
 // and encoded as encoding/json does: a number, a string, a bool or a
 // time.Time is what a tool reading the JSON expects (give a duration in
-// seconds, as a float64).
+// seconds, as a float64). A value that encoding/json cannot encode (NaN or
+// ±Inf, a channel, a MarshalJSON that fails or panics) is replaced, in the
+// [Page], by the string fmt prints for it, so that it loses nothing else.
 type Field struct {
 	Name  string `json:"name"`
 	Value any    `json:"value"`

@@ -2,10 +2,13 @@ package debug
 
 import (
 	"cmp"
+	"encoding/json"
+	"fmt"
 	"slices"
 	"time"
 
 	"github.com/fanout-go/fanout"
+	"github.com/fanout-go/fanout/internal/guard"
 )
 
 // Page is the view at one moment: what ?format=json returns, and what the
@@ -147,7 +150,7 @@ func viewOf(srcs []*registered, secs []Section, r *rates, now time.Time, limit i
 	defer r.end()
 	out := make([]SectionView, 0, len(secs))
 	for i, sec := range secs {
-		sv := SectionView{Name: sec.Name, Kind: sec.Kind, Fields: sec.Fields}
+		sv := SectionView{Name: sec.Name, Kind: sec.Kind, Fields: encodable(sec.Fields)}
 		dups := map[string]int{}
 		for _, bs := range sec.Broadcasters {
 			k := seriesKey{src: srcs[i], broadcaster: bs.Name, key: bs.key}
@@ -167,6 +170,33 @@ func viewOf(srcs []*registered, secs []Section, r *rates, now time.Time, limit i
 		out = append(out, sv)
 	}
 	return out
+}
+
+// encodable returns fs, but for each value that encoding/json cannot
+// encode (or panics on), the string fmt prints for it instead. fs itself is
+// left as it is.
+func encodable(fs []Field) []Field {
+	var out []Field // nil until a value is replaced
+	for i, f := range fs {
+		if jsonable(f.Value) {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(fs)
+		}
+		out[i].Value = fmt.Sprint(f.Value)
+	}
+	if out == nil {
+		return fs
+	}
+	return out
+}
+
+// jsonable reports whether encoding/json encodes v without an error or a
+// panic.
+func jsonable(v any) bool {
+	var err error
+	return guard.Call(func() { _, err = json.Marshal(v) }) == nil && err == nil
 }
 
 // attention orders the broadcasters of a section: those with a waiting
