@@ -4,10 +4,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/fanout-go/fanout/observability"
+	"github.com/fanout-go/fanout/observability/internal/promtest"
 )
 
 // dashboard is what the tests read of a Grafana dashboard.
@@ -34,9 +39,10 @@ type panel struct {
 	Description string     `json:"description"`
 	Datasource  datasource `json:"datasource"`
 	Targets     []struct {
-		Expr       string     `json:"expr"`
-		RefID      string     `json:"refId"`
-		Datasource datasource `json:"datasource"`
+		Expr         string     `json:"expr"`
+		RefID        string     `json:"refId"`
+		LegendFormat string     `json:"legendFormat"`
+		Datasource   datasource `json:"datasource"`
 	} `json:"targets"`
 	Panels []panel `json:"panels"` // a collapsed row's
 }
@@ -164,3 +170,102 @@ func checkVariables(t *testing.T, path, title, expr string, vars map[string]bool
 		}
 	}
 }
+
+// exprOf returns the first query of the panel titled title, as Grafana
+// sends it for the test's data: $job and $instance match all,
+// $__rate_interval is 1m.
+func exprOf(t *testing.T, d dashboard, title string) string {
+	t.Helper()
+	for _, p := range d.panels() {
+		if p.Title == title && len(p.Targets) > 0 {
+			r := strings.NewReplacer(`"$job"`, `".*"`, `"$instance"`, `".*"`, `"$sink"`, `".*"`, "$__rate_interval", "1m")
+			return r.Replace(p.Targets[0].Expr)
+		}
+	}
+	t.Fatalf("no panel %q", title)
+	return ""
+}
+
+// runPromtoolTest runs `promtool test rules` on the test file body; it
+// skips t without promtool.
+func runPromtoolTest(t *testing.T, body string) {
+	t.Helper()
+	_, promtool, err := promtest.Binaries()
+	if err != nil {
+		t.Skip(err)
+	}
+	f := filepath.Join(t.TempDir(), "test.yaml")
+	if err := os.WriteFile(f, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(promtool, "test", "rules", f).CombinedOutput()
+	if err != nil {
+		t.Errorf("promtool test rules: %v\n%s", err, out)
+	}
+}
+
+// Watcher IDs are per broadcaster, and a recorder names its runners "sink
+// <type>" or "handler": the watchers #1 of two broadcasters (told apart by
+// a constant label, broadcaster="...") and two runners of one name are
+// different series, which the per-watcher and per-runner panels keep
+// apart, with every label that tells them apart.
+func TestPerWatcherAndRunnerPanelsKeepEveryIdentifyingLabel(t *testing.T) {
+	d := loadDashboard(t, "grafana/fanout.json")
+	runPromtoolTest(t, `
+evaluation_interval: 1m
+tests:
+  - interval: 1m
+    input_series:
+      - series: 'fanout_watcher_values_total{job="app", instance="i:1", broadcaster="orders", watcher_id="1", watcher="audit", result="delivered"}'
+        values: '0+60x20'
+      - series: 'fanout_watcher_values_total{job="app", instance="i:1", broadcaster="payments", watcher_id="1", watcher="audit", result="delivered"}'
+        values: '0+120x20'
+      - series: 'fanout_runner_values_total{job="app", instance="i:1", recorder="rec", watcher_id="1", watcher="sink *main.webhook", result="written"}'
+        values: '0+60x20'
+      - series: 'fanout_runner_values_total{job="app", instance="i:1", recorder="rec", watcher_id="2", watcher="sink *main.webhook", result="written"}'
+        values: '0+120x20'
+      - series: 'fanout_runner_dropped_total{job="app", instance="i:1", recorder="rec", watcher_id="1", watcher="sink *main.webhook", reason="rejected"}'
+        values: '0+60x20'
+      - series: 'fanout_runner_dropped_total{job="app", instance="i:1", recorder="rec", watcher_id="2", watcher="sink *main.webhook", reason="rejected"}'
+        values: '0+120x20'
+    promql_expr_test:
+      - expr: '`+exprOf(t, d, "Watcher deliveries /s")+`'
+        eval_time: 10m
+        exp_samples:
+          - labels: '{job="app", instance="i:1", broadcaster="orders", watcher_id="1", watcher="audit"}'
+            value: 1
+          - labels: '{job="app", instance="i:1", broadcaster="payments", watcher_id="1", watcher="audit"}'
+            value: 2
+      - expr: '`+exprOf(t, d, "Runner writes /s")+`'
+        eval_time: 10m
+        exp_samples:
+          - labels: '{job="app", instance="i:1", recorder="rec", watcher_id="1", watcher="sink *main.webhook", result="written"}'
+            value: 1
+          - labels: '{job="app", instance="i:1", recorder="rec", watcher_id="2", watcher="sink *main.webhook", result="written"}'
+            value: 2
+      - expr: '`+exprOf(t, d, "Not written /s by reason")+`'
+        eval_time: 10m
+        exp_samples:
+          - labels: '{job="app", instance="i:1", recorder="rec", watcher_id="1", watcher="sink *main.webhook", reason="rejected"}'
+            value: 1
+          - labels: '{job="app", instance="i:1", recorder="rec", watcher_id="2", watcher="sink *main.webhook", reason="rejected"}'
+            value: 2
+`)
+}
+
+// No per-watcher, per-runner or per-recorder panel names its series with a
+// legend format: the constant labels that tell broadcasters and recorders
+// apart are the program's own, and only Grafana's default legend shows
+// them, whatever they are.
+func TestPerWatcherAndRunnerPanelsShowEveryLabelInTheirLegend(t *testing.T) {
+	for _, p := range loadDashboard(t, "grafana/fanout.json").panels() {
+		for _, tg := range p.Targets {
+			if tg.LegendFormat != "" && perWatcherRE.MatchString(tg.Expr) {
+				t.Errorf("panel %q: legend %q names only some of the labels", p.Title, tg.LegendFormat)
+			}
+		}
+	}
+}
+
+// perWatcherRE matches the metrics of a watcher, a runner or a recorder.
+var perWatcherRE = regexp.MustCompile(`fanout_(watcher|runner|recorder)_`)
