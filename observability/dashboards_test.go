@@ -186,6 +186,19 @@ func exprOf(t *testing.T, d dashboard, title string) string {
 	return ""
 }
 
+// descriptionOf returns the description of fanout.json's panel titled
+// title.
+func descriptionOf(t *testing.T, title string) string {
+	t.Helper()
+	for _, p := range loadDashboard(t, "grafana/fanout.json").panels() {
+		if p.Title == title {
+			return p.Description
+		}
+	}
+	t.Fatalf("no panel %q", title)
+	return ""
+}
+
 // runPromtoolTest runs `promtool test rules` on the test file body; it
 // skips t without promtool.
 func runPromtoolTest(t *testing.T, body string) {
