@@ -132,10 +132,17 @@ func (m *Metrics) collectPipeline(ch chan<- prometheus.Metric, p *Pipeline) {
 	ps := p.PipelineStats()
 	ch <- counter(descRouteDr, ps.DroppedByRule)
 	ch <- counter(descRouteNo, ps.RoutedNowhere)
+	ch <- counter(descAbandon, ps.SinksAbandoned)
+	if p.store != nil { // without a checkpoint, nothing is written: no series
+		collectCheckpoint(ch, ps)
+	}
+}
+
+// collectCheckpoint sends the checkpoint's samples.
+func collectCheckpoint(ch chan<- prometheus.Metric, ps PipelineStats) {
 	ch <- counter(descCkWrites, ps.CheckpointWrites)
 	ch <- counter(descCkFails, ps.CheckpointFailures)
 	ch <- gauge(descCkLag, float64(ps.CheckpointLag))
-	ch <- counter(descAbandon, ps.SinksAbandoned)
 	if !ps.LastCheckpoint.IsZero() {
 		ch <- gauge(descCkLast, float64(ps.LastCheckpoint.UnixNano())/1e9)
 	}
