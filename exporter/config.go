@@ -136,9 +136,11 @@ type Receiver struct {
 	// loki, otlp, slack, teams, opsgenie and the AWS ones; 1 for the
 	// others, which keep one stream's order or batch and pipeline their
 	// writes themselves: file, stdout, pipe, log, inMemory, syslog,
-	// kafka, nats, pubsub, bigquery). The checkpoint passes an
-	// occurrence only once every writer is done with it and with every
-	// occurrence before it.
+	// kafka, nats, pubsub, bigquery). Every sink is safe with several;
+	// the stream sinks (stdout, file, pipe, syslog) write one batch at a
+	// time whatever it says. The checkpoint passes an occurrence only
+	// once every writer is done with it and with every occurrence before
+	// it.
 	Writers int `yaml:"writers"`
 	// Format is the record payload sinks write: event (the default, the
 	// Event as kubernetes-event-exporter writes it, see [EnhancedEvent])

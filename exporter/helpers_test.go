@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // memSink stores keys in memory; fail makes writes fail, gate (if set)
@@ -144,4 +146,59 @@ func wantStatusClasses(t *testing.T, s Sink, answer func(status int), classes ma
 // route names no receiver (the sink tests' configurations have none).
 func otherWarnings(ws []string) []string {
 	return slices.DeleteFunc(slices.Clone(ws), func(w string) bool { return strings.Contains(w, "no rule names a receiver") })
+}
+
+// writeConcurrently makes writers goroutines write batches of batch
+// occurrences each to s, rounds times, and returns the keys written.
+func writeConcurrently(t *testing.T, s Sink, writers, rounds, batch int) []string {
+	t.Helper()
+	var mu sync.Mutex
+	var keys []string
+	var g errgroup.Group
+	for w := range writers {
+		g.Go(func() error {
+			for r := range rounds {
+				b := make([]*Occurrence, batch)
+				for i := range b {
+					b[i] = occ(fmt.Sprintf("w%d-r%d-%d", w, r, i), 1, "ns")
+				}
+				if n, err := s.Write(context.Background(), b); n != len(b) || err != nil {
+					return fmt.Errorf("wrote %d of %d: %v", n, len(b), err)
+				}
+				mu.Lock()
+				for _, o := range b {
+					keys = append(keys, o.Key())
+				}
+				mu.Unlock()
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	return keys
+}
+
+// wantEachOnce checks that got holds every key of want once, and nothing
+// else.
+func wantEachOnce(t *testing.T, got, want []string) {
+	t.Helper()
+	seen := map[string]int{}
+	for _, k := range got {
+		seen[k]++
+	}
+	missing, twice := 0, 0
+	for _, k := range want {
+		switch seen[k] {
+		case 0:
+			missing++
+		case 1:
+		default:
+			twice++
+		}
+	}
+	if missing != 0 || twice != 0 || len(got) != len(want) {
+		t.Errorf("%d records for %d occurrences: %d missing, %d written more than once", len(got), len(want), missing, twice)
+	}
 }

@@ -8,9 +8,10 @@ import (
 )
 
 // Sink stores occurrences: one per receiver of the configuration. Each sink
-// is driven by one goroutine of its own, so its methods are never called
-// concurrently; a sink needs no locking of its own unless it shares state
-// with other goroutines.
+// is driven by a runner of its own, whose writers ([Receiver].Writers, any
+// receiver may set it) call Write concurrently: a sink's Write must be
+// safe for concurrent use (a stream's sink may simply write one batch at a
+// time). Close is called once, after every Write has returned.
 //
 // Adding a sink means implementing Write and Close (see [NewRegistry] to
 // make it configurable).

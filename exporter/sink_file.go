@@ -67,11 +67,13 @@ func (c *FileConfig) validate() []string {
 // a process crash loses nothing, a machine crash may).
 type FileSink struct {
 	cfg    FileConfig
-	buf    []byte
 	stream bool        // not a regular file (a pipe, /dev/stdout): append only
 	lock   *sync.Mutex // the stream's lock, if it is one (see streamLock)
 
-	mu    sync.Mutex // guards the fields below; Mark runs on another goroutine
+	// mu guards the fields below: several writers ([Receiver].Writers)
+	// write at once, and Mark runs on the checkpoint's goroutine.
+	mu    sync.Mutex
+	buf   []byte
 	f     *os.File
 	gen   int   // generation of the current file: rotated to Path.<gen>
 	off   int64 // size of the current file
@@ -176,16 +178,17 @@ func completeLength(f *os.File) (int64, error) {
 
 // Write appends the batch, one line per occurrence, all or nothing; an
 // occurrence that cannot be encoded ends the batch there (the ones before
-// are written).
+// are written). Writes are safe for concurrent use and go to the file one
+// at a time, whole.
 func (s *FileSink) Write(_ context.Context, batch []*Occurrence) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	buf, n, encErr := appendLines(s.buf[:0], batch, s.cfg.Encode.orDefault())
 	s.buf = buf
 	if n == 0 {
 		return 0, encErr
 	}
 	batch = batch[:n]
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if !s.stream && s.off > 0 && s.off+int64(len(s.buf)) > s.cfg.MaxBytes {
 		if err := s.rotate(); err != nil {
 			return 0, err

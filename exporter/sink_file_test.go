@@ -343,3 +343,29 @@ func testPipe(t *testing.T) (r, w *os.File, path string) {
 	t.Cleanup(func() { r.Close(); w.Close() })
 	return r, w, fmt.Sprintf("/proc/self/fd/%d", w.Fd())
 }
+
+// writers is accepted on every receiver: a file receiver with several
+// writes its batches one at a time, each line once, none torn.
+func TestFileReceiverWithSeveralWritersWritesEachOccurrenceOnce(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ev.jsonl")
+	cfg, err := ParseConfig("c.yaml", []byte(`
+route: {match: [{receiver: f}]}
+receivers:
+  - name: f
+    file: {path: `+path+`}
+    batch: 8
+    writers: 4
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewPipeline(cfg, PipelineOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := publishN(t, p, 2000)
+	if err := p.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	wantEachOnce(t, readLines(t, path), want)
+}

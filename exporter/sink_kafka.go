@@ -197,10 +197,9 @@ func (s KafkaSASL) mechanism() sasl.Mechanism {
 // that the topic's ACL forbids, is [Permanent]; any other failure (no
 // broker reachable within the timeout, leader changes) is retried.
 type KafkaSink struct {
-	cfg      KafkaConfig
-	client   *kgo.Client
-	avro     *avroEncoder // nil: JSON values
-	produced []error      // the last write's results (produce), owned by Write's caller
+	cfg    KafkaConfig
+	client *kgo.Client
+	avro   *avroEncoder // nil: JSON values
 }
 
 // NewKafkaSink returns a Kafka sink; it connects to the brokers at the
@@ -252,8 +251,9 @@ func (s *KafkaSink) Write(ctx context.Context, batch []*Occurrence) (int, error)
 			Headers: []kgo.RecordHeader{{Key: "idempotency-key", Value: []byte(o.Key())}}})
 	})
 	n, err := len(recs), error(nil)
-	if i := slices.IndexFunc(s.produce(ctx, recs), func(err error) bool { return err != nil }); i >= 0 {
-		n, err = i, s.produced[i]
+	results := s.produce(ctx, recs)
+	if i := slices.IndexFunc(results, func(err error) bool { return err != nil }); i >= 0 {
+		n, err = i, results[i]
 	}
 	if err != nil {
 		err = fmt.Errorf("kafka: occurrence %s: %w", batch[n].Key(), err)
@@ -274,7 +274,8 @@ func (s *KafkaSink) Write(ctx context.Context, batch []*Occurrence) (int, error)
 // safe), so a broker that stops answering would hold the write for ever.
 // A record given up on may still be stored later, and again by the retry:
 // its idempotency-key header tells the copies apart. The returned slice is
-// s.produced; callbacks that come later write to another one.
+// the write's own (several writers write at once); callbacks that come
+// later write to another one.
 func (s *KafkaSink) produce(ctx context.Context, recs []*kgo.Record) []error {
 	res := &produceResults{errs: make([]error, len(recs)), done: make(chan struct{})}
 	res.left.Store(int64(len(recs)))
@@ -295,16 +296,16 @@ func (s *KafkaSink) produce(ctx context.Context, recs []*kgo.Record) []error {
 	case <-ctx.Done():
 	}
 	res.mu.Lock()
-	s.produced = append(s.produced[:0], res.errs...)
+	out := slices.Clone(res.errs)
 	res.mu.Unlock()
 	if err := ctx.Err(); err != nil {
-		for i, e := range s.produced {
+		for i, e := range out {
 			if e == errUnconfirmed {
-				s.produced[i] = err
+				out[i] = err
 			}
 		}
 	}
-	return s.produced
+	return out
 }
 
 // errUnconfirmed is the error of a record whose delivery the broker did not

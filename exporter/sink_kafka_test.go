@@ -231,3 +231,14 @@ func TestKafkaTimeoutEndsAWriteToABrokerThatDoesNotAnswer(t *testing.T) {
 		t.Fatal("the write has not returned")
 	}
 }
+
+func TestKafkaSinkWithSeveralWritersStoresEachRecordOnce(t *testing.T) {
+	c := newKafka(t)
+	s := newKafkaSink(t, KafkaConfig{Brokers: c.ListenAddrs(), Topic: "events"})
+	want := writeConcurrently(t, s, 4, 10, 5)
+	var got []string
+	for _, r := range consume(t, c, len(want)) {
+		got = append(got, r.idem)
+	}
+	wantEachOnce(t, got, want)
+}

@@ -18,15 +18,18 @@ type StdoutConfig struct {
 }
 
 // WriterSink writes occurrences as JSON Lines to an io.Writer (the stdout
-// receiver writes to os.Stdout).
+// receiver writes to os.Stdout). Its writes are safe for concurrent use
+// (several writers of a receiver, [Receiver].Writers): they call W one at
+// a time.
 type WriterSink struct {
 	// W is written to, one call per batch.
 	W io.Writer
 	// Encode makes each line; nil writes the default record
 	// ([EventEncoder] without a cluster name).
 	Encode Encoder
-	buf    []byte
 
+	mu      sync.Mutex  // guards what follows, and W's writes
+	buf     []byte      // the lines of the write in progress
 	lock    *sync.Mutex // W's stream lock, or nil (see streamLock)
 	checked bool        // lock was looked up
 }
@@ -51,6 +54,8 @@ func stdoutSinkOn(stdout *os.File, enc Encoder) Sink {
 // the stream it writes if it is one (see streamLock); an occurrence that
 // cannot be encoded ends the batch there (the ones before are written).
 func (s *WriterSink) Write(_ context.Context, batch []*Occurrence) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	buf, n, encErr := appendLines(s.buf[:0], batch, s.Encode.orDefault())
 	s.buf = buf
 	if len(buf) > 0 {
