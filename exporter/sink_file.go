@@ -27,8 +27,9 @@ type FileConfig struct {
 	// (default 100); MaxBytes, if set, overrides it in bytes.
 	MaxSize  int   `yaml:"maxsize"`
 	MaxBytes int64 `yaml:"maxBytes"`
-	// MaxBackups is how many rotated files are kept (default 5; the oldest
-	// are removed).
+	// MaxBackups is how many rotated files are kept, the oldest removed
+	// (0, the default: every one, as kubernetes-event-exporter's
+	// lumberjack keeps them; MaxAge may still remove them).
 	MaxBackups int `yaml:"maxbackups"`
 	// MaxAge removes rotated files older than that many days (0 keeps
 	// them).
@@ -53,9 +54,6 @@ func (c *FileConfig) validate() []string {
 	}
 	if c.MaxBytes == 0 {
 		c.MaxBytes = int64(c.MaxSize) << 20
-	}
-	if c.MaxBackups == 0 {
-		c.MaxBackups = 5
 	}
 	return p
 }
@@ -230,7 +228,8 @@ func (s *FileSink) rotate() error {
 	return s.prune()
 }
 
-// prune removes rotated files beyond MaxBackups or older than MaxAge.
+// prune removes rotated files beyond MaxBackups (if set) or older than
+// MaxAge (if set).
 func (s *FileSink) prune() error {
 	gens, err := backups(s.cfg.Path)
 	if err != nil {
@@ -244,7 +243,7 @@ func (s *FileSink) prune() error {
 				old = time.Since(fi.ModTime()) > time.Duration(s.cfg.MaxAge)*24*time.Hour
 			}
 		}
-		if i < len(gens)-s.cfg.MaxBackups || old {
+		if s.cfg.MaxBackups > 0 && i < len(gens)-s.cfg.MaxBackups || old {
 			if err := os.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return err
 			}

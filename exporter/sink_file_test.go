@@ -69,6 +69,23 @@ func TestFileSinkRotatesBySizeAndKeepsMaxBackups(t *testing.T) {
 	}
 }
 
+// Without maxbackups, as in kubernetes-event-exporter's examples, every
+// rotated file is kept, as their lumberjack keeps them.
+func TestFileSinkWithoutMaxbackupsKeepsEveryRotatedFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ev.jsonl")
+	s, err := NewFileSink(FileConfig{Path: path, MaxBytes: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeSeq(t, s, 1, 60)
+	if err := s.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if gens, _ := backups(path); len(gens) < 6 || gens[0] != 1 {
+		t.Errorf("rotated files %v remain, want every one from 1", gens)
+	}
+}
+
 func TestFileSinkReportsWhatItStoredAfterAMarkAcrossRotationAndACrash(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ev.jsonl")
 	s, err := NewFileSink(FileConfig{Path: path, MaxBytes: 600, MaxBackups: 100})
