@@ -87,7 +87,8 @@ func TestCheckConfigSaysWhichRecordStreamAndWhatAStartExportsFirst(t *testing.T)
 		"checkpoint: {file: /tmp/ck.json}\nroute: {match: [{receiver: out}]}\nreceivers:\n  - name: out\n    stdout: {}\n": {
 			": records: fanout-eventer's (compat: fanout, the default): a record per count raise, with the fanout object",
 			": start: a start resumes from the checkpoint file /tmp/ck.json, which decides what is exported; the first start " +
-				"(no checkpoint yet): every event the API server still holds is exported"},
+				"(no checkpoint yet; after one stopped during its list, for the events it did not count): every event the " +
+				"API server still holds is exported"},
 	} {
 		path := filepath.Join(t.TempDir(), "c.yaml")
 		if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {

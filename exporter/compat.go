@@ -160,12 +160,14 @@ func (c *Config) setKEEAgeDefault() {
 
 // MaxEventAge returns the age cut-off at a start without a checkpoint to
 // resume from: the events last seen longer than that before the start
-// are not exported (0: none, every event the API server holds is). It is
-// maxEventAgeSeconds (or throttlePeriod); unset, it is
-// kubernetes-event-exporter's 5 s for a configuration file without a
-// checkpoint ([ParseConfig] sets it), and none with one (the first start
-// exports what the API server holds; later starts resume from the
-// checkpoint, which decides).
+// are not exported (0: none, every event the API server holds is). After
+// a first start stopped before its sinks were done with its list (a
+// checkpoint without a resource version), it applies to the events that
+// checkpoint does not count. It is maxEventAgeSeconds (or
+// throttlePeriod); unset, it is kubernetes-event-exporter's 5 s for a
+// configuration file without a checkpoint ([ParseConfig] sets it), and
+// none with one (the first start exports what the API server holds;
+// later starts resume from the checkpoint, which decides).
 func (c *Config) MaxEventAge() time.Duration { return c.maxEventAge }
 
 // metricsPrefix returns the prefix of kubernetes-event-exporter's metric
@@ -193,7 +195,8 @@ func (c *Config) StartNote() string {
 	if where == "" {
 		return "no checkpoint: at every start, " + cut + "; add checkpoint: to resume where the last run stopped"
 	}
-	return "a start resumes from the " + where + ", which decides what is exported; the first start (no checkpoint yet): " + cut
+	return "a start resumes from the " + where + ", which decides what is exported; the first start (no checkpoint yet; " +
+		"after one stopped during its list, for the events it did not count): " + cut
 }
 
 // ageSource names the setting the age cut-off comes from.

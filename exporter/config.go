@@ -88,8 +88,9 @@ type Config struct {
 	Warnings []string `yaml:"-"`
 	// keyLines are the lines of the top-level keys.
 	keyLines map[string]int
-	// maxEventAge is the age cut-off at a start without a checkpoint
-	// (0: none), set by validation.
+	// maxEventAge is the age cut-off at a start without a checkpoint, or
+	// with one whose first list was not done with (0: none), set by
+	// validation.
 	maxEventAge time.Duration
 }
 

@@ -22,7 +22,8 @@
 // checkpoint resumes from it: the checkpoint decides what was missed; a
 // start without one does not export the events last seen longer than
 // maxEventAgeSeconds before it, as kubernetes-event-exporter
-// ([Config.MaxEventAge]).
+// ([Config.MaxEventAge]), nor does the restart of a first start stopped
+// during its list, of the events that start had not reached.
 //
 // # Records and kubernetes-event-exporter configurations
 //

@@ -266,12 +266,15 @@ func TestFirstStartWithoutCheckpointExportsNoEventOlderThanMaxEventAge(t *testin
 	}
 }
 
-// With a checkpoint, the checkpoint decides: an event it does not cover
-// is exported at a list, however old.
+// With a checkpoint that has a resource version, the checkpoint decides:
+// an event it does not cover came after it, and is exported at a list (the
+// API server no longer has that resource version), however old.
 func TestWithACheckpointTheCheckpointDecidesNotTheAge(t *testing.T) {
 	cs := fake.NewClientset(oldEvent("old", 1, 40*time.Minute))
+	watchedFrom(cs, "1")
 	ck := filepath.Join(t.TempDir(), "ck.json")
-	if err := (FileStore{Path: ck}).Save(context.Background(), &Checkpoint{Version: checkpointVersion, Counts: map[string]int32{"gone": 1}}); err != nil {
+	saved := &Checkpoint{Version: checkpointVersion, ResourceVersion: "1", Counts: map[string]int32{"gone": 1}}
+	if err := (FileStore{Path: ck}).Save(context.Background(), saved); err != nil {
 		t.Fatal(err)
 	}
 	s := &memSink{target: 1, reached: make(chan struct{})}
@@ -285,6 +288,60 @@ func TestWithACheckpointTheCheckpointDecidesNotTheAge(t *testing.T) {
 	if got := s.stored(); !slices.Equal(got, []string{"old/1"}) {
 		t.Errorf("stored %v, want old/1", got)
 	}
+}
+
+// A first start stopped before its sinks were done with its list writes a
+// checkpoint with counts and no resource version: the restart resumes
+// those counts, and cuts off the old events the first start had not
+// reached, as that first start would have, rather than export them.
+func TestARestartAfterAFirstStartStoppedDuringItsListExportsNoOldEvent(t *testing.T) {
+	cs := fake.NewClientset(oldEvent("a-old", 1, 40*time.Minute),
+		coreEvent("b1", 1), coreEvent("b2", 1), coreEvent("b3", 1), coreEvent("b4", 1),
+		oldEvent("c-old", 1, 40*time.Minute))
+	ck := filepath.Join(t.TempDir(), "ck.json")
+	stopDuringTheList(t, cs, ck)
+
+	s := &memSink{}
+	c := sinkConfig(t, s, ck)
+	c.maxEventAge = 5 * time.Minute
+	m := NewMetrics()
+	stop := runExporter(t, Options{Config: c, Client: cs, Metrics: m})
+	for m.source.Load() == nil || !m.source.Load().Synced() {
+		waitABit()
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.stored(); !sameSet(got, []string{"b2/1", "b3/1", "b4/1"}) {
+		t.Errorf("the restart stored %v, want b2, b3 and b4: not c-old, last seen 40 minutes ago", got)
+	}
+}
+
+// stopDuringTheList runs a first start whose sink stores b1 and then
+// stalls, and stops it once the checkpoint counts b1.
+func stopDuringTheList(t *testing.T, cs *fake.Clientset, ck string) {
+	t.Helper()
+	s := &memSink{gate: make(chan struct{})}
+	c := sinkConfig(t, s, ck)
+	c.Receivers[0].Queue.Length, c.Receivers[0].Batch = 1, 1
+	c.maxEventAge = 5 * time.Minute
+	c.ShutdownTimeout = Duration(100 * time.Millisecond)
+	stop := runExporter(t, Options{Config: c, Client: cs})
+	s.gate <- struct{}{}
+	for {
+		saved, err := FileStore{Path: ck}.Load(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if saved != nil && saved.Counts["b1"] == 1 {
+			if saved.ResourceVersion != "" {
+				t.Fatalf("checkpoint %+v: the list was done with", saved)
+			}
+			break
+		}
+		waitABit()
+	}
+	_ = stop() // the stalled sink could not write what it held: reported
 }
 
 func TestMetricsNamePrefixAddsTheirMetricsBesideOurs(t *testing.T) {

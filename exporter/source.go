@@ -59,7 +59,8 @@ type Source struct {
 	resumeRV  string           // the checkpoint's resource version
 	baseline  bool             // forwarded holds what was forwarded before: a list may collapse raises
 	ctx       context.Context  // set by Run
-	maxAge    time.Duration    // the age cut-off of the first list without a checkpoint (0: none)
+	maxAge    time.Duration    // the age cut-off of the first list (0: none)
+	cutFirst  bool             // the first list is cut off by age (no complete list checkpointed yet)
 
 	synced                      atomic.Bool
 	lists, watches, occurrences atomic.Uint64
@@ -90,7 +91,8 @@ type SourceStats struct {
 	// Failures counts the lists and watches that failed and were
 	// retried.
 	Failures uint64
-	// TooOld counts the events the first list without a checkpoint
+	// TooOld counts the events the first list without a checkpoint (or
+	// with one without a resource version, which did not count them)
 	// showed and did not forward: last seen longer than the age cut-off
 	// before the start (see [Source.SetMaxAge]).
 	TooOld uint64
@@ -109,6 +111,7 @@ type SourceStats struct {
 func NewSource(client kubernetes.Interface, api, namespace string, target Target, ck *Checkpoint, observeLag func(float64)) (*Source, error) {
 	s := &Source{client: client, api: api, namespace: namespace, target: target,
 		forwarded: map[string]int32{}, observeLag: observeLag, log: slog.New(slog.DiscardHandler)}
+	s.cutFirst = ck == nil || ck.ResourceVersion == "" || ck.ResourceVersion == "0"
 	if ck != nil {
 		for uid, n := range ck.Counts {
 			s.forwarded[uid] = n
@@ -147,8 +150,12 @@ func (s *Source) SetLogger(l *slog.Logger) {
 // or event time) longer than d before the list are not forwarded, only
 // counted ([SourceStats].TooOld) and recorded at their count, so that a
 // later count raise is an occurrence; events without any timestamp are
-// forwarded. With a checkpoint, or d 0, nothing is cut off: the
-// checkpoint decides. Call it before Run.
+// forwarded. A checkpoint without a resource version (written before the
+// sinks were done with its first list: a first start stopped early)
+// resumes the events it counts, and the cut-off applies to the others,
+// which that first start had not reached. With a checkpoint that has a
+// resource version, or d 0, nothing is cut off: the checkpoint decides.
+// Call it before Run.
 func (s *Source) SetMaxAge(d time.Duration) { s.maxAge = d }
 
 // skipTarget is a [Target] that records the events the source does not
@@ -296,7 +303,7 @@ func (s *Source) retryAfter(ctx context.Context, delay time.Duration, msg string
 func (s *Source) relist(ctx context.Context) (string, error) {
 	s.lists.Add(1)
 	cutoff := time.Time{}
-	if !s.baseline && s.maxAge > 0 {
+	if s.cutFirst && s.maxAge > 0 {
 		cutoff = time.Now().Add(-s.maxAge)
 	}
 	obj, _, err := pager.New(s.list).List(ctx, metav1.ListOptions{})
@@ -326,16 +333,16 @@ func (s *Source) relist(ctx context.Context) (string, error) {
 		s.log.Info("listed events", "events", len(items), "resourceVersion", rv, "tooOld", s.tooOld.Load(),
 			"maxEventAge", s.maxAge.String())
 	}
-	s.baseline = true
+	s.baseline, s.cutFirst = true, false
 	s.synced.Store(true)
 	return rv, nil
 }
 
 // forwardListed forwards what the items of a list show that was not
-// forwarded (but for the events last seen before cutoff, recorded
-// unforwarded), forgets the events forwarded before that are gone, and
-// returns the count raises that collapsed, and false if the target
-// stopped.
+// forwarded (but for the events not forwarded before and last seen before
+// cutoff, recorded unforwarded), forgets the events forwarded before that
+// are gone, and returns the count raises that collapsed, and false if the
+// target stopped.
 func (s *Source) forwardListed(items []runtime.Object, cutoff time.Time) (collapsed uint64, ok bool) {
 	live := make(map[string]bool, len(items))
 	for _, it := range items {
@@ -345,12 +352,13 @@ func (s *Source) forwardListed(items []runtime.Object, cutoff time.Time) (collap
 		}
 		live[o.UID] = true
 		o.listed = true
-		if prev := s.forwarded[o.UID]; s.baseline && o.Count > prev+1 {
-			collapsed += uint64(o.Count - prev - 1)
-		}
-		if !o.LastTime.IsZero() && o.LastTime.Before(cutoff) {
+		prev, counted := s.forwarded[o.UID]
+		if !counted && !o.LastTime.IsZero() && o.LastTime.Before(cutoff) {
 			s.skipOld(o)
 			continue
+		}
+		if s.baseline && o.Count > prev+1 {
+			collapsed += uint64(o.Count - prev - 1)
 		}
 		if !s.forward(o) {
 			return 0, false

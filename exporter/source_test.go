@@ -92,11 +92,18 @@ func startSource(t *testing.T, cs *fake.Clientset, api string, ck *Checkpoint) c
 // startSourceStats is startSource that also returns the source.
 func startSourceStats(t *testing.T, cs *fake.Clientset, api string, ck *Checkpoint) (chanTarget, *Source) {
 	t.Helper()
+	return startSourceAged(t, cs, api, ck, 0)
+}
+
+// startSourceAged is startSourceStats with the age cut-off maxAge.
+func startSourceAged(t *testing.T, cs *fake.Clientset, api string, ck *Checkpoint, maxAge time.Duration) (chanTarget, *Source) {
+	t.Helper()
 	target := chanTarget{ch: make(chan string, 100)}
 	src, err := NewSource(cs, api, "", target, ck, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	src.SetMaxAge(maxAge)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); src.Run(ctx) }()
@@ -255,6 +262,37 @@ func TestSourceFirstListWithoutCheckpointCollapsesNothing(t *testing.T) {
 	if st := src.Stats(); st.Lists != 1 || st.Relists != 0 || st.Collapsed != 0 {
 		t.Errorf("stats %+v: want 1 list and nothing counted as collapsed", st)
 	}
+}
+
+// A checkpoint without a resource version was written before the sinks
+// were done with its first list (a first start stopped early): the events
+// it counts are resumed, and those it does not are cut off by age as that
+// first start would have, not exported however old.
+func TestSourceCutsOffOldEventsACheckpointWithoutResourceVersionDoesNotCount(t *testing.T) {
+	cs := fake.NewClientset(oldEvent("counted", 2, 40*time.Minute), oldEvent("uncounted", 1, 40*time.Minute),
+		coreEvent("fresh", 1))
+	ck := &Checkpoint{Counts: map[string]int32{"counted": 1}}
+	target, src := startSourceAged(t, cs, CoreV1, ck, 5*time.Minute)
+	target.expectSet(t, "counted/2", "fresh/1")
+	waitSynced(t, src)
+	select {
+	case k := <-target.ch:
+		t.Errorf("forwarded %s, want nothing more", k)
+	default:
+	}
+	if st := src.Stats(); st.TooOld != 1 || st.Collapsed != 0 {
+		t.Errorf("stats %+v: want 1 too old (uncounted), nothing collapsed", st)
+	}
+}
+
+// A checkpoint with a resource version decides: an event it does not
+// count came after it, and is exported at a list however old.
+func TestSourceCutsNothingOffAtAListAfterACheckpointWithAResourceVersion(t *testing.T) {
+	cs := fake.NewClientset(oldEvent("old", 1, 40*time.Minute))
+	watchedFrom(cs, "1")
+	ck := &Checkpoint{ResourceVersion: "1", Counts: map[string]int32{"gone": 1}}
+	target, _ := startSourceAged(t, cs, CoreV1, ck, 5*time.Minute)
+	target.expectSet(t, "old/1", "-gone")
 }
 
 // waitSynced waits until src has handled its list or resumed its watch.
