@@ -52,7 +52,8 @@ type CheckpointStore interface {
 }
 
 // FileStore keeps the checkpoint in a file, replaced atomically (written to
-// a temporary file in the same directory, synced, renamed).
+// a temporary file in the same directory, synced, renamed). The directory
+// is created (mode 0755, the file itself is 0600) if it does not exist.
 type FileStore struct {
 	// Path is the checkpoint file.
 	Path string
@@ -76,7 +77,7 @@ func (s FileStore) Save(_ context.Context, c *Checkpoint) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(s.Path), "."+filepath.Base(s.Path)+".tmp*")
+	f, err := s.createTemp()
 	if err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
@@ -95,6 +96,30 @@ func (s FileStore) Save(_ context.Context, c *Checkpoint) error {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
 	return nil
+}
+
+// createTemp creates a temporary file beside Path, and Path's directory
+// first if it does not exist (a fresh volume).
+func (s FileStore) createTemp() (*os.File, error) {
+	dir, pattern := filepath.Dir(s.Path), "."+filepath.Base(s.Path)+".tmp*"
+	f, err := os.CreateTemp(dir, pattern)
+	if errors.Is(err, os.ErrNotExist) {
+		if err = os.MkdirAll(dir, 0o755); err == nil {
+			f, err = os.CreateTemp(dir, pattern)
+		}
+	}
+	return f, err
+}
+
+// check reports whether the checkpoint can be written: it creates Path's
+// directory if needed, and a temporary file there, which it removes.
+func (s FileStore) check() error {
+	f, err := s.createTemp()
+	if err != nil {
+		return fmt.Errorf("checkpoint %s cannot be written: %w", s.Path, err)
+	}
+	f.Close()
+	return os.Remove(f.Name())
 }
 
 func decodeCheckpoint(b []byte, where string) (*Checkpoint, error) {

@@ -48,3 +48,15 @@ func TestCheckpointFileInAnUnknownFormatIsAnError(t *testing.T) {
 		}
 	}
 }
+
+// The README's /var/lib/fanout-eventer/checkpoint.json on a fresh volume:
+// the directory is created at the first save.
+func TestCheckpointFileStoreCreatesItsDirectory(t *testing.T) {
+	s := FileStore{Path: filepath.Join(t.TempDir(), "fanout-eventer", "checkpoint.json")}
+	if err := s.Save(context.Background(), &Checkpoint{Version: checkpointVersion, ResourceVersion: "7"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Load(context.Background()); err != nil || got == nil || got.ResourceVersion != "7" {
+		t.Errorf("loaded %+v, %v; want the checkpoint saved", got, err)
+	}
+}

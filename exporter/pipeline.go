@@ -264,17 +264,18 @@ func (p *Pipeline) checkpointLoop() {
 		case <-p.stopCk:
 			return
 		case <-t.C:
-			p.saveCheckpoint(context.Background())
+			_ = p.saveCheckpoint(context.Background()) // logged, counted, retried
 		}
 	}
 }
 
 // saveCheckpoint commits what every sink has finished with and saves it if
-// it changed or the last save failed.
-func (p *Pipeline) saveCheckpoint(ctx context.Context) {
+// it changed or the last save failed; it returns the save's error, logged
+// and counted.
+func (p *Pipeline) saveCheckpoint(ctx context.Context) error {
 	p.tr.commit(p.watermark())
 	if !p.tr.takeChanged() {
-		return
+		return nil
 	}
 	marks := map[string]string{}
 	through := p.tr.committedThrough()
@@ -285,7 +286,7 @@ func (p *Pipeline) saveCheckpoint(ctx context.Context) {
 	}
 	if p.store == nil {
 		p.tr.savedThrough(through) // the committed state is the checkpoint
-		return
+		return nil
 	}
 	ck := p.tr.snapshot()
 	ck.Written = time.Now().UTC()
@@ -298,11 +299,12 @@ func (p *Pipeline) saveCheckpoint(ctx context.Context) {
 		p.ckFailures.Add(1)
 		p.tr.saveFailed() // written at the next tick, even if nothing changes by then
 		p.log.Error("checkpoint not written", "err", err)
-		return
+		return err
 	}
 	p.tr.savedThrough(ck.Seq)
 	p.ckWrites.Add(1)
 	p.ckLast.Store(ck.Written.UnixNano())
+	return nil
 }
 
 // shutdownGrace is how long Shutdown waits, after its deadline has
@@ -317,8 +319,8 @@ const shutdownGrace = time.Second
 // (blocked in a write no context cancels, on a stalled pipe) is
 // abandoned: its goroutine is left blocked, the checkpoint covers only
 // what it had finished with, and it is not closed. It returns an error if
-// a lossless (Wait) sink could not finish or was abandoned, or a sink
-// failed to close; occurrences a lossy sink had not written are counted
+// a lossless (Wait) sink could not finish or was abandoned, the last
+// checkpoint could not be written, or a sink failed to close; occurrences a lossy sink had not written are counted
 // and logged, not an error. It is idempotent; later calls return the first
 // call's result.
 func (p *Pipeline) Shutdown(ctx context.Context) error {
@@ -336,7 +338,9 @@ func (p *Pipeline) doShutdown(ctx context.Context) error {
 	}
 	close(p.stopCk)
 	<-p.ckDone
-	p.saveCheckpoint(context.WithoutCancel(ctx))
+	if cerr := p.saveCheckpoint(context.WithoutCancel(ctx)); cerr != nil {
+		err = errors.Join(err, fmt.Errorf("the last checkpoint was not written: %w", cerr))
+	}
 	for _, r := range p.runners {
 		if r.abandoned.Load() {
 			continue // its write may hold what Close needs

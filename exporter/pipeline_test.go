@@ -543,3 +543,20 @@ func TestCheckpointPendingCountsChangesUntilACheckpointIsWritten(t *testing.T) {
 		}
 	})
 }
+
+// A graceful stop whose last checkpoint cannot be written is an error
+// (exit 1): exit 0 says the last checkpoint is written.
+func TestShutdownFailsWhenTheLastCheckpointIsNotWritten(t *testing.T) {
+	store := &storeDown{}
+	store.down.Store(true)
+	c := testConfig(t, &memSink{})
+	c.Checkpoint.Interval = Duration(time.Hour)
+	p, err := NewPipeline(c, PipelineOptions{Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	publishN(t, p, 3)
+	if err := p.Shutdown(context.Background()); err == nil || !strings.Contains(err.Error(), "store down") {
+		t.Errorf("Shutdown: %v, want the failed checkpoint write", err)
+	}
+}

@@ -66,10 +66,11 @@ type LeaderElection struct {
 // the process should exit and restart as a follower.
 var ErrLeadershipLost = errors.New("leader election lost")
 
-// Run exports events until ctx ends: it loads the checkpoint, starts the
+// Run exports events until ctx ends: it loads the checkpoint (and returns
+// an error at once if a checkpoint file cannot be written), starts the
 // pipeline and the source, and at the end stops the source, flushes the
 // sinks within the configuration's shutdownTimeout and writes the last
-// checkpoint. With leader election it does that only while it leads, and
+// checkpoint (an error if it cannot). With leader election it does that only while it leads, and
 // releases the Lease after the flush.
 func Run(ctx context.Context, opts Options) error {
 	e := &exporter{opts: opts, log: opts.Logger, metrics: opts.Metrics}
@@ -109,12 +110,9 @@ type exporter struct {
 func (e *exporter) lead(ctx context.Context) error {
 	cfg := e.opts.Config
 	store := e.store()
-	var ck *Checkpoint
-	if store != nil {
-		var err error
-		if ck, err = store.Load(ctx); err != nil {
-			return err
-		}
+	ck, err := loadCheckpoint(ctx, store)
+	if err != nil {
+		return err
 	}
 	lookup, err := e.lookup()
 	if err != nil {
@@ -141,6 +139,25 @@ func (e *exporter) lead(ctx context.Context) error {
 	err = p.Shutdown(sctx)
 	e.log.Info("stopped", "err", err)
 	return err
+}
+
+// loadCheckpoint loads the checkpoint of store (nil: none), and checks
+// that a checkpoint file can be written (creating its directory), so that
+// an exporter that could never write one does not start.
+func loadCheckpoint(ctx context.Context, store CheckpointStore) (*Checkpoint, error) {
+	if store == nil {
+		return nil, nil
+	}
+	ck, err := store.Load(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if fs, ok := store.(FileStore); ok {
+		if err := fs.check(); err != nil {
+			return nil, err
+		}
+	}
+	return ck, nil
 }
 
 // lookup returns the involved-object lookup, or nil when there is none

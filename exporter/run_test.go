@@ -344,6 +344,35 @@ func stopDuringTheList(t *testing.T, cs *fake.Clientset, ck string) {
 	_ = stop() // the stalled sink could not write what it held: reported
 }
 
+// checkpoint.file in a directory not created yet (a fresh volume) is
+// written: a clean stop leaves a checkpoint for the next start.
+func TestRunWritesTheCheckpointInADirectoryNotYetCreated(t *testing.T) {
+	cs := fake.NewClientset(coreEvent("a", 1))
+	ck := filepath.Join(t.TempDir(), "state", "ck.json")
+	s := &memSink{target: 1, reached: make(chan struct{})}
+	stop := runExporter(t, Options{Config: sinkConfig(t, s, ck), Client: cs})
+	<-s.reached
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if saved, err := (FileStore{Path: ck}).Load(context.Background()); saved == nil || saved.Counts["a"] != 1 {
+		t.Errorf("checkpoint %+v, %v after a clean stop: want a counted", saved, err)
+	}
+}
+
+// An exporter that could never write its checkpoint file does not start
+// (every restart would be a first start).
+func TestRunDoesNotStartWhereTheCheckpointCannotBeWritten(t *testing.T) {
+	// No directory can be made in /proc/self; a start would run for 1 s.
+	c := sinkConfig(t, &memSink{}, "/proc/self/fanout-eventer/ck.json")
+	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+	defer cancel()
+	err := Run(ctx, Options{Config: c, Client: fake.NewClientset()})
+	if err == nil || !strings.Contains(err.Error(), "cannot be written") {
+		t.Errorf("Run: %v, want the checkpoint that cannot be written", err)
+	}
+}
+
 func TestMetricsNamePrefixAddsTheirMetricsBesideOurs(t *testing.T) {
 	cs := fake.NewClientset(coreEvent("a", 1))
 	l, err := net.Listen("tcp", "127.0.0.1:0")
