@@ -89,6 +89,10 @@ type PubsubSink struct {
 
 	mu      sync.Mutex // guards created
 	created bool       // the topic is known to exist (create_topic)
+
+	stop     sync.Once
+	closed   chan struct{} // closed once the publisher and the client are
+	closeErr error         // the client's, set before closed
 }
 
 // NewPubsubSink returns a Pub/Sub sink. It finds the credentials now
@@ -104,7 +108,7 @@ func NewPubsubSink(cfg PubsubConfig) (*PubsubSink, error) {
 	}
 	pub := client.Publisher(cfg.topicName())
 	pub.PublishSettings.Timeout = time.Duration(cfg.Timeout)
-	return &PubsubSink{cfg: cfg, client: client, pub: pub}, nil
+	return &PubsubSink{cfg: cfg, client: client, pub: pub, closed: make(chan struct{})}, nil
 }
 
 // Write publishes the batch and waits for every message's result; it
@@ -150,9 +154,23 @@ func (s *PubsubSink) createTopic(ctx context.Context) error {
 	return nil
 }
 
-// Close publishes what is left (nothing: every write waits for its
-// messages) and closes the client.
-func (s *PubsubSink) Close(context.Context) error {
-	s.pub.Stop()
-	return s.client.Close()
+// Close publishes what is left and closes the client. Every write waits
+// for its messages, but one cancelled at the shutdown deadline may leave
+// some outstanding, which the publisher waits for up to the timeout: Close
+// returns ctx's error when ctx ends first, and the client is closed once
+// the publisher is done.
+func (s *PubsubSink) Close(ctx context.Context) error {
+	s.stop.Do(func() {
+		go func() {
+			s.pub.Stop()
+			s.closeErr = s.client.Close()
+			close(s.closed)
+		}()
+	})
+	select {
+	case <-s.closed:
+		return s.closeErr
+	case <-ctx.Done():
+		return fmt.Errorf("pubsub %s: close: messages still outstanding: %w", s.cfg.topicName(), ctx.Err())
+	}
 }

@@ -2,11 +2,13 @@ package exporter
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"cloud.google.com/go/pubsub/v2"
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
@@ -162,4 +164,29 @@ func TestPubsubTheirExampleLoadsAndBadKeysAreNamed(t *testing.T) {
 		"pubsub: {gcloud_project_id: p, topic: goog-x}":                  `pubsub.topic "goog-x"`,
 		"pubsub: {gcloud_project_id: p, topic: t1, create_topic: maybe}": "maybe",
 	})
+}
+
+// Close keeps to its context's deadline (the shutdown's budget) though a
+// cancelled write left a message the service has not answered.
+func TestPubsubCloseReturnsByItsDeadlineWithAMessageOutstanding(t *testing.T) {
+	srv := newPstest(t, []string{"events"})
+	srv.SetAutoPublishResponse(false) // publishes wait for an answer, given only when the test ends
+	s := pubsubReceiver(t, "{gcloud_project_id: p, topic: events, timeout: 2s}")
+	t.Cleanup(func() {
+		for range 20 { // the fake answers under its lock: let it stop
+			srv.AddPublishResponse(&pubsubpb.PublishResponse{MessageIds: []string{"m"}}, nil)
+		}
+	})
+	wctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	if n, err := s.Write(wctx, []*Occurrence{occ("a", 1, "ns")}); n != 0 || err == nil {
+		t.Fatalf("write: %d, %v; want it cancelled", n, err)
+	}
+	cctx, ccancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer ccancel()
+	start := time.Now()
+	err := s.Close(cctx)
+	if took := time.Since(start); took > time.Second || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Close took %s and returned %v; want its deadline's error after 100ms", took, err)
+	}
 }
