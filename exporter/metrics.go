@@ -40,7 +40,7 @@ var (
 	descOccur    = desc("source_occurrences_total", "Occurrences forwarded by the source.")
 	descIgnored  = desc("source_updates_ignored_total", "Event modifications that did not raise the count.")
 	descDeletes  = desc("source_deletes_total", "Event deletions seen.")
-	descTooOld   = desc("source_too_old_total", "Events the first list without a checkpoint showed and did not export: last seen longer than maxEventAgeSeconds before the start.")
+	descTooOld   = desc("source_too_old_total", "Events a first list showed and did not export (without a checkpoint, or with one that did not count them): last seen longer than maxEventAgeSeconds before the start.")
 	descSynced   = desc("source_synced", "1 once the initial list has been handled.")
 	descRouteDr  = desc("route_dropped_total", "Occurrences removed by a drop rule.")
 	descRouteNo  = desc("route_unmatched_total", "Occurrences no match rule sent to any receiver.")
