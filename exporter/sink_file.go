@@ -187,6 +187,9 @@ func (s *FileSink) Write(_ context.Context, batch []*Occurrence) (int, error) {
 		return 0, encErr
 	}
 	batch = batch[:n]
+	if err := s.followTruncation(); err != nil {
+		return 0, err
+	}
 	if !s.stream && s.off > 0 && s.off+int64(len(s.buf)) > s.cfg.MaxBytes {
 		if err := s.rotate(); err != nil {
 			return 0, err
@@ -206,6 +209,35 @@ func (s *FileSink) Write(_ context.Context, batch []*Occurrence) (int, error) {
 		s.marks = append(s.marks, fileMark{batch[len(batch)-1].Seq, s.gen, s.off})
 	}
 	return len(batch), encErr
+}
+
+// followTruncation notices that another program cut the current file
+// short (logrotate's copytruncate, a truncate -s 0): the next write goes to
+// its new end, as it would in append mode (kubernetes-event-exporter's
+// lumberjack), rather than at the old offset behind a hole of zero bytes.
+// Marks past the new end move to it: after a crash, the lines written
+// after a checkpoint taken since are read back as stored; a checkpoint
+// taken before the cut finds none of them, and they are written again
+// (duplicates, never a loss). Caller holds s.mu.
+func (s *FileSink) followTruncation() error {
+	if s.stream {
+		return nil
+	}
+	fi, err := s.f.Stat()
+	if err != nil || fi.Size() >= s.off {
+		return err
+	}
+	size := fi.Size()
+	if _, err := s.f.Seek(size, io.SeekStart); err != nil {
+		return err
+	}
+	s.off = size
+	for i := range s.marks {
+		if m := &s.marks[i]; m.gen == s.gen && m.off > size {
+			m.off = size
+		}
+	}
+	return nil
 }
 
 // write writes b to the file; a stream's write holds the stream's lock,

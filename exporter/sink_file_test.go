@@ -386,3 +386,49 @@ receivers:
 	}
 	wantEachOnce(t, readLines(t, path), want)
 }
+
+// Another program cutting the file short (logrotate's copytruncate) gets
+// the next lines at the file's new end, as an appending writer
+// (kubernetes-event-exporter's lumberjack) puts them: no hole of zero
+// bytes where the old lines were; and after a crash, the lines written
+// after a checkpoint taken since the cut are read back as stored.
+func TestFileSinkWritesAtTheEndOfAFileAnotherProgramTruncated(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ev.jsonl")
+	s, err := NewFileSink(FileConfig{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeSeq(t, s, 1, 4)
+	if err := os.Truncate(path, 0); err != nil { // copytruncate
+		t.Fatal(err)
+	}
+	writeSeq(t, s, 4, 6)
+	mark := s.Mark(3) // the checkpoint after the cut covers Seq 1..3
+	if err := s.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(b, []byte{0}); n > 0 {
+		t.Fatalf("the file has %d zero bytes where the truncated lines were", n)
+	}
+	if keys := readLines(t, path); len(keys) != 2 {
+		t.Fatalf("%d lines after the cut, want the 2 written since: %v", len(keys), keys)
+	}
+	s2, err := NewFileSink(FileConfig{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close(context.Background())
+	stored, err := s2.Stored(mark)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 4; i < 6; i++ {
+		if _, ok := stored[Key("u"+strings.Repeat("x", i%3), int32(i))]; !ok {
+			t.Errorf("Seq %d, written after the cut, is not reported stored", i)
+		}
+	}
+}
