@@ -49,11 +49,13 @@ func (e *exporter) viewFields() []debug.Field {
 	}
 	if p := e.metrics.pipeline.Load(); p != nil {
 		ps := p.PipelineStats()
-		fs = append(fs, debug.Field{Name: "checkpoint pending", Value: ps.CheckpointLag},
-			debug.Field{Name: "checkpoint last write", Value: ps.LastCheckpoint},
-			debug.Field{Name: "checkpoint writes", Value: ps.CheckpointWrites},
-			debug.Field{Name: "checkpoint failures", Value: ps.CheckpointFailures},
-			debug.Field{Name: "dropped by rule", Value: ps.DroppedByRule},
+		if p.store != nil { // without a checkpoint, nothing is written (as in the metrics)
+			fs = append(fs, debug.Field{Name: "checkpoint pending", Value: ps.CheckpointLag},
+				debug.Field{Name: "checkpoint last write", Value: ps.LastCheckpoint},
+				debug.Field{Name: "checkpoint writes", Value: ps.CheckpointWrites},
+				debug.Field{Name: "checkpoint failures", Value: ps.CheckpointFailures})
+		}
+		fs = append(fs, debug.Field{Name: "dropped by rule", Value: ps.DroppedByRule},
 			debug.Field{Name: "routed nowhere", Value: ps.RoutedNowhere})
 	}
 	return fs

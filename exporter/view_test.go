@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -65,7 +66,8 @@ func TestRunServesTheLiveViewOfASinkHoldingTheSourceBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := &memSink{gate: make(chan struct{})}
-	stop := runExporter(t, Options{Config: testConfig(t, s), Client: cs, Listener: l})
+	ck := filepath.Join(t.TempDir(), "ck.json")
+	stop := runExporter(t, Options{Config: sinkConfig(t, s, ck), Client: cs, Listener: l})
 	base := "http://" + l.Addr().String()
 	var p debug.Page
 	for p = viewPage(t, base); !holdingBack(p); p = viewPage(t, base) {
@@ -98,6 +100,32 @@ func TestRunServesTheLiveViewOfASinkHoldingTheSourceBack(t *testing.T) {
 		t.Errorf("/metrics does not say s0 holds the source back")
 	}
 	close(s.gate)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Without a checkpoint nothing is ever written, and the view, as /metrics,
+// shows no checkpoint state: a pending count that only grows would read as
+// a stuck sink.
+func TestLiveViewShowsNoCheckpointStateWithoutACheckpoint(t *testing.T) {
+	cs := fake.NewClientset(coreEvent("a", 1))
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &memSink{target: 1, reached: make(chan struct{})}
+	stop := runExporter(t, Options{Config: testConfig(t, s), Client: cs, Listener: l})
+	<-s.reached
+	state := viewPage(t, "http://"+l.Addr().String()).Sections[0]
+	for _, f := range state.Fields {
+		if strings.HasPrefix(f.Name, "checkpoint") {
+			t.Errorf("field %q = %v without a checkpoint", f.Name, f.Value)
+		}
+	}
+	if field(state, "routed nowhere") == nil {
+		t.Error("the pipeline's fields are missing")
+	}
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
