@@ -148,7 +148,10 @@ var (
 
 	// DropOldestIfChannelFull discards a full watcher's oldest queued value
 	// to make room for the new one, so the watcher keeps the most recent
-	// values. Each discard is counted with reason [DropOldest].
+	// values. Each discard is counted with reason [DropOldest]. A hand-off
+	// watcher (queue length 0) has nothing queued to discard: a value no
+	// consumer is ready for is missed, as with [DropIfChannelFull], and
+	// counted with reason [DropFull].
 	DropOldestIfChannelFull FullChannelBehavior = dropOldestBehavior{}
 
 	// EvictIfChannelFull closes a watcher the first time a value finds its

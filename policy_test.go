@@ -395,3 +395,18 @@ func TestUndefinedVerdictIsTakenAsDropFull(t *testing.T) {
 		}
 	}
 }
+
+// A hand-off watcher (queue length 0) has no queued value to discard:
+// DropOldestIfChannelFull misses the new value when no consumer is ready,
+// as DropIfChannelFull does, counted as DropFull.
+func TestDropOldestOnAHandOffWatcherMissesTheNewValueAsDropFull(t *testing.T) {
+	b := fanout.New[int](fanout.WithQueueLength(0))
+	defer b.Shutdown()
+	w, err := b.Watch(fanout.WithFullChannelBehavior(fanout.DropOldestIfChannelFull))
+	require.NoError(t, err)
+	require.NoError(t, b.Action(1))
+	require.NoError(t, b.Action(2))
+	st := w.Stats()
+	assert.EqualValues(t, 2, st.DroppedFull, "%+v", st)
+	assert.Zero(t, st.DroppedOldest, "%+v", st)
+}
