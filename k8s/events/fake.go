@@ -2,6 +2,7 @@ package events
 
 import (
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -22,12 +23,14 @@ import (
 // (when there are any). Note: in the short form the type and reason are
 // part of the format string, as in client-go.
 //
-// Unlike client-go's, it never blocks: when Events is full the string is
-// discarded and counted ([FakeRecorder.Dropped]), so a test that records
-// more than it reads fails on its assertions instead of hanging. An
-// unbuffered Events therefore gets a string only when a reader is already
-// waiting; use [NewFakeRecorder] with a buffer. With a nil Events every
-// event is discarded (not counted), as in client-go. It is safe for
+// Unlike client-go's, it never blocks for long: when Events is full (or
+// unbuffered with no reader waiting) it waits up to [FakeRecorderWait] for
+// room, so that a test reading behind the code under test, as with
+// client-go, gets every string; then the string is discarded and counted
+// ([FakeRecorder.Dropped]), so that a test that records more than it reads
+// fails on its assertions instead of hanging. Once a wait has run out, the
+// next strings do not wait, until one is taken again. With a nil Events
+// every event is discarded (not counted), as in client-go. It is safe for
 // concurrent use and usable as a literal &FakeRecorder{Events: ch}.
 type FakeRecorder struct {
 	Events  chan string
@@ -60,6 +63,10 @@ func (f *FakeRecorder) WithLogger(klog.Logger) EventRecorderLogger {
 	return f
 }
 
+// FakeRecorderWait is how long a [FakeRecorder] waits for room in a full
+// Events before it discards the event.
+const FakeRecorderWait = time.Second
+
 // fakeDrops holds [FakeRecorder.Dropped]: the struct keeps client-go's
 // fields only.
 var fakeDrops adapt.FakeDrops[FakeRecorder]
@@ -83,11 +90,7 @@ func (f *FakeRecorder) write(regarding, related runtime.Object, annotations map[
 	} else {
 		msg = fmt.Sprintf(eventtype+" "+reason+" "+note, args...)
 	}
-	select {
-	case f.Events <- msg:
-	default:
-		fakeDrops.Add(f)
-	}
+	fakeDrops.Send(f, f.Events, msg, FakeRecorderWait)
 }
 
 // kindSuffix is " {kind=K,apiVersion=V}" for an object that carries its

@@ -2,6 +2,7 @@ package record
 
 import (
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -16,11 +17,15 @@ import (
 // apiVersion=...}" when IncludeObject is set, and the annotations when
 // there are any), as client-go's FakeRecorder.
 //
-// Unlike client-go's it never blocks: when Events is full the event is
-// discarded and counted ([FakeRecorder.Dropped]), so a test that records
-// more than it reads fails on its assertions instead of hanging. With a nil
-// Events every event is discarded (not counted). It is safe for concurrent
-// use, and usable as a literal &FakeRecorder{Events: ch}.
+// Unlike client-go's it never blocks for long: when Events is full (or
+// unbuffered with no reader waiting) it waits up to [FakeRecorderWait] for
+// room, so that a test reading behind the code under test, as with
+// client-go, gets every event; then the event is discarded and counted
+// ([FakeRecorder.Dropped]), so that a test that records more than it reads
+// fails on its assertions instead of hanging. Once a wait has run out, the
+// next events do not wait, until one is taken again. With a nil Events
+// every event is discarded (not counted). It is safe for concurrent use,
+// and usable as a literal &FakeRecorder{Events: ch}.
 type FakeRecorder struct {
 	Events chan string
 
@@ -35,6 +40,10 @@ var _ EventRecorderLogger = (*FakeRecorder)(nil)
 func NewFakeRecorder(bufferSize int) *FakeRecorder {
 	return &FakeRecorder{Events: make(chan string, max(bufferSize, 0))}
 }
+
+// FakeRecorderWait is how long a [FakeRecorder] waits for room in a full
+// Events before it discards the event.
+const FakeRecorderWait = time.Second
 
 // fakeDrops holds [FakeRecorder.Dropped]: the struct keeps client-go's
 // fields only.
@@ -67,11 +76,7 @@ func (f *FakeRecorder) write(object runtime.Object, annotations map[string]strin
 	}
 	msg := fmt.Sprintf(eventtype+" "+reason+" "+messageFmt, args...) +
 		objectString(object, f.IncludeObject) + annotationsString(annotations)
-	select {
-	case f.Events <- msg:
-	default:
-		fakeDrops.Add(f)
-	}
+	fakeDrops.Send(f, f.Events, msg, FakeRecorderWait)
 }
 
 // Event writes "<eventtype> <reason> <message>" to Events.

@@ -1,8 +1,11 @@
 package record_test
 
 import (
+	"fmt"
 	"sync"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	v1 "k8s.io/api/core/v1"
@@ -33,9 +36,10 @@ func TestFakeRecorderFormatsLikeClientGo(t *testing.T) {
 	}
 }
 
-// client-go's FakeRecorder blocks when its buffer is full, hanging the
-// test; ours discards and counts.
-func TestFakeRecorderNeverBlocks(t *testing.T) {
+// client-go's FakeRecorder blocks when its buffer is full, hanging a test
+// that reads less than it records; ours waits for a reader a while, then
+// discards and counts.
+func TestFakeRecorderNeverHangsATestThatReadsLess(t *testing.T) {
 	f := record.NewFakeRecorder(2)
 	var wg sync.WaitGroup
 	for range 4 {
@@ -85,4 +89,25 @@ func TestFakeRecorderIncludeObjectAcceptsOddObjects(t *testing.T) {
 	var nilPod *v1.Pod
 	assert.Nil(t, panicValue(func() { f.Event(nilPod, v1.EventTypeNormal, "R", "typed nil") }), "typed nil object")
 	assert.Nil(t, panicValue(func() { f.Event(kindless{}, v1.EventTypeNormal, "R", "no kind") }), "nil ObjectKind")
+}
+
+// A reader running behind the code under test gets every event, as with
+// client-go's blocking fake: unbuffered, the reader arriving after the
+// event; buffered, the reader taking them slower than they are recorded.
+func TestFakeRecorderWaitsForAReaderBehind(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		for _, size := range []int{0, 1} {
+			f := record.NewFakeRecorder(size)
+			go func() {
+				for i := range 5 {
+					f.Eventf(nil, v1.EventTypeNormal, "R", "m%d", i)
+				}
+			}()
+			for i := range 5 {
+				time.Sleep(100 * time.Millisecond)
+				assert.Equal(t, fmt.Sprintf("Normal R m%d", i), <-f.Events, "size %d", size)
+			}
+			assert.Zero(t, f.Dropped(), "size %d", size)
+		}
+	})
 }

@@ -4,6 +4,8 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 )
@@ -42,4 +44,34 @@ func TestFakeDropsForgetsACollectedRecorder(t *testing.T) {
 		runtime.Gosched()
 	}
 	assert.Zero(t, d.len())
+}
+
+// A send with no room waits for a reader up to its bound, once: after a
+// wait ran out the next sends discard at once, until one is taken again.
+func TestFakeDropsSendWaitsOnceForAReaderThatIsGone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var d FakeDrops[fake]
+		p := new(fake)
+		ch := make(chan string, 1)
+		start := time.Now()
+		d.Send(p, ch, "a", time.Second) // room
+		d.Send(p, ch, "b", time.Second) // full: waits, then discards
+		if got := time.Since(start); got != time.Second {
+			t.Errorf("the first send into a full channel waited %v, want 1s", got)
+		}
+		d.Send(p, ch, "c", time.Second)
+		if got := time.Since(start); got != time.Second {
+			t.Errorf("a send after a wait ran out waited too: %v in all", got)
+		}
+		if got := d.Get(p); got != 2 {
+			t.Errorf("%d discarded, want 2", got)
+		}
+		<-ch
+		d.Send(p, ch, "d", time.Second) // taken: the reader is back
+		go func() { time.Sleep(500 * time.Millisecond); <-ch }()
+		d.Send(p, ch, "e", time.Second) // full again: waits for the reader
+		if got := d.Get(p); got != 2 {
+			t.Errorf("%d discarded, want still 2: the reader took room within the wait", got)
+		}
+	})
 }
