@@ -76,11 +76,16 @@
 //     or Warning are logged (with client-go's messages) and counted as
 //     Invalid. A panicking watcher handler drops one event (counted)
 //     instead of crashing the process.
-//   - [FakeRecorder] never blocks: when its channel is full the string is
-//     discarded and counted ([FakeRecorder.Dropped]).
+//   - [FakeRecorder] never blocks for long: when its channel is full it
+//     waits up to [FakeRecorderWait] for a reader, then discards the
+//     string and counts it ([FakeRecorder.Dropped]).
 //   - Each StartRecordingToSink call has its own series cache. client-go
 //     shares one cache between calls, so that two calls on one broadcaster
-//     turn every event into a series of two writes.
+//     turn every event into a series of two writes. The other side of it:
+//     recording stopped and started again on one broadcaster (a leader
+//     that regains its lease) starts its series afresh here, a new Event
+//     for an occurrence that client-go would patch into the series it
+//     recorded before the stop.
 //   - A related object whose reference is the caller's *ObjectReference,
 //     and the annotations map, are copied into the event rather than
 //     shared with the caller.

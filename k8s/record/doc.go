@@ -49,7 +49,8 @@
 //   - [Broadcaster.Flush] waits until everything recorded so far has been
 //     written, skipped or dropped.
 //   - Shutdown is bounded ([ShutdownTimeout], or [Broadcaster.ShutdownContext]).
-//   - [FakeRecorder] never blocks a test: a full buffer discards and counts.
+//   - [FakeRecorder] never hangs a test: a full buffer waits up to
+//     [FakeRecorderWait] for a reader, then discards and counts.
 //   - No input panics: a nil or unregistered object, a nil scheme, an
 //     unsupported type, or a panicking handler, sink or key function is
 //     logged and counted.
