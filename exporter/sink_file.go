@@ -76,6 +76,9 @@ type FileSink struct {
 	gen   int   // generation of the current file: rotated to Path.<gen>
 	off   int64 // size of the current file
 	marks []fileMark
+	// lines writes a stream, holding its lock so that other sinks writing
+	// the same stream never tear its lines (see streamLock).
+	lines lineWriter
 }
 
 type fileMark struct {
@@ -195,13 +198,17 @@ func (s *FileSink) Write(_ context.Context, batch []*Occurrence) (int, error) {
 			return 0, err
 		}
 	}
-	if _, err := s.write(s.buf); err != nil {
-		if !s.stream {
-			// Cut what part of the batch got in, so that a retry does
-			// not leave a torn line or a duplicate.
-			_ = s.f.Truncate(s.off)
-			_, _ = s.f.Seek(s.off, io.SeekStart)
+	if s.stream {
+		// A stream cannot be cut back: a torn line is finished by the
+		// next write (lineWriter).
+		if whole, err := s.lines.write(s.lock, s.f, s.buf); err != nil {
+			return whole, err
 		}
+	} else if _, err := s.f.Write(s.buf); err != nil {
+		// Cut what part of the batch got in, so that a retry does not
+		// leave a torn line or a duplicate.
+		_ = s.f.Truncate(s.off)
+		_, _ = s.f.Seek(s.off, io.SeekStart)
 		return 0, err
 	}
 	s.off += int64(len(s.buf))
@@ -239,11 +246,6 @@ func (s *FileSink) followTruncation() error {
 	}
 	return nil
 }
-
-// write writes b to the file; a stream's write holds the stream's lock,
-// so that other sinks writing the same stream never tear its lines (see
-// streamLock). Caller holds s.mu.
-func (s *FileSink) write(b []byte) (int, error) { return writeLocked(s.lock, s.f, b) }
 
 // rotate renames the current file to Path.<gen> and starts a new one.
 func (s *FileSink) rotate() error {

@@ -1,11 +1,13 @@
 package exporter
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -32,6 +34,7 @@ type WriterSink struct {
 	buf     []byte      // the lines of the write in progress
 	lock    *sync.Mutex // W's stream lock, or nil (see streamLock)
 	checked bool        // lock was looked up
+	lines   lineWriter
 }
 
 // newStdoutSink writes to the standard output: os.Stdout, or, when that
@@ -62,8 +65,8 @@ func (s *WriterSink) Write(_ context.Context, batch []*Occurrence) (int, error) 
 		if !s.checked {
 			s.lock, s.checked = streamLock(s.W), true
 		}
-		if _, err := writeLocked(s.lock, s.W, buf); err != nil {
-			return 0, err
+		if whole, err := s.lines.write(s.lock, s.W, buf); err != nil {
+			return whole, err
 		}
 	}
 	return n, encErr
@@ -112,6 +115,50 @@ func streamLock(w io.Writer) *sync.Mutex {
 	streamLocks.files = append(streamLocks.files, streamFile{fi, mu})
 	return mu
 }
+
+// lineWriter writes lines to a stream that cannot be cut back, keeping
+// what a failed write tore: the rest of a line written in part (a write
+// that stopped short: a full disk under a redirected standard output, a
+// reader gone), which it writes before the next lines, so that the stream
+// holds whole lines only. Its owner serializes calls.
+type lineWriter struct{ tail []byte }
+
+// write writes the tail of a line an earlier write tore, then b (whole
+// lines), in one call of w holding mu if it is not nil, and returns how
+// many of b's lines are written whole: all of them, or, when the write
+// stops short, those before the point where it stopped; the rest of a line
+// it stopped in becomes the tail. A retry of the lines not counted writes
+// that line again, whole: a duplicate, where writing it again at once
+// would leave a torn line followed by a whole one.
+func (lw *lineWriter) write(mu *sync.Mutex, w io.Writer, b []byte) (int, error) {
+	out := b
+	if len(lw.tail) > 0 {
+		out = append(slices.Clip(lw.tail), b...)
+	}
+	n, err := writeLocked(mu, w, out)
+	if err == nil && n == len(out) {
+		lw.tail = nil
+		return bytes.Count(b, newline), nil
+	}
+	if err == nil {
+		err = io.ErrShortWrite
+	}
+	n = max(n, 0)
+	if t := len(lw.tail); n < t {
+		lw.tail = slices.Clone(lw.tail[n:])
+		return 0, err
+	}
+	done := b[:n-len(lw.tail)]
+	whole := bytes.Count(done, newline)
+	lw.tail = nil
+	if end := bytes.LastIndexByte(done, '\n') + 1; end < len(done) {
+		rest := b[len(done):]
+		lw.tail = slices.Clone(rest[:bytes.IndexByte(rest, '\n')+1])
+	}
+	return whole, err
+}
+
+var newline = []byte{'\n'}
 
 // writeLocked writes b to w in one call, holding mu if it is not nil.
 func writeLocked(mu *sync.Mutex, w io.Writer, b []byte) (int, error) {
