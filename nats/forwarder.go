@@ -318,6 +318,8 @@ func (f *Forwarder[T]) run() {
 
 // stop ends the forwarding for reason and accounts for the values still
 // queued: abandoned when Close gave up, failed when the connection closed.
+// When the queue is done with (Close, the broadcaster's shutdown, an
+// eviction), what the client still buffers is flushed (flushLeft).
 func (f *Forwarder[T]) stop(reason error, buf []T) {
 	switch {
 	case errors.Is(reason, fanout.ErrWatcherStopped):
@@ -328,6 +330,8 @@ func (f *Forwarder[T]) stop(reason error, buf []T) {
 		f.discard(buf, &f.abandoned, ErrClosed)
 	case errors.Is(reason, nats.ErrConnectionClosed):
 		f.discard(buf, &f.failed, reason)
+	default:
+		f.flushLeft()
 	}
 	f.mu.Lock()
 	f.err = reason

@@ -796,3 +796,31 @@ func TestForwarderCloseWithTheServerDownCountsTheFlushItCouldNotMake(t *testing.
 		t.Fatalf("Close = %v, FlushErrors %d, %d errors reported: the unflushed values went unseen", err, st.FlushErrors, len(log.list()))
 	}
 }
+
+// A core NATS forwarder that ends because its broadcaster shut down
+// flushes what the client still buffers, as Close does: with the server
+// down the flush fails, counted and reported, rather than the values
+// being left for the connection's Close to drop unseen.
+func TestForwarderEndedByShutdownWithTheServerDownCountsTheFlushItCouldNotMake(t *testing.T) {
+	srv := natstest.New(t)
+	nc := srv.Connect(t)
+	b := fanout.New[event]()
+	var log errorLog
+	f, err := fanoutnats.Forward(b, nc, fanoutnats.ForwardConfig[event]{Subject: "ev", OnError: log.add, FlushTimeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Shutdown()
+	natstest.Eventually(t, "the client to see the server gone", func() bool { return !nc.IsConnected() })
+	for i := range 3 {
+		if err := b.Action(event{Seq: i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.Shutdown()
+	waitDone(t, f)
+	if st := f.Stats(); st.FlushErrors == 0 || len(log.list()) == 0 {
+		t.Fatalf("Published %d, Flushes %d, FlushErrors %d, %d errors reported: the unflushed values went unseen",
+			st.Published, st.Flushes, st.FlushErrors, len(log.list()))
+	}
+}
