@@ -586,9 +586,7 @@ func (c *Consumer[T]) handle(msg jetstream.Msg) bool {
 		case seqGap:
 			return c.repairGap()
 		case seqDuplicate:
-			n := valuesIn(msg.Headers())
-			c.in.received.Add(n)
-			c.in.duplicates.Add(n)
+			c.in.duplicates.Add(c.in.receivedNotDelivered(msg.Headers(), msg.Data()))
 			c.ack.redelivered(seq, meta.Sequence.Consumer, msg.Reply())
 			return true
 		}

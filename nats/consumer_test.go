@@ -489,3 +489,45 @@ func TestConsumeRejectsADurableFilteringOtherSubjects(t *testing.T) {
 		}
 	}
 }
+
+// A redelivery a durable consumer skips is counted as its first delivery
+// was: a frame that does not parse as one value (not as the count its
+// header claims), and its payload bytes in Bytes.
+func TestDurableCountsASkippedRedeliveryAsItsFirstDelivery(t *testing.T) {
+	srv := natstest.New(t)
+	js := natstest.JetStream(t, srv.Connect(t))
+	natstest.Stream(t, js, "EV", "ev")
+	b, w := blockedWatcher()
+	c := consume(t, js, b, fanoutnats.ConsumeConfig[event]{
+		Stream: "EV", Durable: "d", Start: fanoutnats.StartAll(), AckWait: 100 * time.Millisecond,
+	})
+	jsPublish(t, js, "ev", events(1, 3)...) // 1 is queued, 2 waits for room
+	bad := &nats.Msg{Subject: "ev", Header: nats.Header{fanoutnats.FrameHeader: []string{"5"}}, Data: []byte("xxxxxx")}
+	if _, err := js.PublishMsg(guardCtx(t), bad); err != nil {
+		t.Fatal(err)
+	}
+	cons, err := js.Consumer(guardCtx(t), "EV", "d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	natstest.Eventually(t, "the three redelivered", func() bool {
+		ci, err := cons.Info(guardCtx(t))
+		return err == nil && ci.Delivered.Consumer >= 6
+	})
+	recv(t, w, 2)
+	natstest.Eventually(t, "the redeliveries skipped", func() bool { return c.Stats().Duplicates > 0 && c.Stats().DecodeErrors == 1 })
+	closeAndWait(t, c)
+	st := c.Stats()
+	ci, err := cons.Info(guardCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Received > ci.Delivered.Consumer {
+		t.Errorf("Received %d values (Duplicates %d) from %d deliveries of two values and a frame that does not parse",
+			st.Received, st.Duplicates, ci.Delivered.Consumer)
+	}
+	one, _ := json.Marshal(event{Seq: 1})
+	if want := (st.Received-st.Frames)*uint64(len(one)) + st.Frames*uint64(len(bad.Data)); st.Bytes != want {
+		t.Errorf("Bytes %d after %d values received (%d frames): want %d, the redeliveries' payloads included", st.Bytes, st.Received, st.Frames, want)
+	}
+}

@@ -33,20 +33,6 @@ func frameCount(h nats.Header) (string, bool) {
 	return v[0], true
 }
 
-// valuesIn returns the number of values a message carries, as its header
-// says: a frame's count (1 if it is not a number), or 1.
-func valuesIn(h nats.Header) uint64 {
-	count, ok := frameCount(h)
-	if !ok {
-		return 1
-	}
-	n, err := strconv.ParseUint(count, 10, 32)
-	if err != nil || n == 0 {
-		return 1
-	}
-	return n
-}
-
 // splitFrame appends the encoded values of a frame's payload to parts, and
 // returns an error wrapping [ErrDecode] unless body holds exactly the
 // number of values count says (each takes one byte at least).
@@ -131,7 +117,7 @@ func (f *Forwarder[T]) keepID(v T, subject string) bool {
 	}
 	var id string
 	if perr := guard.Call(func() { id = f.cfg.MsgID(v) }); perr != nil {
-		f.fail("publish", subject, fmt.Errorf("fanoutnats: MsgID panicked: %w", perr))
+		f.fail("publish", subject, fmt.Errorf("%w: %w", errMsgIDPanicked, perr))
 		return false
 	}
 	f.ids = append(f.ids, id)

@@ -35,18 +35,6 @@ func TestSplitFrameRejectsWhatItsHeaderDoesNotDescribe(t *testing.T) {
 	}
 }
 
-func TestValuesInReadsTheFrameHeader(t *testing.T) {
-	for count, want := range map[string]uint64{"": 1, "17": 17, "x": 1, "0": 1} {
-		h := map[string][]string{}
-		if count != "" {
-			h[FrameHeader] = []string{count}
-		}
-		if got := valuesIn(h); got != want {
-			t.Errorf("header %q: %d values, want %d", count, got, want)
-		}
-	}
-}
-
 // Every frame built by appendFramePart splits back into its parts, and no
 // input makes splitFrame panic or return parts with an error.
 func FuzzSplitFrame(f *testing.F) {

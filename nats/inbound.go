@@ -76,6 +76,24 @@ func (in *inbound[T]) deliver(subject string, seq uint64, h nats.Header, data []
 	return accepted, local + 1
 }
 
+// receivedNotDelivered counts a message taken from NATS that is not delivered (a
+// redelivery a durable skips, a message left in a subscriber's buffer at
+// its stop) as deliver would count it, payload bytes and frame included,
+// and returns the values it counts: those of a frame, one for a frame that
+// does not parse or a plain message. The caller counts where they went.
+func (in *inbound[T]) receivedNotDelivered(h nats.Header, data []byte) uint64 {
+	in.bytes.Add(uint64(len(data)))
+	n := uint64(1)
+	if count, ok := frameCount(h); ok {
+		in.frames.Add(1)
+		if parts, err := splitFrame(count, data, nil); err == nil {
+			n = uint64(len(parts))
+		}
+	}
+	in.received.Add(n)
+	return n
+}
+
 // deliverFrame publishes the values of a frame in one batch. A value that
 // does not decode is counted and reported, and the others are delivered; a
 // frame that does not parse counts as one value that did not decode.

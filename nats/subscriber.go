@@ -240,12 +240,12 @@ func (s *Subscriber[T]) stop() {
 	s.unsubscribe()
 	var n uint64
 	for range len(s.ch) {
-		n += valuesIn((<-s.ch).Header)
+		msg := <-s.ch
+		n += s.in.receivedNotDelivered(msg.Header, msg.Data)
 	}
 	if n == 0 {
 		return
 	}
-	s.in.received.Add(n)
 	cause := s.in.getErr()
 	if s.in.ctx.Err() != nil || cause == nil {
 		s.in.abandoned.Add(n)
