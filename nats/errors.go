@@ -83,7 +83,8 @@ func (e *Error) Unwrap() error { return e.Err }
 //     listens on the subject, yet), a connection that is reconnecting or
 //     was disconnected, a full reconnect buffer, and JetStream API errors
 //     with a 5xx code (JetStream temporarily unavailable);
-//   - not retried: [ErrEncode], [ErrInvalidSubject], a permissions
+//   - not retried: [ErrEncode], [ErrInvalidSubject], a MsgID function
+//     that panicked, a permissions
 //     violation, a payload larger than the server or the stream accepts,
 //     a bad subject or message, a closed connection, [context.Canceled],
 //     and JetStream API errors with a 4xx code (the request itself is
@@ -113,8 +114,13 @@ func Retryable(err error) bool {
 	return true
 }
 
+// errMsgIDPanicked wraps the panic of a MsgID function: the same value
+// would make it panic again.
+var errMsgIDPanicked = errors.New("fanoutnats: MsgID panicked")
+
 var permanentErrors = []error{
 	ErrEncode,
+	errMsgIDPanicked,
 	ErrInvalidSubject,
 	nats.ErrPermissionViolation,
 	nats.ErrMaxPayload,

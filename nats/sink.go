@@ -136,7 +136,7 @@ func (s *Sink[T]) prepare(v T) (subject string, data []byte, id string, err erro
 	}
 	if s.cfg.MsgID != nil {
 		if perr := guard.Call(func() { id = s.cfg.MsgID(v) }); perr != nil {
-			return "", nil, "", &Error{Op: "subject", Err: fmt.Errorf("%w: MsgID panicked: %w", ErrInvalidSubject, perr)}
+			return "", nil, "", &Error{Op: "publish", Subject: subject, Err: fmt.Errorf("%w: %w", errMsgIDPanicked, perr)}
 		}
 		return subject, data, id, nil
 	}

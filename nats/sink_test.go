@@ -194,3 +194,23 @@ func TestNewSinkRejectsAMissingSubject(t *testing.T) {
 		t.Fatal("NewSink accepted a nil JetStream")
 	}
 }
+
+// A MsgID that panics fails the value's publish, as in a forwarder: the
+// subject, valid, is not reported as invalid.
+func TestSinkReportsAPanickingMsgIDAsAFailedPublish(t *testing.T) {
+	srv := natstest.New(t)
+	js := natstest.JetStream(t, srv.Connect(t))
+	natstest.Stream(t, js, "EV", "ev")
+	s, err := fanoutnats.NewSink(js, fanoutnats.SinkConfig[event]{Subject: "ev", MsgID: func(event) string { panic("boom") }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Create(guardCtx(t), event{Seq: 1})
+	var fe *fanoutnats.Error
+	if !errors.As(err, &fe) || fe.Op != "publish" || errors.Is(err, fanoutnats.ErrInvalidSubject) || !strings.Contains(err.Error(), "boom") {
+		t.Fatalf("Create = %v: want a publish error naming the panic, not an invalid subject", err)
+	}
+	if fanoutnats.Retryable(err) {
+		t.Errorf("Retryable(%v): the same value would panic again", err)
+	}
+}
