@@ -162,6 +162,9 @@ func Consume[T any](ctx context.Context, js jetstream.JetStream, b *fanout.Broad
 	if ctx == nil {
 		return nil, errNilContext
 	}
+	if cfg.Stream == "" {
+		return nil, errors.New("fanoutnats: Consume: ConsumeConfig.Stream is required")
+	}
 	if err := checkSettings("Consume", setting{name: "ConsumeConfig.AckWait", value: int64(cfg.AckWait)},
 		setting{name: "ConsumeConfig.MaxAckPending", value: int64(cfg.MaxAckPending)}); err != nil {
 		return nil, err

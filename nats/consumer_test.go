@@ -93,6 +93,15 @@ func TestConsumeRejectsAMissingStream(t *testing.T) {
 	}
 }
 
+func TestConsumeWithoutAStreamNamesTheField(t *testing.T) {
+	srv := natstest.New(t)
+	js := natstest.JetStream(t, srv.Connect(t))
+	_, err := fanoutnats.Consume(guardCtx(t), js, fanout.New[event](), fanoutnats.ConsumeConfig[event]{})
+	if err == nil || !strings.Contains(err.Error(), "ConsumeConfig.Stream") {
+		t.Fatalf("Consume without a stream: %v, want an error naming ConsumeConfig.Stream", err)
+	}
+}
+
 func TestConsumeRejectsADurableThatDoesNotAcknowledgeWithAckAll(t *testing.T) {
 	srv := natstest.New(t)
 	js := natstest.JetStream(t, srv.Connect(t))
