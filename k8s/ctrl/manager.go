@@ -157,18 +157,8 @@ func NewManager(config *rest.Config, options manager.Options, opts ...Option) (*
 			return nil, err
 		}
 	}
-	inner, err := m.newInner(config, options)
+	inner, err := m.wrap(config, options)
 	if err != nil {
-		m.unregisterMetrics()
-		m.shutdownBroadcasters()
-		return nil, err
-	}
-	if err := m.mountView(inner, options); err != nil {
-		m.unregisterMetrics()
-		m.shutdownBroadcasters()
-		return nil, err
-	}
-	if err := inner.Add(stopMarker{m}); err != nil {
 		m.unregisterMetrics()
 		m.shutdownBroadcasters()
 		return nil, err
@@ -178,6 +168,22 @@ func NewManager(config *rest.Config, options manager.Options, opts ...Option) (*
 		m.scheme = scheme.Scheme
 	}
 	return m, nil
+}
+
+// wrap makes controller-runtime's manager (newInner), mounts the live view
+// on it and adds the runnable that notes when its stop begins.
+func (m *Manager) wrap(config *rest.Config, options manager.Options) (manager.Manager, error) {
+	inner, err := m.newInner(config, options)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.mountView(inner, options); err != nil {
+		return nil, err
+	}
+	if err := inner.Add(stopMarker{m}); err != nil {
+		return nil, err
+	}
+	return inner, nil
 }
 
 // newInner makes controller-runtime's manager, with a leader election lock
