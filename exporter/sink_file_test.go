@@ -86,6 +86,22 @@ func TestFileSinkWithoutMaxbackupsKeepsEveryRotatedFile(t *testing.T) {
 	}
 }
 
+// storedAfterRestart opens a file sink with cfg, as a restart does, and
+// returns what it reports stored after mark.
+func storedAfterRestart(t *testing.T, cfg FileConfig, mark string) map[string]struct{} {
+	t.Helper()
+	s, err := NewFileSink(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	stored, err := s.Stored(mark)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return stored
+}
+
 func TestFileSinkReportsWhatItStoredAfterAMarkAcrossRotationAndACrash(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ev.jsonl")
 	s, err := NewFileSink(FileConfig{Path: path, MaxBytes: 600, MaxBackups: 100})
@@ -101,15 +117,7 @@ func TestFileSinkReportsWhatItStoredAfterAMarkAcrossRotationAndACrash(t *testing
 	_, _ = f.WriteString(`{"uid":"torn","cou`)
 	f.Close()
 
-	s2, err := NewFileSink(FileConfig{Path: path, MaxBytes: 600, MaxBackups: 100})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Close(context.Background())
-	stored, err := s2.Stored(mark)
-	if err != nil {
-		t.Fatal(err)
-	}
+	stored := storedAfterRestart(t, FileConfig{Path: path, MaxBytes: 600, MaxBackups: 100}, mark)
 	for i := 6; i < 30; i++ {
 		k := Key("u"+strings.Repeat("x", i%3), int32(i))
 		if _, ok := stored[k]; !ok {
@@ -417,15 +425,7 @@ func TestFileSinkWritesAtTheEndOfAFileAnotherProgramTruncated(t *testing.T) {
 	if keys := readLines(t, path); len(keys) != 2 {
 		t.Fatalf("%d lines after the cut, want the 2 written since: %v", len(keys), keys)
 	}
-	s2, err := NewFileSink(FileConfig{Path: path})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Close(context.Background())
-	stored, err := s2.Stored(mark)
-	if err != nil {
-		t.Fatal(err)
-	}
+	stored := storedAfterRestart(t, FileConfig{Path: path}, mark)
 	for i := 4; i < 6; i++ {
 		if _, ok := stored[Key("u"+strings.Repeat("x", i%3), int32(i))]; !ok {
 			t.Errorf("Seq %d, written after the cut, is not reported stored", i)

@@ -762,18 +762,15 @@ func TestForwarderWithCommitCommitsWhatItPublished(t *testing.T) {
 	natstest.Eventually(t, "Taken to follow what was published", func() bool { return b.Taken() == 3 })
 }
 
-// Close of a core NATS forwarder whose server is down does not return as
-// if done: what it published while the client reconnected is still in the
-// client's buffer, so Close flushes it, waiting for the server until its
-// context ends, and the failed flush is counted and reported (it returned
-// nil at once, counting nothing: the connection's Close then dropped the
-// values unseen).
-func TestForwarderCloseWithTheServerDownCountsTheFlushItCouldNotMake(t *testing.T) {
+// forwardedWithTheServerDown starts a core NATS forwarder with cfg, shuts
+// its server down, and publishes three values, which the client can only
+// buffer.
+func forwardedWithTheServerDown(t *testing.T, cfg fanoutnats.ForwardConfig[event]) (*fanout.Broadcaster[event], *fanoutnats.Forwarder[event]) {
+	t.Helper()
 	srv := natstest.New(t)
 	nc := srv.Connect(t)
 	b := fanout.New[event]()
-	var log errorLog
-	f, err := fanoutnats.Forward(b, nc, fanoutnats.ForwardConfig[event]{Subject: "ev", OnError: log.add})
+	f, err := fanoutnats.Forward(b, nc, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -784,9 +781,21 @@ func TestForwarderCloseWithTheServerDownCountsTheFlushItCouldNotMake(t *testing.
 			t.Fatal(err)
 		}
 	}
+	return b, f
+}
+
+// Close of a core NATS forwarder whose server is down does not return as
+// if done: what it published while the client reconnected is still in the
+// client's buffer, so Close flushes it, waiting for the server until its
+// context ends, and the failed flush is counted and reported (it returned
+// nil at once, counting nothing: the connection's Close then dropped the
+// values unseen).
+func TestForwarderCloseWithTheServerDownCountsTheFlushItCouldNotMake(t *testing.T) {
+	var log errorLog
+	_, f := forwardedWithTheServerDown(t, fanoutnats.ForwardConfig[event]{Subject: "ev", OnError: log.add})
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	err = f.Close(ctx)
+	err := f.Close(ctx)
 	select {
 	case <-f.Done(): // its flush ends with Close's context
 	case <-time.After(10 * time.Second):
@@ -802,21 +811,8 @@ func TestForwarderCloseWithTheServerDownCountsTheFlushItCouldNotMake(t *testing.
 // down the flush fails, counted and reported, rather than the values
 // being left for the connection's Close to drop unseen.
 func TestForwarderEndedByShutdownWithTheServerDownCountsTheFlushItCouldNotMake(t *testing.T) {
-	srv := natstest.New(t)
-	nc := srv.Connect(t)
-	b := fanout.New[event]()
 	var log errorLog
-	f, err := fanoutnats.Forward(b, nc, fanoutnats.ForwardConfig[event]{Subject: "ev", OnError: log.add, FlushTimeout: 200 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.Shutdown()
-	natstest.Eventually(t, "the client to see the server gone", func() bool { return !nc.IsConnected() })
-	for i := range 3 {
-		if err := b.Action(event{Seq: i}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	b, f := forwardedWithTheServerDown(t, fanoutnats.ForwardConfig[event]{Subject: "ev", OnError: log.add, FlushTimeout: 200 * time.Millisecond})
 	b.Shutdown()
 	waitDone(t, f)
 	if st := f.Stats(); st.FlushErrors == 0 || len(log.list()) == 0 {
