@@ -30,7 +30,7 @@ func NewSet() *Set {
 
 var (
 	errNilSource     = errors.New("metrics: Set.Add: nil source")
-	errNotComparable = errors.New("metrics: Set.Add: the source's type is not comparable, so it cannot be removed: add a pointer to it")
+	errNotComparable = errors.New("metrics: Set.Add: the source is not comparable (==), so it cannot be removed: add a pointer to it")
 	errAdded         = errors.New("metrics: Set.Add: the source is in the set already")
 )
 
@@ -38,13 +38,13 @@ var (
 // none), as [NewCollector] would. Sources whose samples would carry the
 // same names and labels must be told apart by constLabels, or the scrape
 // fails, naming the sample. It returns an error, and adds nothing, for a
-// nil source, a source already in the set, or one whose type is not
-// comparable (Remove finds sources by ==: add a pointer).
+// nil source, a source already in the set, or one that is not comparable
+// (Remove finds sources by ==: add a pointer).
 func (s *Set) Add(src fanout.MetricSource, constLabels prometheus.Labels) error {
 	if src == nil {
 		return errNilSource
 	}
-	if !reflect.TypeOf(src).Comparable() {
+	if !reflect.ValueOf(src).Comparable() {
 		return errNotComparable
 	}
 	s.mu.Lock()
@@ -59,7 +59,7 @@ func (s *Set) Add(src fanout.MetricSource, constLabels prometheus.Labels) error 
 // Remove takes src out of the set, so that scrapes no longer report it,
 // and reports whether it was there.
 func (s *Set) Remove(src fanout.MetricSource) bool {
-	if src == nil || !reflect.TypeOf(src).Comparable() {
+	if src == nil || !reflect.ValueOf(src).Comparable() {
 		return false
 	}
 	s.mu.Lock()

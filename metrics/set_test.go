@@ -63,3 +63,15 @@ func TestSetRefusesWhatItCouldNotRemove(t *testing.T) {
 	assert.Error(t, set.Add(b, prometheus.Labels{"other": "labels"}), "a source in the set already")
 	assert.Equal(t, 1, set.Len())
 }
+
+// holder is comparable by type, but not with a slice in its field.
+type holder struct{ inner any }
+
+func (holder) Metrics() []fanout.Metric { return nil }
+
+func TestSetRefusesASourceHoldingAValueThatIsNotComparable(t *testing.T) {
+	set := metrics.NewSet()
+	assert.Error(t, set.Add(holder{inner: []int{1}}, nil), "== would panic on it")
+	assert.False(t, set.Remove(holder{inner: []int{1}}))
+	assert.Zero(t, set.Len())
+}
