@@ -325,12 +325,27 @@ func (c *EventCorrelator) EventCorrelate(newEvent *v1.Event) (*EventCorrelateRes
 }
 
 // UpdateState records the event as the API server stored it, so that a
-// later repeat refers to it. A nil event is ignored.
+// later repeat refers to it. A nil event is ignored. As in client-go, the
+// server's copy replaces what was remembered even when its count is lower.
 func (c *EventCorrelator) UpdateState(event *v1.Event) {
 	if event == nil {
 		return
 	}
-	_ = guard.Call(func() { c.c.Observe(event) })
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_ = guard.Call(func() {
+		if event.Count > 0 {
+			// The core ignores a count below the remembered one (a write
+			// that ended after a later repeat was correlated, with several
+			// writers); client-go's UpdateState overwrites. A count of 0
+			// first makes the key never seen, so that the server's copy
+			// is taken whole.
+			forget := *event
+			forget.Count = 0
+			c.c.Observe(&forget)
+		}
+		c.c.Observe(event)
+	})
 }
 
 // EventAggregator combines similar events: once MaxEvents distinct

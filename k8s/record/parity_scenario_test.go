@@ -275,6 +275,23 @@ func TestParityServerState(t *testing.T) {
 		parityMust(t, "after UpdateState alone", p.correlate(tp.at(p.clock.Now())))
 	})
 
+	t.Run("update with a lower count than remembered", func(t *testing.T) {
+		// The server's copy was written by someone else (or recreated)
+		// with a lower count: client-go builds the next repeat on it, its
+		// name, resource version, first timestamp and count included.
+		p := parityNewPair(parityStart, record.CorrelatorOptions{})
+		var o parityOutcome
+		for i := range 3 {
+			p.advance(time.Second)
+			o = p.correlate(tp.at(p.clock.Now()))
+			parityMust(t, "event "+strconv.Itoa(i), o)
+		}
+		p.client.UpdateState(server(o.client.Event, "3", 1))
+		p.ours.UpdateState(server(o.ours.Event, "3", 1))
+		p.advance(time.Second)
+		parityMust(t, "repeat after a lower server count", p.correlate(tp.at(p.clock.Now())))
+	})
+
 	t.Run("update with count 0 forgets", func(t *testing.T) {
 		p := parityNewPair(parityStart, record.CorrelatorOptions{})
 		o := p.correlate(tp.at(p.clock.Now()))
