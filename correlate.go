@@ -480,13 +480,16 @@ func (c *Correlator[T]) lookup(key string, scratch bool) (*seen[T], loss) {
 // first records v, a private copy, as the first occurrence of e's key. A
 // record that was remembered with a count of 0 or less starts afresh but
 // keeps its merged values not yet written.
+// The user's functions (Count, Time, the clock, Clone) run before e
+// changes, so that one that panics leaves no record counted but without
+// its value.
 func (c *Correlator[T]) first(e *seen[T], v T, now time.Time) {
 	n := 1
 	if c.dedup.Count != nil {
 		n = c.dedup.Count(v)
 	}
-	e.count, e.last, e.ver = n, c.occurred(v, now), e.ver+1
-	e.v = c.own(v, c.clone == nil)
+	last, kept := c.occurred(v, now), c.own(v, c.clone == nil)
+	e.count, e.last, e.ver, e.v = n, last, e.ver+1, kept
 }
 
 // repeat records v as occurrence e.count+1 of e's key and completes r.
@@ -573,19 +576,18 @@ func (c *Correlator[T]) observe(v T) loss {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, l := c.lookup(c.dedupKey(v))
-	switch {
-	case c.dedup.Count != nil:
-		n := c.dedup.Count(v)
+	// The user's functions run before e changes (see first).
+	n := max(e.count, 1)
+	if c.dedup.Count != nil {
+		n = c.dedup.Count(v)
 		if n > 0 && n < e.count {
 			return l // stale: a later occurrence was correlated since
 		}
-		e.count = n
-	case e.count == 0:
-		e.count = 1
 	}
-	if e.last.IsZero() {
-		e.last = c.clock.Now()
+	last := e.last
+	if last.IsZero() {
+		last = c.clock.Now()
 	}
-	e.v = c.own(v, c.clone == nil)
+	e.count, e.last, e.v = n, last, c.own(v, c.clone == nil)
 	return l
 }

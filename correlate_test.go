@@ -996,3 +996,57 @@ func TestWriteOpenLeavesTheSuccessorOfARecordEvictedDuringTheWriteAlone(t *testi
 	assert.Equal(t, "b", r.Value.Obj)
 	assert.Empty(t, r.Value.ID, "b's record holds nothing of a's write")
 }
+
+// panickyClock is a clock whose Now panics while armed.
+type panickyClock struct {
+	manualClock
+	armed bool
+}
+
+func (c *panickyClock) Now() time.Time {
+	if c.armed {
+		panic("clock")
+	}
+	return c.manualClock.Now()
+}
+
+// A clock or Clone that panics while the dedup stage records a value (the
+// runner drops that value, counted) leaves no half-made record behind: the
+// next value of the key is not a repeat of a zero value, which would lose
+// what the sink stored (its ID) for every later repeat.
+func TestCorrelatorPanicWhileRecordingRemembersNothingHalfMade(t *testing.T) {
+	t.Run("clock in Observe", func(t *testing.T) {
+		clk := &panickyClock{manualClock: *newManualClock()}
+		st := dedupStage()
+		st.Count = func(e ev) int { return e.Count }
+		c := newCorrelator(t, fanout.CorrelatorConfig[ev]{Dedup: st, Clock: clk})
+		clk.armed = true
+		assert.Panics(t, func() { c.Observe(ev{Msg: "m", Count: 1, ID: "stored"}) })
+		clk.armed = false
+		r := c.Correlate(ev{Msg: "m", Count: 1})
+		if r.Count == 2 {
+			assert.Equal(t, "stored", r.Value.ID, "a repeat of a record that was never kept")
+		} else {
+			assert.Equal(t, 1, r.Count)
+		}
+	})
+	t.Run("clone of a first occurrence", func(t *testing.T) {
+		clones, failAt := 0, 0
+		c := newCorrelator(t, fanout.CorrelatorConfig[ev]{Dedup: dedupStage(), Clone: func(e ev) ev {
+			clones++
+			if clones == failAt {
+				panic("clone")
+			}
+			return e
+		}})
+		failAt = 2 // the copy the record keeps
+		assert.Panics(t, func() { c.Correlate(ev{Msg: "m", ID: "first"}) })
+		failAt = 0
+		r := c.Correlate(ev{Msg: "m", ID: "second"})
+		if r.Count == 2 {
+			assert.Equal(t, "first", r.Value.ID, "a repeat of a record that was never kept")
+		} else {
+			assert.Equal(t, 1, r.Count)
+		}
+	})
+}
