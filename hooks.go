@@ -37,6 +37,10 @@ const (
 	// full watchers and is about to take those it evicted off its lists
 	// (applyAll). It holds the broadcaster's lock.
 	hookEvicted
+	// hookSiftListed: a publisher has listed the full filtered readers
+	// to sift and is about to take their raw values off their queues
+	// (sift). It holds the broadcaster's lock, not the readers'.
+	hookSiftListed
 	// hookSifting: a publisher has taken the raw values of full filtered
 	// readers off their queues, unlocked, and is about to ask their
 	// filters (sift).

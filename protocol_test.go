@@ -772,6 +772,46 @@ func TestProtocolResultChanDuringASiftWaitsForIt(t *testing.T) {
 	})
 }
 
+// A lossy filtered reader is sifted even while it is read: a reader that
+// takes every raw value between the publisher's listing it for a sift and
+// the sift's taking them leaves it nothing to sift. The publisher must
+// then not sift it: a sift holding no value gives it no sign of the sift
+// (sifting is 0), so that ResultChan meanwhile moved it to a channel under
+// the sift, writing the fields the unlocked sift reads (a data race that
+// the race detector found with concurrent ResultChan, Recv and publishes).
+func TestProtocolReaderDrainedBeforeItsSiftIsNotSifted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := New[int](WithQueueLength(2), WithFullChannelBehavior(DropIfChannelFull))
+		defer b.Shutdown()
+		r, _ := b.Watch(WithFilter(func(v int) bool { return v%2 == 0 }))
+		require.NoError(t, b.Action(1))
+		require.NoError(t, b.Action(3)) // full of values the filter has not seen
+		var emptySift atomic.Bool
+		defer setHook(hookSifting, func() { // on the publisher's goroutine
+			if r.sifting() == 0 {
+				emptySift.Store(true)
+			}
+		})()
+		listed, resume := pauseAt(t, hookSiftListed)
+		pub := async(func() error { return b.Action(5) })
+		<-listed // the publisher holds the broadcaster's lock, not r's
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		n, err := r.Recv(ctx, make([]int, 4)) // takes 1 and 3, rejects both
+		assert.Equal(t, 0, n)
+		assert.ErrorIs(t, err, context.Canceled)
+		resume()
+		require.NoError(t, done(t, pub, "the publisher"))
+		assert.False(t, emptySift.Load(), "the publisher sifted a reader it had taken no value of")
+		ch := r.ResultChan()
+		require.NoError(t, b.Action(6))
+		assert.Equal(t, 6, <-ch)
+		st := r.Stats()
+		assert.Equal(t, uint64(3), st.Filtered, "1, 3 and 5")
+		assert.Equal(t, uint64(1), st.Delivered)
+	})
+}
+
 // A publisher waits for a full lossless filtered reader that a goroutine is
 // reading, rather than sift it; if that read returns without making room
 // (here, a Recv with an empty buffer), leaveRead wakes the publisher, which

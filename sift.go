@@ -297,11 +297,26 @@ func (p *pub[T]) sift() {
 	p.takeTurn()
 	ws := b.toSift
 	b.toSift = nil
+	hook(hookSiftListed)
 	h, rg := b.head.Load(), b.ring.Load()
+	// A reader (of a lossy one, which is sifted while it is read) may
+	// have taken its raw values since it was listed: with nothing
+	// unloaded, sifting would say 0 while the sift went on, and
+	// ResultChan would move it to a channel under the sift, which reads
+	// its sift fields with no lock held. Such a watcher is left out.
+	kept := ws[:0]
 	for _, w := range ws {
 		w.mu.Lock()
 		w.unload(h, rg)
 		w.mu.Unlock()
+		if w.sifting() > 0 {
+			kept = append(kept, w)
+		}
+	}
+	clear(ws[len(kept):])
+	ws = kept
+	if len(ws) == 0 {
+		return // the caller looks again, holding b.mu
 	}
 	b.unlock()
 	p.announce()
