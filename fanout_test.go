@@ -144,6 +144,29 @@ func TestWatchWithPrefixUnderConcurrentProducer(t *testing.T) {
 	}
 }
 
+// As in k8s, WatchWithPrefix gives the watcher room for its prefix and one
+// more value, max(queue length, len(prefix)+1), even for an empty prefix: at
+// queue length 0 it holds one value where Watch hands off.
+func TestWatchWithEmptyPrefixAtQueueZeroHoldsOneValue(t *testing.T) {
+	b := fanouttest.New[int](t, fanout.WithQueueLength(0))
+	for _, prefix := range [][]int{nil, {}} {
+		w, err := b.WatchWithPrefix(prefix, fanout.WithFullChannelBehavior(fanout.DropIfChannelFull))
+		require.NoError(t, err)
+		hand, err := b.Watch(fanout.WithFullChannelBehavior(fanout.DropIfChannelFull))
+		require.NoError(t, err)
+		require.Equal(t, 1, w.Stats().QueueLength)
+		assert.Zero(t, hand.Stats().QueueLength)
+		require.NoError(t, b.Action(7)) // nobody reads: only w has room
+		require.Equal(t, 1, w.Stats().Queued)
+		assert.EqualValues(t, 1, hand.Stats().DroppedFull)
+		v, err := w.Next(context.Background())
+		require.NoError(t, err)
+		assert.Equal(t, 7, v)
+		w.Stop()
+		hand.Stop()
+	}
+}
+
 func TestBadInput(t *testing.T) {
 	b := fanouttest.New[int](t)
 	_, err := b.Watch(fanout.WithQueueLength(-1))

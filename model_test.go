@@ -294,14 +294,15 @@ func (m *model) watch(op, arg byte) {
 	}
 	var prefix []int
 	if op%10 == 7 {
-		for i := range 1 + int(arg>>5)%3 {
+		prefix = []int{} // WatchWithPrefix, sometimes with an empty prefix
+		for i := range int(arg>>5) % 4 {
 			prefix = append(prefix, -1-i)
 		}
 	}
 	replayed := m.accepts[len(m.accepts)-min(replay, len(m.accepts)):]
 	start := append(slices.Clone(prefix), replayed...)
-	if len(start) > 0 {
-		mw.q = max(mw.q, len(start)+1) // as in k8s
+	if prefix != nil || len(start) > 0 {
+		mw.q = max(mw.q, len(start)+1) // as in k8s, an empty prefix too
 	}
 	for _, v := range start {
 		if mw.keeps(v) {

@@ -15,7 +15,7 @@ import (
 //
 // Unlike k8s, Watch never waits for a blocked publisher.
 func (b *Broadcaster[T]) Watch(opts ...Option) (*Watcher[T], error) {
-	return b.watch(nil, opts)
+	return b.watch(nil, false, opts)
 }
 
 // WatchWithPrefix is like [Broadcaster.Watch], but the watcher first receives
@@ -23,13 +23,17 @@ func (b *Broadcaster[T]) Watch(opts ...Option) (*Watcher[T], error) {
 // gap and no duplicate in between (with [WithReplay], the prefix comes
 // first, then the replayed values). As in k8s, the watcher's queue capacity
 // becomes the larger of its queue length and len(prefix)+1 (plus the values
-// replayed; values a filter leaves out count too). An empty prefix makes it
-// the same as Watch. The prefix slice is not retained.
+// replayed; values a filter leaves out count too). So an empty or nil
+// prefix makes it the same as Watch but at queue length 0, where, as in k8s,
+// the watcher gets a queue of 1 instead of a hand-off channel. The prefix
+// slice is not retained.
 func (b *Broadcaster[T]) WatchWithPrefix(prefix []T, opts ...Option) (*Watcher[T], error) {
-	return b.watch(prefix, opts)
+	return b.watch(prefix, true, opts)
 }
 
-func (b *Broadcaster[T]) watch(prefix []T, opts []Option) (*Watcher[T], error) {
+// watch registers a watcher; withPrefix says it came from WatchWithPrefix,
+// whose capacity rule holds even for an empty prefix.
+func (b *Broadcaster[T]) watch(prefix []T, withPrefix bool, opts []Option) (*Watcher[T], error) {
 	if b.err != nil {
 		return nil, b.err
 	}
@@ -54,7 +58,13 @@ func (b *Broadcaster[T]) watch(prefix []T, opts []Option) (*Watcher[T], error) {
 	}
 	h := b.head.Load()
 	k := min(uint64(cfg.replay), h)
-	w := b.newWatcher(cfg, keep, h, npre, len(prefix), k)
+	w := b.newWatcher(cfg, keep, h, len(prefix), k)
+	if withPrefix {
+		// k8s's rule, an empty prefix included. The values given, not
+		// the ones a filter keeps: the queue length does not depend on
+		// what the filter says.
+		w.q = max(w.q, npre+int(k)+1)
+	}
 	if w.keeper() != nil {
 		b.countPrefix(w, uint64(npre-len(prefix)-len(prefixPanics)), prefixPanics, &log)
 		if w.q == 0 {
@@ -82,10 +92,9 @@ func watchErr[T any](cfg config) error {
 }
 
 // newWatcher makes the watcher that watch registers, with the head at h,
-// npre values given as its prefix (kept of them left by its filter keep)
-// and k values replayed, and counts it where b counts watchers by kind.
-// Caller holds b.mu.
-func (b *Broadcaster[T]) newWatcher(cfg config, keep func(T) bool, h uint64, npre, kept int, k uint64) *Watcher[T] {
+// kept values of its prefix left by its filter keep and k values replayed,
+// and counts it where b counts watchers by kind. Caller holds b.mu.
+func (b *Broadcaster[T]) newWatcher(cfg config, keep func(T) bool, h uint64, kept int, k uint64) *Watcher[T] {
 	b.nextID++
 	b.nwatch.Add(1) // every path of watch registers the watcher
 	w := &Watcher[T]{b: b, id: b.nextID, q: cfg.queueLen, kind: kindOf(cfg.behavior), behavior: cfg.behavior,
@@ -100,10 +109,8 @@ func (b *Broadcaster[T]) newWatcher(cfg config, keep func(T) bool, h uint64, npr
 	if w.kind == kindWait {
 		b.holders = append(b.holders, w)
 	}
-	if npre > 0 || k > 0 {
-		// The values given, not the ones a filter keeps: the queue
-		// length does not depend on what the filter says.
-		w.q = max(w.q, npre+int(k)+1)
+	if k > 0 {
+		w.q = max(w.q, int(k)+1)
 	}
 	if w.kind.bounded() {
 		b.nbounded++
