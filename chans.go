@@ -288,6 +288,7 @@ func (p *pub[T]) countFiltered(w *Watcher[T], s uint64) {
 	case !p.rejects(w):
 	case w.ps.keepOut == filteredOut:
 		w.x.filtered.Add(1)
+		w.notReceived(s)
 	default:
 		w.count(DropPanic, 1, &p.log, w.ps.keepErr)
 		w.missed(s)

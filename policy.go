@@ -50,7 +50,8 @@ type FullState struct {
 	// any reason.
 	Dropped uint64
 	// ConsecutiveDrops is the number of values this watcher has missed since
-	// it last received one.
+	// it last received one. Values its filter leaves out are not received
+	// and do not end the run; a filter's panic is a miss in it.
 	ConsecutiveDrops uint64
 }
 

@@ -457,10 +457,12 @@ func (p *pub[T]) applyFiltered(w *Watcher[T], v T, s uint64) bool {
 	switch w.ps.keepOut {
 	case filteredOut:
 		w.x.filtered.Add(1)
+		w.notReceived(s)
 		w.passOver(s)
 		return true
 	case filterPanicked:
 		w.count(DropPanic, 1, &p.log, w.ps.keepErr)
+		w.missed(s)
 		w.passOver(s)
 		return true
 	}

@@ -387,6 +387,15 @@ func (w *Watcher[T]) fullState(seq uint64) FullState {
 	return st
 }
 
+// notReceived records that the filter of w left out the value of seq, which
+// it did not receive: a run of missed values goes on across it. Caller
+// holds b.mu.
+func (w *Watcher[T]) notReceived(seq uint64) {
+	if ps := w.ps; ps != nil && ps.missEnd == seq && seq != 0 {
+		ps.missEnd = seq + 1
+	}
+}
+
 // missed records that the watcher missed the value of seq, for
 // ConsecutiveDrops. Caller holds b.mu.
 func (w *Watcher[T]) missed(seq uint64) {
