@@ -103,6 +103,11 @@ type Broadcaster[T any] struct {
 	gen     uint64 // publish attempts of one value, to tag decisions
 	refused uint64
 	dropped uint64 // drops of the watchers no longer registered, at their close
+	// unwatched counts the values accepted while no watcher was
+	// registered, up to unwatchedFrom, the sequence number from which none
+	// has been since (for Topics, whose retired topic counts them
+	// unheard): registration and Stop keep them, not the publish path.
+	unwatched, unwatchedFrom uint64
 	// lateDropped counts the drops of closed watchers after their close
 	// (see Watcher.count): a filter that panics as what stays queued is
 	// drained. Stats adds it to dropped.

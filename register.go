@@ -96,7 +96,9 @@ func watchErr[T any](cfg config) error {
 // and counts it where b counts watchers by kind. Caller holds b.mu.
 func (b *Broadcaster[T]) newWatcher(cfg config, keep func(T) bool, h uint64, kept int, k uint64) *Watcher[T] {
 	b.nextID++
-	b.nwatch.Add(1) // every path of watch registers the watcher
+	if b.nwatch.Add(1) == 1 { // every path of watch registers the watcher
+		b.unwatched += h - b.unwatchedFrom
+	}
 	w := &Watcher[T]{b: b, id: b.nextID, q: cfg.queueLen, kind: kindOf(cfg.behavior), behavior: cfg.behavior,
 		onDrop: cfg.onDrop, end: math.MaxUint64}
 	if cfg.name != "" || cfg.commit || keep != nil || cfg.extra {
@@ -348,7 +350,9 @@ func (b *Broadcaster[T]) closeQueue(w *Watcher[T], reason error, log *dropLog) b
 // broadcaster's lists and counts, and wakes the publishers that may wait
 // for its room. Caller holds b.mu.
 func (b *Broadcaster[T]) unlist(w *Watcher[T], reason error) {
-	b.nwatch.Add(-1)
+	if b.nwatch.Add(-1) == 0 {
+		b.unwatchedFrom = b.head.Load()
+	}
 	if w.kind.bounded() {
 		b.nbounded--
 	}
@@ -447,6 +451,9 @@ func (b *Broadcaster[T]) Shutdown() {
 	}
 	b.readers, b.limiters, b.lappers, b.full, b.blocker = nil, nil, nil, nil, nil
 	b.setReaders(0)
+	if b.nwatch.Load() > 0 {
+		b.unwatchedFrom = h
+	}
 	b.nwatch.Store(0) // the channel watchers counted themselves out above
 	b.unlock()
 	b.wakeParked()

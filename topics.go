@@ -76,6 +76,9 @@ type TopicsStats struct {
 	Published uint64
 	// Unheard counts those published to a topic with no watcher and no
 	// history: accepted by nobody, as a broadcaster with no watcher does.
+	// It includes the values a publisher that had found the topic (a
+	// TopicPublisher, say) published after its last watcher left, counted
+	// when the topic retires.
 	Unheard uint64
 	// Retired counts topics that went away when their last watcher left.
 	Retired uint64
@@ -171,8 +174,23 @@ func (t *Topics[K, T]) retireLocked(topic K, b *Broadcaster[T]) {
 	}
 	delete(t.changeLocked(), topic)
 	b.Shutdown()
-	t.gone += b.head.Load()
+	h, quiet := b.head.Load(), b.quietValues()
+	t.gone += h - quiet
+	t.unheard.add(quiet)
 	t.retired++
+}
+
+// quietValues returns how many values b accepted while it had no watcher,
+// once b accepts nothing more: those a publisher that found a topic's
+// broadcaster before its last watcher left published to nobody.
+func (b *Broadcaster[T]) quietValues() uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := b.unwatched
+	if b.nwatch.Load() == 0 {
+		n += b.head.Load() - b.unwatchedFrom
+	}
+	return n
 }
 
 // Topic returns the counters of topic's broadcaster, and whether the topic

@@ -410,6 +410,9 @@ func (m *topicsModel) accept(topic int, vs ...int) {
 	}
 	m.publishing = true
 	for _, v := range vs {
+		if len(m.topics[topic].subs) == 0 && m.history == 0 {
+			m.unheard++ // a batch evicted the last watcher: nobody hears the rest
+		}
 		m.deliver(topic, v)
 	}
 	m.publishing = false

@@ -245,6 +245,9 @@ func (p *pub[T]) applyAll(list []*Watcher[T], v T, s uint64) {
 	for _, w := range evict {
 		p.b.unlist(w, ErrEvicted)
 	}
+	if len(evict) > 0 && p.b.watching() == 0 {
+		p.b.unwatchedFrom = s + 1 // they missed s: it was not unwatched
+	}
 }
 
 // apply applies the verdict of the full watcher w to the accepted value v
