@@ -330,19 +330,30 @@ func (r *Recorder[T]) Shutdown(ctx context.Context) error {
 	runners := slices.Clone(r.runners)
 	r.mu.Unlock()
 	r.cancel()
-	var err error
 	for _, run := range runners {
-		select {
-		case <-run.done:
-			continue
-		case <-ctx.Done():
+		if !waitDone(ctx, run.done) {
+			r.sinkCancel() // the runners drop what they receive from now on
+			return ctx.Err()
 		}
-		err = ctx.Err()
-		r.sinkCancel() // the runners drop what they receive from now on
-
-		break
 	}
-	return err
+	return nil
+}
+
+// waitDone waits for done to close, or for ctx to end first, and reports
+// whether done closed: a runner that ended counts as ended even if ctx did
+// too, so that the result does not depend on a random choice.
+func waitDone(ctx context.Context, done <-chan struct{}) bool {
+	select {
+	case <-done:
+		return true
+	default:
+	}
+	select {
+	case <-done:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // Stats returns the recorder's counters: totals over every runner it has
