@@ -55,6 +55,13 @@ func (systemClock) Now() time.Time { return time.Now() }
 //
 // This is client-go's EventCorrelator made generic; configured with its key
 // functions and the defaults it makes the same decisions.
+//
+// The functions it holds (the stages' keys, messages, Combine, Count and
+// Time, Clone and the Clock) run while the correlator holds its lock, one
+// call at a time per correlator: they need not be safe for concurrent use,
+// but must not call the same correlator's Correlate or Observe, which would
+// wait for that lock forever. A function that panics leaves the correlator
+// usable, with nothing half-recorded.
 type CorrelatorConfig[T any] struct {
 	// Aggregate configures stage 1; nil switches it off.
 	Aggregate *AggregateStage[T]
