@@ -215,8 +215,10 @@ func (t *Topics[K, T]) Stats() TopicsStats {
 		published += b.head.Load()
 	}
 	s := TopicsStats{Topics: len(topics), Retired: t.retired}
-	t.mu.Unlock()
+	// Under t.mu, as a retiring topic moves its quiet values from its head
+	// to unheard under it: read apart, they would count twice.
 	s.Unheard = t.unheard.load()
+	t.mu.Unlock()
 	s.Published = published + s.Unheard
 	return s
 }
