@@ -41,6 +41,7 @@ func (p *pub[T]) offerAll(v T) {
 			select {
 			case cs.ch <- v:
 				cs.sent++
+				p.handed = true
 				if cs.filter {
 					cs.w.cs.sent(p.seq - 1)
 				}
@@ -80,7 +81,7 @@ func (p *pub[T]) checkWaiters(v T) {
 func (p *pub[T]) tryHandOff(w *Watcher[T], v T) bool {
 	select {
 	case w.cs.ch <- v:
-		w.ps.handed, p.marked = p.gen, true
+		w.ps.handed, p.marked, p.handed = p.gen, true, true
 		w.cs.in++
 		w.cs.sent(p.seq - 1)
 		return true
@@ -154,6 +155,7 @@ func (p *pub[T]) sendBlocked(v T) error {
 		bs := &list[i]
 		switch bs.outcome {
 		case sendDone:
+			p.handed = true
 			bs.w.ps.handed = p.gen
 			bs.w.cs.in++
 			bs.w.cs.inBlocked.Add(^uint64(0))

@@ -318,6 +318,7 @@ type pub[T any] struct {
 	// that tags the decisions taken for it.
 	seq, gen uint64
 	marked   bool // some watcher's handed or skipGen refers to gen
+	handed   bool // a channel watcher was given the value before it was accepted
 	offered  bool // the channel watchers with room have the value
 	deadline time.Time
 
@@ -376,6 +377,9 @@ func (p *pub[T]) run(vs []T) (int, error) {
 			return n, ErrStopped
 		}
 		if k := b.reserve(len(vs) - n); k > 0 {
+			if p.handed {
+				p.heardInHand(b.head.Load())
+			}
 			if n == 0 {
 				p.first = b.head.Load()
 			}
@@ -478,11 +482,22 @@ func (p *pub[T]) one(v T) (bool, error) {
 	return true, nil
 }
 
+// heardInHand is called as the value of s is accepted: if it was the
+// value in hand, given to a channel watcher before it was accepted, and
+// every watcher left meanwhile, a watcher that left holds it: it is not
+// unwatched. Caller holds b.mu.
+func (p *pub[T]) heardInHand(s uint64) {
+	b := p.b
+	if p.handed && p.seq == s+1 && b.watching() == 0 && b.unwatchedFrom == s {
+		b.unwatchedFrom = s + 1
+	}
+}
+
 // begin starts a new generation when v is a new value.
 func (p *pub[T]) begin(s uint64) {
 	if p.seq != s+1 {
 		p.b.gen++
-		p.seq, p.gen, p.marked, p.offered = s+1, p.b.gen, false, false
+		p.seq, p.gen, p.marked, p.offered, p.handed = s+1, p.b.gen, false, false, false
 	}
 }
 
@@ -501,6 +516,7 @@ func (p *pub[T]) accept(v T, s uint64) {
 		b.ring.Load().Put(s, v)
 	}
 	b.head.Store(s + 1)
+	p.heardInHand(s)
 	if b.tookBlocked() {
 		p.rewake = true
 	}

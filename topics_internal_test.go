@@ -2,6 +2,7 @@ package fanout
 
 import (
 	"testing"
+	"testing/synctest"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -50,4 +51,40 @@ func TestTopicsCountTheValueThatEvictsTheLastWatcherAsItsDrop(t *testing.T) {
 	assert.EqualValues(t, 0, s.Topics, "%+v", s)
 	assert.EqualValues(t, 2, s.Unheard, "%+v", s)
 	assert.EqualValues(t, 4, s.Published, "%+v", s)
+}
+
+// A publisher gives its value to the channel watchers with room before it
+// waits for a full one. If every watcher leaves while it waits, it then
+// accepts the value with nobody registered, but the watcher it gave the
+// value to holds it and reads it: the value was heard, not unheard.
+func TestTopicsCountAValueGivenBeforeItsPublisherWaitedAsHeard(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tp := NewTopics[string, int](WithQueueLength(1))
+		defer tp.Shutdown()
+		a, err := tp.Watch("a")
+		require.NoError(t, err)
+		full, err := tp.Watch("a")
+		require.NoError(t, err)
+		ca, _ := a.ResultChan(), full.ResultChan()
+		require.NoError(t, tp.Publish("a", 1))
+		require.Equal(t, 1, <-ca) // a has room again; full does not
+		retireA, retireFull := a.x.onStop, full.x.onStop
+		a.x.onStop, full.x.onStop = nil, nil
+		done := make(chan error)
+		go func() { done <- tp.Publish("a", 2) }()
+		synctest.Wait() // a has 2; the publisher waits for full
+		require.Len(t, ca, 1)
+		a.Stop()
+		full.Stop()
+		require.NoError(t, <-done)
+		retireA()
+		retireFull()
+		v, ok := <-ca
+		require.True(t, ok)
+		assert.Equal(t, 2, v, "a heard 2")
+		s := tp.Stats()
+		assert.EqualValues(t, 0, s.Topics, "%+v", s)
+		assert.EqualValues(t, 0, s.Unheard, "%+v", s)
+		assert.EqualValues(t, 2, s.Published, "%+v", s)
+	})
 }

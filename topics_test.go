@@ -4,6 +4,7 @@ import (
 	"context"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 
@@ -528,4 +529,87 @@ func TestTopicsWatchWithAnInvalidOptionMakesNoTopic(t *testing.T) {
 	s := tp.Stats()
 	assert.Zero(t, s.Topics)
 	assert.Zero(t, s.Retired)
+}
+
+// Watchers of one topic come and go, one at a time, while two publishers
+// publish to it through their TopicPublishers: every value published is
+// received by the watcher registered when it was accepted, dropped by it,
+// or unheard (the topic had no watcher), whatever the watcher's strategy
+// and read path.
+func TestTopicsAccountForEveryValueWhileWatchersComeAndGo(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		q    int
+		beh  fanout.FullChannelBehavior
+	}{
+		{"deep", 1 << 16, fanout.DropIfChannelFull},
+		{"drop", 4, fanout.DropIfChannelFull},
+		{"evict", 4, fanout.EvictIfChannelFull},
+		{"drop-oldest", 4, fanout.DropOldestIfChannelFull},
+		{"hand-off", 0, fanout.DropIfChannelFull},
+	} {
+		for _, useChan := range []bool{false, true} {
+			t.Run(c.name+map[bool]string{false: "/Recv", true: "/ResultChan"}[useChan], func(t *testing.T) {
+				tp := fanout.NewTopics[string, int](fanout.WithQueueLength(c.q), fanout.WithFullChannelBehavior(c.beh))
+				defer tp.Shutdown()
+				var publishers sync.WaitGroup
+				for range 2 {
+					publishers.Go(func() { publishToA(t, tp.Publisher("a"), 20000) })
+				}
+				var published atomic.Bool
+				go func() {
+					publishers.Wait()
+					published.Store(true)
+				}()
+				var received, dropped uint64
+				for !published.Load() {
+					n, d := watchAWhile(t, tp, useChan)
+					received, dropped = received+n, dropped+d
+				}
+				s := tp.Stats()
+				assert.Zero(t, s.Topics, "%+v", s)
+				assert.Equal(t, s.Published, received+dropped+s.Unheard, "%+v, received %d, dropped %d", s, received, dropped)
+			})
+		}
+	}
+}
+
+// publishToA publishes n times through p, every seventh time a batch of two.
+func publishToA(t *testing.T, p *fanout.TopicPublisher[string, int], n int) {
+	for i := range n {
+		var err error
+		if i%7 == 0 {
+			_, err = p.PublishBatch([]int{i, i})
+		} else {
+			err = p.Publish(i)
+		}
+		if err != nil {
+			t.Error(err)
+			return
+		}
+	}
+}
+
+// watchAWhile registers a watcher of topic "a", lets the publishers run a
+// little, stops it and reads what it holds: it returns how many values it
+// received and dropped.
+func watchAWhile(t *testing.T, tp *fanout.Topics[string, int], useChan bool) (received, dropped uint64) {
+	w, err := tp.Watch("a")
+	require.NoError(t, err)
+	var ch <-chan int
+	if useChan {
+		ch = w.ResultChan()
+	}
+	for range 3 {
+		runtime.Gosched()
+	}
+	w.Stop()
+	if useChan {
+		for range ch {
+			received++
+		}
+	} else {
+		received = uint64(len(fanouttest.Drain(w)))
+	}
+	return received, w.Stats().Dropped
 }
