@@ -142,34 +142,45 @@ func TestConsecutiveDrops(t *testing.T) {
 }
 
 // A value the watcher's filter leaves out is not one it received: a run of
-// missed values goes on across it, in either read mode, and a filter that
-// panics adds a miss to the run (it is a drop).
+// missed values goes on across it, in either read mode, published one at a
+// time or as one batch, and a filter that panics adds a miss to the run (it
+// is a drop).
 func TestConsecutiveDropsGoOnAcrossValuesTheFilterLeavesOut(t *testing.T) {
 	for _, useChan := range []bool{false, true} {
-		t.Run(map[bool]string{false: "Recv", true: "ResultChan"}[useChan], func(t *testing.T) {
-			var seen []uint64
-			rec := waitFunc(func(s fanout.FullState) fanout.Decision {
-				seen = append(seen, s.ConsecutiveDrops)
-				return fanout.Decision{Verdict: fanout.VerdictDropFull}
-			})
-			evenOr7 := func(v int) bool {
-				if v == 7 {
-					panic("seven")
+		for _, batch := range []bool{false, true} {
+			name := map[bool]string{false: "Recv", true: "ResultChan"}[useChan] + map[bool]string{false: "/one by one", true: "/batch"}[batch]
+			t.Run(name, func(t *testing.T) {
+				var seen []uint64
+				rec := waitFunc(func(s fanout.FullState) fanout.Decision {
+					seen = append(seen, s.ConsecutiveDrops)
+					return fanout.Decision{Verdict: fanout.VerdictDropFull}
+				})
+				evenOr7 := func(v int) bool {
+					if v == 7 {
+						panic("seven")
+					}
+					return v%2 == 0
 				}
-				return v%2 == 0
-			}
-			b := fanouttest.New[int](t, fanout.WithQueueLength(1))
-			w := fanouttest.Watch(t, b, fanout.WithFullChannelBehavior(rec), fanout.WithFilter(evenOr7))
-			if useChan {
-				w.ResultChan()
-			}
-			publish(t, b, 2, 3, 4, 5, 6, 7, 8, 9, 10) // 2 queued, then nobody reads
-			assert.Equal(t, []int{2}, fanouttest.Drain(w))
-			assert.Equal(t, []uint64{0, 1, 3, 4}, seen, "4, 6, 7 (the panic), 8 and 10 missed in one run")
-			st := w.Stats()
-			assert.EqualValues(t, 4, st.DroppedFull, "%+v", st)
-			assert.EqualValues(t, 1, st.DroppedPanic, "%+v", st)
-		})
+				b := fanouttest.New[int](t, fanout.WithQueueLength(1))
+				w := fanouttest.Watch(t, b, fanout.WithFullChannelBehavior(rec), fanout.WithFilter(evenOr7))
+				if useChan {
+					w.ResultChan()
+				}
+				vs := []int{2, 3, 4, 5, 6, 7, 8, 9, 10} // 2 queued, then nobody reads
+				if batch {
+					n, err := b.ActionBatch(vs)
+					require.NoError(t, err)
+					require.Equal(t, len(vs), n)
+				} else {
+					publish(t, b, vs...)
+				}
+				assert.Equal(t, []int{2}, fanouttest.Drain(w))
+				assert.Equal(t, []uint64{0, 1, 3, 4}, seen, "4, 6, 7 (the panic), 8 and 10 missed in one run")
+				st := w.Stats()
+				assert.EqualValues(t, 4, st.DroppedFull, "%+v", st)
+				assert.EqualValues(t, 1, st.DroppedPanic, "%+v", st)
+			})
+		}
 	}
 }
 
