@@ -59,10 +59,10 @@ func (b *Broadcaster[T]) watch(prefix []T, withPrefix bool, opts []Option) (*Wat
 	h := b.head.Load()
 	k := min(uint64(cfg.replay), h)
 	w := b.newWatcher(cfg, keep, h, len(prefix), k)
-	if withPrefix {
-		// k8s's rule, an empty prefix included. The values given, not
-		// the ones a filter keeps: the queue length does not depend on
-		// what the filter says.
+	if withPrefix || k > 0 {
+		// k8s's rule for a prefix, an empty one included, with the
+		// values replayed. The values given, not the ones a filter
+		// keeps: the queue length does not depend on what it says.
 		w.q = max(w.q, npre+int(k)+1)
 	}
 	if w.keeper() != nil {
@@ -110,9 +110,6 @@ func (b *Broadcaster[T]) newWatcher(cfg config, keep func(T) bool, h uint64, kep
 	w.regSeq, w.lead = h, uint64(kept)+k
 	if w.kind == kindWait {
 		b.holders = append(b.holders, w)
-	}
-	if k > 0 {
-		w.q = max(w.q, int(k)+1)
 	}
 	if w.kind.bounded() {
 		b.nbounded++
