@@ -146,6 +146,7 @@ func (p *pub[T]) sendBlocked(v T) error {
 		}
 		sent++
 	}
+	hook(hookSendsEnded)
 	b.mu.Lock()
 	p.unlistWait()
 	if t != nil {

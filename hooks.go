@@ -57,5 +57,9 @@ const (
 	// is about to lock it to list the watchers and the waits. It holds
 	// nothing.
 	hookSnapshotLocking
+	// hookSendsEnded: a publisher that waited for full channel watchers
+	// has ended its sends (made, cut short, or left by a watcher that
+	// stopped), and is about to lock the broadcaster again (sendBlocked).
+	hookSendsEnded
 	numHookPoints
 )

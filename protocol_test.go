@@ -880,3 +880,38 @@ func TestTopicRetiredDuringABatchCountsOnlyTheRestUnheard(t *testing.T) {
 		t.Errorf("the watcher received %d, want 1", got)
 	}
 }
+
+// A publisher gives its value to a channel watcher with room, then waits
+// for a full one; the latter's Stop retires the topic, and the
+// retirement's Shutdown takes the broadcaster before the woken publisher
+// does: the publish ends in ErrStopped. The channel watcher holds the
+// value, so the family counts it published and heard, and neither tries it
+// again on a later broadcaster of the topic nor counts it unheard.
+func TestProtocolTopicsValueGivenBeforeItsTopicRetiredIsHeard(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tp := NewTopics[string, int](WithQueueLength(1))
+		defer tp.Shutdown()
+		given, err := tp.Watch("a")
+		require.NoError(t, err)
+		full, err := tp.Watch("a")
+		require.NoError(t, err)
+		ch, _ := given.ResultChan(), full.ResultChan()
+		require.NoError(t, tp.Publish("a", 1))
+		require.Equal(t, 1, <-ch) // given has room again; full does not
+		woken, resume := pauseAt(t, hookSendsEnded)
+		pub := async(func() error { return tp.Publish("a", 2) })
+		require.True(t, pending(pub)) // given holds 2; the publisher waits for full
+		require.Len(t, ch, 1)
+		given.Stop()
+		full.Stop() // wakes the publisher, then retires the topic
+		<-woken
+		synctest.Wait()
+		require.EqualValues(t, 1, tp.Stats().Retired, "the retirement ran while the publisher was paused")
+		resume()
+		require.NoError(t, done(t, pub, "the publisher"))
+		assert.Equal(t, 2, <-ch, "given heard 2")
+		s := tp.Stats()
+		assert.EqualValues(t, 0, s.Unheard, "%+v", s)
+		assert.EqualValues(t, 2, s.Published, "%+v", s)
+	})
+}

@@ -58,7 +58,7 @@ func (b *Broadcaster[T]) Action(v T) error {
 		return nil
 	}
 	vs := [1]T{v}
-	_, _, err := b.publishSlow(context.Background(), vs[:], pubAction)
+	_, _, _, err := b.publishSlow(context.Background(), vs[:], pubAction)
 	return err
 }
 
@@ -139,22 +139,22 @@ func (b *Broadcaster[T]) ActionBatch(vs []T) (int, error) {
 // and no watcher with room has received the value that was waiting. After
 // Shutdown it returns [ErrStopped], whatever the state of ctx.
 func (b *Broadcaster[T]) ActionBatchContext(ctx context.Context, vs []T) (int, error) {
-	_, n, err := b.publishContext(ctx, vs)
+	_, n, _, err := b.publishContext(ctx, vs)
 	return n, err
 }
 
 // publishContext is every publish method bounded by a context. A context
 // already done is ctx.Err(), but after Shutdown, which every publish
 // method reports as ErrStopped. One that can never end makes it Action.
-func (b *Broadcaster[T]) publishContext(ctx context.Context, vs []T) (first uint64, n int, err error) {
+func (b *Broadcaster[T]) publishContext(ctx context.Context, vs []T) (first uint64, n int, given bool, err error) {
 	if ctx == nil {
-		return 0, 0, errNilContext
+		return 0, 0, false, errNilContext
 	}
 	if err := ctx.Err(); err != nil {
 		if b.isDone() {
-			return 0, 0, ErrStopped
+			return 0, 0, false, ErrStopped
 		}
-		return 0, 0, err
+		return 0, 0, false, err
 	}
 	mode := pubStrict
 	if ctx.Done() == nil {
@@ -166,21 +166,24 @@ func (b *Broadcaster[T]) publishContext(ctx context.Context, vs []T) (first uint
 // publish is every publish method: it accepts the values of vs in order,
 // waiting as mode says, and returns how many it accepted.
 func (b *Broadcaster[T]) publish(ctx context.Context, vs []T, mode pubMode) (int, error) {
-	_, n, err := b.publishAt(ctx, vs, mode)
+	_, n, _, err := b.publishAt(ctx, vs, mode)
 	return n, err
 }
 
 // publishAt is publish that also returns the sequence number of the first
-// value accepted (the n accepted took first, first+1, ...).
-func (b *Broadcaster[T]) publishAt(ctx context.Context, vs []T, mode pubMode) (first uint64, n int, err error) {
+// value accepted (the n accepted took first, first+1, ...), and, when it
+// returns ErrStopped, whether the first value not accepted had been given
+// to a channel watcher (Action's early hand-off): a watcher holds it,
+// which Topics counts as heard.
+func (b *Broadcaster[T]) publishAt(ctx context.Context, vs []T, mode pubMode) (first uint64, n int, given bool, err error) {
 	if b.err != nil {
-		return 0, 0, b.err
+		return 0, 0, false, b.err
 	}
 	if len(vs) == 0 {
 		if b.isDone() {
-			return 0, 0, ErrStopped // as every publish after Shutdown
+			return 0, 0, false, ErrStopped // as every publish after Shutdown
 		}
-		return 0, 0, nil
+		return 0, 0, false, nil
 	}
 	// The fast path, inline: nobody holds the turn or waits for room, and
 	// the ring readers have room for all of vs. Building the call's state
@@ -192,30 +195,31 @@ func (b *Broadcaster[T]) publishAt(ctx context.Context, vs []T, mode pubMode) (f
 			if b.nparked.Load() > 0 { // see headWord.look
 				b.wakeParked()
 			}
-			return h, len(vs), nil
+			return h, len(vs), false, nil
 		}
 		b.head.release(h)
 	}
 	if mode != pubTry {
 		if first, ok := b.yieldFast(vs); ok {
-			return first, len(vs), nil
+			return first, len(vs), false, nil
 		}
 	}
 	return b.publishSlow(ctx, vs, mode)
 }
 
 // publishSlow is publishAt when the fast path cannot take every value.
-func (b *Broadcaster[T]) publishSlow(ctx context.Context, vs []T, mode pubMode) (uint64, int, error) {
+func (b *Broadcaster[T]) publishSlow(ctx context.Context, vs []T, mode pubMode) (first uint64, n int, given bool, err error) {
 	if b.err != nil {
-		return 0, 0, b.err
+		return 0, 0, false, b.err
 	}
 	p := pub[T]{b: b, ctx: ctx, mode: mode}
 	if err := p.enter(); err != nil {
-		return 0, 0, err
+		return 0, 0, false, err
 	}
-	n, err := p.run(vs)
+	n, err = p.run(vs)
+	given = errors.Is(err, ErrStopped) && p.inHandGiven()
 	p.leave(n)
-	return p.first, n, err
+	return p.first, n, given, err
 }
 
 // publishYields is how many times a publisher whose fast path another
@@ -491,6 +495,12 @@ func (p *pub[T]) heardInHand(s uint64) {
 	if p.handed && p.seq == s+1 && b.watching() == 0 && b.unwatchedFrom == s {
 		b.unwatchedFrom = s + 1
 	}
+}
+
+// inHandGiven reports whether the value in hand, not accepted, was given to
+// a channel watcher. Caller holds b.mu.
+func (p *pub[T]) inHandGiven() bool {
+	return p.handed && p.seq == p.b.head.Load()+1
 }
 
 // begin starts a new generation when v is a new value.

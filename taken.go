@@ -23,7 +23,8 @@ func (b *Broadcaster[T]) ActionSeq(ctx context.Context, v T) (uint64, error) {
 // first, first+1, ... first+n-1, since a batch is contiguous. When n is 0,
 // first means nothing.
 func (b *Broadcaster[T]) ActionBatchSeq(ctx context.Context, vs []T) (first uint64, n int, err error) {
-	return b.publishContext(ctx, vs)
+	first, n, _, err = b.publishContext(ctx, vs)
+	return first, n, err
 }
 
 // Taken returns how far the lossless watchers have taken the accepted

@@ -84,24 +84,30 @@ func (t *Topics[K, T]) Publish(topic K, v T) error {
 // action publishes v to topic as Action, its fast path having failed on
 // tried if not nil, and p the Publisher, if any.
 func (t *Topics[K, T]) action(topic K, tried *Broadcaster[T], p *TopicPublisher[K, T], v T) error {
-	_, err := t.publish(topic, tried, p, 1, func(b *Broadcaster[T]) (int, error) {
-		if b != tried {
-			return one(b.Action(v))
+	vs := [1]T{v}
+	_, err := t.publish(topic, tried, p, 1, func(b *Broadcaster[T]) (int, bool, error) {
+		if b != tried && (b.tryOne(v) || b.yieldOne(v)) {
+			return 1, false, nil
 		}
-		vs := [1]T{v} // Action without the fast path that just failed
-		_, _, err := b.publishSlow(context.Background(), vs[:], pubAction)
-		return one(err)
+		_, n, given, err := b.publishSlow(context.Background(), vs[:], pubAction)
+		return n, given, err
 	})
 	return err
 }
 
-// one returns how many values a publish of one value accepted: 1 if err is
-// nil.
-func one(err error) (int, error) {
-	if err != nil {
-		return 0, err
-	}
-	return 1, nil
+// batchTo publishes vs to b bounded by ctx, as ActionBatchContext, for
+// Topics.publish: it returns how many values b accepted and whether the
+// first one it did not accept, if it was stopped, had been given to a
+// channel watcher.
+func batchTo[T any](ctx context.Context, b *Broadcaster[T], vs []T) (int, bool, error) {
+	_, n, given, err := b.publishContext(ctx, vs)
+	return n, given, err
+}
+
+// oneTo is batchTo for the one value v.
+func oneTo[T any](ctx context.Context, b *Broadcaster[T], v T) (int, bool, error) {
+	vs := [1]T{v}
+	return batchTo(ctx, b, vs[:])
 }
 
 // PublishContext is [Topics.Publish] bounded by ctx, as
@@ -112,7 +118,7 @@ func (t *Topics[K, T]) PublishContext(ctx context.Context, topic K, v T) error {
 	if err := t.ctxErr(ctx); err != nil {
 		return err
 	}
-	_, err := t.publish(topic, nil, nil, 1, func(b *Broadcaster[T]) (int, error) { return one(b.ActionContext(ctx, v)) })
+	_, err := t.publish(topic, nil, nil, 1, func(b *Broadcaster[T]) (int, bool, error) { return oneTo(ctx, b, v) })
 	return err
 }
 
@@ -132,25 +138,25 @@ func (t *Topics[K, T]) ctxErr(ctx context.Context) error {
 // PublishOrDrop publishes v to topic if that needs no waiting, as
 // [Broadcaster.ActionOrDrop]. With nobody listening, it returns true.
 func (t *Topics[K, T]) PublishOrDrop(topic K, v T) (bool, error) {
-	n, err := t.publish(topic, nil, nil, 1, func(b *Broadcaster[T]) (int, error) { return orDrop(b, v) })
+	n, err := t.publish(topic, nil, nil, 1, func(b *Broadcaster[T]) (int, bool, error) { return orDrop(b, v) })
 	return n == 1, err
 }
 
 // orDrop publishes v to b as ActionOrDrop, and returns how many values it
-// accepted.
-func orDrop[T any](b *Broadcaster[T], v T) (int, error) {
+// accepted (ActionOrDrop never gives a value away before accepting it).
+func orDrop[T any](b *Broadcaster[T], v T) (int, bool, error) {
 	ok, err := b.ActionOrDrop(v)
 	if !ok {
-		return 0, err
+		return 0, false, err
 	}
-	return 1, err
+	return 1, false, err
 }
 
 // PublishBatch publishes vs to topic in order and contiguously, as
 // [Broadcaster.ActionBatch], and returns how many were accepted: all of
 // them with nobody listening to topic, none after Shutdown.
 func (t *Topics[K, T]) PublishBatch(topic K, vs []T) (int, error) {
-	return t.publish(topic, nil, nil, len(vs), func(b *Broadcaster[T]) (int, error) { return b.ActionBatch(vs) })
+	return t.publish(topic, nil, nil, len(vs), func(b *Broadcaster[T]) (int, bool, error) { return batchTo(context.Background(), b, vs) })
 }
 
 // publish runs publish, of n values, on topic's broadcaster, if it exists,
@@ -158,10 +164,15 @@ func (t *Topics[K, T]) PublishBatch(topic K, vs []T) (int, error) {
 // values are unheard. found, if not nil, is the broadcaster the caller
 // found in a view or kept (a TopicPublisher), tried first. A topic retired
 // between the look-up and the publish (its broadcaster shut down) is
-// looked up again, under t.mu: the values were accepted by nobody. One retired after its publish accepted k values (a
-// batch that waited for its last watcher, stopped) counts the rest
-// unheard. p, if not nil, is the Publisher to keep the broadcaster in.
-func (t *Topics[K, T]) publish(topic K, found *Broadcaster[T], p *TopicPublisher[K, T], n int, publish func(*Broadcaster[T]) (int, error)) (int, error) {
+// looked up again, under t.mu: the values were accepted by nobody. One
+// retired after its publish accepted k values (a batch that waited for its
+// last watcher, stopped) counts the rest unheard. So does one retired while
+// its publish waited having given its value to a channel watcher (Action's
+// early hand-off): that watcher holds the value, which is counted
+// published, and heard. publish returns how many values the broadcaster
+// accepted and whether the next one was given so. p, if not nil, is the
+// Publisher to keep the broadcaster in.
+func (t *Topics[K, T]) publish(topic K, found *Broadcaster[T], p *TopicPublisher[K, T], n int, publish func(*Broadcaster[T]) (int, bool, error)) (int, error) {
 	if t.err != nil {
 		return 0, t.err
 	}
@@ -180,8 +191,12 @@ func (t *Topics[K, T]) publish(topic K, found *Broadcaster[T], p *TopicPublisher
 			t.unheard.add(uint64(n))
 			return n, nil
 		}
-		k, err := publish(b)
+		k, given, err := publish(b)
 		if errors.Is(err, ErrStopped) && !t.stopped.Load() {
+			if given {
+				t.countGiven()
+				k++
+			}
 			if k == 0 {
 				continue // retired meanwhile
 			}
@@ -195,6 +210,15 @@ func (t *Topics[K, T]) publish(topic K, found *Broadcaster[T], p *TopicPublisher
 		}
 		return k, err
 	}
+}
+
+// countGiven counts as published a value that a retired topic's
+// broadcaster did not accept but gave to a channel watcher before it was
+// shut down: what it accepted went to gone, and so does this value.
+func (t *Topics[K, T]) countGiven() {
+	t.mu.Lock()
+	t.gone++
+	t.mu.Unlock()
 }
 
 // forPublish returns topic's broadcaster, creating it when the family keeps
@@ -346,19 +370,19 @@ func (p *TopicPublisher[K, T]) PublishContext(ctx context.Context, v T) error {
 	if err := p.t.ctxErr(ctx); err != nil {
 		return err
 	}
-	_, err := p.t.publish(p.topic, nil, p, 1, func(b *Broadcaster[T]) (int, error) { return one(b.ActionContext(ctx, v)) })
+	_, err := p.t.publish(p.topic, nil, p, 1, func(b *Broadcaster[T]) (int, bool, error) { return oneTo(ctx, b, v) })
 	return err
 }
 
 // PublishOrDrop is [Topics.PublishOrDrop] to its topic.
 func (p *TopicPublisher[K, T]) PublishOrDrop(v T) (bool, error) {
-	n, err := p.t.publish(p.topic, nil, p, 1, func(b *Broadcaster[T]) (int, error) { return orDrop(b, v) })
+	n, err := p.t.publish(p.topic, nil, p, 1, func(b *Broadcaster[T]) (int, bool, error) { return orDrop(b, v) })
 	return n == 1, err
 }
 
 // PublishBatch is [Topics.PublishBatch] to its topic.
 func (p *TopicPublisher[K, T]) PublishBatch(vs []T) (int, error) {
-	return p.t.publish(p.topic, nil, p, len(vs), func(b *Broadcaster[T]) (int, error) { return b.ActionBatch(vs) })
+	return p.t.publish(p.topic, nil, p, len(vs), func(b *Broadcaster[T]) (int, bool, error) { return batchTo(context.Background(), b, vs) })
 }
 
 // stripes is a counter that publishers add to without sharing a cache
