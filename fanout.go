@@ -160,6 +160,9 @@ type Broadcaster[T any] struct {
 	spareParked [][]*Watcher[T] // emptied lists of parked readers, for reuse
 	parkTimers  []*time.Timer   // of the bounded sleeps (sleepInFlight), for reuse
 	nparked     atomicI32
+	// woke is set by a wake-up of parked readers and cleared by a
+	// publisher that yields to them when they have no room (yieldFast).
+	woke atomicI32
 
 	panics      atomic.Uint64
 	waitReports atomic.Uint64 // WithWaitReport's reports made

@@ -47,7 +47,8 @@ const (
 	hookSifting
 	// hookPublisherYielding: a publisher whose fast path another
 	// publisher closed (it held head's bit or b.mu, the turn, or waited
-	// for room) is about to yield its processor and try again
+	// for room), or the room of ring readers it may just have woken
+	// (fastClosedByRoom), is about to yield its processor and try again
 	// (yieldFast). It holds nothing.
 	hookPublisherYielding
 	// hookReadLeaving: a Recv of a filtered reader is returning and about

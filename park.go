@@ -27,6 +27,7 @@ func (w *Watcher[T]) enterPark() {
 // as a whole, so that publishers that accept values at the same time wake
 // each reader once.
 func (b *Broadcaster[T]) wakeParked() {
+	b.woke.Store(1)
 	b.parkMu.Lock()
 	parked := b.parked
 	if len(parked) <= wakeUnderLock {

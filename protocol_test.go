@@ -491,7 +491,7 @@ func TestProtocolYieldingPublisherTakesTheFastPathOnceTheOtherIsDone(t *testing.
 // A publisher never yields to what no publisher holds: alone before a full
 // reader, or behind a publisher blocked on a channel watcher (the channel
 // keeps the fast path closed after the other is done).
-func TestProtocolPublisherDoesNotYieldToAFullReaderOrAChannel(t *testing.T) {
+func TestProtocolPublisherDoesNotYieldToAFullReaderItDidNotWakeOrAChannel(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		yields := countAt(t, hookPublisherYielding)
 		b := New[int](WithQueueLength(1))
@@ -520,6 +520,40 @@ func TestProtocolPublisherDoesNotYieldToAFullReaderOrAChannel(t *testing.T) {
 		require.NoError(t, done(t, second, "the second publisher"))
 		assert.Zero(t, yields.Load())
 	})
+}
+
+// A lone publisher that woke parked readers and finds their room closing
+// its fast path yields once, to let them run, then waits for their room as
+// any publisher does; with more than roomYieldReaders ring readers it
+// waits at once. A yield is no wait: the reader's room still releases it.
+func TestProtocolPublisherYieldsOnceToTheReadersItWoke(t *testing.T) {
+	for _, n := range []int{1, roomYieldReaders, roomYieldReaders + 1} {
+		t.Run(fmt.Sprintf("readers=%d", n), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				yields := countAt(t, hookPublisherYielding)
+				b := New[int](WithQueueLength(1))
+				defer b.Shutdown()
+				ws := make([]*Watcher[int], n)
+				for i := range ws {
+					ws[i], _ = b.Watch()
+				}
+				require.NoError(t, b.Action(0))
+				b.woke.Store(1) // as a wake-up of the readers parked before 0 would
+				pub := async(func() error { return b.Action(1) })
+				require.True(t, pending(pub))
+				want := int32(0)
+				if n <= roomYieldReaders {
+					want = roomYields
+				}
+				assert.Equal(t, want, yields.Load())
+				for _, w := range ws {
+					assert.Equal(t, 0, must(next(w)))
+				}
+				require.NoError(t, done(t, pub, "the publisher"))
+				assert.Equal(t, want, yields.Load(), "it yields before it waits, not after")
+			})
+		})
+	}
 }
 
 // W7: stopping the reader a publisher waits for releases it.
