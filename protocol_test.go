@@ -537,8 +537,17 @@ func TestProtocolPublisherYieldsOnceToTheReadersItWoke(t *testing.T) {
 				for i := range ws {
 					ws[i], _ = b.Watch()
 				}
+				got := make(chan int, n)
+				for _, w := range ws {
+					go func() { got <- must(next(w)) }()
+				}
+				synctest.Wait() // every reader parked
 				require.NoError(t, b.Action(0))
-				b.woke.Store(1) // as a wake-up of the readers parked before 0 would
+				require.EqualValues(t, 1, b.woke.Load(), "waking the parked readers marks them woken")
+				for range ws {
+					require.Equal(t, 0, <-got)
+				}
+				require.NoError(t, b.Action(0)) // fills every queue; nobody parked to wake
 				pub := async(func() error { return b.Action(1) })
 				require.True(t, pending(pub))
 				want := int32(0)

@@ -84,11 +84,11 @@ func (t *Topics[K, T]) Publish(topic K, v T) error {
 // action publishes v to topic as Action, its fast path having failed on
 // tried if not nil, and p the Publisher, if any.
 func (t *Topics[K, T]) action(topic K, tried *Broadcaster[T], p *TopicPublisher[K, T], v T) error {
-	vs := [1]T{v}
 	_, err := t.publish(topic, tried, p, 1, func(b *Broadcaster[T]) (int, bool, error) {
-		if b != tried && (b.tryOne(v) || b.yieldOne(v)) {
-			return 1, false, nil
+		if b != tried {
+			return oneTo(context.Background(), b, v)
 		}
+		vs := [1]T{v} // Action without the fast path that just failed
 		_, n, given, err := b.publishSlow(context.Background(), vs[:], pubAction)
 		return n, given, err
 	})
