@@ -40,22 +40,30 @@ func createQueue(t *testing.T, c *sqs.Client, name string, attrs map[string]stri
 
 // receiveAll receives (and deletes) messages from the queue until it has
 // want of them, or a few seconds (10 for want > 1, else 2) have passed,
-// and returns them in the order received.
+// and returns them in the order first received. Its receives hide what
+// they return for 2 s only, and a message received again is counted once:
+// a receive whose response was lost (and which the SDK retried) must not
+// hide its messages for the queue's default 30 s, longer than the test
+// waits.
 func receiveAll(t *testing.T, c *sqs.Client, url string, want int) []sqstypes.Message {
 	t.Helper()
 	var got []sqstypes.Message
+	seen := map[string]bool{}
 	deadline := time.Now().Add(2 * time.Second)
 	if want > 1 {
 		deadline = deadline.Add(8 * time.Second)
 	}
 	for len(got) < want && time.Now().Before(deadline) {
 		out, err := c.ReceiveMessage(t.Context(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(url),
-			MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
+			MaxNumberOfMessages: 10, WaitTimeSeconds: 1, VisibilityTimeout: 2})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, m := range out.Messages {
-			got = append(got, m)
+			if id := aws.ToString(m.MessageId); !seen[id] {
+				seen[id] = true
+				got = append(got, m)
+			}
 			if _, err := c.DeleteMessage(t.Context(), &sqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: m.ReceiptHandle}); err != nil {
 				t.Fatal(err)
 			}
