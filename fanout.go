@@ -133,12 +133,14 @@ type Broadcaster[T any] struct {
 	turnQ []chan struct{}
 
 	// Scratch lists of the publisher holding mu (or the turn, across an
-	// unlock), and the pools of wait channels and timers (pool.go).
+	// unlock), and the pools of wait channels, timers and first gaps
+	// (pool.go).
 	pending     []*Watcher[T]
 	blocked     []blockedSend[T]
 	undecided   []undecided[T]
 	spareWake   []chan struct{}
 	spareTimers []*time.Timer
+	segSlab     []seg
 
 	// Written by publishers, read by every reader on every read.
 	_         [64]byte

@@ -435,6 +435,35 @@ func TestNoAllocationPerBoundedWait(t *testing.T) {
 	})
 }
 
+// A watcher's first missed value allocates nothing of its own: at N=1000
+// a first miss per watcher (a 16-byte gap each) was 0.015 allocations per
+// published value in the harness. The gaps come from slabs shared by many
+// watchers.
+func TestFirstMissOfManyWatchersAllocatesAlmostNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const n = 640
+		b := fanout.New[*int](fanout.WithQueueLength(1),
+			fanout.WithFullChannelBehavior(fanout.WaitTimeoutIfChannelFull(time.Millisecond)))
+		defer b.Shutdown()
+		ws := make([]*fanout.Watcher[*int], n)
+		for i := range ws {
+			ws[i], _ = b.Watch() // never read
+		}
+		v := new(int)
+		require.NoError(t, b.Action(v)) // every queue is full now
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
+		require.NoError(t, b.Action(v)) // waits 1 ms, then every watcher misses it
+		runtime.ReadMemStats(&m1)
+		assert.Less(t, m1.Mallocs-m0.Mallocs, uint64(n/10), "allocations for %d first misses", n)
+		var missed uint64
+		for _, w := range ws {
+			missed += w.Stats().DroppedTimeout
+		}
+		assert.Equal(t, uint64(n), missed)
+	})
+}
+
 // Concurrent publishers and readers that park and are woken allocate
 // nothing per value either, once the broadcaster's reusable lists have
 // grown: publishers queued for the turn, and readers parking while a

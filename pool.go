@@ -64,3 +64,22 @@ func (b *Broadcaster[T]) putTimer(t *time.Timer) {
 	t.Stop()
 	b.spareTimers = append(b.spareTimers, t)
 }
+
+// segSlabLen is the number of watchers' first gaps one allocation holds.
+const segSlabLen = 64
+
+// firstSegs returns an empty slice of capacity one for the first gap of a
+// watcher that has never had one, cut from a slab shared by segSlabLen
+// watchers: a lossy or bounded-wait watcher's first missed value would
+// otherwise allocate (a 16-byte append per watcher, 0.015 allocations per
+// published value at N=1000, 4 producers, wait-timeout, in the harness).
+// A watcher whose gaps outgrow it grows its own by append. Caller holds
+// b.mu.
+func (b *Broadcaster[T]) firstSegs() []seg {
+	if len(b.segSlab) == 0 {
+		b.segSlab = make([]seg, segSlabLen)
+	}
+	s := b.segSlab[:0:1]
+	b.segSlab = b.segSlab[1:]
+	return s
+}

@@ -211,9 +211,13 @@ func (w *Watcher[T]) pushRaw(vs []T, s uint64) {
 
 // skip makes the watcher, full at sequence s, miss the value of s: what its
 // window holds becomes a closed range and the window starts after s, with
-// no room until the reader makes some. Caller is the publisher.
+// no room until the reader makes some. Caller is the publisher, holding
+// b.mu.
 func (w *Watcher[T]) skip(s uint64) {
 	if w.c > 0 && w.o < s {
+		if w.segs == nil {
+			w.segs = w.b.firstSegs()
+		}
 		w.segs = append(w.segs, seg{w.o, min(s, w.o+w.c)})
 	}
 	w.o, w.c = s+1, 0
