@@ -168,8 +168,9 @@ func measureEvents(s System, pods []*v1.Pod, n, producers int) (eventsSample, er
 	}
 	elapsed := time.Since(start)
 	runtime.ReadMemStats(&m1)
-	smp := eventsSample{recordSample: recordSample{events: er.total, elapsed: elapsed, mallocs: m1.Mallocs - m0.Mallocs, counted: counted},
+	smp := eventsSample{recordSample: recordSample{events: er.total, elapsed: elapsed},
 		peakGoroutines: int(peak.n.Load()) - base}
+	smp.countedHalf(&m0, &m1, counted)
 	smp.calls, smp.byPod = sink.snapshot()
 	if err == nil {
 		err = checkEventsStats(fb, er.total)
@@ -337,13 +338,15 @@ func reportEvents(b *strings.Builder, res *Results) error {
 			c0.SinkCreates, c0.SinkPatches)
 		b.WriteString("   events/s = events / (first Eventf → every event handled: fanout Flush; client-go Shutdown and its goroutines gone)\n")
 		b.WriteString("   goroutines = the most seen above the baseline while recording (producers and probe included)\n")
+		b.WriteString("   GCs/10k = GC cycles per 10,000 events of the counted half; heap = in use as it began (the collector runs more often in a small heap)\n")
 		tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
 		head, labels := padLabels(cs)
-		fmt.Fprintf(tw, "%s\tevents/s\tvs client-go\tns/event\tallocs/event\tgoroutines\tspread\tevents/rep\t\n", head)
+		fmt.Fprintf(tw, "%s\tevents/s\tvs client-go\tns/event\tallocs/event\tgoroutines\tGCs/10k\theap\tspread\tevents/rep\t\n", head)
 		for i, c := range cs {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n", labels[i], num(c.DeliveredPerSec, FormatRate),
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n", labels[i], num(c.DeliveredPerSec, FormatRate),
 				FormatRatio(c.RatioVsClientGo), num(c.NsPerPublish, f("%.0f")), num(c.AllocsPerEvent, f("%.1f")),
-				num(c.PeakGoroutines, f("%.0f")), num(c.SpreadPct, f("%.0f%%")), c.Published)
+				num(c.PeakGoroutines, f("%.0f")), num(c.GCsPer10kEvents, f("%.1f")), num(c.HeapMB, f("%.0f MiB")),
+				num(c.SpreadPct, f("%.0f%%")), c.Published)
 		}
 		if err := tw.Flush(); err != nil {
 			return err

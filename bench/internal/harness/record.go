@@ -183,6 +183,8 @@ type recordSample struct {
 	elapsed time.Duration // first event recorded until the sink saw the last
 	mallocs uint64        // allocations while the counted events were recorded
 	counted int64         // events recorded while allocations were counted
+	gcs     uint32        // GC cycles that ended while the counted events were recorded
+	heap    uint64        // HeapAlloc as the counted events began, bytes
 	settled bool          // every goroutine of the measurement exited
 }
 
@@ -191,6 +193,14 @@ func (s recordSample) nsPerEvent() float64 {
 	return float64(s.elapsed.Nanoseconds()) / float64(s.events)
 }
 func (s recordSample) allocsPerEvent() float64 { return float64(s.mallocs) / float64(s.counted) }
+func (s recordSample) gcsPer10k() float64      { return 1e4 * float64(s.gcs) / float64(s.counted) }
+
+// countedHalf fills in what s learns from the heap statistics read as the
+// counted events began (m0) and ended (m1).
+func (s *recordSample) countedHalf(m0, m1 *runtime.MemStats, counted int64) {
+	s.mallocs, s.counted = m1.Mallocs-m0.Mallocs, counted
+	s.gcs, s.heap = m1.NumGC-m0.NumGC, m0.HeapAlloc
+}
 
 // recordEvents is the events a record measurement records: events rounded
 // down to a multiple of producers, at least one per producer.
@@ -226,7 +236,8 @@ func measureRecord(s System, pods []*v1.Pod, events, producers int) (recordSampl
 	elapsed := time.Since(start)
 	runtime.ReadMemStats(&m1)
 	shutdown()
-	smp := recordSample{events: rr.total, elapsed: elapsed, mallocs: m1.Mallocs - m0.Mallocs, counted: counted}
+	smp := recordSample{events: rr.total, elapsed: elapsed}
+	smp.countedHalf(&m0, &m1, counted)
 	smp.calls, smp.byPod = sink.snapshot()
 	smp.settled = settle(base)
 	if err != nil {
@@ -444,16 +455,19 @@ func recordGroup(cfg Config, res *Results, systems []System, producers int) ([]C
 func summarizeRecord(s System, producers int, samples []recordSample) Case {
 	c := newCase(KindRecord, s)
 	c.Watchers, c.Producers, c.Reps, c.Published = 1, producers, len(samples), samples[0].events
-	var eps, nse, apc []float64
+	var eps, nse, apc, gcs, heap []float64
 	for _, smp := range samples {
 		eps = append(eps, smp.eventsPerSec())
 		nse = append(nse, smp.nsPerEvent())
 		apc = append(apc, smp.allocsPerEvent())
+		gcs = append(gcs, smp.gcsPer10k())
+		heap = append(heap, float64(smp.heap)/(1<<20))
 	}
 	c.DeliveredPerSec = ptr(Median(eps))
 	c.SpreadPct = ptr(Spread(eps))
 	c.NsPerPublish = ptr(Median(nse))
 	c.AllocsPerEvent = ptr(slices.Min(apc)) // as in summarize
+	c.GCsPer10kEvents, c.HeapMB = ptr(Median(gcs)), ptr(Median(heap))
 	c.SinkCreates, c.SinkPatches = samples[0].calls.creates, samples[0].calls.patches
 	return c
 }

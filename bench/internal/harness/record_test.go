@@ -2,6 +2,7 @@ package harness
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -39,9 +40,9 @@ func TestMeasureRecord(t *testing.T) {
 			} else if p := firstDiff(first, smp.byPod); p >= 0 {
 				t.Errorf("%s: calls about pod %d: %s, the other recorder %s", name, p, smp.byPod[p], first[p])
 			}
-			if !smp.settled || smp.elapsed <= 0 || smp.eventsPerSec() <= 0 || smp.mallocs == 0 {
-				t.Errorf("%s: settled %v, elapsed %v, %v events/s, %d mallocs", name, smp.settled, smp.elapsed,
-					smp.eventsPerSec(), smp.mallocs)
+			if !smp.settled || smp.elapsed <= 0 || smp.eventsPerSec() <= 0 || smp.mallocs == 0 || smp.heap == 0 {
+				t.Errorf("%s: settled %v, elapsed %v, %v events/s, %d mallocs, heap %d", name, smp.settled, smp.elapsed,
+					smp.eventsPerSec(), smp.mallocs, smp.heap)
 			}
 		}
 	}
@@ -52,6 +53,19 @@ func TestMeasureRecord(t *testing.T) {
 
 // Producer j of P records about the pods i with i mod P = j, in turn, its
 // share of each round: every pod gets events, and no pod two producers.
+// The counted half's heap statistics give the allocations, the GC cycles
+// per 10,000 events and the heap it began with.
+func TestRecordSampleCountedHalf(t *testing.T) {
+	m0 := runtime.MemStats{Mallocs: 100, NumGC: 3, HeapAlloc: 8 << 20}
+	m1 := runtime.MemStats{Mallocs: 600, NumGC: 7, HeapAlloc: 9 << 20}
+	var s recordSample
+	s.countedHalf(&m0, &m1, 20000)
+	if s.mallocs != 500 || s.counted != 20000 || s.gcs != 4 || s.heap != 8<<20 || s.gcsPer10k() != 2 {
+		t.Errorf("%d mallocs, %d counted, %d GCs (%v per 10k), heap %d; want 500, 20000, 4 (2), %d",
+			s.mallocs, s.counted, s.gcs, s.gcsPer10k(), s.heap, 8<<20)
+	}
+}
+
 func TestRecordRoundsSplitPods(t *testing.T) {
 	pods := recordPods()
 	rr := newRecordRounds(nil, nil, pods, 2000, 8)

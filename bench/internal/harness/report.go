@@ -268,13 +268,14 @@ func reportRecord(b *strings.Builder, res *Results) error {
 		fmt.Fprintf(b, "   same type/reason/message, spam filter off (BurstSize 1<<30); sink calls per repetition, the same for all (checked): %d Create + %d Patch\n",
 			c0.SinkCreates, c0.SinkPatches)
 		b.WriteString("   events/s = events / (first Event call → the sink has seen the last); vs client-go = median of per-repetition ratios\n")
+		b.WriteString("   GCs/10k = GC cycles per 10,000 events of the counted half; heap = in use as it began (the collector runs more often in a small heap)\n")
 		tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
 		head, labels := padLabels(cs)
-		fmt.Fprintf(tw, "%s\tevents/s\tvs client-go\tns/event\tallocs/event\tspread\tevents/rep\t\n", head)
+		fmt.Fprintf(tw, "%s\tevents/s\tvs client-go\tns/event\tallocs/event\tGCs/10k\theap\tspread\tevents/rep\t\n", head)
 		for i, c := range cs {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n", labels[i], num(c.DeliveredPerSec, FormatRate),
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n", labels[i], num(c.DeliveredPerSec, FormatRate),
 				FormatRatio(c.RatioVsClientGo), num(c.NsPerPublish, f("%.0f")), num(c.AllocsPerEvent, f("%.1f")),
-				num(c.SpreadPct, f("%.0f%%")), c.Published)
+				num(c.GCsPer10kEvents, f("%.1f")), num(c.HeapMB, f("%.0f MiB")), num(c.SpreadPct, f("%.0f%%")), c.Published)
 		}
 		if err := tw.Flush(); err != nil {
 			return err

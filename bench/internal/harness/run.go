@@ -404,6 +404,15 @@ type Case struct {
 	// while the watchers are parked.
 	IdleCPUMsPerSec *float64 `json:"idle_cpu_ms_per_sec"`
 
+	// GCsPer10kEvents is, for the record and events kinds, the GC cycles
+	// that ended while the counted half of the events was recorded, per
+	// 10,000 of them (median of the repetitions); HeapMB is the heap in use
+	// (HeapAlloc, MiB) as that half began. Both say how often the collector
+	// ran in the process the figure comes from: a small heap makes it run
+	// often, and the ratios against client-go move with it.
+	GCsPer10kEvents *float64 `json:"gcs_per_10k_events"`
+	HeapMB          *float64 `json:"heap_mb"`
+
 	// PeakGoroutines is, for the events kind, the most goroutines seen
 	// above the baseline while recording, over the repetitions.
 	PeakGoroutines *float64 `json:"peak_goroutines"`

@@ -164,7 +164,8 @@ func checkTinyCase(t *testing.T, c Case) {
 		// for the first event of each pod, a Patch for every repeat.
 		if c.Reps != 2 || c.Published != 600 || c.SinkCreates != RecordPods || c.SinkPatches != 600-RecordPods ||
 			c.RatioVsClientGo == nil || c.RatioVsK8s == nil || *c.RatioVsK8s != *c.RatioVsClientGo ||
-			*c.DeliveredPerSec <= 0 || *c.NsPerPublish <= 0 || *c.AllocsPerEvent <= 0 || (c.Producers != 1 && c.Producers != 2) {
+			*c.DeliveredPerSec <= 0 || *c.NsPerPublish <= 0 || *c.AllocsPerEvent <= 0 || (c.Producers != 1 && c.Producers != 2) ||
+			c.GCsPer10kEvents == nil || *c.GCsPer10kEvents < 0 || c.HeapMB == nil || *c.HeapMB <= 0 {
 			t.Errorf("%s: %+v", c.Label, c)
 		}
 		if c.Label == RecordClientGo.Label() && *c.RatioVsClientGo != 1 {
