@@ -435,10 +435,10 @@ func TestNoAllocationPerBoundedWait(t *testing.T) {
 	})
 }
 
-// A watcher's first missed value allocates nothing of its own: at N=1000
-// a first miss per watcher (a 16-byte gap each) was 0.015 allocations per
-// published value in the harness. The gaps come from slabs shared by many
-// watchers.
+// The first value a watcher misses after a bounded wait allocates nothing
+// of its own: at N=1000 a first miss per watcher (a 16-byte gap each) was
+// 0.015 allocations per published value in the harness. The gaps come from
+// slabs shared by many watchers.
 func TestFirstMissOfManyWatchersAllocatesAlmostNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const n = 640

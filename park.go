@@ -146,6 +146,12 @@ func (w *Watcher[T]) yieldsBeforePark() bool {
 	if n >= parkYieldReaders || (w.kind.lazy() && n >= lossyYieldReaders) { // lazy: the two that drop
 		return true
 	}
+	return b.crowdedFamily(n)
+}
+
+// crowdedFamily reports whether the Topics family of b, if any, has at
+// least familyYieldReaders ring readers besides the n of b.
+func (b *Broadcaster[T]) crowdedFamily(n int32) bool {
 	f := b.family
 	return f != nil && f.Load()-n >= familyYieldReaders
 }

@@ -70,7 +70,7 @@ const segSlabLen = 64
 
 // firstSegs returns an empty slice of capacity one for the first gap of a
 // watcher that has never had one, cut from a slab shared by segSlabLen
-// watchers: a lossy or bounded-wait watcher's first missed value would
+// watchers: the first value a watcher misses by its verdict (skip) would
 // otherwise allocate (a 16-byte append per watcher, 0.015 allocations per
 // published value at N=1000, 4 producers, wait-timeout, in the harness).
 // A watcher whose gaps outgrow it grows its own by append. Caller holds

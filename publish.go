@@ -332,8 +332,7 @@ func (b *Broadcaster[T]) fastClosedByRoom(h uint64) bool {
 	}
 	b.woke.Store(0)
 	n := b.nreaders.Load()
-	f := b.family
-	return n <= roomYieldReaders && (f == nil || f.Load()-n < familyYieldReaders)
+	return n <= roomYieldReaders && !b.crowdedFamily(n)
 }
 
 // roomYields is how many times a publisher whose fast path the room of
