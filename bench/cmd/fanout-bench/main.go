@@ -236,7 +236,7 @@ func (f *flags) register(fs *flag.FlagSet, def harness.Config) {
 	f.recEvents = fs.Int("record-events", def.RecordEvents, "Kubernetes events recorded per measurement of the k8s record and events comparisons")
 	f.jsonFile = fs.String("json", "", "write the cases as JSON Lines (one object per case) to `FILE`")
 	f.svgFile = fs.String("svg", "", "draw delivered/s against watchers as SVG to `FILE`")
-	f.cpuProfile = fs.String("cpuprofile", "", "write a CPU profile of the measurements (not the nats group) to `FILE`, for go tool pprof; the throughput, filter, working-reader and topics samples carry the label system=<label>, for -tagfocus")
+	f.cpuProfile = fs.String("cpuprofile", "", "write a CPU profile of the measurements (not the nats group) to `FILE`, for go tool pprof; the throughput, filter, working-reader, topics, record and events samples carry the label system=<label>, for -tagfocus")
 	f.quiet = fs.Bool("q", false, "no progress lines on stderr")
 	f.strict = fs.Bool("strict", false, "exit with status 3 if a target fails")
 	f.only = fs.String("only", "", "comma-separated kinds of case to measure, of "+strings.Join(harness.Kinds, ","))

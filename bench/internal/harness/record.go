@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"slices"
@@ -400,7 +401,8 @@ func recordReps[S interface{ isSettled() bool }](cfg Config, res *Results, syste
 	for rep := range cfg.Reps {
 		for k := range systems {
 			i := (k + rep) % len(systems)
-			smp, err := measure(systems[i], cfg.RecordEvents)
+			var smp S
+			labelled(systems[i], func(context.Context) { smp, err = measure(systems[i], cfg.RecordEvents) })
 			if err != nil {
 				return nil, err
 			}
