@@ -3,6 +3,7 @@ package harness
 import (
 	"fmt"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"testing"
 	"time"
@@ -51,8 +52,6 @@ func TestMeasureRecord(t *testing.T) {
 	}
 }
 
-// Producer j of P records about the pods i with i mod P = j, in turn, its
-// share of each round: every pod gets events, and no pod two producers.
 // The counted half's heap statistics give the allocations, the GC cycles
 // per 10,000 events and the heap it began with.
 func TestRecordSampleCountedHalf(t *testing.T) {
@@ -66,6 +65,8 @@ func TestRecordSampleCountedHalf(t *testing.T) {
 	}
 }
 
+// Producer j of P records about the pods i with i mod P = j, in turn, its
+// share of each round: every pod gets events, and no pod two producers.
 func TestRecordRoundsSplitPods(t *testing.T) {
 	pods := recordPods()
 	rr := newRecordRounds(nil, nil, pods, 2000, 8)
@@ -160,5 +161,32 @@ func TestConfigsRunRecord(t *testing.T) {
 		if err := cfg.Validate(); err != nil || !cfg.runs(KindRecord) || cfg.RecordEvents < 2*RecordBatch {
 			t.Errorf("%s config: %v, runs record %v, %d events", name, err, cfg.runs(KindRecord), cfg.RecordEvents)
 		}
+	}
+}
+
+// Each measured repetition runs under the profiler label of its system, so
+// that a CPU profile of the record and events groups tells the systems
+// apart (-cpuprofile, -tagfocus); the goroutine profile shows the label of
+// the goroutine measuring.
+func TestRecordRepsLabelEachMeasurement(t *testing.T) {
+	systems := []System{RecordFanout, RecordClientGo}
+	var seen []string
+	_, err := recordReps(Config{Reps: 2, RecordEvents: 4 * RecordBatch}, &Results{}, systems, KindRecord, 1,
+		func(s System, events int) (recordSample, error) {
+			if events != 4*RecordBatch { // the warm-up (2 batches) is not labelled
+				return recordSample{settled: true}, nil
+			}
+			var b strings.Builder
+			if err := pprof.Lookup("goroutine").WriteTo(&b, 1); err != nil {
+				return recordSample{}, err
+			}
+			if !strings.Contains(b.String(), fmt.Sprintf("%q:%q", "system", s.Label())) {
+				t.Errorf("measuring %s: no goroutine labelled system=%s", s.Label(), s.Label())
+			}
+			seen = append(seen, s.Label())
+			return recordSample{settled: true}, nil
+		})
+	if err != nil || len(seen) != 4 {
+		t.Fatalf("measured %v, %v; want 4 labelled measurements", seen, err)
 	}
 }
