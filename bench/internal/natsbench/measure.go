@@ -54,6 +54,7 @@ type rig struct {
 	notify   chan struct{}
 	done     sync.WaitGroup // one per watcher, done after m values
 	closers  []func()
+	conns    []*nats.Conn // every connection, flushed before the server's counters are read
 }
 
 // counter returns a new watcher's count, which the producer paces on if
@@ -94,7 +95,21 @@ func connect(srv *server.Server, r *rig) (*nats.Conn, error) {
 		return nil, err
 	}
 	r.closers = append(r.closers, nc.Close)
+	r.conns = append(r.conns, nc)
 	return nc, nil
+}
+
+// settle makes the server's message counters whole. The server adds a read's
+// messages to its counters only after it has delivered them, so a watcher can
+// hold a value the counters do not show yet; a round trip on every connection
+// is read after that read, so its reply comes after the counters are updated.
+func (r *rig) settle() error {
+	for _, nc := range r.conns {
+		if err := nc.FlushTimeout(doneGuard); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
+			return fmt.Errorf("settling the server's counters: %w", err)
+		}
+	}
+	return nil
 }
 
 func fanoutSystem(subs, n int) system {
@@ -309,6 +324,9 @@ func (s system) measure(srv *server.Server, m, window int) (sample, error) {
 	case <-time.After(doneGuard):
 	}
 	elapsed := time.Since(start)
+	if err := r.settle(); err != nil {
+		return sample{}, err
+	}
 	after, err := srv.Varz(nil)
 	if err != nil {
 		return sample{}, err
