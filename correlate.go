@@ -121,7 +121,10 @@ type DedupStage[T any] struct {
 	AppendKey func(dst []byte, v T) []byte
 	// Repeat returns v marked as occurrence n (n ≥ 2) of the value
 	// remembered as prev: typically v with prev's identity and first
-	// timestamp, and count n. Nil means v unchanged. Not used with Merge.
+	// timestamp, and count n. v is the correlator's own copy (see
+	// [CorrelatorConfig].Clone), so Repeat may change it in place and
+	// return it; prev is the correlator's record, not to be changed. Nil
+	// means v unchanged. Not used with Merge.
 	Repeat func(v, prev T, n int) T
 	// Count returns the occurrence count a value carries, used for a first
 	// occurrence and by [Correlator.Observe]. Nil means 1 for a first

@@ -445,9 +445,11 @@ func TestCorrelatorClone(t *testing.T) {
 	assert.NotSame(t, in, r.Value, "the input is cloned before use")
 	in.ID = "changed by the caller"
 	r.Value.ID = "changed by the sink"
-	r2 := c.Correlate(&ev{Msg: "m"})
+	in2 := &ev{Msg: "m"}
+	r2 := c.Correlate(in2)
 	assert.Equal(t, "original", r2.Value.ID, "the remembered value is a clone")
 	assert.Equal(t, 2, r2.Count)
+	assert.Equal(t, ev{Msg: "m"}, *in2, "Repeat changed the correlator's copy, not the caller's value")
 	assert.Equal(t, 4, clones, "input and memory, per Correlate")
 }
 
