@@ -30,14 +30,36 @@ const (
 const combinedPrefix = "(combined from similar events): "
 
 // eventKey is the deduplication key: source, involved object with its
-// field path, type, reason and message.
+// field path, type, reason and message, concatenated as client-go's.
 func eventKey(e *v1.Event) string {
-	return strings.Join([]string{
+	f := keyFields(e)
+	return strings.Join(f[:], "")
+}
+
+// appendEventKey appends e's eventKey to dst, for the correlator's dedup
+// stage (fanout.DedupStage.AppendKey), which builds each key in a buffer of
+// its own rather than a string per event.
+func appendEventKey(dst []byte, e *v1.Event) []byte {
+	for _, f := range keyFields(e) {
+		dst = append(dst, f...)
+	}
+	return dst
+}
+
+// keyFields returns the fields of e's eventKey, in its order.
+func keyFields(e *v1.Event) [11]string {
+	return [11]string{
 		e.Source.Component, e.Source.Host,
 		e.InvolvedObject.Kind, e.InvolvedObject.Namespace, e.InvolvedObject.Name,
 		e.InvolvedObject.FieldPath, string(e.InvolvedObject.UID), e.InvolvedObject.APIVersion,
 		e.Type, e.Reason, e.Message,
-	}, "")
+	}
+}
+
+// sameKey reports whether a and b have the same eventKey field by field:
+// whether a key built for one holds for the other, without building it.
+func sameKey(a, b *v1.Event) bool {
+	return a == b || keyFields(a) == keyFields(b)
 }
 
 // spamKey is the default spam-filter key: source, involved object without
@@ -138,17 +160,17 @@ func aggregateStage(o CorrelatorOptions) *fanout.AggregateStage[*v1.Event] {
 // repeat of an event seen before.
 func dedupStage(onRepeat func()) *fanout.DedupStage[*v1.Event] {
 	return &fanout.DedupStage[*v1.Event]{
-		Key: eventKey,
+		AppendKey: appendEventKey,
+		// e is the correlator's own copy (Clone): changed in place.
 		Repeat: func(e, prev *v1.Event, n int) *v1.Event {
 			if onRepeat != nil {
 				onRepeat()
 			}
-			r := *e
-			r.Name = prev.Name
-			r.ResourceVersion = prev.ResourceVersion
-			r.FirstTimestamp = prev.FirstTimestamp
-			r.Count = int32(min(n, int(^uint32(0)>>1)))
-			return &r
+			e.Name = prev.Name
+			e.ResourceVersion = prev.ResourceVersion
+			e.FirstTimestamp = prev.FirstTimestamp
+			e.Count = int32(min(n, int(^uint32(0)>>1)))
+			return e
 		},
 		Count: func(e *v1.Event) int { return int(e.Count) },
 	}

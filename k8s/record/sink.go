@@ -47,23 +47,34 @@ func (s *sinkAdapter) Create(_ context.Context, e *v1.Event) (*v1.Event, error) 
 }
 
 func (s *sinkAdapter) create(e *v1.Event) (*v1.Event, error) {
+	return s.createKeyed(e, "")
+}
+
+// createKeyed is create with e's eventKey, if the caller has it ("" if
+// not).
+func (s *sinkAdapter) createKeyed(e *v1.Event, key string) (*v1.Event, error) {
 	// A copy: the event may be shared with other sinks and watchers.
 	c := *e
 	c.ResourceVersion = ""
 	stored, err := s.sink.Create(&c)
-	return s.result(&c, stored, err)
+	return s.result(&c, stored, err, key)
 }
 
 // refer makes e, a repeat about to be patched (the runner's own copy),
-// refer to what the sink last stored under its key, if it remembers.
-func (s *sinkAdapter) refer(e *v1.Event) {
-	if r, ok := s.stored.Get(eventKey(e)); ok {
+// refer to what the sink last stored under key, e's eventKey, if it
+// remembers.
+func (s *sinkAdapter) refer(e *v1.Event, key string) {
+	if r, ok := s.stored.Get(key); ok {
 		e.Name, e.ResourceVersion = r.name, r.resourceVersion
 	}
 }
 
+// Update patches a repeat. Its key is built once, for the look-up, a
+// removal and what is remembered (the fields of the key are none of those
+// refer and the patch change).
 func (s *sinkAdapter) Update(_ context.Context, e *v1.Event) (*v1.Event, error) {
-	s.refer(e)
+	key := eventKey(e)
+	s.refer(e, key)
 	patch, err := repeatPatch(e)
 	if err != nil {
 		// As client-go, which logs the failed diff and patches with nothing.
@@ -75,21 +86,26 @@ func (s *sinkAdapter) Update(_ context.Context, e *v1.Event) (*v1.Event, error) 
 		// a retry then patches without the stale version too, and what
 		// the sink stored is gone.
 		e.ResourceVersion = ""
-		s.stored.Remove(eventKey(e))
-		return s.create(e)
+		s.stored.Remove(key)
+		return s.createKeyed(e, key)
 	}
-	return s.result(e, stored, err)
+	return s.result(e, stored, err, key)
 }
 
 // result logs a failed write as client-go does and stands in the written
 // event for a sink that returned none, so that the correlator always
-// learns what was stored, and remembers it (see refer).
-func (s *sinkAdapter) result(sent, stored *v1.Event, err error) (*v1.Event, error) {
+// learns what was stored, and remembers it (see refer) under the eventKey
+// of what was stored: key, sent's eventKey if not "", when the two agree
+// on its fields, as a server's reply does.
+func (s *sinkAdapter) result(sent, stored *v1.Event, err error, key string) (*v1.Event, error) {
 	if err == nil {
 		if stored == nil {
 			stored = sent
 		}
-		s.stored.Add(eventKey(stored), storedRef{stored.Name, stored.ResourceVersion})
+		if key == "" || !sameKey(sent, stored) {
+			key = eventKey(stored)
+		}
+		s.stored.Add(key, storedRef{stored.Name, stored.ResourceVersion})
 		return stored, nil
 	}
 	switch err.(type) {
