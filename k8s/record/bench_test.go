@@ -35,8 +35,8 @@ func (s *nopSink) calls() int64 { return s.creates.Load() + s.patches.Load() }
 // in batches that fit client-go's queue, each batch waited for, so that
 // neither drops. fanout-1-writer is fanout with WithWriters(1): with a sink
 // that returns at once, the default's writers only hand the events over
-// (4.0-4.6 against 4.9-5.1 us and 12 against 13 allocations an event,
-// client-go 30.3-32.2 us and 224); against an API server they write in
+// (4.2-4.4 against 5.4-5.7 us and 9 allocations an event either way,
+// client-go 37.3-38.5 us and 224); against an API server they write in
 // parallel (bench/README.md, the last mile).
 func BenchmarkRecordToSink(b *testing.B) {
 	const pods, batch = 200, 500

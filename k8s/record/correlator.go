@@ -252,24 +252,44 @@ func fastRepeatPatch(e *v1.Event) ([]byte, bool) {
 		// \ufffd escapes into literal U+FFFD characters.
 		return nil, false
 	}
-	ts, err := e.LastTimestamp.MarshalJSON()
-	if err != nil || string(ts) == epochJSON {
-		return nil, false
-	}
-	p := make([]byte, 0, 64+len(e.Message))
+	p := make([]byte, 0, 80+len(e.Message))
 	p = append(p, `{"count":`...)
 	p = strconv.AppendInt(p, int64(e.Count), 10)
 	p = append(p, `,"lastTimestamp":`...)
-	p = append(p, ts...)
+	ts := len(p)
+	p = appendTimeJSON(p, e.LastTimestamp)
+	if string(p[ts:]) == epochJSON {
+		return nil, false
+	}
 	if e.Message != "" {
-		msg, err := json.Marshal(e.Message)
-		if err != nil {
-			return nil, false
-		}
 		p = append(p, `,"message":`...)
-		p = append(p, msg...)
+		p = appendStringJSON(p, e.Message)
 	}
 	return append(p, '}'), true
+}
+
+// appendTimeJSON appends t, not zero, as metav1.Time's MarshalJSON encodes
+// it (a quoted RFC 3339 time in UTC), without its allocation.
+func appendTimeJSON(p []byte, t metav1.Time) []byte {
+	p = append(p, '"')
+	p = t.UTC().AppendFormat(p, time.RFC3339)
+	return append(p, '"')
+}
+
+// appendStringJSON appends s quoted as encoding/json encodes it: directly
+// when no byte of it needs an escape (printable ASCII but for the quote,
+// the backslash and the three HTML characters json escapes), through
+// json.Marshal otherwise.
+func appendStringJSON(p []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s) // a string always encodes
+			return append(p, q...)
+		}
+	}
+	p = append(p, '"')
+	p = append(p, s...)
+	return append(p, '"')
 }
 
 // slowRepeatPatch is client-go's computation.
