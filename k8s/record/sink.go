@@ -43,16 +43,12 @@ func newSinkAdapter(sink EventSink, logger klog.Logger, cacheSize int) *sinkAdap
 }
 
 func (s *sinkAdapter) Create(_ context.Context, e *v1.Event) (*v1.Event, error) {
-	return s.create(e)
+	return s.create(e, "")
 }
 
-func (s *sinkAdapter) create(e *v1.Event) (*v1.Event, error) {
-	return s.createKeyed(e, "")
-}
-
-// createKeyed is create with e's eventKey, if the caller has it ("" if
-// not).
-func (s *sinkAdapter) createKeyed(e *v1.Event, key string) (*v1.Event, error) {
+// create writes e as a new event; key is e's eventKey if the caller has
+// built it, else "" (see result).
+func (s *sinkAdapter) create(e *v1.Event, key string) (*v1.Event, error) {
 	// A copy: the event may be shared with other sinks and watchers.
 	c := *e
 	c.ResourceVersion = ""
@@ -87,7 +83,7 @@ func (s *sinkAdapter) Update(_ context.Context, e *v1.Event) (*v1.Event, error) 
 		// the sink stored is gone.
 		e.ResourceVersion = ""
 		s.stored.Remove(key)
-		return s.createKeyed(e, key)
+		return s.create(e, key)
 	}
 	return s.result(e, stored, err, key)
 }
