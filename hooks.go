@@ -52,7 +52,8 @@ const (
 	// (yieldFast). It holds nothing.
 	hookPublisherYielding
 	// hookReadLeaving: a Recv of a filtered reader is returning and about
-	// to count itself out of the goroutines reading it (leaveRead).
+	// to lock w.mu to count itself out of the goroutines reading it
+	// (counted, for a read returning values; else leaveRead).
 	hookReadLeaving
 	// hookSnapshotLocking: a Snapshot has read the broadcaster's Stats and
 	// is about to lock it to list the watchers and the waits. It holds

@@ -878,6 +878,75 @@ func TestProtocolFilteredReadThatLeavesWithoutRoomWakesThePublisher(t *testing.T
 	})
 }
 
+// A filtered read counts itself among the watcher's readers from its first
+// hold of the watcher's lock to its last, however it ends: returning kept
+// values (the hold that counts them counts it out), finding the watcher
+// closed or nothing to read in an empty buffer, parking until its context
+// ends. Once it has returned, a publisher that finds the lossless reader
+// full of values its filter rejects sifts them rather than wait for a read
+// that is over; one that still counted the read would wait for ever.
+func TestProtocolFilteredReadCountsItselfOutHoweverItEnds(t *testing.T) {
+	ends := map[string]func(t *testing.T, r *Watcher[int], b *Broadcaster[int]){
+		"returning a kept value": func(t *testing.T, r *Watcher[int], b *Broadcaster[int]) {
+			require.NoError(t, b.Action(2))
+			buf := make([]int, 4)
+			n, err := r.Recv(context.Background(), buf)
+			require.NoError(t, err)
+			assert.Equal(t, []int{2}, buf[:n])
+		},
+		"rejecting a round before keeping one": func(t *testing.T, r *Watcher[int], b *Broadcaster[int]) {
+			require.NoError(t, b.Action(1))
+			read := async(func() error { return expectNext(r, 2) })
+			assert.True(t, pending(read), "1 rejected: the read parks")
+			require.NoError(t, b.Action(2))
+			require.NoError(t, done(t, read, "the reader"))
+		},
+		"with an empty buffer": func(t *testing.T, r *Watcher[int], b *Broadcaster[int]) {
+			require.NoError(t, b.Action(1))
+			n, err := r.Recv(context.Background(), nil)
+			assert.Equal(t, 0, n)
+			assert.NoError(t, err)
+		},
+		"parked until its context ends": func(t *testing.T, r *Watcher[int], b *Broadcaster[int]) {
+			ctx, cancel := context.WithCancel(context.Background())
+			read := async(func() error { _, err := r.Recv(ctx, make([]int, 4)); return err })
+			assert.True(t, pending(read), "nothing queued: the read parks")
+			cancel()
+			assert.ErrorIs(t, done(t, read, "the reader"), context.Canceled)
+		},
+	}
+	for name, end := range ends {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b := New[int](WithQueueLength(1))
+				defer b.Shutdown()
+				r, _ := b.Watch(WithFilter(func(v int) bool { return v%2 == 0 }))
+				end(t, r, b)
+				pub := async(func() error {
+					for _, v := range []int{3, 5, 7} { // the queue's length and more
+						if err := b.Action(v); err != nil {
+							return err
+						}
+					}
+					return nil
+				})
+				require.NoError(t, done(t, pub, "the publisher of values the filter rejects"))
+				require.NoError(t, b.Action(8))
+				assert.Equal(t, 8, must(next(r)))
+			})
+		})
+	}
+}
+
+// expectNext reads one value of r and says if it is not want.
+func expectNext(r *Watcher[int], want int) error {
+	v, err := next(r)
+	if err == nil && v != want {
+		err = fmt.Errorf("read %d, want %d", v, want)
+	}
+	return err
+}
+
 // A topic retired while a batch published to it waits for room (its last
 // watcher stopped) ends that broadcaster's publish with ErrStopped after
 // the values it accepted: those count as published once, and only the rest

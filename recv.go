@@ -34,7 +34,7 @@ func (w *Watcher[T]) Recv(ctx context.Context, buf []T) (int, error) {
 // recv is Recv once ctx is checked.
 func (w *Watcher[T]) recv(ctx context.Context, buf []T) (int, error) {
 	for {
-		n, wake, c, err := w.tryRead(ctx, buf)
+		n, wake, c, err := w.tryRecv(ctx, buf, nil, true)
 		if n > 0 || err != nil || wake == nil {
 			return n, err
 		}
@@ -46,28 +46,23 @@ func (w *Watcher[T]) recv(ctx context.Context, buf []T) (int, error) {
 	}
 }
 
-// tryRead is tryRecv for recv: a filtered reader goes to tryRecvKept
-// directly rather than through tryRecv's dispatch, a lock fewer per read.
-func (w *Watcher[T]) tryRead(ctx context.Context, buf []T) (int, chan struct{}, uint64, error) {
-	if w.keeps {
-		return w.tryRecvKept(ctx, buf)
-	}
-	return w.tryRecv(ctx, buf, nil, true)
-}
-
 // tryRecv reads what is there. If there is nothing yet it returns the
 // channel to park on and the head it saw, having counted itself a waiter
 // (only if mayPark). rr is nil but for a filtered ring reader's own reads
-// (tryRecvKept): it then receives what take says about the values, and a
-// watcher moved to a channel meanwhile returns errToChan at once.
+// (tryRecvKept): the read is then counted among the watcher's readers
+// (enterRead) and receives what take says about the values, and a watcher
+// moved to a channel meanwhile returns errToChan at once.
 func (w *Watcher[T]) tryRecv(ctx context.Context, buf []T, rr *rawRead, mayPark bool) (n int, wake chan struct{}, h uint64, err error) {
 	w.mu.Lock()
 	if w.mode == modeChan {
 		return w.tryRecvChan(ctx, buf, rr)
 	}
-	if w.keeps && rr == nil {
-		w.mu.Unlock()
-		return w.tryRecvKept(ctx, buf)
+	if w.keeps {
+		if rr == nil {
+			w.mu.Unlock()
+			return w.tryRecvKeptOnce(ctx, buf)
+		}
+		w.enterRead(rr)
 	}
 	b := w.b
 	var log dropLog

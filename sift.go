@@ -112,6 +112,8 @@ type rawRead struct {
 	meta     [privChunk]uint64
 	fromPriv int
 	from     uint64 // the sequence number of the first value taken (takeFor)
+	// in reports that the read counts in w.x.active (see recvFiltered).
+	in bool
 }
 
 // privChunk bounds the values of priv a filtered reader's read takes.
@@ -130,17 +132,17 @@ func (w *Watcher[T]) takeFor(rr *rawRead, buf []T, h uint64, rg *ring.Ring[T]) i
 	return n
 }
 
-// tryRecvKept is tryRecv for a filtered ring reader: it takes at most
-// siftChunk values off the queue (and no more than buf holds), filters
-// them with no lock held, and counts them in a second hold of w.mu, until
-// the filter keeps one or nothing is left. So it may return fewer values
-// than are queued: filling buf could take many small rounds, two locks
-// each.
-func (w *Watcher[T]) tryRecvKept(ctx context.Context, buf []T) (int, chan struct{}, uint64, error) {
-	var rr rawRead
+// tryRecvKept is tryRecv for a filtered ring reader, the read rr: it takes
+// at most siftChunk values off the queue (and no more than buf holds),
+// filters them with no lock held, and counts them in a second hold of w.mu,
+// until the filter keeps one or nothing is left. So it may return fewer
+// values than are queued: filling buf could take many small rounds, two
+// locks each. The hold that counts kept values also counts rr out of
+// w.x.active.
+func (w *Watcher[T]) tryRecvKept(ctx context.Context, buf []T, rr *rawRead) (int, chan struct{}, uint64, error) {
 	for {
 		part := buf[:min(len(buf), siftChunk)]
-		n, wake, h, err := w.tryRecv(ctx, part, &rr, true)
+		n, wake, h, err := w.tryRecv(ctx, part, rr, true)
 		if err == errToChan { // ResultChan was called meanwhile
 			return w.tryRecv(ctx, buf, nil, true)
 		}
@@ -148,11 +150,20 @@ func (w *Watcher[T]) tryRecvKept(ctx context.Context, buf []T) (int, chan struct
 			return 0, wake, h, err
 		}
 		k, rejected, panics := w.keepRaw(part[:n], rr.meta[:rr.fromPriv])
-		w.counted(rr.from, uint64(n), uint64(k), rejected, panics)
+		w.counted(rr, uint64(n), uint64(k), rejected, panics)
 		if k > 0 {
 			return k, nil, h, nil
 		}
 	}
+}
+
+// tryRecvKeptOnce is tryRecvKept for a caller that does not hold a read
+// across rounds (tryRecv without one): it counts itself out at once.
+func (w *Watcher[T]) tryRecvKeptOnce(ctx context.Context, buf []T) (int, chan struct{}, uint64, error) {
+	var rr rawRead
+	n, wake, h, err := w.tryRecvKept(ctx, buf, &rr)
+	w.leaveRead(&rr)
+	return n, wake, h, err
 }
 
 // errToChan tells tryRecvKept that the watcher was moved to a channel
@@ -160,20 +171,61 @@ func (w *Watcher[T]) tryRecvKept(ctx context.Context, buf []T) (int, chan struct
 var errToChan = errors.New("fanout: moved to a channel")
 
 // recvFiltered is Recv for a watcher with a filter: the goroutine counts
-// as reading it from the call to the return, parked included (see
-// needsSift).
+// as reading it (w.x.active, see needsSift) from its first hold of w.mu to
+// its last, parked included. A read that returns values counts itself out
+// in the hold that counts them (counted), any other in leaveRead: no
+// atomic of its own on the way.
 func (w *Watcher[T]) recvFiltered(ctx context.Context, buf []T) (int, error) {
-	w.x.active.Add(1)
-	defer w.leaveRead()
-	return w.recv(ctx, buf)
+	var rr rawRead
+	n, err := w.recvKept(ctx, buf, &rr)
+	w.leaveRead(&rr)
+	return n, err
 }
 
-// leaveRead ends a read of a filtered reader. Publishers may wait for it
-// because it was being read (see needsSift): if it leaves without having
-// made room for what they wait for, they are woken to look again.
-func (w *Watcher[T]) leaveRead() {
-	hook(hookReadLeaving)
-	w.x.active.Add(-1)
+// recvKept is recv for a filtered reader, whose read rr lasts across its
+// rounds and parks.
+func (w *Watcher[T]) recvKept(ctx context.Context, buf []T, rr *rawRead) (int, error) {
+	for {
+		n, wake, c, err := w.tryRecvKept(ctx, buf, rr)
+		if n > 0 || err != nil || wake == nil {
+			return n, err
+		}
+		err = w.park(ctx, wake, c)
+		w.waiters.Add(-1)
+		if err != nil {
+			return 0, err
+		}
+	}
+}
+
+// enterRead counts the read rr in w.x.active, once. Caller holds w.mu.
+func (w *Watcher[T]) enterRead(rr *rawRead) {
+	if !rr.in {
+		w.x.active++
+		rr.in = true
+	}
+}
+
+// exitRead counts the read rr out of w.x.active. Caller holds w.mu; one
+// ending Recv passed hookReadLeaving before it locked.
+func (w *Watcher[T]) exitRead(rr *rawRead) {
+	if rr.in {
+		w.x.active--
+		rr.in = false
+	}
+}
+
+// leaveRead ends the read rr of a filtered reader, counting it out of
+// w.x.active if it has not been. Publishers may wait for it because it was
+// being read (see needsSift): if it leaves without having made room for
+// what they wait for, they are woken to look again.
+func (w *Watcher[T]) leaveRead(rr *rawRead) {
+	if rr.in {
+		hook(hookReadLeaving)
+		w.mu.Lock()
+		w.exitRead(rr)
+		w.mu.Unlock()
+	}
 	b := w.b
 	if bs := b.blockedAt.Load(); bs != 0 && w.fullAt.Load() < bs && b.roomWait.Load() > 0 {
 		b.signalRoom()
@@ -212,15 +264,38 @@ func (w *Watcher[T]) startReading(rr *rawRead, n uint64) {
 	w.x.readingFrom = append(w.x.readingFrom, rr.from)
 }
 
-// counted moves n values taken off the queue by tryRecvKept, from the
-// sequence number from on, from its filtering count to what became of
-// them.
-func (w *Watcher[T]) counted(from, n, kept, rejected uint64, panics []error) {
-	var log dropLog
+// counted moves n values taken off the queue by the read rr (tryRecvKept),
+// from its filtering count to what became of them; if the filter kept any,
+// the read is over and counts itself out of w.x.active.
+func (w *Watcher[T]) counted(rr *rawRead, n, kept, rejected uint64, panics []error) {
+	if len(panics) > 0 {
+		w.countedPanics(rr, n, kept, rejected, panics)
+		return
+	}
+	if kept > 0 {
+		hook(hookReadLeaving)
+	}
 	w.mu.Lock()
-	w.x.reading -= n
-	if i := slices.Index(w.x.readingFrom, from); i >= 0 {
-		w.x.readingFrom = slices.Delete(w.x.readingFrom, i, i+1)
+	w.doneReading(rr.from, n)
+	w.taken += kept
+	w.x.filtered.Add(rejected)
+	if kept > 0 {
+		w.exitRead(rr)
+	}
+	w.mu.Unlock()
+}
+
+// countedPanics is counted for a read whose filter panicked: each panic is
+// a drop, reported once w.mu is released.
+func (w *Watcher[T]) countedPanics(rr *rawRead, n, kept, rejected uint64, panics []error) {
+	var log dropLog
+	if kept > 0 {
+		hook(hookReadLeaving)
+	}
+	w.mu.Lock()
+	w.doneReading(rr.from, n)
+	if kept > 0 {
+		w.exitRead(rr)
 	}
 	w.taken += kept
 	w.x.filtered.Add(rejected)
@@ -230,6 +305,20 @@ func (w *Watcher[T]) counted(from, n, kept, rejected uint64, panics []error) {
 	w.mu.Unlock()
 	w.b.countPanics(len(panics))
 	log.report(w.b)
+}
+
+// doneReading ends the filtering count of the n values, from the sequence
+// number from on, that a read took (see startReading). Caller holds w.mu.
+func (w *Watcher[T]) doneReading(from, n uint64) {
+	w.x.reading -= n
+	rf := w.x.readingFrom
+	if len(rf) == 1 && rf[0] == from { // one read in flight: the common case
+		w.x.readingFrom = rf[:0]
+		return
+	}
+	if i := slices.Index(rf, from); i >= 0 {
+		w.x.readingFrom = slices.Delete(rf, i, i+1)
+	}
 }
 
 // unload takes the raw values of a full filtered reader off its queue,
@@ -271,11 +360,15 @@ func appendRaw[T any](vals []T, meta []uint64, rg *ring.Ring[T], a, b uint64) ([
 // work). A lossy one is always sifted, so that no value it would reject is
 // dropped. Caller holds b.mu, not w.mu.
 func (w *Watcher[T]) needsSift(h uint64) bool {
-	if !w.filtering() || w.mode != modeRing || w.sifting() > 0 ||
-		w.kind == kindWait && w.x.active.Load() > 0 {
+	if !w.filtering() || w.mode != modeRing || w.sifting() > 0 {
 		return false
 	}
-	return w.hasRaw(h)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.kind == kindWait && w.x.active > 0 {
+		return false
+	}
+	return w.rawQueued(h)
 }
 
 // hasRaw reports whether the filtered reader w holds values on the ring,
@@ -284,6 +377,11 @@ func (w *Watcher[T]) needsSift(h uint64) bool {
 func (w *Watcher[T]) hasRaw(h uint64) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	return w.rawQueued(h)
+}
+
+// rawQueued is hasRaw. Caller holds w.mu.
+func (w *Watcher[T]) rawQueued(h uint64) bool {
 	return len(w.segs) > 0 || w.windowEnd(h) > w.o
 }
 

@@ -101,11 +101,11 @@ type watcherExtra[T any] struct {
 	afterSift chan T
 	siftMeta  []uint64
 	siftFrom  uint64
-	// active counts the goroutines reading a filtered reader: a
-	// lossless one that a goroutine reads makes room by itself, and a
-	// publisher waits for it rather than sift it. perValue is inFull,
-	// for its readers (see madeRoom).
-	active   atomic.Int32
+	// active counts the goroutines reading a filtered reader, guarded
+	// by mu: a lossless one that a goroutine reads makes room by itself,
+	// and a publisher waits for it rather than sift it (needsSift).
+	// perValue is inFull, for its readers (see madeRoom).
+	active   int32
 	perValue atomic.Bool
 }
 
