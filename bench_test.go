@@ -322,6 +322,67 @@ func benchFilter(b *testing.B, filter bool, watchers int) {
 	b.ReportMetric(float64(total)/b.Elapsed().Seconds(), "kept/s")
 }
 
+// BenchmarkFilterRound is the cost of a filtered read without the
+// scheduler: one goroutine publishes a batch of 40 values and reads them
+// back, with a filter keeping one in ten against reading all and
+// discarding by hand. BenchmarkFilter, with a goroutine per watcher, moves
+// with how often the readers park; this moves with the read path only.
+func BenchmarkFilterRound(b *testing.B) {
+	for _, api := range []string{"filter", "by-hand"} {
+		b.Run(api, func(b *testing.B) {
+			benchFilterRound(b, api == "filter")
+		})
+	}
+}
+
+func benchFilterRound(b *testing.B, filter bool) {
+	const batch = 40
+	keep := func(v int) bool { return v%10 == 3 }
+	bc := fanout.New[int](fanout.WithQueueLength(benchQueue))
+	defer bc.Shutdown()
+	var opts []fanout.Option
+	if filter {
+		opts = append(opts, fanout.WithFilter(keep))
+	}
+	w, err := bc.Watch(opts...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	vals := make([]int, batch)
+	for i := range vals {
+		vals[i] = i
+	}
+	buf := make([]int, benchQueue)
+	ctx := context.Background()
+	kept := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := bc.ActionBatch(vals); err != nil {
+			b.Fatal(err)
+		}
+		for got := 0; got < batch; {
+			n, err := w.Recv(ctx, buf)
+			if err != nil {
+				b.Fatal(err)
+			}
+			got += n
+			if filter { // one Recv takes the batch, returns the kept values
+				kept += n
+				got = batch
+				continue
+			}
+			for _, v := range buf[:n] {
+				if keep(v) {
+					kept++
+				}
+			}
+		}
+	}
+	if want := b.N * batch / 10; kept != want {
+		b.Fatalf("%d values kept, want %d", kept, want)
+	}
+}
+
 // BenchmarkTopics is the harness's topics workload: T topics with
 // benchPerTopic watchers each, every watcher drained by its own goroutine
 // doing no work, P producers publishing round-robin over the topics (each
