@@ -28,13 +28,14 @@ func (w *Watcher[T]) Recv(ctx context.Context, buf []T) (int, error) {
 	if w.keeps {
 		return w.recvFiltered(ctx, buf)
 	}
-	return w.recv(ctx, buf)
+	return w.recv(ctx, buf, nil)
 }
 
-// recv is Recv once ctx is checked.
-func (w *Watcher[T]) recv(ctx context.Context, buf []T) (int, error) {
+// recv is Recv once ctx is checked. rr is nil but for a filtered reader
+// (recvFiltered), whose read it is, across rounds and parks.
+func (w *Watcher[T]) recv(ctx context.Context, buf []T, rr *rawRead) (int, error) {
 	for {
-		n, wake, c, err := w.tryRecv(ctx, buf, nil, true)
+		n, wake, c, err := w.tryRead(ctx, buf, rr)
 		if n > 0 || err != nil || wake == nil {
 			return n, err
 		}
@@ -44,6 +45,15 @@ func (w *Watcher[T]) recv(ctx context.Context, buf []T) (int, error) {
 			return 0, err
 		}
 	}
+}
+
+// tryRead is tryRecv for recv: a filtered reader's read rr goes to
+// tryRecvKept.
+func (w *Watcher[T]) tryRead(ctx context.Context, buf []T, rr *rawRead) (int, chan struct{}, uint64, error) {
+	if rr != nil {
+		return w.tryRecvKept(ctx, buf, rr)
+	}
+	return w.tryRecv(ctx, buf, nil, true)
 }
 
 // tryRecv reads what is there. If there is nothing yet it returns the

@@ -177,25 +177,9 @@ var errToChan = errors.New("fanout: moved to a channel")
 // atomic of its own on the way.
 func (w *Watcher[T]) recvFiltered(ctx context.Context, buf []T) (int, error) {
 	var rr rawRead
-	n, err := w.recvKept(ctx, buf, &rr)
+	n, err := w.recv(ctx, buf, &rr)
 	w.leaveRead(&rr)
 	return n, err
-}
-
-// recvKept is recv for a filtered reader, whose read rr lasts across its
-// rounds and parks.
-func (w *Watcher[T]) recvKept(ctx context.Context, buf []T, rr *rawRead) (int, error) {
-	for {
-		n, wake, c, err := w.tryRecvKept(ctx, buf, rr)
-		if n > 0 || err != nil || wake == nil {
-			return n, err
-		}
-		err = w.park(ctx, wake, c)
-		w.waiters.Add(-1)
-		if err != nil {
-			return 0, err
-		}
-	}
 }
 
 // enterRead counts the read rr in w.x.active, once. Caller holds w.mu.
