@@ -55,6 +55,10 @@ const (
 	// to lock w.mu to count itself out of the goroutines reading it
 	// (counted, for a read returning values; else leaveRead).
 	hookReadLeaving
+	// hookRoomCounting: a publisher has counted the WaitIfChannelFull
+	// readers full at the sequence it waits for (b.nfull) and is about to
+	// count itself a room waiter (waitFull). It holds b.mu.
+	hookRoomCounting
 	// hookSnapshotLocking: a Snapshot has read the broadcaster's Stats and
 	// is about to lock it to list the watchers and the waits. It holds
 	// nothing.

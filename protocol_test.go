@@ -5,6 +5,7 @@ package fanout
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -945,6 +946,64 @@ func expectNext(r *Watcher[int], want int) error {
 		err = fmt.Errorf("read %d, want %d", v, want)
 	}
 	return err
+}
+
+// W10 in the window between a publisher counting the full readers and
+// counting itself a room waiter: a filtered read that leaves then, having
+// made no room, finds no room waiter to wake; the publisher, which counted
+// the reader full because it was being read, must not then sleep for it.
+// It sifts the reader and accepts a value the filter rejects.
+func TestProtocolFilteredReadLeavingBeforeThePublisherWaitsIsSeen(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := New[int](WithQueueLength(1))
+		defer b.Shutdown()
+		r, _ := b.Watch(WithFilter(func(v int) bool { return v%2 == 0 }))
+		require.NoError(t, b.Action(2)) // full of a value the filter has not seen
+		leaving, resumeRead := pauseAt(t, hookReadLeaving)
+		read := async(func() error { _, err := r.Recv(context.Background(), nil); return err })
+		<-leaving // counted as reading: the publisher counts it full
+		counting, resumePub := pauseAt(t, hookRoomCounting)
+		pub := async(func() error { return b.Action(3) })
+		<-counting
+		resumeRead()
+		require.NoError(t, done(t, read, "the reader"))
+		resumePub()
+		require.NoError(t, done(t, pub, "the publisher of a value the filter rejects"))
+		assert.Equal(t, 2, must(next(r)))
+		assert.Equal(t, uint64(1), r.Stats().Filtered)
+	})
+}
+
+// A filter that ends its goroutine (runtime.Goexit, as t.FailNow does in a
+// test) ends the read with it: the read counts itself out as it unwinds,
+// so that a publisher then sifts the reader rather than wait for it.
+func TestProtocolFilteredReadEndedByGoexitCountsItselfOut(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := New[int](WithQueueLength(1))
+		defer b.Shutdown()
+		r, _ := b.Watch(WithFilter(func(v int) bool {
+			if v == 1 {
+				runtime.Goexit()
+			}
+			return v%2 == 0
+		}))
+		require.NoError(t, b.Action(1))
+		exited := make(chan struct{})
+		go func() {
+			defer close(exited)
+			_, _ = r.Recv(context.Background(), make([]int, 4))
+		}()
+		<-exited
+		pub := async(func() error {
+			for _, v := range []int{3, 5, 7} {
+				if err := b.Action(v); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		require.NoError(t, done(t, pub, "the publisher of values the filter rejects"))
+	})
 }
 
 // A topic retired while a batch published to it waits for room (its last

@@ -75,6 +75,7 @@ func (p *pub[T]) waitFull(s uint64) error {
 		return err
 	}
 	p.unboundedWaitStart()
+	hook(hookRoomCounting)
 	b.roomWait.Add(1)
 	defer b.roomWait.Add(-1)
 	wake := b.waitForRoom()

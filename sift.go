@@ -177,9 +177,8 @@ var errToChan = errors.New("fanout: moved to a channel")
 // atomic of its own on the way.
 func (w *Watcher[T]) recvFiltered(ctx context.Context, buf []T) (int, error) {
 	var rr rawRead
-	n, err := w.recv(ctx, buf, &rr)
-	w.leaveRead(&rr)
-	return n, err
+	defer w.leaveRead(&rr) // deferred: a filter may end the goroutine (Goexit)
+	return w.recv(ctx, buf, &rr)
 }
 
 // enterRead counts the read rr in w.x.active, once. Caller holds w.mu.
@@ -202,7 +201,14 @@ func (w *Watcher[T]) exitRead(rr *rawRead) {
 // leaveRead ends the read rr of a filtered reader, counting it out of
 // w.x.active if it has not been. Publishers may wait for it because it was
 // being read (see needsSift): if it leaves without having made room for
-// what they wait for, they are woken to look again.
+// the sequence they wait for, they are to look again, and may sift it. A
+// lossless one was counted among the full readers they wait for (nblocked,
+// I11) and counts itself out of them, as one that made room does
+// (madeRoom): whichever of the reader and the publisher counts last sees
+// the count at 0, the reader waking the publisher, or the publisher not
+// sleeping (it may count itself a room waiter only after the reader
+// looked). A reader that was not counted (it began reading after the
+// publisher counted) wakes the publisher early, which counts again.
 func (w *Watcher[T]) leaveRead(rr *rawRead) {
 	if rr.in {
 		hook(hookReadLeaving)
@@ -211,7 +217,17 @@ func (w *Watcher[T]) leaveRead(rr *rawRead) {
 		w.mu.Unlock()
 	}
 	b := w.b
-	if bs := b.blockedAt.Load(); bs != 0 && w.fullAt.Load() < bs && b.roomWait.Load() > 0 {
+	bs := b.blockedAt.Load()
+	if bs == 0 || w.fullAt.Load() >= bs {
+		return
+	}
+	if w.kind == kindWait {
+		if b.nblocked.Add(-1) <= 0 {
+			b.signalRoom()
+		}
+		return
+	}
+	if b.roomWait.Load() > 0 {
 		b.signalRoom()
 	}
 }
