@@ -296,9 +296,9 @@ func (o filterOption) applyOption(c *config) { c.filter = o.f }
 // ResultChan about the values queued until then. keep should be fast and
 // depend on the value only. A panic in it makes the watcher miss that
 // value, counted as [DropPanic]. One that ends its goroutine
-// (runtime.Goexit: t.FailNow or t.Fatal in a test's filter) is not
-// supported: a Recv it ends leaves the values it had taken uncounted, and
-// [Broadcaster.Taken] below them; publishers are not held back by it.
+// (runtime.Goexit: t.FailNow or t.Fatal in a test's filter) ends the Recv
+// that asked it, and the values that Recv had taken and not returned are
+// dropped, counted as [DropPanic].
 func WithFilter[T any](keep func(v T) bool) Option {
 	if keep == nil {
 		return filterOption{}

@@ -976,7 +976,9 @@ func TestProtocolFilteredReadLeavingBeforeThePublisherWaitsIsSeen(t *testing.T) 
 
 // A filter that ends its goroutine (runtime.Goexit, as t.FailNow does in a
 // test) ends the read with it: the read counts itself out as it unwinds,
-// so that a publisher then sifts the reader rather than wait for it.
+// so that a publisher then sifts the reader rather than wait for it, and
+// the value it was asked about is dropped, counted, not left counted as
+// being filtered with Taken below it.
 func TestProtocolFilteredReadEndedByGoexitCountsItselfOut(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := New[int](WithQueueLength(1))
@@ -1003,6 +1005,11 @@ func TestProtocolFilteredReadEndedByGoexitCountsItselfOut(t *testing.T) {
 			return nil
 		})
 		require.NoError(t, done(t, pub, "the publisher of values the filter rejects"))
+		st := r.Stats()
+		assert.Equal(t, uint64(1), st.DroppedPanic, "1, whose read the filter ended")
+		assert.Equal(t, uint64(2), st.Filtered, "3 and 5, sifted")
+		assert.Equal(t, 1, st.Queued, "7")
+		assert.Equal(t, uint64(3), b.Taken(), "every value but 7, still queued")
 	})
 }
 

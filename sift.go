@@ -114,6 +114,10 @@ type rawRead struct {
 	from     uint64 // the sequence number of the first value taken (takeFor)
 	// in reports that the read counts in w.x.active (see recvFiltered).
 	in bool
+	// taken is the number of values the read took and has not counted
+	// yet (counted): not 0 only while the filter is asked about them, or
+	// if it ended the goroutine (see leaveRead).
+	taken uint64
 }
 
 // privChunk bounds the values of priv a filtered reader's read takes.
@@ -149,6 +153,7 @@ func (w *Watcher[T]) tryRecvKept(ctx context.Context, buf []T, rr *rawRead) (int
 		if n == 0 {
 			return 0, wake, h, err
 		}
+		rr.taken = uint64(n)
 		k, rejected, panics := w.keepRaw(part[:n], rr.meta[:rr.fromPriv])
 		w.counted(rr, uint64(n), uint64(k), rejected, panics)
 		if k > 0 {
@@ -210,6 +215,9 @@ func (w *Watcher[T]) exitRead(rr *rawRead) {
 // looked). A reader that was not counted (it began reading after the
 // publisher counted) wakes the publisher early, which counts again.
 func (w *Watcher[T]) leaveRead(rr *rawRead) {
+	if rr.taken > 0 {
+		w.lostRead(rr)
+	}
 	if rr.in {
 		hook(hookReadLeaving)
 		w.mu.Lock()
@@ -231,6 +239,25 @@ func (w *Watcher[T]) leaveRead(rr *rawRead) {
 		b.signalRoom()
 	}
 }
+
+// lostRead counts as dropped (DropPanic) the values the read rr took and
+// did not count: its filter ended the goroutine (runtime.Goexit) while it
+// was asked about them, and the deferred leaveRead runs as it unwinds.
+// Without it they would stay counted as being filtered, and Taken below
+// them for ever.
+func (w *Watcher[T]) lostRead(rr *rawRead) {
+	var log dropLog
+	n := rr.taken
+	w.mu.Lock()
+	w.doneReading(rr, n)
+	w.count(DropPanic, n, &log, errFilterExited)
+	w.mu.Unlock()
+	log.report(w.b)
+}
+
+// errFilterExited is the error of the drops of a read whose filter ended
+// its goroutine.
+var errFilterExited = errors.New("fanout: the filter ended its goroutine (runtime.Goexit)")
 
 // setInFull records whether w is listed in b.full; a filtered reader's
 // reads look at it (see madeRoom). Caller holds b.mu.
@@ -276,7 +303,7 @@ func (w *Watcher[T]) counted(rr *rawRead, n, kept, rejected uint64, panics []err
 		hook(hookReadLeaving)
 	}
 	w.mu.Lock()
-	w.doneReading(rr.from, n)
+	w.doneReading(rr, n)
 	w.taken += kept
 	w.x.filtered.Add(rejected)
 	if kept > 0 {
@@ -293,7 +320,7 @@ func (w *Watcher[T]) countedPanics(rr *rawRead, n, kept, rejected uint64, panics
 		hook(hookReadLeaving)
 	}
 	w.mu.Lock()
-	w.doneReading(rr.from, n)
+	w.doneReading(rr, n)
 	if kept > 0 {
 		w.exitRead(rr)
 	}
@@ -308,10 +335,12 @@ func (w *Watcher[T]) countedPanics(rr *rawRead, n, kept, rejected uint64, panics
 }
 
 // doneReading ends the filtering count of the n values, from the sequence
-// number from on, that a read took (see startReading). Caller holds w.mu.
-func (w *Watcher[T]) doneReading(from, n uint64) {
+// number rr.from on, that the read rr took (see startReading). Caller holds
+// w.mu.
+func (w *Watcher[T]) doneReading(rr *rawRead, n uint64) {
+	rr.taken = 0
 	w.x.reading -= n
-	rf := w.x.readingFrom
+	from, rf := rr.from, w.x.readingFrom
 	if len(rf) == 1 && rf[0] == from { // one read in flight: the common case
 		w.x.readingFrom = rf[:0]
 		return
