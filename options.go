@@ -296,9 +296,13 @@ func (o filterOption) applyOption(c *config) { c.filter = o.f }
 // ResultChan about the values queued until then. keep should be fast and
 // depend on the value only. A panic in it makes the watcher miss that
 // value, counted as [DropPanic]. One that ends its goroutine
-// (runtime.Goexit: t.FailNow or t.Fatal in a test's filter) ends the Recv
-// that asked it, and the values that Recv had taken and not returned are
-// dropped, counted as [DropPanic].
+// (runtime.Goexit: t.FailNow or t.Fatal in a test's filter) is supported
+// only where the watcher's reader asks it, in Recv, Next or All: it ends
+// that call, and the values the call had taken and not returned are
+// dropped, counted as [DropPanic] (not in [Stats].Panics: it is no panic).
+// Elsewhere (a publisher's goroutine, ResultChan, Watch with WithReplay)
+// it ends a goroutine that holds the broadcaster's lock or publish turn,
+// and the broadcaster stops working: do not.
 func WithFilter[T any](keep func(v T) bool) Option {
 	if keep == nil {
 		return filterOption{}

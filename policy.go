@@ -207,8 +207,10 @@ const (
 	DropTimeout
 	// DropEvicted: the value met a full queue and the watcher was evicted.
 	DropEvicted
-	// DropPanic: the watcher's [FullChannelBehavior] panicked deciding
-	// about the value; the watcher missed it.
+	// DropPanic: the watcher's [FullChannelBehavior] or filter
+	// ([WithFilter]) panicked deciding about the value, or its filter
+	// ended the goroutine that read it (see WithFilter); the watcher
+	// missed it.
 	DropPanic
 	// DropRefused: [Recorder.Record] refused the value because a watcher
 	// that waits when full was full; no watcher got it.
@@ -270,7 +272,8 @@ type Drop struct {
 	WatcherName string
 	// Reason says why.
 	Reason DropReason
-	// Err is the panic, for [DropPanic]; the last sink error, for
+	// Err is the panic, for [DropPanic] (or an error saying that a filter
+	// ended its goroutine); the last sink error, for
 	// [DropRejected] and [DropRetries] (and for [DropShutdown] when a write
 	// failed); nil otherwise.
 	Err error

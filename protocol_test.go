@@ -4,6 +4,7 @@ package fanout
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"sync/atomic"
@@ -1011,6 +1012,56 @@ func TestProtocolFilteredReadEndedByGoexitCountsItselfOut(t *testing.T) {
 		assert.Equal(t, 1, st.Queued, "7")
 		assert.Equal(t, uint64(3), b.Taken(), "every value but 7, still queued")
 	})
+}
+
+// The drop handler told of a read its filter ended by Goexit runs once the
+// read is counted out: it may end the goroutine too (t.FailNow in a test's
+// handler) or publish and wait for room, and the reader, full again of a
+// value its filter rejects, is then sifted rather than waited for as if
+// the ended read were still reading it.
+func TestProtocolDropHandlerOfAReadEndedByGoexitRunsOnceItIsCountedOut(t *testing.T) {
+	handlers := map[string]func(b *Broadcaster[int], errs chan<- error){
+		"ending its goroutine too": func(*Broadcaster[int], chan<- error) { runtime.Goexit() },
+		"publishing":               func(b *Broadcaster[int], errs chan<- error) { errs <- b.Action(5) },
+	}
+	for name, handle := range handlers {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b := New[int](WithQueueLength(1))
+				defer b.Shutdown()
+				asked, goOn := make(chan struct{}), make(chan struct{})
+				errs := make(chan error, 1)
+				r, _ := b.Watch(WithFilter(func(v int) bool {
+					if v == 1 {
+						close(asked)
+						<-goOn
+						runtime.Goexit()
+					}
+					return v%2 == 0
+				}), WithDropHandler(func(d Drop) {
+					if errors.Is(d.Err, errFilterExited) {
+						handle(b, errs)
+					}
+				}))
+				require.NoError(t, b.Action(1))
+				read := async(func() error {
+					defer close(errs)
+					_, err := r.Recv(context.Background(), make([]int, 4))
+					return err
+				})
+				<-asked
+				require.NoError(t, b.Action(3)) // full again, of a value the filter rejects
+				close(goOn)
+				synctest.Wait()
+				assert.True(t, pending(read), "the read's goroutine ended, returning nothing")
+				for err := range errs {
+					assert.NoError(t, err, "the handler's publish")
+				}
+				require.NoError(t, b.Action(7), "a publish after the read ended")
+				assert.Equal(t, uint64(1), r.Stats().DroppedPanic)
+			})
+		})
+	}
 }
 
 // A topic retired while a batch published to it waits for room (its last

@@ -215,8 +215,9 @@ func (w *Watcher[T]) exitRead(rr *rawRead) {
 // looked). A reader that was not counted (it began reading after the
 // publisher counted) wakes the publisher early, which counts again.
 func (w *Watcher[T]) leaveRead(rr *rawRead) {
+	var lost *dropLog
 	if rr.taken > 0 {
-		w.lostRead(rr)
+		lost = w.lostRead(rr)
 	}
 	if rr.in {
 		hook(hookReadLeaving)
@@ -224,6 +225,16 @@ func (w *Watcher[T]) leaveRead(rr *rawRead) {
 		w.exitRead(rr)
 		w.mu.Unlock()
 	}
+	w.wakeAfterRead()
+	if lost != nil {
+		// Last: the drop handler runs on a goroutine that is unwinding;
+		// it may end it too, or publish and wait for this reader's room.
+		lost.report(w.b)
+	}
+}
+
+// wakeAfterRead is leaveRead's wake-up (W10), the read counted out.
+func (w *Watcher[T]) wakeAfterRead() {
 	b := w.b
 	bs := b.blockedAt.Load()
 	if bs == 0 || w.fullAt.Load() >= bs {
@@ -244,15 +255,16 @@ func (w *Watcher[T]) leaveRead(rr *rawRead) {
 // did not count: its filter ended the goroutine (runtime.Goexit) while it
 // was asked about them, and the deferred leaveRead runs as it unwinds.
 // Without it they would stay counted as being filtered, and Taken below
-// them for ever.
-func (w *Watcher[T]) lostRead(rr *rawRead) {
-	var log dropLog
+// them for ever. It returns the drops, for leaveRead to report once the
+// read is counted out.
+func (w *Watcher[T]) lostRead(rr *rawRead) *dropLog {
+	log := new(dropLog)
 	n := rr.taken
 	w.mu.Lock()
 	w.doneReading(rr, n)
-	w.count(DropPanic, n, &log, errFilterExited)
+	w.count(DropPanic, n, log, errFilterExited)
 	w.mu.Unlock()
-	log.report(w.b)
+	return log
 }
 
 // errFilterExited is the error of the drops of a read whose filter ended
