@@ -857,29 +857,6 @@ func TestProtocolReaderDrainedBeforeItsSiftIsNotSifted(t *testing.T) {
 	})
 }
 
-// A publisher waits for a full lossless filtered reader that a goroutine is
-// reading, rather than sift it; if that read returns without making room
-// (here, a Recv with an empty buffer), leaveRead wakes the publisher, which
-// then sifts the queue and accepts a value the filter rejects.
-func TestProtocolFilteredReadThatLeavesWithoutRoomWakesThePublisher(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		b := New[int](WithQueueLength(1))
-		defer b.Shutdown()
-		r, _ := b.Watch(WithFilter(func(v int) bool { return v%2 == 0 }))
-		require.NoError(t, b.Action(2)) // full of a value the filter has not seen
-		leaving, resume := pauseAt(t, hookReadLeaving)
-		read := async(func() error { _, err := r.Recv(context.Background(), nil); return err })
-		<-leaving // the reader counts as reading: the publisher waits for it
-		pub := async(func() error { return b.Action(3) })
-		assert.True(t, pending(pub), "the publisher waits for the reader")
-		resume()
-		require.NoError(t, done(t, read, "the reader"))
-		require.NoError(t, done(t, pub, "the publisher of a value the filter rejects"))
-		assert.Equal(t, 2, must(next(r)))
-		assert.Equal(t, uint64(1), r.Stats().Filtered)
-	})
-}
-
 // A filtered read counts itself among the watcher's readers from its first
 // hold of the watcher's lock to its last, however it ends: returning kept
 // values (the hold that counts them counts it out), finding the watcher
@@ -949,30 +926,49 @@ func expectNext(r *Watcher[int], want int) error {
 	return err
 }
 
-// W10 in the window between a publisher counting the full readers and
-// counting itself a room waiter: a filtered read that leaves then, having
-// made no room, finds no room waiter to wake; the publisher, which counted
-// the reader full because it was being read, must not then sleep for it.
-// It sifts the reader and accepts a value the filter rejects.
-func TestProtocolFilteredReadLeavingBeforeThePublisherWaitsIsSeen(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		b := New[int](WithQueueLength(1))
-		defer b.Shutdown()
-		r, _ := b.Watch(WithFilter(func(v int) bool { return v%2 == 0 }))
-		require.NoError(t, b.Action(2)) // full of a value the filter has not seen
-		leaving, resumeRead := pauseAt(t, hookReadLeaving)
-		read := async(func() error { _, err := r.Recv(context.Background(), nil); return err })
-		<-leaving // counted as reading: the publisher counts it full
-		counting, resumePub := pauseAt(t, hookRoomCounting)
-		pub := async(func() error { return b.Action(3) })
-		<-counting
-		resumeRead()
-		require.NoError(t, done(t, read, "the reader"))
-		resumePub()
-		require.NoError(t, done(t, pub, "the publisher of a value the filter rejects"))
-		assert.Equal(t, 2, must(next(r)))
-		assert.Equal(t, uint64(1), r.Stats().Filtered)
-	})
+// A publisher waits for a full lossless filtered reader that a goroutine is
+// reading, rather than sift it; if that read returns without making room
+// (here, a Recv with an empty buffer), the publisher must not sleep for it
+// (W10): it sifts the queue and accepts a value the filter rejects. The
+// read may leave while the publisher sleeps (leaveRead wakes it), or
+// between its counting the full readers and counting itself a room waiter,
+// when there is no waiter to wake (the read counts itself out of the
+// readers the publisher waits for, and the publisher does not sleep).
+func TestProtocolFilteredReadThatLeavesWithoutRoomWakesThePublisher(t *testing.T) {
+	for _, pubFirst := range []bool{true, false} {
+		name := "before the publisher waits"
+		if pubFirst {
+			name = "while the publisher sleeps"
+		}
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b := New[int](WithQueueLength(1))
+				defer b.Shutdown()
+				r, _ := b.Watch(WithFilter(func(v int) bool { return v%2 == 0 }))
+				require.NoError(t, b.Action(2)) // full of a value the filter has not seen
+				leaving, resumeRead := pauseAt(t, hookReadLeaving)
+				read := async(func() error { _, err := r.Recv(context.Background(), nil); return err })
+				<-leaving // counted as reading: the publisher counts it full
+				resumePub := func() {}
+				var pub <-chan error
+				if pubFirst {
+					pub = async(func() error { return b.Action(3) })
+					assert.True(t, pending(pub), "the publisher waits for the reader")
+				} else {
+					var counting <-chan struct{}
+					counting, resumePub = pauseAt(t, hookRoomCounting)
+					pub = async(func() error { return b.Action(3) })
+					<-counting
+				}
+				resumeRead()
+				require.NoError(t, done(t, read, "the reader"))
+				resumePub()
+				require.NoError(t, done(t, pub, "the publisher of a value the filter rejects"))
+				assert.Equal(t, 2, must(next(r)))
+				assert.Equal(t, uint64(1), r.Stats().Filtered)
+			})
+		})
+	}
 }
 
 // A filter that ends its goroutine (runtime.Goexit, as t.FailNow does in a
