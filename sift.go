@@ -210,10 +210,10 @@ func (w *Watcher[T]) exitRead(rr *rawRead) {
 // lossless one was counted among the full readers they wait for (nblocked,
 // I11) and counts itself out of them, as one that made room does
 // (madeRoom): whichever of the reader and the publisher counts last sees
-// the count at 0, the reader waking the publisher, or the publisher not
-// sleeping (it may count itself a room waiter only after the reader
-// looked). A reader that was not counted (it began reading after the
-// publisher counted) wakes the publisher early, which counts again.
+// the count at 0 or below, and the reader then wakes the publisher, which
+// registered before it counted, or the publisher does not sleep. A reader
+// that was not counted (it began reading after the publisher counted)
+// wakes the publisher early, which counts again.
 func (w *Watcher[T]) leaveRead(rr *rawRead) {
 	var lost *dropLog
 	if rr.taken > 0 {
