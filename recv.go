@@ -59,19 +59,17 @@ func (w *Watcher[T]) tryRead(ctx context.Context, buf []T, rr *rawRead) (int, ch
 // tryRecv reads what is there. If there is nothing yet it returns the
 // channel to park on and the head it saw, having counted itself a waiter
 // (only if mayPark). rr is nil but for a filtered ring reader's own reads
-// (tryRecvKept): the read is then counted among the watcher's readers
-// (enterRead) and receives what take says about the values, and a watcher
-// moved to a channel meanwhile returns errToChan at once.
+// (tryRecvKept), and a filtered watcher's are always such (Recv goes to
+// recvFiltered; TopicsWatcher takes no filter): the read is counted among
+// the watcher's readers (enterRead) and receives what take says about the
+// values, and a watcher moved to a channel meanwhile returns errToChan at
+// once.
 func (w *Watcher[T]) tryRecv(ctx context.Context, buf []T, rr *rawRead, mayPark bool) (n int, wake chan struct{}, h uint64, err error) {
 	w.mu.Lock()
 	if w.mode == modeChan {
 		return w.tryRecvChan(ctx, buf, rr)
 	}
-	if w.keeps {
-		if rr == nil {
-			w.mu.Unlock()
-			return w.tryRecvKeptOnce(ctx, buf)
-		}
+	if rr != nil {
 		w.enterRead(rr)
 	}
 	b := w.b
