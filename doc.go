@@ -48,6 +48,23 @@
 //   - An idle watcher with a queue of 100: about 3.8 KB there (3,758 B
 //     measured); about 290 B here (285 B measured among 100,000 pull
 //     watchers), or its channel's buffer once ResultChan is used.
+//   - When Action returns: there, once the value is in the broadcaster's
+//     incoming queue (25 values; queueLength for NewLongQueueBroadcaster),
+//     before any watcher has it, so that many more Actions return after a
+//     waiting watcher is full, and with queue length 0 a goroutine may
+//     publish and then read its own watcher. Here, once every watcher that
+//     waits has room for it: with queue length 0 that is when its consumer
+//     takes it, so publishing and then reading on one goroutine waits for
+//     ever there; give such a watcher a queue of 1 or more.
+//   - ActionOrDrop: false there only when that incoming queue is full, and
+//     a value it took reaches every watcher, waiting ones included. Here
+//     false as soon as a watcher that waits is full (nothing is queued
+//     beyond the watchers' queues); and a hand-off watcher (queue length 0)
+//     that waits, whose consumer is not ready at that instant, misses a
+//     value ActionOrDrop accepted, counted as [DropFull], where k8s's loop
+//     would wait for it: an unbuffered channel's receiver cannot be
+//     reserved ahead of the send. Where ActionOrDrop must be lossless, give
+//     the watcher a queue of 1 or more.
 //   - Registration is ordered with values, as in k8s (see below).
 //
 // # Ordering guarantees
@@ -208,13 +225,18 @@
 //
 //	behaviour                        full queue                          lossless  publisher waits  drop reason
 //	-------------------------------  ----------------------------------  --------  ---------------  -----------
-//	WaitIfChannelFull (default)      publisher waits for room            yes       yes              -
+//	WaitIfChannelFull (default)      publisher waits for room            yes (*)   yes              -
 //	DropIfChannelFull                watcher misses the new value        no        no               full
 //	DropOldestIfChannelFull          oldest queued value is discarded    no        no               oldest
 //	WaitTimeoutIfChannelFull(d)      wait up to d, then miss the value   no        up to d          timeout
 //	EvictIfChannelFull               watcher is closed, Err=ErrEvicted   no        no               evicted
 //	your FullChannelBehavior         any of the above, per value         -         -                -
 //	  ... whose OnFull panics        watcher misses the value            no        no               panic
+//
+// (*) But for [Broadcaster.ActionOrDrop], which never waits: a hand-off
+// watcher (queue length 0) whose consumer is not ready misses its value,
+// counted as full. With a queue of 1 or more it refuses instead, and
+// nobody gets the value.
 //
 // Queue length is exact: [WithQueueLength](5) with DropIfChannelFull means an
 // unread watcher holds exactly the first 5 values. Length 0 is a hand-off:

@@ -206,6 +206,44 @@ func TestActionOrDropNeverBlocksAndIsAllOrNothing(t *testing.T) {
 	}
 }
 
+// ActionOrDrop never waits for a hand-off watcher's consumer (queue length
+// 0, WaitIfChannelFull): one that is not ready misses the value, counted as
+// full, as documented; one blocked in a receive gets it.
+func TestActionOrDropPassesAHandOffWatcherWhoseConsumerIsNotReady(t *testing.T) {
+	receive := map[string]func(w *fanout.Watcher[int]) int{
+		"ResultChan": func(w *fanout.Watcher[int]) int { return <-w.ResultChan() },
+		"Recv": func(w *fanout.Watcher[int]) int {
+			buf := make([]int, 1)
+			if n, err := w.Recv(context.Background(), buf); n != 1 || err != nil {
+				return -1
+			}
+			return buf[0]
+		},
+	}
+	for name, recv := range receive {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b := fanout.New[int](fanout.WithQueueLength(0))
+				defer b.Shutdown()
+				w, err := b.Watch()
+				require.NoError(t, err)
+				ok, err := b.ActionOrDrop(1)
+				require.NoError(t, err)
+				assert.True(t, ok, "accepted without waiting for the consumer")
+				assert.Equal(t, uint64(1), w.Stats().DroppedFull, "missed, counted as full")
+				got := make(chan int)
+				go func() { got <- recv(w) }()
+				synctest.Wait() // the consumer is blocked in its receive
+				ok, err = b.ActionOrDrop(2)
+				require.NoError(t, err)
+				assert.True(t, ok)
+				assert.Equal(t, 2, <-got, "a ready consumer is handed the value")
+				assert.Equal(t, uint64(1), w.Stats().DroppedFull)
+			})
+		})
+	}
+}
+
 func TestActionContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := fanout.New[int](fanout.WithQueueLength(1))
