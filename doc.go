@@ -53,11 +53,11 @@
 //     before any watcher has it, so that many more Actions return after a
 //     waiting watcher is full, and with queue length 0 a goroutine may
 //     publish and then read its own watcher. Here, once every watcher that
-//     waits has room for it: with queue length 0 that is when its consumer
-//     takes it, so publishing and then reading on one goroutine waits for
-//     ever there; give such a watcher a queue of 1 or more.
+//     waits has room for it: at queue length 0, once its consumer takes
+//     it, so a goroutine that publishes before it reads its own hand-off
+//     watcher waits for ever; give such a watcher a queue of 1 or more.
 //   - ActionOrDrop: false there only when that incoming queue is full, and
-//     a value it took reaches every watcher, waiting ones included. Here
+//     under WaitIfChannelFull a value it took reaches every watcher. Here
 //     false as soon as a watcher that waits is full (nothing is queued
 //     beyond the watchers' queues); and a hand-off watcher (queue length 0)
 //     that waits, whose consumer is not ready at that instant, misses a
