@@ -50,12 +50,13 @@
 //     watchers), or its channel's buffer once ResultChan is used.
 //   - When Action returns: there, once the value is in the broadcaster's
 //     incoming queue (25 values; queueLength for NewLongQueueBroadcaster),
-//     before any watcher has it, so that many more Actions return after a
-//     waiting watcher is full, and with queue length 0 a goroutine may
-//     publish and then read its own watcher. Here, once every watcher that
-//     waits has room for it: at queue length 0, once its consumer takes
-//     it, so a goroutine that publishes before it reads its own hand-off
-//     watcher waits for ever; give such a watcher a queue of 1 or more.
+//     before any watcher has it, so 26 more Actions return after a waiting
+//     watcher is full (the queue, and the value its loop holds), and with
+//     queue length 0 a goroutine may publish and then read its own watcher.
+//     Here, once every watcher that waits has room for it: at queue length
+//     0, once its consumer takes it, so a goroutine that publishes before it
+//     reads its own hand-off watcher waits for ever; give such a watcher a
+//     queue of 1 or more.
 //   - ActionOrDrop: false there only when that incoming queue is full, and
 //     under WaitIfChannelFull a value it took reaches every watcher. Here
 //     false as soon as a watcher that waits is full (nothing is queued
