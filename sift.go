@@ -207,14 +207,8 @@ func (w *Watcher[T]) exitRead(rr *rawRead) {
 // wakes the publisher early, which counts again.
 func (w *Watcher[T]) leaveRead(rr *rawRead) {
 	var lost *dropLog
-	if rr.taken > 0 {
-		lost = w.lostRead(rr)
-	}
 	if rr.in {
-		hook(hookReadLeaving)
-		w.mu.Lock()
-		w.exitRead(rr)
-		w.mu.Unlock()
+		lost = w.exitLeaving(rr)
 	}
 	w.wakeAfterRead()
 	if lost != nil {
@@ -222,6 +216,29 @@ func (w *Watcher[T]) leaveRead(rr *rawRead) {
 		// it may end it too, or publish and wait for this reader's room.
 		lost.report(w.b)
 	}
+}
+
+// exitLeaving counts the read rr out of w.x.active as it leaves, and, if
+// it took values it did not count (rr.taken: its filter ended the
+// goroutine, runtime.Goexit, while it was asked about them, and the
+// deferred leaveRead runs as it unwinds), counts them as dropped
+// (DropPanic) in the same hold: without it they would stay counted as
+// being filtered, and Taken below them for ever. It returns those drops,
+// for leaveRead to report once the read is counted out. A read counts in
+// before it takes anything, and out only with the values it counts, so a
+// read with values taken is counted in.
+func (w *Watcher[T]) exitLeaving(rr *rawRead) *dropLog {
+	var lost *dropLog
+	hook(hookReadLeaving)
+	w.mu.Lock()
+	if n := rr.taken; n > 0 {
+		lost = new(dropLog)
+		w.doneReading(rr, n)
+		w.count(DropPanic, n, lost, errFilterExited)
+	}
+	w.exitRead(rr)
+	w.mu.Unlock()
+	return lost
 }
 
 // wakeAfterRead is leaveRead's wake-up (W10), the read counted out.
@@ -240,22 +257,6 @@ func (w *Watcher[T]) wakeAfterRead() {
 	if b.roomWait.Load() > 0 {
 		b.signalRoom()
 	}
-}
-
-// lostRead counts as dropped (DropPanic) the values the read rr took and
-// did not count: its filter ended the goroutine (runtime.Goexit) while it
-// was asked about them, and the deferred leaveRead runs as it unwinds.
-// Without it they would stay counted as being filtered, and Taken below
-// them for ever. It returns the drops, for leaveRead to report once the
-// read is counted out.
-func (w *Watcher[T]) lostRead(rr *rawRead) *dropLog {
-	log := new(dropLog)
-	n := rr.taken
-	w.mu.Lock()
-	w.doneReading(rr, n)
-	w.count(DropPanic, n, log, errFilterExited)
-	w.mu.Unlock()
-	return log
 }
 
 // errFilterExited is the error of the drops of a read whose filter ended
