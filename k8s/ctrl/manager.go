@@ -139,16 +139,19 @@ func NewManager(config *rest.Config, options manager.Options, opts ...Option) (*
 	if m.cfg.err != nil {
 		return nil, m.cfg.err
 	}
-	config = rest.CopyConfig(config)
-	if config.UserAgent == "" {
-		config.UserAgent = rest.DefaultKubernetesUserAgent()
+	// The sinks' clients get client-go's default user agent, in a copy:
+	// controller-runtime is given the caller's config, which GetConfig
+	// returns unchanged, as manager.New's does.
+	sinkConfig := rest.CopyConfig(config)
+	if sinkConfig.UserAgent == "" {
+		sinkConfig.UserAgent = rest.DefaultKubernetesUserAgent()
 	}
 	logger := options.Logger
 	if logger.GetSink() == nil {
 		logger = ctrllog.Log // manager.New's default too
 	}
 	m.logger = logger.WithName("events")
-	if err := m.makeBroadcasters(config); err != nil {
+	if err := m.makeBroadcasters(sinkConfig); err != nil {
 		return nil, err
 	}
 	if m.cfg.metrics {

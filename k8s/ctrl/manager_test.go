@@ -262,6 +262,26 @@ func TestNewManagerRefusesEventBroadcaster(t *testing.T) {
 	assert.Error(t, err)
 }
 
+// GetConfig returns the configuration the manager was given, the same
+// one and unchanged, as controller-runtime's manager does (its own test "should not
+// manipulate the provided config"): the user agent the sinks' clients
+// get by default is not written into it.
+func TestGetConfigReturnsTheGivenConfigUnchanged(t *testing.T) {
+	given := &rest.Config{Host: "https://127.0.0.1:1", QPS: 7}
+	want := rest.CopyConfig(given)
+	options := manager.Options{Metrics: metricsserver.Options{BindAddress: "0"}, Logger: logr.Discard()}
+	m, err := NewManager(given, options)
+	require.NoError(t, err)
+	defer m.shutdownBroadcasters()
+	assert.Same(t, given, m.GetConfig())
+	assert.Equal(t, want, given, "the caller's config was changed")
+	other := rest.CopyConfig(want)
+	upstream, err := manager.New(other, options)
+	require.NoError(t, err)
+	assert.Same(t, other, upstream.GetConfig())
+	assert.Equal(t, want, other)
+}
+
 // A manager that cannot be made leaves nothing registered: here the
 // leader election lock has no ID.
 func TestNewManagerErrorLeavesNoMetrics(t *testing.T) {
