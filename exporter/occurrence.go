@@ -60,7 +60,8 @@ type Occurrence struct {
 	// eventTime).
 	FirstTime time.Time `json:"firstTime"`
 	// LastTime is when this occurrence happened (lastTimestamp, series
-	// lastObservedTime, or eventTime).
+	// lastObservedTime, or eventTime; firstTimestamp if it has none of
+	// them).
 	LastTime time.Time `json:"lastTime"`
 
 	// Seq is the occurrence's position in the exporter's order, from 1.
@@ -193,6 +194,9 @@ func FromCore(e *corev1.Event) *Occurrence {
 	}
 	if e.Series != nil && !e.Series.LastObservedTime.IsZero() {
 		o.LastTime = e.Series.LastObservedTime.Time
+	}
+	if o.LastTime.IsZero() { // as kubernetes-event-exporter ages it: eventTime next
+		o.LastTime = e.EventTime.Time
 	}
 	if o.LastTime.IsZero() {
 		o.LastTime = o.FirstTime

@@ -147,7 +147,8 @@ func (s *Source) SetLogger(l *slog.Logger) {
 // SetMaxAge sets kubernetes-event-exporter's age cut-off at start
 // (maxEventAgeSeconds): when the source starts without a checkpoint, the
 // events of its first list last seen (their last timestamp, series time
-// or event time) longer than d before the list are not forwarded, only
+// or event time, else first timestamp: [Occurrence].LastTime) longer
+// than d before the list are not forwarded, only
 // counted ([SourceStats].TooOld) and recorded at their count, so that a
 // later count raise is an occurrence; events without any timestamp are
 // forwarded. A checkpoint without a resource version (written before the

@@ -285,6 +285,33 @@ func TestSourceCutsOffOldEventsACheckpointWithoutResourceVersionDoesNotCount(t *
 	}
 }
 
+// An event without lastTimestamp is last seen at its eventTime, as
+// kubernetes-event-exporter ages it (lastTimestamp, else eventTime), not
+// at its firstTimestamp: one first seen 40 minutes ago whose eventTime is
+// now passes the cut-off; with neither lastTimestamp nor eventTime, its
+// firstTimestamp ages it.
+func TestSourceAgesAnEventWithoutLastTimestampByItsEventTime(t *testing.T) {
+	recent := coreEvent("recent", 1)
+	recent.LastTimestamp = metav1.Time{}
+	recent.FirstTimestamp = metav1.NewTime(time.Now().Add(-40 * time.Minute))
+	recent.EventTime = metav1.NewMicroTime(time.Now())
+	old := coreEvent("old", 1)
+	old.LastTimestamp = metav1.Time{}
+	old.FirstTimestamp = metav1.NewTime(time.Now().Add(-40 * time.Minute))
+	cs := fake.NewClientset(recent, old)
+	target, src := startSourceAged(t, cs, CoreV1, nil, 5*time.Minute)
+	target.expect(t, "recent/1")
+	waitSynced(t, src)
+	select {
+	case k := <-target.ch:
+		t.Errorf("forwarded %s, want nothing more", k)
+	default:
+	}
+	if st := src.Stats(); st.TooOld != 1 {
+		t.Errorf("stats %+v: want 1 too old (old)", st)
+	}
+}
+
 // A checkpoint with a resource version decides: an event it does not
 // count came after it, and is exported at a list however old.
 func TestSourceCutsNothingOffAtAListAfterACheckpointWithAResourceVersion(t *testing.T) {
