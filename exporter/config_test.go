@@ -90,6 +90,11 @@ func TestParseConfigNamesTheLineOfEveryProblem(t *testing.T) {
 		{"no receivers", "logLevel: info\n", []string{"receivers: at least one receiver is required"}},
 		{"several at once", "route:\n  match:\n    - receiver: x\n    - kind: [1]\nreceivers:\n  - name: a\n    stdout: {}\n",
 			[]string{`line 3: unknown receiver "x"`, `line 4: expected a regular expression`}},
+		{"top-level values", "receivers:\n  - name: a\n    stdout: {}\napi: v2\ncacheSize: -1\nlogLevel: loud\nlogFormat: xml\n" +
+			"checkpoint: {file: f, configMap: {namespace: n, name: c}}\n",
+			[]string{`line 4: api: unknown API "v2"`, `line 5: cacheSize: -1 is negative`, `line 6: logLevel: unknown level "loud"`,
+				`line 7: logFormat: unknown format "xml"`, `line 8: checkpoint: set file or configMap, not both`}},
+		{"empty receivers", "logLevel: info\nreceivers: []\n", []string{"line 2: receivers: at least one receiver is required"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
