@@ -166,24 +166,33 @@ func TestBigQueryConcurrentWritesStoreEveryRow(t *testing.T) {
 	}
 }
 
-// Writes start interval_seconds apart, as their batches are written every
-// interval; a write waiting for its turn returns when its context ends.
-func TestBigQuerySpacesWritesByIntervalSeconds(t *testing.T) {
+// A write of fewer rows than a batch starts interval_seconds after the
+// previous write, as theirs writes what it has every interval; a full
+// batch is written at once, as theirs writes a batch as soon as it is
+// full (so the sink is not capped at a batch per interval). A write
+// waiting for its turn returns when its context ends.
+func TestBigQueryWritesFullBatchesAtOnceAndSpacesTheOthers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := &BigQuerySink{cfg: BigQueryConfig{interval: 10 * time.Second}}
+		s := &BigQuerySink{cfg: BigQueryConfig{interval: 10 * time.Second, full: 3, BatchSize: 1000}}
 		start := time.Now()
-		for range 3 {
-			if err := s.wait(t.Context()); err != nil {
+		for _, n := range []int{3, 3, 3, 1, 3, 2, 1} {
+			if err := s.wait(t.Context(), n); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if d := time.Since(start); d != 20*time.Second {
-			t.Errorf("three writes took %v, want 20s", d)
+		// The three full ones at once; the 1 waits for the interval
+		// after the last of them (10s); the full one after it goes at
+		// once; the 2 and the last 1 wait 10s each.
+		if d := time.Since(start); d != 30*time.Second {
+			t.Errorf("the writes took %v, want 30s", d)
 		}
 		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 		defer cancel()
-		if err := s.wait(ctx); err == nil {
+		if err := s.wait(ctx, 1); err == nil {
 			t.Error("a wait past its context's end succeeded")
+		}
+		if err := s.wait(ctx, 3); err != nil {
+			t.Errorf("a full batch waited: %v", err)
 		}
 	})
 }
