@@ -107,6 +107,12 @@ func (c *Config) at(key string) string {
 	return ""
 }
 
+// atf returns the problem with top-level key that format and args say,
+// after the key's line (at).
+func (c *Config) atf(key, format string, args ...any) string {
+	return c.at(key) + fmt.Sprintf(format, args...)
+}
+
 // KEEDefaultMaxEventAge is kubernetes-event-exporter's maxEventAgeSeconds
 // when neither it nor throttlePeriod is set: the cut-off of a
 // configuration without a checkpoint.
@@ -120,7 +126,7 @@ var metricsPrefixPattern = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9_:]*_$`)
 // take effect here, and sets the age cut-off.
 func (c *Config) validateCompat() []string {
 	var p []string
-	add := func(key, format string, args ...any) { p = append(p, c.at(key)+fmt.Sprintf(format, args...)) }
+	add := func(key, format string, args ...any) { p = append(p, c.atf(key, format, args...)) }
 	for key, v := range map[string]int64{"maxEventAgeSeconds": c.MaxEventAgeSeconds, "throttlePeriod": c.ThrottlePeriod} {
 		if v < 0 {
 			add(key, "%s: %d is negative", key, v)

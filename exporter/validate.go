@@ -48,7 +48,7 @@ func (c *Config) validate() []string {
 		c.API = CoreV1
 	}
 	if c.API != CoreV1 && c.API != EventsV1 {
-		p = append(p, c.at("api")+fmt.Sprintf("api: unknown API %q (want %q or %q)", c.API, CoreV1, EventsV1))
+		p = append(p, c.atf("api", "api: unknown API %q (want %q or %q)", c.API, CoreV1, EventsV1))
 	}
 	if c.Checkpoint.File != "" && c.Checkpoint.ConfigMap != nil {
 		p = append(p, c.at("checkpoint")+"checkpoint: set file or configMap, not both")
@@ -57,7 +57,7 @@ func (c *Config) validate() []string {
 		p = append(p, c.at("checkpoint")+"checkpoint.configMap: namespace and name are required")
 	}
 	if c.CacheSize < 0 {
-		p = append(p, c.at("cacheSize")+fmt.Sprintf("cacheSize: %d is negative (0 is the default, %d)", c.CacheSize, DefaultCacheSize))
+		p = append(p, c.atf("cacheSize", "cacheSize: %d is negative (0 is the default, %d)", c.CacheSize, DefaultCacheSize))
 	}
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = Duration(DefaultShutdownTimeout)
@@ -130,20 +130,20 @@ func (c *Config) validateLogging() []string {
 		l, ok = zerologLevel(c.LogLevel)
 	}
 	if ok {
-		c.Warnings = append(c.Warnings, c.at("logLevel")+fmt.Sprintf("logLevel: %s is logged as %s", c.LogLevel, l))
+		c.Warnings = append(c.Warnings, c.atf("logLevel", "logLevel: %s is logged as %s", c.LogLevel, l))
 		c.LogLevel = l
 	}
 	switch c.LogLevel {
 	case "", "debug", "info", "warn", "error", LogDisabled:
 	default:
-		p = append(p, c.at("logLevel")+fmt.Sprintf("logLevel: unknown level %q (want debug, info, warn, error, disabled, "+
+		p = append(p, c.atf("logLevel", "logLevel: unknown level %q (want debug, info, warn, error, disabled, "+
 			"or one of zerolog's numbers, -128 to 127)", c.LogLevel))
 	}
 	if c.LogFormat == "pretty" { // kubernetes-event-exporter's console format
 		c.LogFormat = "text"
 	}
 	if c.LogFormat != "" && c.LogFormat != "text" && c.LogFormat != "json" {
-		p = append(p, c.at("logFormat")+fmt.Sprintf("logFormat: unknown format %q (want text, pretty or json)", c.LogFormat))
+		p = append(p, c.atf("logFormat", "logFormat: unknown format %q (want text, pretty or json)", c.LogFormat))
 	}
 	return p
 }
