@@ -198,18 +198,19 @@ func TestBigQueryWritesFullBatchesAtOnceAndSpacesTheOthers(t *testing.T) {
 }
 
 // Their keys batch_size and max_retries set the receiver's batch and
-// tries unless it sets its own; their example without values is refused,
+// tries unless it sets its own (and the receiver's batch is what the
+// sink writes at once, see wait); their example without values is refused,
 // as they refuse it at start.
 func TestBigQueryTheirKeysSetBatchAndRetries(t *testing.T) {
 	c := parseOK(t, "receivers:\n  - {name: a, bigquery: {project: p, dataset: d, table: t, batch_size: 50, max_retries: 5}}\n"+
 		"  - {name: b, batch: 7, retry: {maxTries: 2}, bigquery: {project: p, dataset: d, table: t, batch_size: 50, max_retries: 5}}\n"+
 		"  - {name: c, bigquery: {project: p, dataset: d, table: t}}\n")
-	got := [][2]int{}
-	for _, r := range c.Receivers {
-		got = append(got, [2]int{r.Batch, r.Retry.MaxTries})
+	got := [][3]int{}
+	for _, r := range c.Receivers { // the sink's full batch is the receiver's batch
+		got = append(got, [3]int{r.Batch, r.Retry.MaxTries, r.BigQuery.full})
 	}
-	if want := [][2]int{{50, 6}, {7, 2}, {1000, 4}}; !slices.Equal(got, want) || len(otherWarnings(c.Warnings)) != 0 {
-		t.Errorf("batch and tries %v, want %v; warnings %q", got, want, c.Warnings)
+	if want := [][3]int{{50, 6, 50}, {7, 2, 7}, {1000, 4, 1000}}; !slices.Equal(got, want) || len(otherWarnings(c.Warnings)) != 0 {
+		t.Errorf("batch, tries and full batch %v, want %v; warnings %q", got, want, c.Warnings)
 	}
 	_, err := LoadConfig(theirs + "20-bigquery.yaml")
 	for _, key := range []string{"project", "dataset", "table"} {
