@@ -139,9 +139,11 @@ func NewManager(config *rest.Config, options manager.Options, opts ...Option) (*
 	if m.cfg.err != nil {
 		return nil, m.cfg.err
 	}
-	// The sinks' clients get client-go's default user agent, in a copy:
-	// controller-runtime is given the caller's config, which GetConfig
-	// returns unchanged, as manager.New's does.
+	// The sinks' HTTP client sends client-go's default user agent, as
+	// controller-runtime's does (rest.HTTPClientFor puts the config's in
+	// its transport): in a copy, as controller-runtime is given the
+	// caller's config, which GetConfig returns unchanged, as manager.New's
+	// does.
 	sinkConfig := rest.CopyConfig(config)
 	if sinkConfig.UserAgent == "" {
 		sinkConfig.UserAgent = rest.DefaultKubernetesUserAgent()
